@@ -1,0 +1,32 @@
+"""MCP semantics, one module per feature, written against the runtime's registry and
+request context. Never imports transports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runtime.core import Dispatcher, Handler, NotificationHandler
+
+from . import lifecycle, logging, prompts, resources, tools
+
+if TYPE_CHECKING:
+    from runtime._server import Server
+
+__all__ = ["build_dispatcher", "lifecycle", "logging", "prompts", "resources", "tools"]
+
+
+def build_dispatcher(server: Server) -> Dispatcher:
+    """The method tables of every feature, for one server."""
+    lifecycle_requests, lifecycle_notifications = lifecycle.methods(server)
+    requests: dict[str, Handler] = {}
+    notifications: dict[str, NotificationHandler] = dict(lifecycle_notifications)
+    for table in (
+        lifecycle_requests,
+        logging.methods(server),
+        tools.methods(server),
+        resources.methods(server),
+        prompts.methods(server),
+    ):
+        requests.update(table)
+    return Dispatcher(requests, notifications)

@@ -1,0 +1,78 @@
+"""Handshake-era lifecycle: ``initialize``, ``notifications/initialized``, ``ping``.
+
+MCP 2025-11-25 basic/lifecycle: the client proposes a version; the server answers with the
+same version when it supports it, otherwise with the latest version it supports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from runtime.core import INVALID_REQUEST, Handler, JSONRPCError, NotificationHandler, RequestContext
+
+from ._common import decode_params
+
+if TYPE_CHECKING:
+    from runtime._server import Server
+
+__all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "capabilities", "methods"]
+
+#: Handshake-era revisions this server speaks, newest first.
+HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[0]
+
+
+class _InitializeParams(msgspec.Struct, rename="camel"):
+    protocol_version: str
+    capabilities: dict[str, Any] = {}
+    client_info: dict[str, Any] | None = None
+
+
+_initialize_decoder: Final = msgspec.json.Decoder(_InitializeParams)
+
+
+def capabilities(server: Server) -> dict[str, Any]:
+    """Exactly what is implemented: a feature appears once something is registered for it."""
+    reg = server.registry
+    caps: dict[str, Any] = {"logging": {}}
+    if reg.tools:
+        caps["tools"] = {"listChanged": False}
+    if reg.resources or reg.templates:
+        caps["resources"] = {"subscribe": False, "listChanged": False}
+    if reg.prompts:
+        caps["prompts"] = {"listChanged": False}
+    return caps
+
+
+def methods(server: Server) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
+    async def initialize(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _initialize_decoder, b"{}")
+        session = ctx.session
+        if session.protocol_version is not None:
+            raise JSONRPCError(INVALID_REQUEST, "Session is already initialized")
+        requested = params.protocol_version
+        version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+        session.protocol_version = version
+        session.client_capabilities = params.capabilities
+        session.client_info = params.client_info
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": capabilities(server),
+            "serverInfo": server.server_info(),
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    async def initialized(ctx: RequestContext) -> None:
+        ctx.session.initialized = True
+
+    async def ping(ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    return (
+        {"initialize": initialize, "ping": ping},
+        {"notifications/initialized": initialized},
+    )

@@ -1,0 +1,76 @@
+"""``prompts/list`` and ``prompts/get`` (MCP 2025-11-25 server/prompts).
+
+An unknown prompt name or a missing required argument is -32602 (spec: "Error Handling").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from runtime._types import PromptMessage, TextContent
+from runtime.core import Handler, JSONRPCError, RequestContext, params_error
+
+from ._common import call_user_function, decode_params
+
+if TYPE_CHECKING:
+    from runtime._server import Server
+
+__all__ = ["methods", "to_messages"]
+
+
+class _GetParams(msgspec.Struct):
+    name: str
+    arguments: dict[str, str] | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class _ListParams(msgspec.Struct):
+    cursor: str | None = None
+
+
+_get_decoder: Final = msgspec.json.Decoder(_GetParams)
+_list_decoder: Final = msgspec.json.Decoder(_ListParams)
+
+
+def to_messages(value: Any) -> list[Any]:
+    """A prompt function's return value as a list of prompt messages."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(PromptMessage(role="user", content=TextContent(text=item)))
+        elif isinstance(item, PromptMessage | dict):
+            out.append(item)
+        else:
+            raise TypeError(f"a prompt returned {type(item).__name__}, not a message")
+    return out
+
+
+def methods(server: Server) -> dict[str, Handler]:
+    registry = server.registry
+
+    async def list_prompts(ctx: RequestContext) -> dict[str, Any]:
+        decode_params(ctx, _list_decoder, b"{}")
+        return {"prompts": [prompt.listing for prompt in registry.prompts.values()]}
+
+    async def get_prompt(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _get_decoder, b"{}")
+        prompt = registry.prompts.get(params.name)
+        if prompt is None:
+            raise JSONRPCError.invalid_params(
+                f"Unknown prompt: {params.name}", {"name": params.name}
+            )
+        sig = prompt.signature
+        try:
+            args = sig.convert(params.arguments or {}, strict=False)
+        except msgspec.ValidationError as exc:
+            raise params_error(exc, root="params.arguments") from None
+        value = await call_user_function(server, ctx, prompt.fn, sig, args, params.meta)
+        result: dict[str, Any] = {"messages": to_messages(value)}
+        if prompt.description:
+            result["description"] = prompt.description
+        return result
+
+    return {"prompts/list": list_prompts, "prompts/get": get_prompt}

@@ -1,0 +1,99 @@
+"""``resources/list``, ``resources/templates/list``, ``resources/read``
+(MCP 2025-11-25 server/resources). An unknown URI is -32002 in the handshake era.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from runtime._types import BlobResourceContents, TextResourceContents
+from runtime.core import RESOURCE_NOT_FOUND, Handler, JSONRPCError, RequestContext
+
+from ._common import call_user_function, decode_params
+
+if TYPE_CHECKING:
+    from runtime._server import Server
+
+__all__ = ["methods", "to_contents"]
+
+
+class _ReadParams(msgspec.Struct):
+    uri: str
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class _ListParams(msgspec.Struct):
+    cursor: str | None = None
+
+
+_read_decoder: Final = msgspec.json.Decoder(_ReadParams)
+_list_decoder: Final = msgspec.json.Decoder(_ListParams)
+_encode: Final = msgspec.json.Encoder().encode
+_CONTENTS: Final = (TextResourceContents, BlobResourceContents)
+
+
+def _one(uri: str, value: Any, mime_type: str | None) -> Any:
+    if isinstance(value, _CONTENTS):
+        return value
+    if isinstance(value, str):
+        return TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")
+    if isinstance(value, bytes | bytearray | memoryview):
+        blob = base64.b64encode(value).decode()
+        return BlobResourceContents(
+            uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream"
+        )
+    return TextResourceContents(
+        uri=uri, text=_encode(value).decode(), mime_type=mime_type or "application/json"
+    )
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
+    """A resource function's return value as ``contents`` of a read result."""
+    if isinstance(value, list) and value and all(isinstance(v, _CONTENTS) for v in value):
+        return value
+    return [_one(uri, value, mime_type)]
+
+
+def methods(server: Server) -> dict[str, Handler]:
+    registry = server.registry
+
+    async def list_resources(ctx: RequestContext) -> dict[str, Any]:
+        decode_params(ctx, _list_decoder, b"{}")
+        return {"resources": [res.listing for res in registry.resources.values()]}
+
+    async def list_templates(ctx: RequestContext) -> dict[str, Any]:
+        decode_params(ctx, _list_decoder, b"{}")
+        return {"resourceTemplates": [t.listing for t in registry.templates.values()]}
+
+    async def read_resource(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _read_decoder, b"{}")
+        uri = params.uri
+        resource = registry.resources.get(uri)
+        if resource is not None:
+            args = resource.signature.convert({})
+            value = await call_user_function(
+                server, ctx, resource.fn, resource.signature, args, params.meta
+            )
+            return {"contents": to_contents(uri, value, resource.mime_type)}
+        found = registry.find_template(uri)
+        if found is None:
+            raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        template, values = found
+        sig = template.signature
+        try:
+            args = sig.convert({k: v for k, v in values.items() if k in sig.names}, strict=False)
+        except msgspec.ValidationError as exc:
+            raise JSONRPCError.invalid_params(
+                f"Invalid value in resource URI {uri!r}: {exc}", {"uri": uri}
+            ) from None
+        value = await call_user_function(server, ctx, template.fn, sig, args, params.meta)
+        return {"contents": to_contents(uri, value, template.mime_type)}
+
+    return {
+        "resources/list": list_resources,
+        "resources/templates/list": list_templates,
+        "resources/read": read_resource,
+    }

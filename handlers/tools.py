@@ -1,0 +1,102 @@
+"""``tools/list`` and ``tools/call`` (MCP 2025-11-25 server/tools).
+
+Protocol errors (unknown tool, malformed params) are JSON-RPC errors; everything that goes
+wrong inside the tool, including argument validation, is an ``isError: true`` result the
+model can read and correct (spec: "Tool Execution Errors").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
+
+from ._common import call_user_function, decode_params
+
+if TYPE_CHECKING:
+    from runtime._server import Server
+
+__all__ = ["methods", "to_content"]
+
+log = logging.getLogger("mcp_runtime.tools")
+
+_CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+_EMPTY_ARGS: Final = b"{}"
+
+
+class _CallParams(msgspec.Struct):
+    name: str
+    arguments: Raw | UnsetType = UNSET
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class _ListParams(msgspec.Struct):
+    cursor: str | None = None
+
+
+_call_decoder: Final = msgspec.json.Decoder(_CallParams)
+_list_decoder: Final = msgspec.json.Decoder(_ListParams)
+_encode: Final = msgspec.json.Encoder().encode
+
+
+def to_content(value: Any) -> list[Any]:
+    """A tool's return value as a list of content blocks."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [TextContent(text=value)]
+    if isinstance(value, _CONTENT_TYPES):
+        return [value]
+    if isinstance(value, list | tuple) and all(
+        isinstance(item, str | _CONTENT_TYPES) for item in value
+    ):
+        return [TextContent(text=item) if isinstance(item, str) else item for item in value]
+    return [TextContent(text=_encode(value).decode())]
+
+
+def _error_result(text: str) -> dict[str, Any]:
+    return {"content": [TextContent(text=text)], "isError": True}
+
+
+def methods(server: Server) -> dict[str, Handler]:
+    registry = server.registry
+
+    async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        decode_params(ctx, _list_decoder, b"{}")
+        return {"tools": [tool.listing for tool in registry.tools.values()]}
+
+    async def call_tool(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _call_decoder, b"{}")
+        tool = registry.tools.get(params.name)
+        if tool is None:
+            raise JSONRPCError.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
+        sig = tool.signature
+        raw = _EMPTY_ARGS if isinstance(params.arguments, UnsetType) else params.arguments
+        try:
+            args = sig.json_decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        try:
+            value = await call_user_function(server, ctx, tool.fn, sig, args, params.meta)
+        except JSONRPCError:
+            raise
+        except ToolError as exc:
+            return _error_result(str(exc))
+        except Exception as exc:
+            log.warning(
+                "tool failed conn=%s id=%r tool=%s error=%r",
+                ctx.peer.connection_id,
+                ctx.id,
+                tool.name,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            return _error_result(f"Error executing tool {tool.name}: {exc}")
+        return {"content": to_content(value), "isError": False}
+
+    return {"tools/list": list_tools, "tools/call": call_tool}

@@ -1,0 +1,89 @@
+"""mcp-runtime: a trio-native, structured-concurrency runtime for MCP servers.
+
+The user's one import::
+
+    from runtime import Server, Context
+
+Names are loaded lazily (PEP 562) so that ``import runtime`` stays cheap for the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._server import Server
+    from ._types import (
+        Annotations,
+        AudioContent,
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        PromptMessage,
+        ResourceLink,
+        TextContent,
+        TextResourceContents,
+    )
+    from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
+
+__all__ = [
+    "Annotations",
+    "AudioContent",
+    "BlobResourceContents",
+    "Context",
+    "EmbeddedResource",
+    "ImageContent",
+    "JSONRPCError",
+    "Limits",
+    "PromptMessage",
+    "ResourceNotFoundError",
+    "ResourceLink",
+    "Server",
+    "Session",
+    "TextContent",
+    "TextResourceContents",
+    "ToolError",
+    "__version__",
+]
+
+_LAZY = {
+    "Context": "._context",
+    "Server": "._server",
+    "JSONRPCError": ".core",
+    "Limits": ".core",
+    "ResourceNotFoundError": ".core",
+    "Session": ".core",
+    "ToolError": ".core",
+    **{
+        name: "._types"
+        for name in (
+            "Annotations",
+            "AudioContent",
+            "BlobResourceContents",
+            "EmbeddedResource",
+            "ImageContent",
+            "PromptMessage",
+    "ResourceNotFoundError",
+            "ResourceLink",
+            "TextContent",
+            "TextResourceContents",
+        )
+    },
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,117 @@
+"""``Context``: what a tool, resource or prompt function may ask the runtime for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from .core import RequestContext, RequestId, Session
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["Context"]
+
+# RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+
+class Context:
+    """Injected into a handler function whose parameter is annotated ``Context``.
+
+    Methods that send notifications wait only while the connection's write queue is full;
+    they raise nothing when the connection is closing (the output is dropped and logged).
+    """
+
+    __slots__ = ("_meta", "_request", "server")
+
+    def __init__(
+        self, request: RequestContext, server: Server, meta: dict[str, Any] | None = None
+    ) -> None:
+        self._request = request
+        self._meta = meta or {}
+        self.server = server
+
+    @property
+    def request_id(self) -> RequestId | None:
+        return self._request.id
+
+    @property
+    def method(self) -> str:
+        return self._request.method
+
+    @property
+    def session(self) -> Session:
+        return self._request.session
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._request.session.protocol_version
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        return self._request.session.client_info
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._request.session.client_capabilities
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The request's ``params._meta`` (empty when absent)."""
+        return self._meta
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self._meta.get("progressToken")
+        return token if isinstance(token, str | int) else None
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for progress (else a no-op).
+
+        MCP basic/utilities/progress: progress must increase with each notification; that is
+        the caller's duty.
+        """
+        token = self.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._request.peer.notify("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """Send ``notifications/message`` when the client's level lets it through."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        threshold = self._request.session.log_level
+        if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._request.peer.notify("notifications/message", params)
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)

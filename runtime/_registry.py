@@ -1,0 +1,151 @@
+"""What a server offers: tools, resources, resource templates and prompts.
+
+Each definition is built once at registration: schemas, decoders and the wire form that the
+list methods return, so listing and calling do no per-request introspection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._signature import Signature
+from ._uritemplate import UriTemplate
+
+__all__ = ["PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+
+
+def _wire(**items: Any) -> dict[str, Any]:
+    return {key: value for key, value in items.items() if value is not None}
+
+
+@dataclass(slots=True)
+class ToolDef:
+    name: str
+    fn: Callable[..., Any]
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.listing = _wire(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            inputSchema=self.input_schema or self.signature.schema,
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
+
+
+@dataclass(slots=True)
+class ResourceDef:
+    uri: str
+    name: str
+    fn: Callable[..., Any]
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.listing = _wire(
+            uri=self.uri,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+        )
+
+
+@dataclass(slots=True)
+class TemplateDef:
+    template: UriTemplate
+    name: str
+    fn: Callable[..., Any]
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.listing = _wire(
+            uriTemplate=self.template.template,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+        )
+
+
+@dataclass(slots=True)
+class PromptDef:
+    name: str
+    fn: Callable[..., Any]
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        sig = self.signature
+        arguments = [
+            _wire(
+                name=arg,
+                description=sig.descriptions.get(arg),
+                required=arg in sig.required,
+            )
+            for arg in sig.names
+        ]
+        self.listing = _wire(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            arguments=arguments or None,
+        )
+
+
+class Registry:
+    """Name-keyed tables; dict insertion order gives a deterministic list order."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolDef] = {}
+        self.resources: dict[str, ResourceDef] = {}
+        self.templates: dict[str, TemplateDef] = {}
+        self.prompts: dict[str, PromptDef] = {}
+
+    def add_tool(self, tool: ToolDef) -> None:
+        _check_new(self.tools, tool.name, "tool")
+        self.tools[tool.name] = tool
+
+    def add_resource(self, resource: ResourceDef) -> None:
+        _check_new(self.resources, resource.uri, "resource")
+        self.resources[resource.uri] = resource
+
+    def add_template(self, template: TemplateDef) -> None:
+        _check_new(self.templates, template.template.template, "resource template")
+        self.templates[template.template.template] = template
+
+    def add_prompt(self, prompt: PromptDef) -> None:
+        _check_new(self.prompts, prompt.name, "prompt")
+        self.prompts[prompt.name] = prompt
+
+    def find_template(self, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
+        """The first template (in registration order) that matches ``uri``, and its values."""
+        for template in self.templates.values():
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        return None
+
+
+def _check_new(table: dict[str, Any], key: str, kind: str) -> None:
+    if key in table:
+        raise ValueError(f"a {kind} named {key!r} is already registered")

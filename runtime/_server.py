@@ -1,0 +1,361 @@
+"""``Server``: the user's app object: decorators to register features, ``serve_*`` to run.
+
+This module is the composition root: it is the one place in ``runtime`` that imports the
+``handlers`` package (which implements MCP semantics against the registry) and wires it to
+the core dispatcher and the transports. See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, overload
+
+import trio
+
+from ._context import Context
+from ._registry import PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
+from ._signature import doc_summary, inspect_signature
+from ._uritemplate import UriTemplate, is_template
+from .core import Connection, Dispatcher, Limits, MessageChannel, Session
+from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
+from .transports import open_unix_listener as _open_unix_listener
+
+__all__ = ["Server"]
+
+log = logging.getLogger("mcp_runtime.server")
+F = TypeVar("F", bound=Callable[..., Any])
+_stream_ids = itertools.count(1)
+
+
+class Server:
+    """An MCP server. Register features with the decorators, then serve it.
+
+    >>> app = Server("demo")
+    >>> @app.tool
+    ... def add(a: int, b: int) -> int:
+    ...     "Add two numbers."
+    ...     return a + b
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.limits = limits or Limits()
+        self.registry = Registry()
+        self._dispatcher: Dispatcher | None = None
+        self._shutdown_events: set[trio.Event] = set()
+
+    # -- registration -----------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a tool. Use as ``@app.tool`` or ``@app.tool(name=..., ...)``.
+
+        The signature's type hints become the ``inputSchema`` (unless ``input_schema`` is
+        given, which is passed through untouched) and a precompiled validator; the docstring
+        gives the description and, from an ``Args:`` section, argument descriptions. Sync
+        functions run in a worker thread. Returns the function unchanged.
+        """
+
+        def register(func: F) -> F:
+            tool_name = name or func.__name__
+            sig = inspect_signature(func, name=tool_name, context_type=Context)
+            self.registry.add_tool(
+                ToolDef(
+                    name=tool_name,
+                    fn=func,
+                    signature=sig,
+                    title=title,
+                    description=description or doc_summary(func),
+                    input_schema=input_schema,
+                    annotations=annotations,
+                    meta=meta,
+                )
+            )
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource at ``uri``, or a resource template when ``uri`` holds
+        RFC 6570 expressions (``users://{user_id}/profile``): the function's parameters then
+        receive the template variables, converted to their annotated types.
+
+        The function returns ``str`` (text), ``bytes`` (blob), a ``TextResourceContents`` /
+        ``BlobResourceContents`` or a list of those, or any JSON-encodable value.
+        """
+
+        def register(func: F) -> F:
+            res_name = name or func.__name__
+            sig = inspect_signature(func, name=res_name, context_type=Context, lax=True)
+            desc = description or doc_summary(func)
+            if is_template(uri):
+                template = UriTemplate(uri)
+                missing = set(sig.required) - set(template.variable_names)
+                if missing:
+                    raise TypeError(
+                        f"{res_name}: parameters {sorted(missing)} are not variables of {uri!r}"
+                    )
+                self.registry.add_template(
+                    TemplateDef(template, res_name, func, sig, title, desc, mime_type)
+                )
+            else:
+                if sig.required:
+                    raise TypeError(
+                        f"{res_name}: a static resource takes no arguments "
+                        f"(got {list(sig.required)}); use a URI template"
+                    )
+                self.registry.add_resource(
+                    ResourceDef(uri, res_name, func, sig, title, desc, mime_type)
+                )
+            return func
+
+        return register
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self, *, name: str | None = None, title: str | None = None, description: str | None = None
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a prompt; its parameters are the prompt's arguments (strings on the
+        wire, converted to the annotated types). It returns a ``str`` (one user message),
+        a ``PromptMessage``, a dict, or a list of those.
+        """
+
+        def register(func: F) -> F:
+            prompt_name = name or func.__name__
+            sig = inspect_signature(func, name=prompt_name, context_type=Context, lax=True)
+            self.registry.add_prompt(
+                PromptDef(prompt_name, func, sig, title, description or doc_summary(func))
+            )
+            return func
+
+        return register(fn) if fn is not None else register
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        if self._dispatcher is None:
+            from handlers import build_dispatcher
+
+            self._dispatcher = build_dispatcher(self)
+        return self._dispatcher
+
+    def server_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            info["title"] = self.title
+        return info
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Begin a graceful shutdown of everything this server is serving: stop reading and
+        accepting, give in-flight requests ``limits.shutdown_grace`` seconds, then cancel.
+        Safe to call from any task of the server's trio run.
+        """
+        for event in self._shutdown_events:
+            event.set()
+
+    def _new_shutdown_event(self) -> trio.Event:
+        event = trio.Event()
+        self._shutdown_events.add(event)
+        return event
+
+    async def serve_connection(
+        self,
+        channel: MessageChannel,
+        *,
+        session: Session | None = None,
+        connection_id: str | None = None,
+        shutdown: trio.Event | None = None,
+    ) -> None:
+        """Serve one already-open message channel until it ends (any transport)."""
+        await Connection(
+            channel,
+            self.dispatcher,
+            limits=self.limits,
+            session=session,
+            shutdown=shutdown,
+            connection_id=connection_id,
+        ).serve()
+
+    async def serve_stdio(
+        self,
+        *,
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve stdin/stdout until stdin reaches EOF or :meth:`shutdown` is called.
+
+        While serving, anything else written to stdout (``print``) goes to stderr.
+        """
+        shutdown = self._new_shutdown_event()
+        limits = self.limits
+        try:
+            async with open_stdio_channel(
+                framing=framing,
+                max_frame_size=limits.max_frame_size,
+                read_timeout=limits.read_timeout,
+                idle_timeout=limits.idle_timeout,
+            ) as channel:
+                task_status.started()
+                await self.serve_connection(
+                    channel, session=Session("stdio"), connection_id="stdio", shutdown=shutdown
+                )
+        finally:
+            self._shutdown_events.discard(shutdown)
+
+    async def serve_tcp(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept TCP connections until cancelled or shut down; each is its own session.
+
+        Reports the bound socket address (``(host, port, ...)``) through ``task_status``, so
+        ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port.
+        """
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        address = listeners[0].socket.getsockname()
+        await self._serve_listeners(listeners, framing, "tcp", address, task_status)
+
+    async def serve_unix(
+        self,
+        path: str,
+        *,
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections on a Unix socket at ``path`` (removed again on exit)."""
+        import os
+
+        listener = await _open_unix_listener(path)
+        try:
+            await self._serve_listeners([listener], framing, "unix", path, task_status)
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    async def _serve_listeners(
+        self,
+        listeners: list[trio.SocketListener],
+        framing: FramingName,
+        transport: str,
+        address: Any,
+        task_status: trio.TaskStatus[Any],
+    ) -> None:
+        make_framer(framing, 1)  # reject a bad framing name before accepting anything
+        shutdown = self._new_shutdown_event()
+        limits = self.limits
+
+        async def handle(stream: trio.SocketStream) -> None:
+            channel = FramedChannel(
+                stream,
+                stream,
+                make_framer(framing, limits.max_frame_size),
+                read_timeout=limits.read_timeout,
+                idle_timeout=limits.idle_timeout,
+            )
+            await self.serve_connection(
+                channel,
+                session=Session(transport),
+                connection_id=f"{transport}-{next(_stream_ids)}",
+                shutdown=shutdown,
+            )
+
+        try:
+            async with trio.open_nursery() as connections:
+                with trio.CancelScope() as accept_scope:
+
+                    async def stop_accepting() -> None:
+                        await shutdown.wait()
+                        accept_scope.cancel()
+
+                    connections.start_soon(stop_accepting)
+                    log.info("listening transport=%s address=%s", transport, address)
+                    task_status.started(address)
+                    await trio.serve_listeners(handle, listeners, handler_nursery=connections)
+        finally:
+            self._shutdown_events.discard(shutdown)
+            with trio.CancelScope(shield=True):
+                for listener in listeners:
+                    await listener.aclose()
+
+    def run(
+        self,
+        transport: Literal["stdio", "tcp", "unix"] = "stdio",
+        **options: Any,
+    ) -> None:
+        """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._cli``)."""
+        from ._cli import run_with_signals
+
+        serve: dict[str, Callable[..., Any]] = {
+            "stdio": self.serve_stdio,
+            "tcp": self.serve_tcp,
+            "unix": self.serve_unix,
+        }
+        trio.run(run_with_signals, self, serve[transport], options)

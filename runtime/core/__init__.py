@@ -1,0 +1,55 @@
+"""The core: JSON-RPC model, dispatcher, connection supervisor, limits and errors."""
+
+from ._channel import MessageChannel
+from ._connection import CONNECTION_CLOSED, Connection
+from ._context import Peer, RequestContext
+from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
+from ._errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    REQUEST_TIMEOUT,
+    RESOURCE_NOT_FOUND,
+    SERVER_OVERLOADED,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JSONRPCError,
+    ResourceNotFoundError,
+    ToolError,
+)
+from ._jsonrpc import RequestId, params_error
+from ._limits import Limits
+from ._session import Session
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+    "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
+    "SERVER_OVERLOADED",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "BatchPolicy",
+    "Connection",
+    "Dispatcher",
+    "Handler",
+    "JSONRPCError",
+    "Limits",
+    "MessageChannel",
+    "NotificationHandler",
+    "Peer",
+    "RequestContext",
+    "RequestId",
+    "ResourceNotFoundError",
+    "Session",
+    "ToolError",
+    "params_error",
+]

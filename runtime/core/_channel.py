@@ -1,0 +1,30 @@
+"""The seam between transports and the connection supervisor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["MessageChannel"]
+
+
+class MessageChannel(Protocol):
+    """A bidirectional channel of whole, unframed JSON-RPC messages (bytes).
+
+    Every transport ends as one of these; the supervisor drives it the same way everywhere.
+
+    ``receive`` returns the next message. It raises ``trio.EndOfChannel`` at a clean end of
+    input, ``runtime.framing.FramingError`` for a bad frame (when ``fatal`` is False the
+    channel has skipped it and ``receive`` may be called again), ``trio.TooSlowError`` when
+    a read or idle timeout closed the connection (its message says which), and
+    ``trio.BrokenResourceError`` when the peer vanished.
+
+    ``send`` writes one or more messages in order, framed and coalesced into as few writes as
+    the transport allows. ``aclose`` releases the underlying stream.
+    """
+
+    async def receive(self) -> bytes: ...
+
+    async def send(self, messages: Sequence[bytes]) -> None: ...
+
+    async def aclose(self) -> None: ...

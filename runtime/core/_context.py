@@ -1,0 +1,55 @@
+"""The core's view of one incoming request, handed to every handler."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from msgspec import Raw
+
+from ._jsonrpc import RequestId
+from ._session import Session
+
+__all__ = ["Peer", "RequestContext"]
+
+
+class Peer(Protocol):
+    """The other end of a connection, as handlers may use it."""
+
+    @property
+    def connection_id(self) -> str: ...
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Queue a notification to the client (waits only while the write queue is full)."""
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 60.0) -> Any:
+        """Send a server-to-client request and wait for its result.
+
+        Raises JSONRPCError when the client answers with an error, or -32001 on timeout.
+        """
+
+
+class RequestContext:
+    """One request or notification. ``params`` stays raw until a handler decodes it."""
+
+    __slots__ = ("id", "in_batch", "method", "params", "peer", "session")
+
+    def __init__(
+        self,
+        method: str,
+        request_id: RequestId | None,
+        params: Raw | None,
+        session: Session,
+        peer: Peer,
+        *,
+        in_batch: bool = False,
+    ) -> None:
+        self.method = method
+        #: None for a notification.
+        self.id = request_id
+        self.params = params
+        self.session = session
+        self.peer = peer
+        self.in_batch = in_batch
+
+    def __repr__(self) -> str:
+        return f"<RequestContext {self.method} id={self.id!r}>"

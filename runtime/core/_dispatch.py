@@ -1,0 +1,95 @@
+"""Method tables and the one place where exceptions become wire errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from ._context import RequestContext
+from ._errors import INTERNAL_ERROR, JSONRPCError
+from ._jsonrpc import encode_error, encode_result, params_error
+from ._session import Session
+
+__all__ = ["BatchPolicy", "Dispatcher", "Handler", "NotificationHandler"]
+
+log = logging.getLogger("mcp_runtime.dispatch")
+
+Handler = Callable[[RequestContext], Awaitable[Any]]
+NotificationHandler = Callable[[RequestContext], Awaitable[None]]
+#: Returns a reason when batches are not allowed for this session, else None.
+BatchPolicy = Callable[[Session], "str | None"]
+
+
+def _always_allow(session: Session) -> str | None:
+    return None
+
+
+class Dispatcher:
+    """Routes a request to its handler and turns every outcome into response bytes.
+
+    Subclasses (or a custom ``route``) decide per request which table applies, which is how
+    the two MCP protocol eras share one connection.
+    """
+
+    def __init__(
+        self,
+        requests: Mapping[str, Handler],
+        notifications: Mapping[str, NotificationHandler] | None = None,
+        *,
+        batch_policy: BatchPolicy = _always_allow,
+    ) -> None:
+        self.requests = dict(requests)
+        self.notifications = dict(notifications or {})
+        self.batch_policy = batch_policy
+
+    def route(self, ctx: RequestContext) -> Handler | None:
+        return self.requests.get(ctx.method)
+
+    def route_notification(self, ctx: RequestContext) -> NotificationHandler | None:
+        return self.notifications.get(ctx.method)
+
+    async def dispatch(self, ctx: RequestContext) -> bytes:
+        """Run the request's handler and return the whole response.
+
+        Never raises for handler failures: JSONRPCError passes through as given, a
+        msgspec.ValidationError becomes -32602 naming the field path, anything else becomes
+        -32603 with a generic message while the detail is logged with the request id.
+        Cancellation (trio.Cancelled) propagates.
+        """
+        request_id = ctx.id
+        assert request_id is not None
+        try:
+            handler = self.route(ctx)
+            if handler is None:
+                raise JSONRPCError.method_not_found(ctx.method)
+            result = await handler(ctx)
+            return encode_result(request_id, result)
+        except JSONRPCError as exc:
+            return encode_error(request_id, exc.code, exc.message, exc.data)
+        except msgspec.ValidationError as exc:
+            err = params_error(exc)
+            return encode_error(request_id, err.code, err.message, err.data)
+        except Exception:
+            log.exception(
+                "handler failed conn=%s id=%r method=%s",
+                ctx.peer.connection_id,
+                request_id,
+                ctx.method,
+            )
+            return encode_error(request_id, INTERNAL_ERROR, "Internal error")
+
+    async def dispatch_notification(self, ctx: RequestContext) -> None:
+        """Run a notification handler; notifications are never answered, failures are logged."""
+        handler = self.route_notification(ctx)
+        if handler is None:
+            log.debug("unhandled notification conn=%s method=%s", ctx.peer.connection_id, ctx.method)
+            return
+        try:
+            await handler(ctx)
+        except Exception:
+            log.exception(
+                "notification handler failed conn=%s method=%s", ctx.peer.connection_id, ctx.method
+            )

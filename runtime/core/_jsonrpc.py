@@ -1,0 +1,184 @@
+"""JSON-RPC 2.0 envelopes on msgspec: decode once, keep ``params`` raw, encode without dicts.
+
+The envelope is decoded a single time per frame into :class:`Envelope`; ``params`` stays a
+``msgspec.Raw`` slice of the frame until the handler's own precompiled decoder takes it.
+Responses are assembled from pre-encoded pieces (id bytes + result bytes), so the hot path
+builds no intermediate dicts. Everything here is synchronous and does no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
+
+__all__ = [
+    "Envelope",
+    "Kind",
+    "RequestId",
+    "classify",
+    "decode_frame",
+    "decode_item",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "id_key",
+    "params_error",
+]
+
+# MCP: "Requests MUST include a string or integer ID" (basic/index, 2025-11-25); JSON-RPC 2.0
+# also allows other numbers, which we accept and echo unchanged.
+RequestId = int | str | float
+
+
+class Envelope(msgspec.Struct, forbid_unknown_fields=False):
+    """Any one JSON-RPC 2.0 message. Which fields are set decides the kind (see classify)."""
+
+    jsonrpc: str
+    method: str | UnsetType = UNSET
+    id: int | str | float | None | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+class _IdProbe(msgspec.Struct):
+    id: int | str | float | None = None
+
+
+class Kind(Enum):
+    REQUEST = 1
+    NOTIFICATION = 2
+    RESPONSE = 3
+
+
+_frame_decoder: Final = msgspec.json.Decoder(Envelope | list[Raw])
+_item_decoder: Final = msgspec.json.Decoder(Envelope)
+_probe_decoder: Final = msgspec.json.Decoder(_IdProbe)
+_encoder: Final = msgspec.json.Encoder()
+encode: Final = _encoder.encode
+
+
+def _recover_id(frame: bytes | Raw) -> RequestId | None:
+    """Best-effort id of an invalid request, so its error can still be correlated."""
+    try:
+        return _probe_decoder.decode(frame).id
+    except msgspec.DecodeError:
+        return None
+
+
+def decode_frame(frame: bytes) -> Envelope | list[Raw]:
+    """Decode one frame into an envelope or a batch (a list of raw items).
+
+    Raises JSONRPCError: -32700 for bytes that are not JSON; -32600 for JSON that is not an
+    object or array, or an object that is not a JSON-RPC 2.0 message (``.data`` holds
+    ``{"id": ...}`` when the id could be recovered).
+    """
+    try:
+        return _frame_decoder.decode(frame)
+    except msgspec.ValidationError as exc:
+        raise _invalid(str(exc), _recover_id(frame)) from None
+    except msgspec.DecodeError as exc:
+        raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+def decode_item(item: Raw) -> Envelope:
+    """Decode one batch item; a nested array or a scalar is an invalid request (-32600)."""
+    try:
+        return _item_decoder.decode(item)
+    except msgspec.ValidationError as exc:
+        raise _invalid(str(exc), _recover_id(item)) from None
+    except msgspec.DecodeError as exc:  # pragma: no cover - the batch already parsed as JSON
+        raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+def _invalid(reason: str, request_id: RequestId | None) -> JSONRPCError:
+    return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", {"id": request_id})
+
+
+_STRUCTURED: Final = (b"{", b"[")
+
+
+def classify(env: Envelope) -> Kind:
+    """Check an envelope against JSON-RPC 2.0 section 4 and return its kind.
+
+    Raises JSONRPCError(-32600) naming what is wrong; ``.data["id"]`` carries the id to
+    answer with (null when there is none usable).
+    """
+    request_id = None if isinstance(env.id, UnsetType) else env.id
+    if env.jsonrpc != "2.0":
+        raise _invalid('"jsonrpc" must be exactly "2.0"', request_id)
+    if not isinstance(env.method, UnsetType):
+        if not isinstance(env.result, UnsetType) or not isinstance(env.error, UnsetType):
+            raise _invalid("a request cannot carry result or error", request_id)
+        if not isinstance(env.params, UnsetType):
+            # JSON-RPC 2.0 section 4.2: params, when present, MUST be a structured value.
+            # msgspec.Raw is the exact value slice, so its first byte tells the JSON type.
+            if bytes(env.params)[:1] not in _STRUCTURED:
+                raise _invalid('"params" must be an object or an array', request_id)
+        if isinstance(env.id, UnsetType):
+            return Kind.NOTIFICATION
+        if env.id is None:
+            # MCP basic/index: "the ID MUST NOT be null".
+            raise _invalid('"id" must be a string or a number, not null', None)
+        return Kind.REQUEST
+    if isinstance(env.id, UnsetType):
+        raise _invalid('missing "method"', None)
+    has_result = not isinstance(env.result, UnsetType)
+    has_error = not isinstance(env.error, UnsetType)
+    if has_result == has_error:
+        raise _invalid('a response carries exactly one of "result" and "error"', request_id)
+    return Kind.RESPONSE
+
+
+def id_key(request_id: RequestId) -> tuple[type, RequestId]:
+    """A dict key that keeps 1 and "1" apart (they are different JSON-RPC ids)."""
+    return (type(request_id), request_id)
+
+
+def encode_result(request_id: RequestId, result: Any) -> bytes:
+    """A whole response; ``result`` may be a msgspec.Raw that is already encoded."""
+    body = bytes(result) if isinstance(result, Raw) else encode(result)
+    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (encode(request_id), body)
+
+
+def encode_error(
+    request_id: RequestId | None, code: int, message: str, data: Any = None
+) -> bytes:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (encode(request_id), encode(err))
+
+
+def encode_notification(method: str, params: Any = None) -> bytes:
+    if params is None:
+        return b'{"jsonrpc":"2.0","method":%b}' % encode(method)
+    return b'{"jsonrpc":"2.0","method":%b,"params":%b}' % (encode(method), encode(params))
+
+
+def encode_request(request_id: RequestId, method: str, params: Any = None) -> bytes:
+    head = b'{"jsonrpc":"2.0","id":%b,"method":%b' % (encode(request_id), encode(method))
+    if params is None:
+        return head + b"}"
+    return head + b',"params":%b}' % encode(params)
+
+
+_AT_PATH: Final = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+
+
+def params_error(exc: msgspec.ValidationError, root: str = "params") -> JSONRPCError:
+    """-32602 naming the offending field path, e.g. ``params.arguments.count``."""
+    text = str(exc)
+    match = _AT_PATH.search(text)
+    path = root + (match.group("path") if match else "")
+    reason = text[: match.start()] if match else text
+    return JSONRPCError(
+        INVALID_PARAMS, f"Invalid params: {reason} at `{path}`", {"path": path, "reason": reason}
+    )

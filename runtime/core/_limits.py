@@ -1,0 +1,49 @@
+"""Every bound the runtime enforces, with its default and where the number comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-connection limits. Each has a name (used by the CLI flags and ``MCP_RUNTIME_*``
+    environment variables) and a clear error when hit.
+    """
+
+    #: Largest frame accepted, in bytes. 4 MiB holds any realistic tool call (images included)
+    #: while bounding memory per connection.
+    max_frame_size: int = 4 * 1024 * 1024
+    #: Items per JSON-RPC batch; a larger batch is refused whole with -32600.
+    max_batch_size: int = 256
+    #: Requests executing at once per connection; past it a request is answered at once with
+    #: -32010 "Server overloaded" rather than queued without bound.
+    max_in_flight: int = 64
+    #: Seconds a request may run before it is cancelled and answered with -32001; None = no limit.
+    request_timeout: float | None = None
+    #: Seconds in-flight requests get to finish on shutdown (SIGINT/SIGTERM) before cancellation.
+    shutdown_grace: float = 10.0
+    #: Seconds in-flight requests get to finish after the peer closed its sending side (stdin
+    #: EOF). Short, so that a stdio server exits within a second of EOF.
+    eof_grace: float = 0.5
+    #: Outgoing messages queued per connection before producers wait (backpressure).
+    write_queue_size: int = 1024
+    #: Seconds one write may block (a peer that stopped reading) before the connection closes.
+    write_timeout: float = 30.0
+    #: Seconds a partially received frame may stall before the connection closes.
+    read_timeout: float | None = 30.0
+    #: Seconds without any incoming frame before the connection closes; None = never.
+    idle_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_frame_size", "max_batch_size", "max_in_flight", "write_queue_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        for name in ("request_timeout", "read_timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive or None")
+        if self.shutdown_grace < 0 or self.eof_grace < 0 or self.write_timeout <= 0:
+            raise ValueError("grace periods must be >= 0 and write_timeout > 0")

@@ -1,0 +1,41 @@
+"""Protocol state shared by the requests of one connection (stdio, TCP) or HTTP session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Session"]
+
+
+class Session:
+    """What the handshake negotiated, plus room for handler state.
+
+    Handshake-era (2024-11-05..2025-11-25) state is filled in by ``initialize``; a modern
+    (2026-07-28) request carries its own version and capabilities and leaves this untouched.
+    """
+
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "initialized",
+        "log_level",
+        "protocol_version",
+        "state",
+        "transport",
+    )
+
+    def __init__(self, transport: str = "stream") -> None:
+        #: The transport kind: "stdio", "tcp", "unix", "memory", "http", "ws", ...
+        self.transport = transport
+        self.protocol_version: str | None = None
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        #: True once ``notifications/initialized`` arrived.
+        self.initialized = False
+        #: Minimum level set by ``logging/setLevel`` (None: the client asked for nothing).
+        self.log_level: str | None = None
+        #: Free-form per-session state for handlers and user code.
+        self.state: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<Session {self.transport} version={self.protocol_version}>"

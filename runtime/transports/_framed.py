@@ -1,0 +1,87 @@
+"""A message channel over a byte stream and a sans-IO framer (stdio, TCP, Unix sockets)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final, Literal
+
+import trio
+
+from ..framing import ContentLengthFramer, Framer, NdjsonFramer
+
+__all__ = ["FramedChannel", "FramingName", "make_framer"]
+
+FramingName = Literal["ndjson", "content-length"]
+_RECEIVE_SIZE: Final = 64 * 1024
+
+
+def make_framer(framing: FramingName, max_frame_size: int) -> Framer:
+    if framing == "ndjson":
+        return NdjsonFramer(max_frame_size=max_frame_size)
+    if framing == "content-length":
+        return ContentLengthFramer(max_frame_size=max_frame_size)
+    raise ValueError(f"unknown framing {framing!r} (expected 'ndjson' or 'content-length')")
+
+
+class FramedChannel:
+    """Implements ``runtime.core.MessageChannel`` on trio streams.
+
+    ``receive`` raises ``trio.TooSlowError("read-timeout")`` when a partly received frame
+    stalls for ``read_timeout`` seconds, and ``trio.TooSlowError("idle-timeout")`` when no
+    byte arrives for ``idle_timeout`` seconds between frames (None disables either).
+    Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
+    """
+
+    def __init__(
+        self,
+        receive_stream: trio.abc.ReceiveStream,
+        send_stream: trio.abc.SendStream,
+        framer: Framer,
+        *,
+        read_timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> None:
+        self._receive_stream = receive_stream
+        self._send_stream = send_stream
+        self._framer = framer
+        self._read_timeout = math.inf if read_timeout is None else read_timeout
+        self._idle_timeout = math.inf if idle_timeout is None else idle_timeout
+        self._eof = False
+        self._partial = False
+
+    async def receive(self) -> bytes:
+        framer = self._framer
+        while True:
+            frame = framer.next_frame()
+            if frame is not None:
+                self._partial = framer.buffered > 0
+                return frame
+            if self._eof:
+                raise trio.EndOfChannel
+            timeout = self._read_timeout if self._partial else self._idle_timeout
+            if timeout == math.inf:
+                data = await self._receive_stream.receive_some(_RECEIVE_SIZE)
+            else:
+                with trio.move_on_after(timeout) as scope:
+                    data = await self._receive_stream.receive_some(_RECEIVE_SIZE)
+                if scope.cancelled_caught:
+                    raise trio.TooSlowError("read-timeout" if self._partial else "idle-timeout")
+            if not data:
+                self._eof = True
+            framer.feed(data)
+            self._partial = framer.buffered > 0
+
+    async def send(self, messages: Sequence[bytes]) -> None:
+        encode = self._framer.encode
+        if len(messages) == 1:
+            await self._send_stream.send_all(encode(messages[0]))
+        else:
+            await self._send_stream.send_all(b"".join([encode(m) for m in messages]))
+
+    async def aclose(self) -> None:
+        try:
+            await self._send_stream.aclose()
+        finally:
+            if self._receive_stream is not self._send_stream:
+                await self._receive_stream.aclose()
