@@ -290,12 +290,13 @@ class UriTemplate:
           order, unnamed ones (``/.#``) are filled left to right.
         - An exploded variable (``{/x*}``, ``{?x*}``) is returned raw and undecoded, as the
           text it covers without the operator's leading character, for example
-          ``"a/b"`` or ``"x=1&x=2"``; the caller splits it. It should be the last variable of
-          its expression. Prefix modifiers (``{x:3}``) do not limit the matched length.
-        - Ambiguity is resolved by taking the shortest value that lets the rest match; a
-          variable followed by literal text stops at that literal's first occurrence when
-          more variables follow, and in ``{a}{b}`` ``a`` takes one character (this keeps
-          matching linear-time: variables never backtrack against each other).
+          ``"a/b"`` or ``"x=1&x=2"``; the caller splits it. Unless it is the last variable of
+          its expression it covers one item. Prefix modifiers do not limit the length.
+        - Ambiguity is resolved by taking the shortest value that lets the rest match, with
+          commitments that keep matching linear-time: a value followed by literal text stops
+          at that literal's first occurrence when more variables follow; in ``{a}{b}``, ``a``
+          takes one character; in ``{+a}{?q}`` / ``{+a}{#f}`` / ``{a}{.b*}``, ``a`` stops at
+          the first ``?`` / ``#`` / ``.``.
         """
         if len(uri) > MAX_URI_LENGTH:
             return None
@@ -319,38 +320,52 @@ class UriTemplate:
         return result
 
     def _build_pattern(self) -> str:
+        """The matcher: negated classes and lazy quantifiers, so each value scans forward.
+
+        To keep matching linear, variables never backtrack against each other. Within a run of
+        adjacent expressions, a value may not contain the leading character of a later "?",
+        "#" or exploded expression, and an expression followed by one without a leading
+        character is atomic. A run and the literal after it are atomic when variables follow.
+        """
         out: list[str] = []
         parts = self._parts
-        index = 0
-        while index < len(parts):
-            part = parts[index]
-            index += 1
+        i = 0
+        while i < len(parts):
+            part = parts[i]
             if isinstance(part, str):
                 out.append(re.escape(part))
+                i += 1
                 continue
-            pattern = self._expression_pattern(part)
-            following = parts[index] if index < len(parts) else None
-            if isinstance(following, str) and any(
-                isinstance(p, _Expression) for p in parts[index + 1 :]
-            ):
-                # Commit to the first occurrence of the following literal (atomic group) so
-                # that several variables in one segment cannot backtrack against each other.
-                pattern = f"(?>{pattern}{re.escape(following)})"
-                index += 1
-            elif isinstance(following, _Expression) and following.operator in ("", "+"):
-                pattern = f"(?>{pattern})"  # "{a}{b}": no separator at all, commit likewise
+            j = i
+            while j < len(parts) and isinstance(parts[j], _Expression):
+                j += 1
+            run = [p for p in parts[i:j] if isinstance(p, _Expression)]
+            pieces = []
+            for k, expr in enumerate(run):
+                later = [_OPERATORS[e.operator].first for e in run[k + 1 :]]
+                stops = "".join(
+                    first
+                    for e, first in zip(run[k + 1 :], later, strict=True)
+                    if first in ("?", "#") or (first and any(v.explode for v in e.varspecs))
+                )
+                piece = self._expression_pattern(expr, stops)
+                pieces.append(f"(?>{piece})" if "" in later else piece)
+            pattern = "".join(pieces)
+            if j + 1 < len(parts):  # parts[j] is a literal and more expressions follow
+                pattern = f"(?>{pattern}{re.escape(str(parts[j]))})"
+                j += 1
             out.append(pattern)
+            i = j
         return "".join(out)
 
-    def _var_pattern(self, spec: _VarSpec, operator: str, several: bool, required: bool) -> str:
+    def _var_pattern(
+        self, spec: _VarSpec, operator: str, stops: str, several: bool, last: bool, required: bool
+    ) -> str:
         group = f"g{len(self._captures)}"
-        if spec.explode:
-            excluded = _EXCLUDED_EXPLODED[operator]
-        else:
-            excluded = _EXCLUDED[operator]
-            if several and operator in ("", "+", "#"):
-                excluded += ","
-        # Negated classes plus lazy quantifiers: each value scans forward only.
+        explode = spec.explode and last  # a mid-expression exploded value is one item
+        excluded = (_EXCLUDED_EXPLODED if explode else _EXCLUDED)[operator] + stops
+        if several and not explode and operator in ("", "+", "#"):
+            excluded += ","
         value = f"[^{re.escape(excluded)}{_CTL}]" + ("+?" if required else "*?")
         if spec.explode:
             self._captures.append((group, spec.name, _RAW))
@@ -361,33 +376,27 @@ class UriTemplate:
         self._captures.append((group, spec.name, _PLAIN))
         return f"(?P<{group}>{value})"
 
-    def _expression_pattern(self, expr: _Expression) -> str:
+    def _expression_pattern(self, expr: _Expression, stops: str) -> str:
         op = _OPERATORS[expr.operator]
         specs = expr.varspecs
-        several = len(specs) > 1
+        n = len(specs)
         first, sep = re.escape(op.first), re.escape(op.sep)
-        if not op.first:
-            # "" and "+": the first value is required and non-empty, later ones optional
-            # and filled left to right (RFC 6570 §3.2.2, §3.2.3).
-            tail = ""
-            for spec in reversed(specs[1:]):
-                tail = f"(?:{sep}{self._var_pattern(spec, expr.operator, True, False)}{tail})?"
-            head = self._var_pattern(specs[0], expr.operator, several, True)
-            return head + tail
+
+        def var(i: int, required: bool = False) -> str:
+            return self._var_pattern(specs[i], expr.operator, stops, n > 1, i == n - 1, required)
+
         if not op.named:
-            # "#", ".", "/": positional; the whole expression vanishes when all are undefined.
+            # Positional: later values are optional and filled left to right (§3.2.2-§3.2.6).
             tail = ""
-            for spec in reversed(specs[1:]):
-                tail = f"(?:{sep}{self._var_pattern(spec, expr.operator, True, False)}{tail})?"
-            head = self._var_pattern(specs[0], expr.operator, several, False)
-            return f"(?:{first}{head}{tail})?"
+            for i in reversed(range(1, n)):
+                tail = f"(?:{sep}{var(i)}{tail})?"
+            if not op.first:  # "" and "+": the first value is required and non-empty
+                return var(0, required=True) + tail
+            return f"(?:{first}{var(0)}{tail})?"  # vanishes when all are undefined
         # ";", "?", "&": any non-empty ordered subset; one alternative per first present var.
         alternatives = []
-        for i, spec in enumerate(specs):
-            alt = self._var_pattern(spec, expr.operator, several, False)
-            for later in specs[i + 1 :]:
-                alt += f"(?:{sep}{self._var_pattern(later, expr.operator, several, False)})?"
-            alternatives.append(alt)
+        for i in range(n):
+            alternatives.append(var(i) + "".join(f"(?:{sep}{var(k)})?" for k in range(i + 1, n)))
         return f"(?:{first}(?:{'|'.join(alternatives)}))?"
 
     # -- identity --------------------------------------------------------------------------

@@ -164,14 +164,14 @@ class Connection:
         try:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self._write_loop, outer.cancel_scope)
-                with trio.CancelScope() as watcher_scope:
-                    try:
-                        await self._serve_requests(outer)
-                    finally:
-                        self._fail_pending()
-                        # Let the writer flush what is queued, then finish.
-                        self._out_send.close()
-                watcher_scope.cancel()
+                watch_scope = trio.CancelScope()
+                try:
+                    await self._serve_requests(outer, watch_scope)
+                finally:
+                    watch_scope.cancel()
+                    self._fail_pending()
+                    # Let the writer flush what is queued, then finish.
+                    self._out_send.close()
         except Exception:
             log.exception("connection crashed conn=%s", self._id)
         finally:
@@ -179,12 +179,12 @@ class Connection:
                 await self.channel.aclose()
             log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
 
-    async def _serve_requests(self, outer: trio.Nursery) -> None:
+    async def _serve_requests(self, outer: trio.Nursery, watch_scope: trio.CancelScope) -> None:
         async with trio.open_nursery() as requests:
             self._requests = requests
             with trio.CancelScope() as read_scope:
                 if self._shutdown is not None:
-                    outer.start_soon(self._watch_shutdown, self._shutdown, read_scope)
+                    outer.start_soon(self._watch_shutdown, self._shutdown, read_scope, watch_scope)
                 await self._read_loop()
             if read_scope.cancelled_caught:
                 self.close_reason = "shutdown"
@@ -206,9 +206,12 @@ class Connection:
                     )
             requests.cancel_scope.cancel()
 
-    async def _watch_shutdown(self, shutdown: trio.Event, read_scope: trio.CancelScope) -> None:
-        await shutdown.wait()
-        read_scope.cancel()
+    async def _watch_shutdown(
+        self, shutdown: trio.Event, read_scope: trio.CancelScope, watch_scope: trio.CancelScope
+    ) -> None:
+        with watch_scope:
+            await shutdown.wait()
+            read_scope.cancel()
 
     def _task_done(self) -> None:
         self._active -= 1

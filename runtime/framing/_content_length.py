@@ -100,6 +100,7 @@ class ContentLengthFramer:
             self._base += taken
             if self._skip_left == 0:
                 self._state = _HEADERS
+                self._line = self._scan = self._start
             data = data[taken:]
         self._buf += data
 
@@ -226,7 +227,7 @@ class ContentLengthFramer:
             self._skip_done = block_end - self._start
             self._skip_offset = self._base + self._start
             self._skip_excerpt = excerpt
-            self._start = block_end
+            self._start = self._line = block_end
             raise error
         if length == 0:
             self._start = self._line = block_end

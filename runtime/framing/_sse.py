@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NoReturn
 
 from ._errors import EXCERPT_LIMIT, FramingError
 from ._protocol import DEFAULT_MAX_FRAME_SIZE
@@ -238,7 +238,7 @@ class SSEDecoder:
 
     next_frame = next_event
 
-    def _overflow(self, *, mid_line: bool = False) -> None:
+    def _overflow(self, *, mid_line: bool = False) -> NoReturn:
         block = self._block if self._block is not None else self._pos
         keep = min(EXCERPT_LIMIT, self.max_frame_size)
         error = FramingError(

@@ -66,12 +66,22 @@ def drain(framer: _Source, *, steps: int = 100_000) -> list[Outcome]:
     raise AssertionError("next_frame() never returned None")  # pragma: no cover
 
 
-def run(framer: _Source, chunks: Iterable[bytes], *, eof: bool = True) -> list[Outcome]:
+def run(
+    framer: _Source,
+    chunks: Iterable[bytes],
+    *,
+    eof: bool = True,
+    lazy: Iterable[bool] = (),
+) -> list[Outcome]:
     """Feed each non-empty chunk (then EOF), draining after every feed; stop at the first
-    fatal error."""
+    fatal error. ``lazy[i]`` true skips the drain after chunk i (several feeds in a row)."""
     out: list[Outcome] = []
-    for chunk in [*(c for c in chunks if c), *([b""] if eof else [])]:
+    pieces = [*(c for c in chunks if c), *([b""] if eof else [])]
+    skips = [*lazy][: len(pieces) - 1]
+    for chunk, skip in itertools.zip_longest(pieces, skips, fillvalue=False):
         framer.feed(chunk)
+        if skip:
+            continue
         out += drain(framer)
         assert framer.buffered >= 0
         if out and isinstance(out[-1], Err) and out[-1].fatal:

@@ -241,7 +241,8 @@ def test_any_chunking_gives_the_same_outcomes(
 ) -> None:
     whole = run(NdjsonFramer(max_frame_size=max_frame_size), [stream])
     chunks = data.draw(chunkings(stream))
-    assert run(NdjsonFramer(max_frame_size=max_frame_size), chunks) == whole
+    lazy = data.draw(st.lists(st.booleans()))
+    assert run(NdjsonFramer(max_frame_size=max_frame_size), chunks, lazy=lazy) == whole
     assert run(NdjsonFramer(max_frame_size=max_frame_size), bytewise(stream)) == whole
 
 
@@ -254,7 +255,8 @@ _payloads = st.binary(max_size=64).filter(
 def test_encode_then_frame_round_trips(payloads: list[bytes], data: st.DataObject) -> None:
     framer = NdjsonFramer()
     stream = b"".join(framer.encode(p) for p in payloads)
-    assert run(framer, data.draw(chunkings(stream))) == payloads
+    chunks = data.draw(chunkings(stream))
+    assert run(framer, chunks, lazy=data.draw(st.lists(st.booleans()))) == payloads
     assert framer.finished
 
 

@@ -303,7 +303,8 @@ def test_encode_then_decode_round_trips(
         last_id = last_id if i is None else i
         expected.append(SSEEvent(e or "message", re.sub(r"\r\n|\r", "\n", d), last_id, r))
     decoder = SSEDecoder()
-    assert run(decoder, data.draw(chunkings(stream))) == expected
+    chunks = data.draw(chunkings(stream))
+    assert run(decoder, chunks, lazy=data.draw(st.lists(st.booleans()))) == expected
     assert decoder.finished
 
 
@@ -320,7 +321,8 @@ def test_any_chunking_gives_the_same_outcomes(
 ) -> None:
     whole = run(SSEDecoder(max_frame_size=max_frame_size), [stream])
     chunks = data.draw(chunkings(stream))
-    assert run(SSEDecoder(max_frame_size=max_frame_size), chunks) == whole
+    lazy = data.draw(st.lists(st.booleans()))
+    assert run(SSEDecoder(max_frame_size=max_frame_size), chunks, lazy=lazy) == whole
     assert run(SSEDecoder(max_frame_size=max_frame_size), bytewise(stream)) == whole
 
 
