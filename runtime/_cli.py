@@ -136,7 +136,9 @@ def load_target(target: str) -> Server:
                 module = importlib.import_module(spec)
             except ModuleNotFoundError as exc:
                 if exc.name and spec.startswith(exc.name):
-                    raise UsageError(f"cannot import {spec!r}: no module named {exc.name!r}") from None
+                    raise UsageError(
+                        f"cannot import {spec!r}: no module named {exc.name!r}"
+                    ) from None
                 raise
     except UsageError:
         raise

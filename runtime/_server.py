@@ -7,8 +7,10 @@ the core dispatcher and the transports. See docs/architecture.md.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
@@ -65,6 +67,8 @@ class Server:
     @overload
     def tool(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -162,7 +166,13 @@ class Server:
 
     @overload
     def prompt(
-        self, *, name: str | None = None, title: str | None = None, description: str | None = None
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -289,16 +299,12 @@ class Server:
         task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept connections on a Unix socket at ``path`` (removed again on exit)."""
-        import os
-
         listener = await _open_unix_listener(path)
         try:
             await self._serve_listeners([listener], framing, "unix", path, task_status)
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
 
     async def _serve_listeners(
         self,

@@ -162,7 +162,9 @@ class TestClient:
             reply = encode_error(message.id, -32601, f"Method not found: {message.method}")
         else:
             try:
-                reply = encode_result(message.id, await self._on_request(message.method, message.params))
+                reply = encode_result(
+                    message.id, await self._on_request(message.method, message.params)
+                )
             except JSONRPCError as exc:
                 reply = encode_error(message.id, exc.code, exc.message, exc.data)
         await self._channel.send([reply])

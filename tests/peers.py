@@ -36,7 +36,10 @@ def cli(*args: str) -> list[str]:
 
 @asynccontextmanager
 async def open_stdio_peer(
-    target: Path | str, framing: FramingName = "ndjson", *extra: str, env: dict[str, str] | None = None
+    target: Path | str,
+    framing: FramingName = "ndjson",
+    *extra: str,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[RawPeer, trio.Process, Path]]:
     """Spawn ``mcp-runtime serve target`` over stdio; yields (peer, process, stderr path)."""
     with tempfile.NamedTemporaryFile("wb", suffix=".stderr", delete=False) as err_file:
@@ -61,7 +64,7 @@ async def open_stdio_peer(
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-        err_path.unlink(missing_ok=True)
+        os.unlink(err_path)
 
 
 @asynccontextmanager
@@ -79,11 +82,17 @@ async def open_peer(kind: str, server: Server) -> AsyncIterator[RawPeer]:
         return
     async with trio.open_nursery() as nursery:
         if transport == "tcp":
-            address = await nursery.start(lambda task_status: server.serve_tcp(0, framing=framing, task_status=task_status))
+            address = await nursery.start(
+                lambda task_status: server.serve_tcp(0, framing=framing, task_status=task_status)
+            )
             stream: trio.abc.Stream = await trio.open_tcp_stream(address[0], address[1])
         else:
             path = os.path.join(tempfile.mkdtemp(), "mcp.sock")
-            await nursery.start(lambda task_status: server.serve_unix(path, framing=framing, task_status=task_status))
+            await nursery.start(
+                lambda task_status: server.serve_unix(
+                    path, framing=framing, task_status=task_status
+                )
+            )
             stream = await trio.open_unix_socket(path)
         async with stream:
             yield RawPeer(stream, stream, framing)

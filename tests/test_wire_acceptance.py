@@ -67,7 +67,9 @@ async def test_bad_input_gets_exact_errors_and_the_connection_lives_on(kind: str
             )
             replies = await peer.receive()
             assert isinstance(replies, list)
-            assert len(replies) == 4  # one per request item and invalid item; none for the notification
+            assert (
+                len(replies) == 4
+            )  # one per request item and invalid item; none for the notification
             by_id = {r["id"]: r for r in replies if r["id"] is not None}
             assert by_id[10]["result"]["content"] == [{"type": "text", "text": "in a batch"}]
             assert by_id[10]["result"]["isError"] is False

@@ -67,14 +67,20 @@ class RawPeer:
     async def initialize(self) -> Any:
         reply = await self.call(
             "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
         )
         await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
 
 @asynccontextmanager
-async def open_memory_peer(server: Server, framing: FramingName = "ndjson") -> AsyncIterator[RawPeer]:
+async def open_memory_peer(
+    server: Server, framing: FramingName = "ndjson"
+) -> AsyncIterator[RawPeer]:
     """Serve ``server`` over an in-memory stream pair and yield a raw peer to it."""
     client_end, server_end = trio.testing.memory_stream_pair()
     limits = server.limits

@@ -64,7 +64,7 @@ _connection_ids = itertools.count(1)
 class _CancelledParams(msgspec.Struct):
     # MCP basic/utilities/cancellation: requestId is required in 2025-11-25 (optional later
     # for task cancellation, which goes elsewhere).
-    requestId: int | str | float | None = None  # noqa: N815 - wire name
+    requestId: int | str | float | None = None
     reason: str | None = None
 
 
@@ -341,7 +341,9 @@ class Connection:
     @staticmethod
     def _error_reply(exc: JSONRPCError) -> bytes:
         request_id = exc.data.get("id") if isinstance(exc.data, dict) else None
-        data = {k: v for k, v in exc.data.items() if k != "id"} if isinstance(exc.data, dict) else None
+        data = (
+            {k: v for k, v in exc.data.items() if k != "id"} if isinstance(exc.data, dict) else None
+        )
         return encode_error(request_id, exc.code, exc.message, data or None)
 
     def _refuse(self, env: Envelope, in_batch: bool) -> bytes | None:
@@ -495,9 +497,7 @@ class Connection:
         # finished ids are ignored (the race with completion is expected).
         if entry is None or entry.method == "initialize":
             return
-        log.debug(
-            "cancelling conn=%s id=%r reason=%r", self._id, cancel.requestId, cancel.reason
-        )
+        log.debug("cancelling conn=%s id=%r reason=%r", self._id, cancel.requestId, cancel.reason)
         entry.cancelled_by_client = True
         entry.scope.cancel()
 

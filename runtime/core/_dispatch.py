@@ -85,7 +85,9 @@ class Dispatcher:
         """Run a notification handler; notifications are never answered, failures are logged."""
         handler = self.route_notification(ctx)
         if handler is None:
-            log.debug("unhandled notification conn=%s method=%s", ctx.peer.connection_id, ctx.method)
+            log.debug(
+                "unhandled notification conn=%s method=%s", ctx.peer.connection_id, ctx.method
+            )
             return
         try:
             await handler(ctx)

@@ -42,7 +42,7 @@ class Envelope(msgspec.Struct, forbid_unknown_fields=False):
 
     jsonrpc: str
     method: str | UnsetType = UNSET
-    id: int | str | float | None | UnsetType = UNSET
+    id: int | str | float | UnsetType | None = UNSET
     params: Raw | UnsetType = UNSET
     result: Raw | UnsetType = UNSET
     error: Raw | UnsetType = UNSET
@@ -117,11 +117,10 @@ def classify(env: Envelope) -> Kind:
     if not isinstance(env.method, UnsetType):
         if not isinstance(env.result, UnsetType) or not isinstance(env.error, UnsetType):
             raise _invalid("a request cannot carry result or error", request_id)
-        if not isinstance(env.params, UnsetType):
-            # JSON-RPC 2.0 section 4.2: params, when present, MUST be a structured value.
-            # msgspec.Raw is the exact value slice, so its first byte tells the JSON type.
-            if bytes(env.params)[:1] not in _STRUCTURED:
-                raise _invalid('"params" must be an object or an array', request_id)
+        # JSON-RPC 2.0 section 4.2: params, when present, MUST be a structured value.
+        # msgspec.Raw is the exact value slice, so its first byte tells the JSON type.
+        if not isinstance(env.params, UnsetType) and bytes(env.params)[:1] not in _STRUCTURED:
+            raise _invalid('"params" must be an object or an array', request_id)
         if isinstance(env.id, UnsetType):
             return Kind.NOTIFICATION
         if env.id is None:
@@ -148,9 +147,7 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
     return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (encode(request_id), body)
 
 
-def encode_error(
-    request_id: RequestId | None, code: int, message: str, data: Any = None
-) -> bytes:
+def encode_error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data

@@ -4,4 +4,10 @@ from ._framed import FramedChannel, FramingName, make_framer
 from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
 
-__all__ = ["FramedChannel", "FramingName", "make_framer", "open_stdio_channel", "open_unix_listener"]
+__all__ = [
+    "FramedChannel",
+    "FramingName",
+    "make_framer",
+    "open_stdio_channel",
+    "open_unix_listener",
+]

@@ -83,5 +83,5 @@ class FramedChannel:
         try:
             await self._send_stream.aclose()
         finally:
-            if self._receive_stream is not self._send_stream:
+            if self._receive_stream is not self._send_stream:  # type: ignore[comparison-overlap]
                 await self._receive_stream.aclose()

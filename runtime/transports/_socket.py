@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import socket as _stdlib_socket
 import stat
+
 import trio
 
 __all__ = ["open_unix_listener"]
+
 
 async def open_unix_listener(path: str, *, backlog: int = 128) -> trio.SocketListener:
     """Bind a Unix stream socket at ``path``; a stale socket file there is replaced.

@@ -8,6 +8,7 @@ and the protocol writes to a private duplicate of the original stdout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -50,10 +51,8 @@ async def open_stdio_channel(
             # FdStream made the shared file descriptions non-blocking; undo that for the
             # code that runs after us (O_NONBLOCK lives on the description, not the fd).
             for fd in (in_fd, out_fd):
-                try:
+                with contextlib.suppress(OSError):
                     os.set_blocking(fd, True)
-                except OSError:
-                    pass
             await channel.aclose()
         sys.stderr.flush()
         os.dup2(saved_fd1, 1)

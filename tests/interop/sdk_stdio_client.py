@@ -29,7 +29,9 @@ async def main(command: list[str]) -> None:
         out["tools"] = dump(await session.list_tools())
         out["add"] = dump(await session.call_tool("add", {"a": 2, "b": 40}))
         out["add_invalid"] = dump(await session.call_tool("add", {"a": "two", "b": 40}))
-        out["divide_by_zero"] = dump(await session.call_tool("divide", {"numerator": 1, "denominator": 0}))
+        out["divide_by_zero"] = dump(
+            await session.call_tool("divide", {"numerator": 1, "denominator": 0})
+        )
 
         async def on_progress(value: float, total: float | None, message: str | None) -> None:
             progress.append([value, total, message])
@@ -45,7 +47,11 @@ async def main(command: list[str]) -> None:
         try:
             await session.read_resource("notes://missing")
         except Exception as exc:  # the SDK raises MCPError for a JSON-RPC error
-            out["missing_note"] = {"type": type(exc).__name__, "code": getattr(getattr(exc, "error", None), "code", None), "message": str(exc)}
+            out["missing_note"] = {
+                "type": type(exc).__name__,
+                "code": getattr(getattr(exc, "error", None), "code", None),
+                "message": str(exc),
+            }
         out["prompts"] = dump(await session.list_prompts())
         out["review"] = dump(await session.get_prompt("review", {"code": "x = 1"}))
         out["ping"] = dump(await session.send_ping())

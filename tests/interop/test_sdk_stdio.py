@@ -4,7 +4,6 @@ served by the README's command (mcp-runtime serve examples/quickstart.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import trio
