@@ -90,7 +90,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._request.peer.notify("notifications/progress", params)
+        await self._request.peer.notify("notifications/progress", params, related=self._request.id)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through."""
@@ -102,7 +102,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._request.peer.notify("notifications/message", params)
+        await self._request.peer.notify("notifications/message", params, related=self._request.id)
 
     async def debug(self, data: Any) -> None:
         await self.log("debug", data)

@@ -237,8 +237,13 @@ class Server:
         session: Session | None = None,
         connection_id: str | None = None,
         shutdown: trio.Event | None = None,
+        drain_on_eof: bool = False,
     ) -> None:
-        """Serve one already-open message channel until it ends (any transport)."""
+        """Serve one already-open message channel until it ends (any transport).
+
+        ``drain_on_eof``: when input ends, wait for in-flight requests to finish instead of
+        giving them ``limits.eof_grace`` (for a channel carrying a single HTTP POST).
+        """
         await Connection(
             channel,
             self.dispatcher,
@@ -246,6 +251,7 @@ class Server:
             session=session,
             shutdown=shutdown,
             connection_id=connection_id,
+            drain_on_eof=drain_on_eof,
         ).serve()
 
     async def serve_stdio(

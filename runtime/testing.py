@@ -60,7 +60,7 @@ class TestClient:
 
     async def send_raw(self, message: bytes) -> None:
         """Send one unframed message exactly as given (invalid JSON included)."""
-        await self._channel.send([message])
+        await self._channel.send([(message, None)])
 
     async def request(self, method: str, params: Any = None) -> Any:
         """Send a request and wait for its result; raises JSONRPCError for an error reply."""
@@ -68,7 +68,7 @@ class TestClient:
         slot: tuple[trio.Event, list[_Message]] = (trio.Event(), [])
         self._pending[request_id] = slot
         try:
-            await self._channel.send([encode_request(request_id, method, params)])
+            await self._channel.send([(encode_request(request_id, method, params), None)])
             await slot[0].wait()
         finally:
             del self._pending[request_id]
@@ -80,7 +80,7 @@ class TestClient:
         return reply.result
 
     async def notify(self, method: str, params: Any = None) -> None:
-        await self._channel.send([encode_notification(method, params)])
+        await self._channel.send([(encode_notification(method, params), None)])
 
     async def wait_for_notification(self, method: str) -> dict[str, Any]:
         """The first collected notification with this method (waits for it to arrive)."""
@@ -167,7 +167,7 @@ class TestClient:
                 )
             except JSONRPCError as exc:
                 reply = encode_error(message.id, exc.code, exc.message, exc.data)
-        await self._channel.send([reply])
+        await self._channel.send([(reply, None)])
 
 
 @asynccontextmanager

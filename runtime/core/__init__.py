@@ -1,6 +1,6 @@
 """The core: JSON-RPC model, dispatcher, connection supervisor, limits and errors."""
 
-from ._channel import MessageChannel
+from ._channel import MessageChannel, Outgoing
 from ._connection import CONNECTION_CLOSED, Connection
 from ._context import Peer, RequestContext
 from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
@@ -45,6 +45,7 @@ __all__ = [
     "Limits",
     "MessageChannel",
     "NotificationHandler",
+    "Outgoing",
     "Peer",
     "RequestContext",
     "RequestId",

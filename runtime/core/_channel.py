@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["MessageChannel"]
+__all__ = ["MessageChannel", "Outgoing"]
+
+#: One outgoing message and the id of the request it belongs to: a response's own id, the
+#: request a progress/log notification or server-to-client request was sent from, or None
+#: for messages that belong to no request. Stream transports ignore the second item; HTTP
+#: uses it to pick the response stream.
+Outgoing = tuple[bytes, "int | str | float | None"]
 
 
 class MessageChannel(Protocol):
@@ -19,12 +25,12 @@ class MessageChannel(Protocol):
     a read or idle timeout closed the connection (its message says which), and
     ``trio.BrokenResourceError`` when the peer vanished.
 
-    ``send`` writes one or more messages in order, framed and coalesced into as few writes as
-    the transport allows. ``aclose`` releases the underlying stream.
+    ``send`` writes one or more messages (see ``Outgoing``) in order, framed and coalesced
+    into as few writes as the transport allows. ``aclose`` releases the underlying stream.
     """
 
     async def receive(self) -> bytes: ...
 
-    async def send(self, messages: Sequence[bytes]) -> None: ...
+    async def send(self, messages: Sequence[Outgoing]) -> None: ...
 
     async def aclose(self) -> None: ...

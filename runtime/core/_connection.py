@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from typing import Any, Final
 
 import msgspec
@@ -26,7 +27,7 @@ import trio
 from msgspec import Raw
 
 from ..framing import FramingError, escape_excerpt
-from ._channel import MessageChannel
+from ._channel import MessageChannel, Outgoing
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 from ._errors import (
@@ -101,8 +102,13 @@ class Connection:
         session: Session | None = None,
         shutdown: trio.Event | None = None,
         connection_id: str | None = None,
+        drain_on_eof: bool = False,
     ) -> None:
         self.channel = channel
+        #: When input ends, wait for every in-flight request (each still bounded by
+        #: ``limits.request_timeout``) instead of ``limits.eof_grace``: for channels whose
+        #: input ends before their answers are due, like one HTTP POST.
+        self.drain_on_eof = drain_on_eof
         self.dispatcher = dispatcher
         self.limits = limits or Limits()
         self.session = session or Session()
@@ -113,7 +119,7 @@ class Connection:
         self._next_request_id = itertools.count(1)
         self._active = 0
         self._drained: trio.Event | None = None
-        self._out_send, self._out_recv = trio.open_memory_channel[bytes](
+        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](
             self.limits.write_queue_size
         )
         self._requests: trio.Nursery | None = None
@@ -129,20 +135,31 @@ class Connection:
     def in_flight(self) -> int:
         return len(self._in_flight)
 
-    async def notify(self, method: str, params: Any = None) -> None:
-        await self._send(encode_notification(method, params))
+    async def notify(
+        self, method: str, params: Any = None, *, related: RequestId | None = None
+    ) -> None:
+        await self._send(encode_notification(method, params), related)
 
-    async def request(self, method: str, params: Any = None, *, timeout: float = 60.0) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float = 60.0,
+        related: RequestId | None = None,
+    ) -> Any:
         request_id = next(self._next_request_id)
         key = id_key(request_id)
         waiter = self._pending[key] = _Waiter()
         try:
-            await self._send(encode_request(request_id, method, params))
+            await self._send(encode_request(request_id, method, params), related)
             with trio.move_on_after(timeout):
                 await waiter.event.wait()
             if not waiter.event.is_set():
                 await self.notify(
-                    "notifications/cancelled", {"requestId": request_id, "reason": "timeout"}
+                    "notifications/cancelled",
+                    {"requestId": request_id, "reason": "timeout"},
+                    related=related,
                 )
                 raise JSONRPCError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
             if waiter.error is not None:
@@ -188,11 +205,12 @@ class Connection:
                 await self._read_loop()
             if read_scope.cancelled_caught:
                 self.close_reason = "shutdown"
-            grace = (
-                self.limits.shutdown_grace
-                if self.close_reason == "shutdown"
-                else self.limits.eof_grace
-            )
+            if self.close_reason == "shutdown":
+                grace = self.limits.shutdown_grace
+            elif self.close_reason == "eof" and self.drain_on_eof:
+                grace = math.inf
+            else:
+                grace = self.limits.eof_grace
             if self._active:
                 with trio.move_on_after(grace):
                     self._drained = trio.Event()
@@ -226,9 +244,9 @@ class Connection:
 
     # -- output -----------------------------------------------------------------------------
 
-    async def _send(self, data: bytes) -> None:
+    async def _send(self, data: bytes, related: RequestId | None = None) -> None:
         try:
-            await self._out_send.send(data)
+            await self._out_send.send((data, related))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             log.debug("dropping output on a closing connection conn=%s", self._id)
 
@@ -244,7 +262,7 @@ class Connection:
                     except trio.EndOfChannel:
                         return
                     batch = [first]
-                    size = len(first)
+                    size = len(first[0])
                     # Coalesce whatever else is already queued into one write.
                     while size < _COALESCE_BYTES:
                         try:
@@ -255,7 +273,7 @@ class Connection:
                             ended = True
                             break
                         batch.append(more)
-                        size += len(more)
+                        size += len(more[0])
                     with trio.fail_after(limit):
                         await self.channel.send(batch)
         except trio.TooSlowError:
@@ -418,7 +436,7 @@ class Connection:
         try:
             reply = await self._execute(env, entry, in_batch=False)
             if reply is not None:
-                await self._send(reply)
+                await self._send(reply, env.id)  # type: ignore[arg-type]
         finally:
             self._task_done()
 

@@ -18,10 +18,20 @@ class Peer(Protocol):
     @property
     def connection_id(self) -> str: ...
 
-    async def notify(self, method: str, params: Any = None) -> None:
-        """Queue a notification to the client (waits only while the write queue is full)."""
+    async def notify(
+        self, method: str, params: Any = None, *, related: RequestId | None = None
+    ) -> None:
+        """Queue a notification to the client (waits only while the write queue is full).
+        ``related`` is the id of the request it was sent from, if any."""
 
-    async def request(self, method: str, params: Any = None, *, timeout: float = 60.0) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float = 60.0,
+        related: RequestId | None = None,
+    ) -> Any:
         """Send a server-to-client request and wait for its result.
 
         Raises JSONRPCError when the client answers with an error, or -32001 on timeout.

@@ -72,12 +72,13 @@ class FramedChannel:
             framer.feed(data)
             self._partial = framer.buffered > 0
 
-    async def send(self, messages: Sequence[bytes]) -> None:
+    async def send(self, messages: Sequence[tuple[bytes, object]]) -> None:
+        """Write messages (``(payload, related_id)`` pairs; the id is ignored here)."""
         encode = self._framer.encode
         if len(messages) == 1:
-            await self._send_stream.send_all(encode(messages[0]))
+            await self._send_stream.send_all(encode(messages[0][0]))
         else:
-            await self._send_stream.send_all(b"".join([encode(m) for m in messages]))
+            await self._send_stream.send_all(b"".join([encode(m) for m, _ in messages]))
 
     async def aclose(self) -> None:
         try:
