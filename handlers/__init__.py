@@ -4,19 +4,15 @@ request context. Never imports transports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from runtime._registry import App
 from runtime.core import Dispatcher, Handler, NotificationHandler
 
 from . import lifecycle, logging, prompts, resources, tools
 
-if TYPE_CHECKING:
-    from runtime._server import Server
-
 __all__ = ["build_dispatcher", "lifecycle", "logging", "prompts", "resources", "tools"]
 
 
-def build_dispatcher(server: Server) -> Dispatcher:
+def build_dispatcher(server: App) -> Dispatcher:
     """The method tables of every feature, for one server."""
     lifecycle_requests, lifecycle_notifications = lifecycle.methods(server)
     requests: dict[str, Handler] = {}

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import trio
 
 from runtime._context import Context
+from runtime._registry import App
 from runtime._signature import Signature
 from runtime.core import JSONRPCError, RequestContext
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["call_user_function", "decode_params"]
 
@@ -31,7 +29,7 @@ def decode_params(ctx: RequestContext, decoder: msgspec.json.Decoder[T], empty: 
 
 
 async def call_user_function(
-    server: Server,
+    server: App,
     ctx: RequestContext,
     fn: Callable[..., Any],
     sig: Signature,

@@ -6,16 +6,14 @@ same version when it supports it, otherwise with the latest version it supports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
+from runtime._registry import App
 from runtime.core import INVALID_REQUEST, Handler, JSONRPCError, NotificationHandler, RequestContext
 
 from ._common import decode_params
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "capabilities", "methods"]
 
@@ -33,7 +31,7 @@ class _InitializeParams(msgspec.Struct, rename="camel"):
 _initialize_decoder: Final = msgspec.json.Decoder(_InitializeParams)
 
 
-def capabilities(server: Server) -> dict[str, Any]:
+def capabilities(server: App) -> dict[str, Any]:
     """Exactly what is implemented: a feature appears once something is registered for it."""
     reg = server.registry
     caps: dict[str, Any] = {"logging": {}}
@@ -46,7 +44,7 @@ def capabilities(server: Server) -> dict[str, Any]:
     return caps
 
 
-def methods(server: Server) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
+def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
     async def initialize(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _initialize_decoder, b"{}")
         session = ctx.session

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
+from runtime._registry import App
 from runtime.core import Handler, RequestContext
 
 from ._common import decode_params
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["methods"]
 
@@ -25,7 +23,7 @@ class _SetLevelParams(msgspec.Struct):
 _decoder: Final = msgspec.json.Decoder(_SetLevelParams)
 
 
-def methods(server: Server) -> dict[str, Handler]:
+def methods(server: App) -> dict[str, Handler]:
     async def set_level(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _decoder, b"{}")
         ctx.session.log_level = params.level

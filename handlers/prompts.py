@@ -5,17 +5,15 @@ An unknown prompt name or a missing required argument is -32602 (spec: "Error Ha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
+from runtime._registry import App
 from runtime._types import PromptMessage, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, params_error
 
 from ._common import call_user_function, decode_params
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["methods", "to_messages"]
 
@@ -48,7 +46,7 @@ def to_messages(value: Any) -> list[Any]:
     return out
 
 
-def methods(server: Server) -> dict[str, Handler]:
+def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_prompts(ctx: RequestContext) -> dict[str, Any]:

@@ -5,17 +5,15 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
+from runtime._registry import App
 from runtime._types import BlobResourceContents, TextResourceContents
 from runtime.core import RESOURCE_NOT_FOUND, Handler, JSONRPCError, RequestContext
 
 from ._common import call_user_function, decode_params
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["methods", "to_contents"]
 
@@ -57,7 +55,7 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
     return [_one(uri, value, mime_type)]
 
 
-def methods(server: Server) -> dict[str, Handler]:
+def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_resources(ctx: RequestContext) -> dict[str, Any]:

@@ -8,18 +8,16 @@ model can read and correct (spec: "Tool Execution Errors").
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from runtime._registry import App
 from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
 
 from ._common import call_user_function, decode_params
-
-if TYPE_CHECKING:
-    from runtime._server import Server
 
 __all__ = ["methods", "to_content"]
 
@@ -53,7 +51,7 @@ def to_content(value: Any) -> list[Any]:
     if isinstance(value, _CONTENT_TYPES):
         return [value]
     if isinstance(value, list | tuple) and all(
-        isinstance(item, str | _CONTENT_TYPES) for item in value
+        isinstance(item, (str, *_CONTENT_TYPES)) for item in value
     ):
         return [TextContent(text=item) if isinstance(item, str) else item for item in value]
     return [TextContent(text=_encode(value).decode())]
@@ -63,7 +61,7 @@ def _error_result(text: str) -> dict[str, Any]:
     return {"content": [TextContent(text=text)], "isError": True}
 
 
-def methods(server: Server) -> dict[str, Handler]:
+def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:

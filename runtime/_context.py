@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from ._registry import App
 from .core import RequestContext, RequestId, Session
-
-if TYPE_CHECKING:
-    from ._server import Server
 
 __all__ = ["Context"]
 
@@ -34,7 +32,7 @@ class Context:
     __slots__ = ("_meta", "_request", "server")
 
     def __init__(
-        self, request: RequestContext, server: Server, meta: dict[str, Any] | None = None
+        self, request: RequestContext, server: App, meta: dict[str, Any] | None = None
     ) -> None:
         self._request = request
         self._meta = meta or {}

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ._signature import Signature
 from ._uritemplate import UriTemplate
 
-__all__ = ["PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+__all__ = ["App", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+
+
+class App(Protocol):
+    """What the MCP handlers need of a server (``runtime.Server`` is one). Handlers are
+    written against this, never against the Server class, so layers point downward."""
+
+    name: str
+    version: str
+    instructions: str | None
+
+    @property
+    def registry(self) -> Registry: ...
+
+    def server_info(self) -> dict[str, Any]: ...
 
 
 def _wire(**items: Any) -> dict[str, Any]:

@@ -1,0 +1,45 @@
+"""Project contracts: the README's commands, CI, the public API, import cost."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```bash\n(.+?)\n```", text)
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    serve, test = _readme_commands()[:2]
+    assert "mcp-runtime serve examples/quickstart.py" in serve
+    assert "pytest" in test
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test in ci.splitlines()
+
+
+def test_every_public_name_resolves() -> None:
+    for name in runtime.__all__:
+        assert getattr(runtime, name) is not None, name
+    for module in map(
+        importlib.import_module, ("runtime.core", "runtime.framing", "runtime.transports")
+    ):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_import_runtime_is_lazy() -> None:
+    code = (
+        "import runtime, sys; "
+        "print(sorted(m for m in ('trio', 'msgspec', 'handlers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
+    assert out.stdout.strip() == "[]"

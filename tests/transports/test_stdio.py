@@ -1,0 +1,116 @@
+"""stdio: stdout carries only protocol bytes, the process exits promptly on stdin EOF, and
+SIGTERM drains in-flight requests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import msgspec
+import trio
+
+from ..peers import ROOT, WIRE_SERVER, cli, open_stdio_peer
+
+
+async def test_print_inside_a_tool_does_not_corrupt_stdout() -> None:
+    with trio.fail_after(20):
+        async with open_stdio_peer(WIRE_SERVER) as (peer, process, err_path):
+            await peer.initialize()
+            reply = await peer.call("tools/call", {"name": "shout", "arguments": {"text": "hi"}})
+            assert reply["result"]["content"][0]["text"] == "HI"
+            await process.stdin.aclose()  # type: ignore[union-attr]
+            rest = b""
+            with trio.fail_after(5):
+                while chunk := await process.stdout.receive_some(65536):  # type: ignore[union-attr]
+                    rest += chunk
+            assert rest == b""  # nothing but protocol ever reached stdout
+            await process.wait()
+            stderr = err_path.read_bytes()
+    assert b"debug output that must not reach the client: hi" in stderr
+    assert b"raw fd-1 write that must not reach the client" in stderr
+
+
+def test_stdin_eof_ends_the_process_within_one_second() -> None:
+    process = subprocess.Popen(
+        cli("serve", str(WIRE_SERVER)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        process.stdin.flush()
+        assert msgspec.json.decode(process.stdout.readline())["id"] == 1  # fully started
+        started = time.monotonic()
+        process.stdin.close()
+        process.wait(timeout=5)
+        elapsed = time.monotonic() - started
+    finally:
+        process.kill()
+    assert process.returncode == 0
+    assert elapsed < 1.0, f"exited {elapsed:.2f}s after EOF"
+
+
+def test_eof_with_a_request_in_flight_still_exits_within_one_second() -> None:
+    process = subprocess.Popen(
+        cli("serve", str(WIRE_SERVER)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "WIRE_TEST_REPORT_FINALLY": "1"},
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        process.stdin.flush()
+        process.stdout.readline()
+        process.stdin.write(
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+            b'"params":{"name":"slow","arguments":{"seconds":60,"tag":"eof"}}}\n'
+        )
+        process.stdin.flush()
+        time.sleep(0.2)
+        started = time.monotonic()
+        process.stdin.close()
+        process.wait(timeout=5)
+        elapsed = time.monotonic() - started
+        assert process.stderr is not None
+        err = process.stderr.read()
+    finally:
+        process.kill()
+    assert elapsed < 1.0
+    assert b"finally ran for eof" in err  # the cancelled handler's finally ran
+
+
+async def test_sigterm_drains_in_flight_requests() -> None:
+    with trio.fail_after(20):
+        async with open_stdio_peer(WIRE_SERVER) as (peer, process, _err):
+            await peer.initialize()
+            await peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "drain",
+                    "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {"seconds": 0.5, "tag": "t"}},
+                }
+            )
+            await trio.sleep(0.2)
+            process.send_signal(signal.SIGTERM)
+            reply = await peer.receive()
+            assert reply["id"] == "drain"
+            assert reply["result"]["content"][0]["text"] == "slept 0.5"
+            with trio.fail_after(5):
+                assert await process.wait() == 0
+
+
+def test_python_m_runtime_version() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "runtime", "--version"], capture_output=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.decode().startswith("mcp-runtime ")
