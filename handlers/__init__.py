@@ -7,9 +7,19 @@ from __future__ import annotations
 from runtime._registry import App
 from runtime.core import Dispatcher, Handler, NotificationHandler
 
-from . import lifecycle, logging, prompts, resources, tools
+from . import era, lifecycle, logging, prompts, resources, tools
+from .era import McpDispatcher
 
-__all__ = ["build_dispatcher", "lifecycle", "logging", "prompts", "resources", "tools"]
+__all__ = [
+    "McpDispatcher",
+    "build_dispatcher",
+    "era",
+    "lifecycle",
+    "logging",
+    "prompts",
+    "resources",
+    "tools",
+]
 
 
 def build_dispatcher(server: App) -> Dispatcher:
@@ -25,4 +35,4 @@ def build_dispatcher(server: App) -> Dispatcher:
         prompts.methods(server),
     ):
         requests.update(table)
-    return Dispatcher(requests, notifications)
+    return McpDispatcher(server, requests, notifications)

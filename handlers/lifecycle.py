@@ -70,7 +70,20 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     async def ping(ctx: RequestContext) -> dict[str, Any]:
         return {}
 
+    async def discover(ctx: RequestContext) -> dict[str, Any]:
+        # 2026-07-28 server/discover; resultType, serverInfo and cache hints are added by
+        # the modern dispatch (handlers.era).
+        from .era import SUPPORTED_VERSIONS
+
+        result: dict[str, Any] = {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": capabilities(server),
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
     return (
-        {"initialize": initialize, "ping": ping},
+        {"initialize": initialize, "ping": ping, "server/discover": discover},
         {"notifications/initialized": initialized},
     )

@@ -11,7 +11,14 @@ import msgspec
 
 from runtime._registry import App
 from runtime._types import BlobResourceContents, TextResourceContents
-from runtime.core import RESOURCE_NOT_FOUND, Handler, JSONRPCError, RequestContext
+from runtime.core import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND,
+    Handler,
+    JSONRPCError,
+    RequestContext,
+    ResourceNotFoundError,
+)
 
 from ._common import call_user_function, decode_params
 
@@ -67,6 +74,19 @@ def methods(server: App) -> dict[str, Handler]:
         return {"resourceTemplates": [t.listing for t in registry.templates.values()]}
 
     async def read_resource(ctx: RequestContext) -> dict[str, Any]:
+        try:
+            return await _read(ctx)
+        except ResourceNotFoundError as exc:
+            # -32002 in the handshake era; -32602 from 2026-07-28 on (changelog, minor 6).
+            code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND
+            raise JSONRPCError(code, exc.message, exc.data) from None
+
+    def _with_cache(ctx: RequestContext, result: dict[str, Any], cache: Any) -> dict[str, Any]:
+        if ctx.modern and cache is not None:
+            result["ttlMs"], result["cacheScope"] = cache
+        return result
+
+    async def _read(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _read_decoder, b"{}")
         uri = params.uri
         resource = registry.resources.get(uri)
@@ -75,10 +95,11 @@ def methods(server: App) -> dict[str, Handler]:
             value = await call_user_function(
                 server, ctx, resource.fn, resource.signature, args, params.meta
             )
-            return {"contents": to_contents(uri, value, resource.mime_type)}
+            contents = to_contents(uri, value, resource.mime_type)
+            return _with_cache(ctx, {"contents": contents}, resource.cache)
         found = registry.find_template(uri)
         if found is None:
-            raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise ResourceNotFoundError(uri)
         template, values = found
         sig = template.signature
         try:
@@ -88,7 +109,8 @@ def methods(server: App) -> dict[str, Handler]:
                 f"Invalid value in resource URI {uri!r}: {exc}", {"uri": uri}
             ) from None
         value = await call_user_function(server, ctx, template.fn, sig, args, params.meta)
-        return {"contents": to_contents(uri, value, template.mime_type)}
+        contents = to_contents(uri, value, template.mime_type)
+        return _with_cache(ctx, {"contents": contents}, template.cache)
 
     return {
         "resources/list": list_resources,

@@ -9,6 +9,9 @@ from .core import RequestContext, RequestId, Session
 
 __all__ = ["Context"]
 
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+
 # RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
 LOG_LEVELS: Final = (
     "debug",
@@ -35,7 +38,7 @@ class Context:
         self, request: RequestContext, server: App, meta: dict[str, Any] | None = None
     ) -> None:
         self._request = request
-        self._meta = meta or {}
+        self._meta = meta if meta is not None else (request.meta or {})
         self.server = server
 
     @property
@@ -52,15 +55,24 @@ class Context:
 
     @property
     def protocol_version(self) -> str | None:
-        return self._request.session.protocol_version
+        """The revision this request is served at (per request in the modern era)."""
+        return self._request.protocol_version
+
+    @property
+    def modern(self) -> bool:
+        """True for a stateless 2026-07-28 request, False in the handshake era."""
+        return self._request.modern
 
     @property
     def client_info(self) -> dict[str, Any] | None:
+        if self._request.modern:
+            info = self._meta.get(META_CLIENT_INFO)
+            return info if isinstance(info, dict) else None
         return self._request.session.client_info
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        return self._request.session.client_capabilities
+        return self._request.client_capabilities
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -94,7 +106,13 @@ class Context:
         """Send ``notifications/message`` when the client's level lets it through."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
-        threshold = self._request.session.log_level
+        # Handshake era: the session's logging/setLevel. Modern: only when this request
+        # carries io.modelcontextprotocol/logLevel (2026-07-28 server/utilities/logging).
+        if self._request.modern:
+            requested = self._meta.get(META_LOG_LEVEL)
+            threshold = requested if requested in LOG_LEVELS else None
+        else:
+            threshold = self._request.session.log_level
         if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}

@@ -29,6 +29,10 @@ class App(Protocol):
 
     def server_info(self) -> dict[str, Any]: ...
 
+    def cache_hint(self, method: str) -> tuple[int, str]:
+        """``(ttlMs, cacheScope)`` for a cacheable result of ``method`` (2026-07-28)."""
+        ...
+
 
 def _wire(**items: Any) -> dict[str, Any]:
     return {key: value for key, value in items.items() if value is not None}
@@ -66,6 +70,8 @@ class ResourceDef:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    #: (ttlMs, cacheScope) for resources/read of this resource; None: the server default.
+    cache: tuple[int, str] | None = None
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -87,6 +93,7 @@ class TemplateDef:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    cache: tuple[int, str] | None = None
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -49,13 +49,25 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         limits: Limits | None = None,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
+        cache_hints: dict[str, tuple[int, Literal["public", "private"]]] | None = None,
     ) -> None:
+        """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
+        caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
+        ``{"tools/list": (60_000, "public")}``. The default (0 ms, private) is always safe:
+        results are immediately stale and never shared across authorization contexts.
+        """
+        if cache_ttl_ms < 0:
+            raise ValueError("cache_ttl_ms must be >= 0")
         self.name = name
         self.version = version
         self.title = title
         self.instructions = instructions
         self.limits = limits or Limits()
         self.registry = Registry()
+        self._cache_default = (cache_ttl_ms, cache_scope)
+        self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
         self._shutdown_events: set[trio.Event] = set()
 
@@ -125,6 +137,8 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: Literal["public", "private"] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource at ``uri``, or a resource template when ``uri`` holds
         RFC 6570 expressions (``users://{user_id}/profile``): the function's parameters then
@@ -132,7 +146,15 @@ class Server:
 
         The function returns ``str`` (text), ``bytes`` (blob), a ``TextResourceContents`` /
         ``BlobResourceContents`` or a list of those, or any JSON-encodable value.
+        ``ttl_ms``/``cache_scope`` set this resource's 2026-07-28 cache hints.
         """
+        cache: tuple[int, str] | None = None
+        if ttl_ms is not None or cache_scope is not None:
+            default_ttl, default_scope = self.cache_hint("resources/read")
+            cache = (
+                default_ttl if ttl_ms is None else ttl_ms,
+                default_scope if cache_scope is None else cache_scope,
+            )
 
         def register(func: F) -> F:
             res_name = name or func.__name__
@@ -146,7 +168,7 @@ class Server:
                         f"{res_name}: parameters {sorted(missing)} are not variables of {uri!r}"
                     )
                 self.registry.add_template(
-                    TemplateDef(template, res_name, func, sig, title, desc, mime_type)
+                    TemplateDef(template, res_name, func, sig, title, desc, mime_type, cache)
                 )
             else:
                 if sig.required:
@@ -155,7 +177,7 @@ class Server:
                         f"(got {list(sig.required)}); use a URI template"
                     )
                 self.registry.add_resource(
-                    ResourceDef(uri, res_name, func, sig, title, desc, mime_type)
+                    ResourceDef(uri, res_name, func, sig, title, desc, mime_type, cache)
                 )
             return func
 
@@ -208,6 +230,9 @@ class Server:
 
             self._dispatcher = build_dispatcher(self)
         return self._dispatcher
+
+    def cache_hint(self, method: str) -> tuple[int, str]:
+        return self._cache_hints.get(method, self._cache_default)
 
     def server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"name": self.name, "version": self.version}

@@ -47,8 +47,15 @@ class TestClient:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, channel: FramedChannel, on_request: RequestHandler | None) -> None:
+    def __init__(
+        self,
+        channel: FramedChannel,
+        on_request: RequestHandler | None,
+        modern_meta: dict[str, Any] | None = None,
+    ) -> None:
         self._channel = channel
+        #: When set (a 2026-07-28 client), merged into every request's ``params._meta``.
+        self.modern_meta = modern_meta
         self._ids = itertools.count(1)
         self._pending: dict[Any, tuple[trio.Event, list[_Message]]] = {}
         self._on_request = on_request
@@ -63,7 +70,14 @@ class TestClient:
         await self._channel.send([(message, None)])
 
     async def request(self, method: str, params: Any = None) -> Any:
-        """Send a request and wait for its result; raises JSONRPCError for an error reply."""
+        """Send a request and wait for its result; raises JSONRPCError for an error reply.
+
+        A modern (2026-07-28) client adds its per-request ``_meta`` (version, capabilities,
+        client info) to ``params`` unless ``params`` already has those keys.
+        """
+        if self.modern_meta is not None:
+            params = dict(params or {})
+            params["_meta"] = {**self.modern_meta, **params.get("_meta", {})}
         request_id = next(self._ids)
         slot: tuple[trio.Event, list[_Message]] = (trio.Event(), [])
         self._pending[request_id] = slot
@@ -181,6 +195,10 @@ async def open_client(
 ) -> AsyncIterator[TestClient]:
     """Serve ``server`` on an in-memory connection and yield a client for it.
 
+    With ``protocol_version="2026-07-28"`` the client is stateless (modern era): no
+    ``initialize``; every request carries ``_meta`` with the version and ``capabilities``.
+    Otherwise the handshake runs first (unless ``initialize=False``).
+
     On exit the client closes its side; the server sees EOF and finishes like a stdio server
     would. ``on_request(method, params)`` answers server-to-client requests.
     """
@@ -192,10 +210,17 @@ async def open_client(
         nursery.start_soon(
             lambda: server.serve_connection(server_channel, session=Session("memory"))
         )
-        client = TestClient(client_channel, on_request)
+        modern_meta = None
+        if protocol_version >= "2026":
+            modern_meta = {
+                "io.modelcontextprotocol/protocolVersion": protocol_version,
+                "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+                "io.modelcontextprotocol/clientInfo": {"name": "runtime.testing", "version": "0"},
+            }
+        client = TestClient(client_channel, on_request, modern_meta)
         nursery.start_soon(client._read_loop)
         try:
-            if initialize:
+            if initialize and modern_meta is None:
                 await client.initialize(protocol_version, capabilities)
             yield client
         finally:

@@ -41,7 +41,18 @@ class Peer(Protocol):
 class RequestContext:
     """One request or notification. ``params`` stays raw until a handler decodes it."""
 
-    __slots__ = ("id", "in_batch", "method", "params", "peer", "session")
+    __slots__ = (
+        "client_capabilities",
+        "id",
+        "in_batch",
+        "meta",
+        "method",
+        "modern",
+        "params",
+        "peer",
+        "protocol_version",
+        "session",
+    )
 
     def __init__(
         self,
@@ -60,6 +71,15 @@ class RequestContext:
         self.session = session
         self.peer = peer
         self.in_batch = in_batch
+        #: Set by era selection: True when the request carries modern (2026-07-28) ``_meta``.
+        self.modern = False
+        #: The protocol version this request is served at (modern: from its ``_meta``;
+        #: handshake era: the session's negotiated version).
+        self.protocol_version: str | None = session.protocol_version
+        #: The request's decoded ``params._meta`` when era selection decoded it, else None.
+        self.meta: dict[str, Any] | None = None
+        #: Capabilities the client declared (per request in the modern era).
+        self.client_capabilities: dict[str, Any] = session.client_capabilities
 
     def __repr__(self) -> str:
         return f"<RequestContext {self.method} id={self.id!r}>"
