@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import msgspec
@@ -14,7 +14,7 @@ from runtime._registry import App
 from runtime._signature import Signature
 from runtime.core import JSONRPCError, RequestContext
 
-__all__ = ["call_user_function", "decode_params"]
+__all__ = ["call_user_function", "decode_params", "paginated"]
 
 T = TypeVar("T")
 
@@ -54,3 +54,12 @@ def require(value: T | None, message: str) -> T:
     if value is None:
         raise JSONRPCError.invalid_params(message)
     return value
+
+
+def paginated(server: App, key: str, defs: Iterable[Any], cursor: str | None) -> dict[str, Any]:
+    """A list result: one page of the definitions' wire forms, plus ``nextCursor``."""
+    page, next_cursor = server.cursors.page(key, list(defs), cursor)
+    result: dict[str, Any] = {key: [item.listing for item in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result

@@ -13,7 +13,7 @@ from runtime._registry import App
 from runtime._types import PromptMessage, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, params_error
 
-from ._common import call_user_function, decode_params
+from ._common import call_user_function, decode_params, paginated
 
 __all__ = ["methods", "to_messages"]
 
@@ -50,8 +50,8 @@ def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_prompts(ctx: RequestContext) -> dict[str, Any]:
-        decode_params(ctx, _list_decoder, b"{}")
-        return {"prompts": [prompt.listing for prompt in registry.prompts.values()]}
+        params = decode_params(ctx, _list_decoder, b"{}")
+        return paginated(server, "prompts", registry.prompts.values(), params.cursor)
 
     async def get_prompt(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _get_decoder, b"{}")

@@ -20,7 +20,7 @@ from runtime.core import (
     ResourceNotFoundError,
 )
 
-from ._common import call_user_function, decode_params
+from ._common import call_user_function, decode_params, paginated
 
 __all__ = ["methods", "to_contents"]
 
@@ -66,12 +66,13 @@ def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_resources(ctx: RequestContext) -> dict[str, Any]:
-        decode_params(ctx, _list_decoder, b"{}")
-        return {"resources": [res.listing for res in registry.resources.values()]}
+        params = decode_params(ctx, _list_decoder, b"{}")
+        return paginated(server, "resources", registry.resources.values(), params.cursor)
 
     async def list_templates(ctx: RequestContext) -> dict[str, Any]:
-        decode_params(ctx, _list_decoder, b"{}")
-        return {"resourceTemplates": [t.listing for t in registry.templates.values()]}
+        params = decode_params(ctx, _list_decoder, b"{}")
+        templates = registry.templates.values()
+        return paginated(server, "resourceTemplates", templates, params.cursor)
 
     async def read_resource(ctx: RequestContext) -> dict[str, Any]:
         try:

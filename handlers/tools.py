@@ -17,7 +17,7 @@ from runtime._registry import App
 from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
 
-from ._common import call_user_function, decode_params
+from ._common import call_user_function, decode_params, paginated
 
 __all__ = ["methods", "to_content"]
 
@@ -65,8 +65,8 @@ def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:
-        decode_params(ctx, _list_decoder, b"{}")
-        return {"tools": [tool.listing for tool in registry.tools.values()]}
+        params = decode_params(ctx, _list_decoder, b"{}")
+        return paginated(server, "tools", registry.tools.values(), params.cursor)
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _call_decoder, b"{}")
@@ -95,6 +95,22 @@ def methods(server: App) -> dict[str, Handler]:
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
             return _error_result(f"Error executing tool {tool.name}: {exc}")
-        return {"content": to_content(value), "isError": False}
+        if tool.output is not None:
+            structured = tool.output.structured(value)
+            # The text mirror is the JSON of the value itself (a wrapped ``int`` reads "42",
+            # as the official SDK writes it), the structured form carries the wrapper.
+            mirror = structured["result"] if tool.output.wrap else structured
+        elif tool.output_schema is not None:
+            structured = mirror = msgspec.to_builtins(value)
+        else:
+            return {"content": to_content(value), "isError": False}
+        # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for
+        # clients that do not read structured output.
+        text = mirror if isinstance(mirror, str) else _encode(mirror).decode()
+        return {
+            "content": [TextContent(text=text)],
+            "structuredContent": structured,
+            "isError": False,
+        }
 
     return {"tools/list": list_tools, "tools/call": call_tool}

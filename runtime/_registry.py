@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._output import OutputSpec
+from ._pagination import CursorCodec
 from ._signature import Signature
 from ._uritemplate import UriTemplate
 
@@ -26,6 +28,9 @@ class App(Protocol):
 
     @property
     def registry(self) -> Registry: ...
+
+    @property
+    def cursors(self) -> CursorCodec: ...
 
     def server_info(self) -> dict[str, Any]: ...
 
@@ -48,6 +53,10 @@ class ToolDef:
     input_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    #: Structured output (None: the tool returns unstructured content only).
+    output: OutputSpec | None = None
+    #: A user-supplied outputSchema, passed through untouched.
+    output_schema: dict[str, Any] | None = None
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -56,6 +65,7 @@ class ToolDef:
             title=self.title,
             description=self.description,
             inputSchema=self.input_schema or self.signature.schema,
+            outputSchema=self.output_schema or (self.output.schema if self.output else None),
             annotations=self.annotations,
             _meta=self.meta,
         )

@@ -11,18 +11,24 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 import trio
 
 from ._context import Context
+from ._output import output_spec
+from ._pagination import CursorCodec
 from ._registry import PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._signature import doc_summary, inspect_signature
 from ._uritemplate import UriTemplate, is_template
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
+from .transports import EventStore, Hooks, HttpLimits
+from .transports import serve_http as _serve_http
+from .transports import serve_websocket as _serve_websocket
+from .transports._http_modern import header_params as _header_params
 
 __all__ = ["Server"]
 
@@ -52,11 +58,15 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
         cache_hints: dict[str, tuple[int, Literal["public", "private"]]] | None = None,
+        page_size: int | None = None,
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
         ``{"tools/list": (60_000, "public")}``. The default (0 ms, private) is always safe:
         results are immediately stale and never shared across authorization contexts.
+
+        ``page_size``: items per page of every list method (None: everything in one page);
+        cursors are opaque and validated (a forged or stale one is -32602).
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
@@ -66,6 +76,7 @@ class Server:
         self.instructions = instructions
         self.limits = limits or Limits()
         self.registry = Registry()
+        self.cursors = CursorCodec(page_size)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
@@ -87,6 +98,8 @@ class Server:
         description: str | None = None,
         annotations: dict[str, Any] | None = None,
         input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
@@ -100,6 +113,8 @@ class Server:
         description: str | None = None,
         annotations: dict[str, Any] | None = None,
         input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. Use as ``@app.tool`` or ``@app.tool(name=..., ...)``.
@@ -108,11 +123,26 @@ class Server:
         given, which is passed through untouched) and a precompiled validator; the docstring
         gives the description and, from an ``Args:`` section, argument descriptions. Sync
         functions run in a worker thread. Returns the function unchanged.
+
+        Structured output: a return annotation that is data (a Struct, dataclass, dict,
+        ``int``, ``list[...]``, ...) becomes the ``outputSchema`` and the result carries
+        ``structuredContent`` plus a JSON text mirror; ``str`` and content types stay
+        unstructured. ``structured_output=False`` turns it off; ``output_schema`` (a JSON
+        Schema 2020-12 object schema) is passed through untouched and the return value is
+        sent as ``structuredContent`` as is.
         """
 
         def register(func: F) -> F:
             tool_name = name or func.__name__
             sig = inspect_signature(func, name=tool_name, context_type=Context)
+            output = None
+            if structured_output is not False and output_schema is None:
+                output = output_spec(func, name=tool_name, required=bool(structured_output))
+            if structured_output and output is None and output_schema is None:
+                raise TypeError(
+                    f"{tool_name}: structured_output=True needs a data return annotation "
+                    "or output_schema"
+                )
             self.registry.add_tool(
                 ToolDef(
                     name=tool_name,
@@ -123,6 +153,8 @@ class Server:
                     input_schema=input_schema,
                     annotations=annotations,
                     meta=meta,
+                    output=output,
+                    output_schema=output_schema,
                 )
             )
             return func
@@ -337,6 +369,114 @@ class Server:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
+    def _transport_hooks(self) -> Hooks:
+        """What the network transports need from this server (they never import the core)."""
+        from handlers.era import MODERN_VERSIONS
+        from handlers.lifecycle import HANDSHAKE_VERSIONS
+
+        def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
+            tool = self.registry.tools.get(name)
+            return {} if tool is None else _header_params(tool.listing.get("inputSchema"))
+
+        return Hooks(
+            serve_connection=self.serve_connection,
+            new_session=Session,
+            handshake_versions=tuple(HANDSHAKE_VERSIONS),
+            modern_versions=tuple(MODERN_VERSIONS),
+            tool_header_params=tool_header_params,
+            write_timeout=self.limits.write_timeout,
+            shutdown_grace=self.limits.shutdown_grace,
+        )
+
+    async def serve_http(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str | None = "/mcp",
+        sse_path: str | None = "/sse",
+        messages_path: str = "/messages",
+        allowed_origins: Iterable[str] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        http_limits: HttpLimits | None = None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
+        event_store: EventStore | None = None,
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
+        session era) at ``path``, and legacy HTTP+SSE (2024-11-05) at ``sse_path`` with
+        POSTs to ``messages_path`` (None turns either off). Until cancelled or
+        :meth:`shutdown`; reports the bound address through ``task_status``.
+
+        Host/Origin allow-lists default to the loopback names when bound to loopback
+        (others get 403). ``authenticate(headers)`` returns the principal or raises
+        ``runtime.transports.HttpError`` (e.g. 401); sessions are bound to their principal.
+        """
+        shutdown = self._new_shutdown_event()
+        try:
+            await _serve_http(
+                self._transport_hooks(),
+                port=port,
+                host=host,
+                path=path,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits,
+                max_body_size=self.limits.max_frame_size,
+                authenticate=authenticate,
+                event_store=event_store,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
+        finally:
+            self._shutdown_events.discard(shutdown)
+
+    async def serve_sse(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/sse",
+        messages_path: str = "/messages",
+        **options: Any,
+    ) -> None:
+        """Serve only the legacy 2024-11-05 HTTP+SSE transport (see :meth:`serve_http`)."""
+        await self.serve_http(
+            port, host=host, path=None, sse_path=path, messages_path=messages_path, **options
+        )
+
+    async def serve_websocket(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        allowed_origins: Iterable[str] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        http_limits: HttpLimits | None = None,
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve MCP over WebSocket (subprotocol ``mcp``) at ``path`` until cancelled or
+        :meth:`shutdown` (connections then close with 1001 after the grace period)."""
+        shutdown = self._new_shutdown_event()
+        try:
+            await _serve_websocket(
+                self._transport_hooks(),
+                port=port,
+                host=host,
+                path=path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits,
+                max_message_size=self.limits.max_frame_size,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
+        finally:
+            self._shutdown_events.discard(shutdown)
+
     async def _serve_listeners(
         self,
         listeners: list[trio.SocketListener],
@@ -384,7 +524,7 @@ class Server:
 
     def run(
         self,
-        transport: Literal["stdio", "tcp", "unix"] = "stdio",
+        transport: Literal["stdio", "tcp", "unix", "http", "sse", "ws"] = "stdio",
         **options: Any,
     ) -> None:
         """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._cli``)."""
@@ -394,5 +534,8 @@ class Server:
             "stdio": self.serve_stdio,
             "tcp": self.serve_tcp,
             "unix": self.serve_unix,
+            "http": self.serve_http,
+            "sse": self.serve_sse,
+            "ws": self.serve_websocket,
         }
         trio.run(run_with_signals, self, serve[transport], options)

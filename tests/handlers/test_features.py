@@ -163,7 +163,11 @@ async def test_tool_schema_from_nested_types() -> None:
 async def test_tool_calls_and_errors() -> None:
     async with open_client(make_app()) as client:
         result = await client.call_tool("distance", {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": 4}})
-        assert result == {"content": [{"type": "text", "text": "5.0"}], "isError": False}
+        assert result == {
+            "content": [{"type": "text", "text": "5.0"}],
+            "structuredContent": {"result": 5.0},
+            "isError": False,
+        }
         bad = await client.call_tool("distance", {"a": {"x": 0}, "b": {"x": 3, "y": 4}})
         assert bad["isError"] is True
         assert "missing required field `y`" in bad["content"][0]["text"]
