@@ -7,12 +7,13 @@ from __future__ import annotations
 from runtime._registry import App
 from runtime.core import Dispatcher, Handler, NotificationHandler
 
-from . import era, lifecycle, logging, prompts, resources, tools
+from . import completion, era, lifecycle, logging, prompts, resources, tools
 from .era import McpDispatcher
 
 __all__ = [
     "McpDispatcher",
     "build_dispatcher",
+    "completion",
     "era",
     "lifecycle",
     "logging",
@@ -33,6 +34,7 @@ def build_dispatcher(server: App) -> Dispatcher:
         tools.methods(server),
         resources.methods(server),
         prompts.methods(server),
+        completion.methods(server),
     ):
         requests.update(table)
     return McpDispatcher(server, requests, notifications)

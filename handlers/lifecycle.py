@@ -41,6 +41,8 @@ def capabilities(server: App) -> dict[str, Any]:
         caps["resources"] = {"subscribe": False, "listChanged": False}
     if reg.prompts:
         caps["prompts"] = {"listChanged": False}
+    if reg.prompts or reg.templates:
+        caps["completions"] = {}
     return caps
 
 

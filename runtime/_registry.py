@@ -6,7 +6,7 @@ list methods return, so listing and calling do no per-request introspection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,7 +15,11 @@ from ._pagination import CursorCodec
 from ._signature import Signature
 from ._uritemplate import UriTemplate
 
-__all__ = ["App", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+__all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+
+
+#: ``(ref_type, ref_name_or_uri, argument, value, context_arguments) -> suggestions``
+Completer = Callable[[str, str, str, str, dict[str, str]], Awaitable[Sequence[str]]]
 
 
 class App(Protocol):
@@ -31,6 +35,9 @@ class App(Protocol):
 
     @property
     def cursors(self) -> CursorCodec: ...
+
+    @property
+    def completer(self) -> Completer | None: ...
 
     def server_info(self) -> dict[str, Any]: ...
 

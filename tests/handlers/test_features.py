@@ -110,6 +110,7 @@ async def test_initialize_reports_what_is_implemented() -> None:
             "tools": {"listChanged": False},
             "resources": {"subscribe": False, "listChanged": False},
             "prompts": {"listChanged": False},
+            "completions": {},
         },
         "serverInfo": {"name": "features", "version": "2.0.0", "title": "Feature test"},
         "instructions": "Be nice.",

@@ -61,6 +61,7 @@ async def test_discover() -> None:
             "tools": {"listChanged": False},
             "resources": {"subscribe": False, "listChanged": False},
             "prompts": {"listChanged": False},
+            "completions": {},
         },
         "instructions": "Modern test server.",
         "resultType": "complete",

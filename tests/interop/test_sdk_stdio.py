@@ -28,7 +28,7 @@ async def test_official_sdk_client_uses_the_quickstart_over_stdio() -> None:
     init = seen["initialize"]
     assert init["protocolVersion"] == "2025-11-25"
     assert init["serverInfo"] == {"name": "quickstart", "version": "1.0.0"}
-    assert set(init["capabilities"]) == {"logging", "tools", "resources", "prompts"}
+    assert set(init["capabilities"]) == {"logging", "tools", "resources", "prompts", "completions"}
 
     tools = {tool["name"]: tool for tool in seen["tools"]["tools"]}
     assert list(tools) == ["add", "countdown", "divide"]
