@@ -1,0 +1,189 @@
+"""Edge safety for the network transports: Origin/Host allow-lists and HTTP limits.
+
+MCP 2025-11-25 and 2026-07-28 basic/transports, "Security Warning" / "Security & Endpoint":
+servers MUST validate the ``Origin`` header on all incoming connections (DNS rebinding) and
+answer an invalid one with 403; when running locally they SHOULD bind only to 127.0.0.1.
+Checking ``Host`` as well closes the DNS-rebinding hole for clients that send no Origin
+(a rebound name reaches the loopback server with the attacker's host name in ``Host``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import urlsplit
+
+__all__ = ["LOOPBACK_NAMES", "EdgePolicy", "HttpLimits", "is_loopback"]
+
+#: Host names that mean "this machine" (the default allow-list when bound to loopback).
+LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback bind address or name ("127.0.0.1", "::1", "localhost")."""
+    if host.strip("[]") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    """``"Host"`` header value -> (lower-cased name, port or None); IPv6 keeps brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end == -1:
+            return value, None
+        name, rest = value[: end + 1], value[end + 1 :]
+        return name, rest[1:] if rest.startswith(":") else None
+    name, sep, port = value.rpartition(":")
+    if not sep:
+        return value, None
+    return name, port
+
+
+def _host_matches(value: str, allowed: Iterable[str]) -> bool:
+    name, port = _split_host(value)
+    for entry in allowed:
+        if entry == "*":
+            return True
+        e_name, e_port = _split_host(entry)
+        if e_name == name and (e_port is None or e_port == port):
+            return True
+    return False
+
+
+def _origin_parts(origin: str) -> tuple[str, str] | None:
+    """``scheme://host[:port]`` -> (scheme, "host[:port]"), or None when malformed."""
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.netloc or parts.path not in ("", "/"):
+        return None
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class EdgePolicy:
+    """Which ``Host`` and ``Origin`` values may reach the server.
+
+    ``allowed_hosts``: entries ``name`` (any port) or ``name:port``; ``"*"`` allows any;
+    None allows any. ``allowed_origins``: entries ``scheme://name`` (any port) or
+    ``scheme://name:port``; ``"*"`` allows any. A request without ``Origin`` (not a
+    browser) passes the origin check; a same-origin request (Origin's host equals ``Host``)
+    passes it too; ``Origin: null`` never does unless ``"*"`` is listed.
+    """
+
+    allowed_hosts: frozenset[str] | None = None
+    allowed_origins: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def for_bind(
+        cls,
+        bind_host: str,
+        *,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+    ) -> EdgePolicy:
+        """The default policy for a server bound to ``bind_host``: the loopback names
+        (hosts, and http/https origins on any port) when bound to loopback, else any
+        ``Host`` and same-origin only. Explicit lists replace the defaults."""
+        loopback = is_loopback(bind_host)
+        if allowed_hosts is not None:
+            hosts: frozenset[str] | None = frozenset(h.strip().lower() for h in allowed_hosts)
+        elif loopback:
+            hosts = frozenset(LOOPBACK_NAMES)
+        else:
+            hosts = None
+        if allowed_origins is not None:
+            origins = frozenset(o.strip().lower().rstrip("/") for o in allowed_origins)
+        elif loopback:
+            origins = frozenset(f"{s}://{n}" for s in ("http", "https") for n in LOOPBACK_NAMES)
+        else:
+            origins = frozenset()
+        return cls(hosts, origins)
+
+    def check(self, host: str | None, origin: str | None) -> str | None:
+        """Return why the request must get 403, or None when it may pass."""
+        if self.allowed_hosts is not None:
+            if host is None:
+                return "missing Host header"
+            if not _host_matches(host, self.allowed_hosts):
+                return "Host not allowed"
+        if origin is None or "*" in self.allowed_origins:
+            return None
+        parts = _origin_parts(origin)
+        if parts is None:
+            return "Origin not allowed"
+        scheme, netloc = parts
+        if host is not None and netloc == host.strip().lower():
+            return None  # same origin
+        for entry in self.allowed_origins:
+            e_parts = _origin_parts(entry)
+            if e_parts is None or e_parts[0] != scheme:
+                continue
+            if _host_matches(netloc, (e_parts[1],)):
+                return None
+        return "Origin not allowed"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """Bounds for the HTTP and WebSocket transports (on top of ``runtime.Limits``).
+
+    Each answers clearly when hit: the HTTP status is named per field.
+    """
+
+    #: Largest request body; larger gets 413. None: ``Limits.max_frame_size`` (4 MiB).
+    max_body_size: int | None = None
+    #: Request header fields per request; more gets 431. 100 is what common servers allow.
+    max_header_count: int = 100
+    #: Bytes of request line plus headers; more gets 431. 16 KiB fits any real client.
+    max_header_size: int = 16 * 1024
+    #: Seconds from a request's first byte (or the connection's accept) until its whole
+    #: head has arrived; past it the connection is closed (slowloris, dribbled headers).
+    header_timeout: float = 10.0
+    #: Seconds between body chunks before the connection is closed (slow senders).
+    body_timeout: float = 30.0
+    #: Seconds an idle keep-alive connection waits for its next request.
+    keep_alive_timeout: float = 30.0
+    #: Concurrent TCP connections; past it a new connection gets 503 and is closed.
+    max_connections: int = 1000
+    #: Handshake-era sessions alive at once; past it ``initialize`` gets 503.
+    max_sessions: int = 10_000
+    #: Seconds without a request before a session expires (and releases everything).
+    session_idle_timeout: float = 30 * 60.0
+    #: Open SSE streams (GET and POST) per session; past it 429.
+    max_streams_per_session: int = 32
+    #: Events kept per session for ``Last-Event-ID`` replay (oldest dropped first).
+    max_replay_events: int = 1000
+    #: Seconds between SSE keep-alive comments on a quiet stream.
+    sse_keepalive: float = 15.0
+    #: ``retry`` (milliseconds) sent on SSE streams so clients know when to reconnect.
+    sse_retry_ms: int = 1000
+    #: Messages queued for one response stream before it is cut (the client may resume).
+    stream_queue_size: int = 1024
+    #: Seconds between WebSocket pings; None disables them.
+    ws_ping_interval: float | None = 20.0
+    #: Seconds to wait for a pong before closing the WebSocket.
+    ws_ping_timeout: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_header_count",
+            "max_header_size",
+            "max_connections",
+            "max_sessions",
+            "max_streams_per_session",
+            "max_replay_events",
+            "stream_queue_size",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.max_body_size is not None and self.max_body_size < 1:
+            raise ValueError("max_body_size must be at least 1")

@@ -1,0 +1,108 @@
+"""``serve_http``: Streamable HTTP (both eras) and legacy HTTP+SSE on one listener.
+
+Task tree (nothing outlives ``serve_http``)::
+
+    serve_http
+    ├── sessions nursery   one task per handshake-era / legacy session, the idle reaper
+    └── connections nursery
+        ├── accept loop    stops at shutdown
+        └── one task per TCP connection (h11), each request answered in it
+
+Shutdown: stop accepting; refuse new POSTs with 503; sessions' connections stop reading,
+give in-flight requests ``Limits.shutdown_grace`` and end, which finishes their SSE streams
+(final events first); idle keep-alive connections close at once; whatever still runs
+after the grace (plus one second) is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import trio
+
+from ._edge import EdgePolicy, HttpLimits
+from ._http_legacy import LegacySseEndpoint
+from ._http_mcp import Authenticate, StreamableEndpoint
+from ._http_server import Exchange, HttpError, HttpRequest, serve_http_listeners
+from ._http_session import Hooks, SessionRegistry
+from ._http_streams import EventStore, MemoryEventStore
+
+__all__ = ["serve_http"]
+
+log = logging.getLogger("mcp_runtime.http")
+
+
+async def serve_http(
+    hooks: Hooks,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    path: str | None = "/mcp",
+    sse_path: str | None = None,
+    messages_path: str = "/messages",
+    allowed_origins: Iterable[str] | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+    limits: HttpLimits | None = None,
+    max_body_size: int = 4 * 1024 * 1024,
+    authenticate: Authenticate | None = None,
+    event_store: EventStore | None = None,
+    shutdown: trio.Event,
+    task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP over HTTP until ``shutdown`` is set (then drain) or cancelled.
+
+    ``path``: the Streamable HTTP endpoint (None: none); ``sse_path``: the legacy
+    2024-11-05 stream endpoint (None: none), whose POSTs go to ``messages_path``.
+    Reports the bound address through ``task_status``.
+    """
+    limits = limits or HttpLimits()
+    body_limit = limits.max_body_size or max_body_size
+    policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    store = event_store or MemoryEventStore(limits.max_replay_events)
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    address = listeners[0].socket.getsockname()
+    try:
+        async with trio.open_nursery() as sessions_nursery:
+            registry = SessionRegistry(hooks, limits, store, sessions_nursery, shutdown)
+            sessions_nursery.start_soon(registry.reap)
+            streamable = StreamableEndpoint(hooks, limits, registry, shutdown, authenticate)
+            legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, authenticate)
+
+            async def app(request: HttpRequest, exchange: Exchange) -> None:
+                if path is not None and request.path == path:
+                    await streamable(request, exchange)
+                elif sse_path is not None and request.path == sse_path:
+                    await legacy.stream(request, exchange)
+                elif sse_path is not None and request.path == messages_path:
+                    await legacy.messages(request, exchange)
+                else:
+                    raise HttpError(404, "Not Found")
+
+            async with trio.open_nursery() as connections:
+                log.info(
+                    "listening transport=http address=%s path=%s sse_path=%s",
+                    address,
+                    path,
+                    sse_path,
+                )
+                task_status.started(address)
+                await serve_http_listeners(
+                    listeners,
+                    app,
+                    policy=policy,
+                    limits=limits,
+                    max_body_size=body_limit,
+                    write_timeout=hooks.write_timeout,
+                    shutdown=shutdown,
+                    handler_nursery=connections,
+                )
+                # Accepting stopped: drain within the grace period, then cancel the rest.
+                deadline = trio.current_time() + hooks.shutdown_grace + 1.0
+                connections.cancel_scope.deadline = deadline
+                sessions_nursery.cancel_scope.deadline = deadline
+    finally:
+        with trio.CancelScope(shield=True):
+            for listener in listeners:
+                await listener.aclose()

@@ -1,0 +1,405 @@
+"""The Streamable HTTP MCP endpoint, both eras on one path.
+
+Era per request (DESIGN.md "Protocol eras"): a body whose ``params._meta`` carries
+``io.modelcontextprotocol/protocolVersion`` is modern (2026-07-28: stateless, one short
+connection per POST, header rules of basic/transports/streamable-http "Request Metadata");
+an ``initialize`` without it opens a handshake-era session; a request carrying
+``Mcp-Session-Id`` belongs to that session (2025-11-25 basic/transports).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ._edge import HttpLimits
+from ._http_modern import check_headers, status_of
+from ._http_server import Exchange, HttpError, HttpRequest, as_refusal, principal_key
+from ._http_session import Hooks, HttpSession, SessionRegistry
+from ._http_streams import ResponseStream, answer, id_key, probe, pump, sse_event
+
+__all__ = ["Authenticate", "StreamableEndpoint", "parse_accept"]
+
+log = logging.getLogger("mcp_runtime.http")
+
+#: ``authenticate(headers) -> principal``; raise (or return) an HttpError to refuse
+#: (e.g. 401 with ``WWW-Authenticate``). Headers are lower-cased names.
+Authenticate = Any
+META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+#: 2025-03-26 is the one handshake revision that allows JSON-RPC batches.
+BATCH_REVISION: Final = "2025-03-26"
+_post_ids = itertools.count(1)
+
+
+def parse_accept(value: str | None) -> tuple[bool, bool]:
+    """(accepts application/json, accepts text/event-stream); a missing header accepts both."""
+    if value is None:
+        return True, True
+    types = {part.split(";")[0].strip().lower() for part in value.split(",")}
+    anything = "*/*" in types
+    return (
+        anything or "application/json" in types or "application/*" in types,
+        anything or "text/event-stream" in types or "text/*" in types,
+    )
+
+
+def _bad(status: int, message: str, code: int = -32600, request_id: Any = None) -> HttpError:
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    )
+    return HttpError(status, message, body)
+
+
+class StreamableEndpoint:
+    def __init__(
+        self,
+        hooks: Hooks,
+        limits: HttpLimits,
+        registry: SessionRegistry,
+        shutdown: trio.Event,
+        authenticate: Authenticate | None = None,
+    ) -> None:
+        self.hooks = hooks
+        self.limits = limits
+        self.registry = registry
+        self.shutdown = shutdown
+        self.authenticate = authenticate
+
+    async def principal(self, request: HttpRequest) -> Any:
+        if self.authenticate is None:
+            return None
+        result = await self.authenticate(dict(request.headers))
+        refusal = as_refusal(result)
+        if refusal is not None:
+            raise refusal
+        return principal_key(result)
+
+    def session(self, request: HttpRequest, principal: Any) -> HttpSession:
+        session_id = request.header("mcp-session-id")
+        assert session_id is not None
+        session = self.registry.get(session_id)
+        # With auth on, a session belongs to the principal that created it: to anyone else
+        # it does not exist (404 reveals nothing).
+        if (
+            session is None
+            or session.legacy
+            or (self.authenticate is not None and session.principal != principal)
+        ):
+            raise _bad(404, "Not Found: unknown or ended session")
+        version = request.header("mcp-protocol-version")
+        # 2025-06-18+ "Protocol Version Header": an invalid or unsupported one gets 400;
+        # when absent the server assumes 2025-03-26 (nothing to check).
+        if version is not None and version not in self.hooks.handshake_versions:
+            raise _bad(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        session.touch()
+        return session
+
+    async def __call__(self, request: HttpRequest, exchange: Exchange) -> None:
+        if request.method == "POST":
+            await self.post(request, exchange)
+        elif request.method == "GET":
+            await self.get(request, exchange)
+        elif request.method == "DELETE":
+            await self.delete(request, exchange)
+        else:
+            raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET, POST, DELETE")])
+
+    # -- POST -------------------------------------------------------------------------------
+
+    async def post(self, request: HttpRequest, exchange: Exchange) -> None:
+        if self.shutdown.is_set():
+            raise _bad(503, "Service Unavailable: shutting down")
+        principal = await self.principal(request)
+        accept_json, accept_sse = parse_accept(request.header("accept"))
+        if not (accept_json or accept_sse):
+            raise _bad(406, "Not Acceptable: accept application/json and text/event-stream")
+        ctype = (request.header("content-type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _bad(415, "Unsupported Media Type: the body must be application/json")
+        try:
+            message = msgspec.json.decode(request.body)
+        except msgspec.DecodeError as exc:
+            raise _bad(400, f"Parse error: {exc}", -32700) from None
+        if not isinstance(message, dict | list):
+            raise _bad(400, "Invalid Request: not a JSON-RPC message", -32600)
+        meta_version = _meta_version(message)
+        has_session = request.header("mcp-session-id") is not None
+        if meta_version is not None:
+            await self.post_modern(request, exchange, message, meta_version)
+            return
+        if has_session:
+            session = self.session(request, principal)
+            await self.post_session(request, exchange, session, message, accept_json, accept_sse)
+            return
+        if isinstance(message, list):
+            raise _bad(
+                400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
+            )
+        if message.get("method") == "initialize" and "id" in message:
+            await self.initialize(request, exchange, principal, message, accept_json, accept_sse)
+            return
+        header = request.header("mcp-protocol-version")
+        if header is not None and header not in self.hooks.handshake_versions:
+            raise _bad(
+                400,
+                f'Invalid params: params._meta["{META_VERSION}"] is required',
+                -32602,
+                message.get("id"),
+            )
+        raise _bad(400, "Bad Request: missing Mcp-Session-Id header (send initialize first)")
+
+    async def initialize(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        principal: Any,
+        message: dict[str, Any],
+        accept_json: bool,
+        accept_sse: bool,
+    ) -> None:
+        session = self.registry.create(principal)
+        if session is None:
+            raise _bad(503, "Service Unavailable: too many sessions", -32010)
+        try:
+            await self.post_session(request, exchange, session, message, accept_json, accept_sse)
+        finally:
+            if session.protocol_version is None:  # initialize failed: no session
+                session.end()
+
+    async def post_session(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        session: HttpSession,
+        message: dict[str, Any] | list[Any],
+        accept_json: bool,
+        accept_sse: bool,
+    ) -> None:
+        headers = [("Mcp-Session-Id", session.id)]
+        items = message if isinstance(message, list) else [message]
+        if isinstance(message, list):
+            revision = session.protocol_version
+            if revision != BATCH_REVISION:
+                raise _bad(
+                    400,
+                    f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
+                    f"{revision} (only {BATCH_REVISION})",
+                )
+        keys = [
+            id_key(item["id"])
+            for item in items
+            if isinstance(item, dict) and "method" in item and item.get("id") is not None
+        ]
+        if not keys:
+            session.in_use += 1
+            try:
+                await session.feed(request.body)
+            finally:
+                session.in_use -= 1
+            for item in items:
+                if isinstance(item, dict) and item.get("method") == "notifications/cancelled":
+                    params = item.get("params")
+                    if isinstance(params, dict) and params.get("requestId") is not None:
+                        session.cancelled(params["requestId"])
+            await exchange.respond(202, b"", headers=headers)
+            return
+        stream = session.open_stream(keys)
+        if stream is None:
+            raise _bad(400, "Invalid Request: a request with this id is already in flight")
+        session.in_use += 1
+        try:
+            prime_id = await session.prime(stream)
+            await session.feed(request.body)
+            await answer(
+                exchange,
+                stream,
+                accept_json=accept_json,
+                accept_sse=accept_sse,
+                headers=headers,
+                resumable=True,
+                prime_id=prime_id,
+                retry_ms=self.limits.sse_retry_ms,
+                keepalive=self.limits.sse_keepalive,
+            )
+        finally:
+            session.in_use -= 1
+            session.touch()
+            session.release(stream)
+
+    # -- GET / DELETE (handshake era) -----------------------------------------------------
+
+    async def get(self, request: HttpRequest, exchange: Exchange) -> None:
+        if request.header("mcp-session-id") is None:
+            # 2026-07-28 "Backward Compatibility": GET gets 405; there is no session-less
+            # standing stream in either era.
+            raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
+        principal = await self.principal(request)
+        session = self.session(request, principal)
+        if not parse_accept(request.header("accept"))[1]:
+            raise _bad(406, "Not Acceptable: a GET must accept text/event-stream")
+        if session.get_streams >= self.limits.max_streams_per_session:
+            raise _bad(429, "Too Many Requests: too many SSE streams for this session")
+        last = request.header("last-event-id")
+        replay: list[tuple[str, bytes]] = []
+        skip = 0
+        if last is not None:
+            found = await session.store.replay(session.id, last)
+            if found is None:
+                raise _bad(400, "Bad Request: unknown Last-Event-ID")
+            stream_id, replay = found
+            stream: ResponseStream | None = session.streams.get(stream_id)
+            skip = _seq(replay[-1][0]) if replay else _seq(last)
+        else:
+            stream = session.standing
+            if stream.attached:
+                raise _bad(409, "Conflict: this session's GET stream is already open")
+        headers = [("Mcp-Session-Id", session.id), ("X-Accel-Buffering", "no")]
+        session.get_streams += 1
+        session.in_use += 1
+        try:
+            await exchange.start_stream(200, "text/event-stream", headers)
+            if stream is session.standing and last is None:
+                prime = await session.prime(stream)
+                await exchange.write(sse_event(None, prime, self.limits.sse_retry_ms))
+            else:
+                await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
+            for event_id, data in replay:
+                await exchange.write(sse_event(data, event_id))
+            if stream is not None and not stream.attached and not stream.done:
+                stream.attached = True
+                stream.overflowed = False
+                try:
+                    if not await pump(exchange, stream, self.limits.sse_keepalive, skip):
+                        return
+                finally:
+                    stream.attached = False
+                    session.release(stream)
+            await exchange.end()
+        finally:
+            session.get_streams -= 1
+            session.in_use -= 1
+            session.touch()
+
+    async def delete(self, request: HttpRequest, exchange: Exchange) -> None:
+        if request.header("mcp-session-id") is None:
+            raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
+        principal = await self.principal(request)
+        session = self.session(request, principal)
+        session.end()
+        await exchange.respond(200, b"")
+
+    # -- modern (2026-07-28) ----------------------------------------------------------------
+
+    async def post_modern(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        message: dict[str, Any] | list[Any],
+        meta_version: str,
+    ) -> None:
+        if isinstance(message, list):
+            raise _bad(
+                400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
+            )
+        await self.principal(request)
+        request_id = message.get("id")
+        if meta_version not in self.hooks.modern_versions:
+            body = msgspec.json.encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {
+                        "code": -32022,
+                        "message": f"Unsupported protocol version: {meta_version}",
+                        "data": {
+                            "supported": [
+                                *self.hooks.modern_versions,
+                                *self.hooks.handshake_versions,
+                            ],
+                            "requested": meta_version,
+                        },
+                    },
+                }
+            )
+            raise HttpError(400, "unsupported protocol version", body)
+        mismatch = check_headers(request, message, meta_version, self.hooks.tool_header_params)
+        if mismatch is not None:
+            raise _bad(400, f"Header mismatch: {mismatch}", -32020, request_id)
+        accept_json, accept_sse = parse_accept(request.header("accept"))
+        is_request = "method" in message and request_id is not None
+        key = id_key(request_id) if is_request else None
+        stream = ResponseStream(
+            "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
+        )
+        channel = _PostChannel(request.body, stream)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._serve_one, channel)
+            if not is_request:
+                await exchange.respond(202, b"")
+                return
+            await answer(
+                exchange,
+                stream,
+                accept_json=accept_json,
+                accept_sse=accept_sse,
+                headers=[],
+                status_of=status_of,
+                resumable=False,
+                retry_ms=self.limits.sse_retry_ms,
+                keepalive=self.limits.sse_keepalive,
+            )
+            if exchange.disconnected.is_set():
+                # 2026-07-28 "Cancellation": closing the response stream cancels the request.
+                log.info("client closed the stream: cancelling conn=%s", request.connection_id)
+                nursery.cancel_scope.cancel()
+
+    async def _serve_one(self, channel: _PostChannel) -> None:
+        await self.hooks.serve_connection(
+            channel,
+            session=self.hooks.new_session("http"),
+            connection_id=f"http-post-{next(_post_ids)}",
+            shutdown=self.shutdown,
+            drain_on_eof=True,
+        )
+
+
+class _PostChannel:
+    """One modern POST as a ``MessageChannel``: its body in, its answers to ``stream``."""
+
+    def __init__(self, body: bytes, stream: ResponseStream) -> None:
+        self._body: bytes | None = body
+        self._stream = stream
+
+    async def receive(self) -> bytes:
+        if self._body is None:
+            raise trio.EndOfChannel
+        body, self._body = self._body, None
+        return body
+
+    async def send(self, messages: Any) -> None:
+        for data, related in messages:
+            is_response, message_id = probe(data)
+            ref = related if related is not None else message_id
+            final = id_key(ref) if is_response and ref is not None else None
+            self._stream.push(None, data, final)
+
+    async def aclose(self) -> None:
+        self._stream.finish()
+
+
+def _meta_version(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _seq(event_id: str) -> int:
+    number = event_id.rpartition("_")[2]
+    return int(number) if number.isdigit() else 0

@@ -1,0 +1,164 @@
+"""2026-07-28 Streamable HTTP request metadata: header/body validation and status codes.
+
+basic/transports/streamable-http, "Request Metadata" and "Server Validation": the
+``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-{Name}`` headers
+must be present and match the body (after Base64-sentinel decoding), else 400 with
+-32020 ``HeaderMismatch``. Unknown method: 404 with -32601; unsupported version: 400 with
+-32022 (the transport maps the dispatcher's JSON-RPC error to the status here).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from ._http_server import HttpRequest
+
+__all__ = ["check_headers", "decode_header_value", "status_of"]
+
+#: Methods whose ``params.name`` / ``params.uri`` is mirrored into ``Mcp-Name``.
+NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: JSON-RPC error code -> HTTP status (2026-07-28 streamable-http; "Backward Compatibility"
+#: lists 400 for the modern protocol errors, "Protocol Version Header" 404 for -32601).
+ERROR_STATUS: Final = {
+    -32700: 400,
+    -32600: 400,
+    -32601: 404,
+    -32020: 400,
+    -32021: 400,
+    -32022: 400,
+}
+# RFC 9110 field-value characters the spec allows unencoded: visible ASCII, space, tab.
+_SAFE: Final = re.compile(r"[\x20-\x7e\t]*")
+_SENTINEL: Final = re.compile(r"=\?base64\?([A-Za-z0-9+/=]*)\?=")
+_MAX_SAFE_INT: Final = 2**53 - 1
+
+
+def decode_header_value(value: str) -> str | None:
+    """The value a ``Mcp-Name`` / ``Mcp-Param-*`` header stands for, or None when invalid."""
+    if not _SAFE.fullmatch(value):
+        return None
+    match = _SENTINEL.fullmatch(value)
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _matches(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, int):
+        try:
+            return abs(value) <= _MAX_SAFE_INT and float(header) == value
+        except ValueError:
+            return False
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+def check_headers(
+    request: HttpRequest,
+    message: dict[str, Any],
+    meta_version: str,
+    tool_header_params: Callable[[str], dict[str, tuple[str, ...]]],
+) -> str | None:
+    """Why the headers do not match the body (for -32020), or None when they do."""
+    version = request.header("mcp-protocol-version")
+    if version is None:
+        return "missing MCP-Protocol-Version header"
+    if version != meta_version:
+        return (
+            f"MCP-Protocol-Version header value {version!r} does not match body value "
+            f"{meta_version!r}"
+        )
+    method = message.get("method")
+    if "id" not in message or not isinstance(method, str):
+        return None  # header rules for notification POSTs are not defined by 2026-07-28
+    header = request.header("mcp-method")
+    if header is None:
+        return "missing Mcp-Method header"
+    if header != method:
+        return f"Mcp-Method header value {header!r} does not match body value {method!r}"
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    field = NAMED_METHODS.get(method)
+    if field is None:
+        return None
+    raw_name = request.header("mcp-name")
+    if raw_name is None:
+        return "missing Mcp-Name header"
+    name = decode_header_value(raw_name)
+    if name is None:
+        return "Mcp-Name header value has invalid characters or encoding"
+    if name != params.get(field):
+        return f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}"
+    if method != "tools/call":
+        return None
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    for header_name, path in tool_header_params(name).items():
+        value: Any = arguments
+        for step in path:
+            value = value.get(step) if isinstance(value, dict) else None
+        raw = request.header(f"mcp-param-{header_name}")
+        if value is None:
+            continue  # "Parameter value is null / not in arguments": not expected
+        if raw is None:
+            return f"missing Mcp-Param-{header_name} header"
+        decoded = decode_header_value(raw)
+        if decoded is None:
+            return f"Mcp-Param-{header_name} header value has invalid characters or encoding"
+        if not _matches(decoded, value):
+            return f"Mcp-Param-{header_name} header value {decoded!r} does not match the body"
+    return None
+
+
+class _ErrorProbe(msgspec.Struct):
+    error: dict[str, Any] | None = None
+
+
+_error_probe: Final = msgspec.json.Decoder(_ErrorProbe)
+
+
+def status_of(data: bytes) -> int:
+    """The HTTP status for a modern JSON answer: 200, or the spec's status for its error."""
+    if data[:1] != b"{":
+        return 200
+    try:
+        error = _error_probe.decode(data).error
+    except msgspec.DecodeError:
+        return 200
+    if not error:
+        return 200
+    code = error.get("code")
+    return ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+def header_params(schema: Any) -> dict[str, tuple[str, ...]]:
+    """``x-mcp-header`` annotations of a tool's ``inputSchema``: {header name (lower case):
+    property path}, following only ``properties`` chains (2026-07-28 "Schema Extension")."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict):
+            return
+        for key, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            name = sub.get("x-mcp-header")
+            if isinstance(name, str) and name:
+                found[name.lower()] = (*path, key)
+            walk(sub, (*path, key))
+
+    walk(schema, ())
+    return found

@@ -1,0 +1,431 @@
+"""A small HTTP/1.1 server on h11 and trio streams: limits, timeouts, streaming responses.
+
+One task per TCP connection reads requests with h11 (keep-alive, pipelining-safe), enforces
+the edge policy and the limits of :class:`HttpLimits` before the application sees anything,
+and hands each request to an ``HttpApp`` with an :class:`Exchange` to answer through: one
+whole response, or a streamed (chunked) one such as an SSE stream. While the application
+runs, a watcher reads the socket so that a client that hangs up is noticed at once
+(``Exchange.disconnected``); this is how closing an SSE stream cancels its request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlsplit
+
+import h11
+import msgspec
+import trio
+
+from ._edge import EdgePolicy, HttpLimits
+
+__all__ = ["Exchange", "HttpApp", "HttpError", "HttpRequest", "serve_http_listeners"]
+
+log = logging.getLogger("mcp_runtime.http")
+_RECEIVE_SIZE: Final = 64 * 1024
+_ids = itertools.count(1)
+
+
+class HttpError(Exception):
+    """Answer the request with ``status``; ``body`` (JSON bytes) and headers optional."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        body: bytes | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.body = body
+        self.headers = headers or []
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    method: str
+    target: str
+    path: str
+    query: dict[str, str]
+    #: Lower-cased names, values as sent (decoded latin-1).
+    headers: list[tuple[str, str]]
+    body: bytes
+    connection_id: str
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (lower case); repeated fields joined with ", "."""
+        values = [v for k, v in self.headers if k == name]
+        return ", ".join(values) if values else None
+
+
+class Exchange:
+    """Answers one request. Exactly one of ``respond`` or ``start_stream`` ... ``end``."""
+
+    def __init__(self, conn: h11.Connection, stream: trio.abc.Stream, write_timeout: float):
+        self._conn = conn
+        self._stream = stream
+        self._write_timeout = write_timeout
+        self.started = False
+        self.finished = False
+        #: Set when the client hung up (EOF or reset) while the request was being answered.
+        self.disconnected = trio.Event()
+        self.close_after = False
+
+    async def _send(self, event: Any) -> None:
+        data = self._conn.send(event)
+        if data:
+            with trio.fail_after(self._write_timeout):
+                await self._stream.send_all(data)
+
+    async def respond(
+        self,
+        status: int,
+        body: bytes = b"",
+        *,
+        content_type: str | None = "application/json",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        hdrs = list(headers or [])
+        if body and content_type:
+            hdrs.append(("Content-Type", content_type))
+        hdrs.append(("Content-Length", str(len(body))))
+        if self.close_after:
+            hdrs.append(("Connection", "close"))
+        self.started = True
+        await self._send(h11.Response(status_code=status, headers=_encode(hdrs)))
+        if body:
+            await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+        self.finished = True
+
+    async def start_stream(
+        self, status: int, content_type: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
+        """Send the head of a streamed (chunked) response; then ``write`` and ``end``."""
+        hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"), *(headers or [])]
+        self.started = True
+        await self._send(h11.Response(status_code=status, headers=_encode(hdrs)))
+
+    async def write(self, data: bytes) -> None:
+        await self._send(h11.Data(data=data))
+
+    async def end(self) -> None:
+        await self._send(h11.EndOfMessage())
+        self.finished = True
+
+
+def as_refusal(result: object) -> HttpError | None:
+    """An ``authenticate`` result that refuses the request, as an HttpError: an HttpError,
+    or any object with ``status`` (int), ``body`` (bytes) and ``headers`` (list of pairs),
+    such as ``runtime.auth.AuthError``; None for a principal."""
+    if isinstance(result, HttpError):
+        return result
+    status = getattr(result, "status", None)
+    body = getattr(result, "body", None)
+    if isinstance(status, int) and isinstance(body, bytes):
+        headers = [(str(k), str(v)) for k, v in getattr(result, "headers", [])]
+        headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+        return HttpError(status, f"refused by authenticate ({status})", body, headers)
+    return None
+
+
+def principal_key(principal: object) -> object:
+    """What a session is bound to: the principal's ``subject`` (and ``client_id``) when it
+    has one (a refreshed token is the same principal), else the principal itself."""
+    subject = getattr(principal, "subject", None)
+    if subject is None:
+        return principal
+    return (subject, getattr(principal, "client_id", None))
+
+
+#: The application: answers one request through the exchange. HttpError -> that status.
+HttpApp = Callable[[HttpRequest, Exchange], Awaitable[None]]
+
+
+def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+
+
+def error_body(message: str, code: int = -32600) -> bytes:
+    """A JSON-RPC error response with no id (what the spec allows on an HTTP error)."""
+    return msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    )
+
+
+async def serve_http_listeners(
+    listeners: list[trio.SocketListener],
+    app: HttpApp,
+    *,
+    policy: EdgePolicy,
+    limits: HttpLimits,
+    max_body_size: int,
+    write_timeout: float,
+    shutdown: trio.Event,
+    handler_nursery: trio.Nursery,
+    on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None = None,
+) -> None:
+    """Accept on ``listeners`` until ``shutdown``; each connection runs in
+    ``handler_nursery``. Returns once accepting stopped (connections may still run)."""
+    slots = trio.Semaphore(limits.max_connections)
+    drivers: set[_Driver] = set()
+
+    async def handle(stream: trio.SocketStream) -> None:
+        try:
+            slots.acquire_nowait()
+        except trio.WouldBlock:
+            log.warning(
+                "refusing connection reason=max-connections limit=%d", limits.max_connections
+            )
+            with trio.move_on_after(1):
+                await stream.send_all(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                    b"Connection: close\r\nRetry-After: 1\r\n\r\n"
+                )
+            await trio.aclose_forcefully(stream)
+            return
+        driver = None
+        try:
+            driver = _Driver(
+                stream, app, policy, limits, max_body_size, write_timeout, shutdown, on_upgrade
+            )
+            drivers.add(driver)
+            await driver.run()
+        finally:
+            if driver is not None:
+                drivers.discard(driver)
+            slots.release()
+
+    with trio.CancelScope() as accept_scope:
+
+        async def stop_accepting() -> None:
+            await shutdown.wait()
+            accept_scope.cancel()
+            for driver in list(drivers):  # idle keep-alive connections close now
+                if driver.idle_scope is not None:
+                    driver.idle_scope.cancel()
+
+        handler_nursery.start_soon(stop_accepting)
+        await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+class _Driver:
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        app: HttpApp,
+        policy: EdgePolicy,
+        limits: HttpLimits,
+        max_body_size: int,
+        write_timeout: float,
+        shutdown: trio.Event,
+        on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None,
+    ) -> None:
+        self.stream = stream
+        self.app = app
+        self.policy = policy
+        self.limits = limits
+        self.max_body_size = max_body_size
+        self.write_timeout = write_timeout
+        self.shutdown = shutdown
+        self.on_upgrade = on_upgrade
+        self.id = f"http-{next(_ids)}"
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
+        self.idle_scope: trio.CancelScope | None = None
+
+    async def run(self) -> None:
+        try:
+            first = True
+            while not self.shutdown.is_set():
+                if not await self._one_request(first):
+                    break
+                first = False
+                if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is h11.MUST_CLOSE:
+                    break
+                try:
+                    self.conn.start_next_cycle()
+                except h11.LocalProtocolError:
+                    break
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("http connection gone conn=%s error=%r", self.id, exc)
+        except trio.TooSlowError:
+            log.info("closing http conn=%s reason=write-timeout", self.id)
+        finally:
+            await trio.aclose_forcefully(self.stream)
+
+    async def _next_event(self, deadline: float) -> Any:
+        """The next h11 event, reading as needed until ``deadline`` (TooSlowError)."""
+        while True:
+            event = self.conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            with trio.move_on_at(deadline) as scope:
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
+            if scope.cancelled_caught:
+                raise trio.TooSlowError
+            self.conn.receive_data(data)
+
+    async def _reject(self, status: int, reason: str, code: int = -32600) -> None:
+        """Answer with an error and close (used before the app sees the request)."""
+        log.info("http reject conn=%s status=%d reason=%s", self.id, status, reason)
+        if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        body = error_body(reason, code)
+        try:
+            data = self.conn.send(
+                h11.Response(
+                    status_code=status,
+                    headers=_encode(
+                        [
+                            ("Content-Type", "application/json"),
+                            ("Content-Length", str(len(body))),
+                            ("Connection", "close"),
+                        ]
+                    ),
+                )
+            )
+            data = (data or b"") + (self.conn.send(h11.Data(data=body)) or b"")
+            data += self.conn.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:
+            return
+        with trio.move_on_after(min(self.write_timeout, 5.0)):
+            await self.stream.send_all(data)
+
+    async def _one_request(self, first: bool) -> bool:
+        """Serve one request; False when the connection must close."""
+        limits = self.limits
+        now = trio.current_time()
+        # Wait for the request's first byte (cancelled at shutdown: this connection is idle),
+        # then give the whole head ``header_timeout`` (from accept for the first request).
+        if not self.conn.trailing_data[0]:
+            if self.shutdown.is_set():
+                return False
+            data = b""
+            with trio.CancelScope() as self.idle_scope:
+                with trio.move_on_after(
+                    limits.header_timeout if first else limits.keep_alive_timeout
+                ) as idle:
+                    data = await self.stream.receive_some(_RECEIVE_SIZE)
+            self.idle_scope = None
+            if idle.cancelled_caught or not data:
+                if first and idle.cancelled_caught:
+                    log.info("closing http conn=%s reason=no-request", self.id)
+                return False
+            self.conn.receive_data(data)
+            if not first:
+                now = trio.current_time()
+        try:
+            event = await self._next_event(now + limits.header_timeout)
+        except trio.TooSlowError:
+            log.warning("closing http conn=%s reason=header-timeout", self.id)
+            if self.conn.their_state is h11.SEND_BODY or self.conn.trailing_data[0]:
+                await self._reject(408, "Request Timeout: request head too slow")
+            return False
+        except h11.RemoteProtocolError as exc:
+            await self._reject(exc.error_status_hint, f"Bad request: {exc}")
+            return False
+        if isinstance(event, h11.ConnectionClosed):
+            return False
+        assert isinstance(event, h11.Request), event
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
+        if len(headers) > limits.max_header_count:
+            await self._reject(431, f"Too many header fields (limit {limits.max_header_count})")
+            return False
+        # h11 caps a head that arrives in pieces; one that arrived whole is measured here.
+        head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
+        if head_size > limits.max_header_size:
+            await self._reject(
+                431, f"Request header fields too large (limit {limits.max_header_size} bytes)"
+            )
+            return False
+        target = event.target.decode("latin-1")
+        split = urlsplit(target)
+        request = HttpRequest(
+            method=event.method.decode("ascii"),
+            target=target,
+            path=split.path,
+            query=dict(parse_qsl(split.query)),
+            headers=headers,
+            body=b"",
+            connection_id=self.id,
+        )
+        reason = self.policy.check(request.header("host"), request.header("origin"))
+        if reason is not None:
+            await self._reject(403, f"Forbidden: {reason}")
+            return False
+        if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
+            # Hand the raw stream (and any bytes h11 buffered) to the WebSocket layer.
+            await self.on_upgrade(request, self.stream, bytes(self.conn.trailing_data[0]))
+            return False
+        length = request.header("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_size:
+            await self._reject(413, f"Payload Too Large: body exceeds {self.max_body_size} bytes")
+            return False
+        body = bytearray()
+        try:
+            while True:
+                event = await self._next_event(trio.current_time() + limits.body_timeout)
+                if isinstance(event, h11.Data):
+                    body += event.data
+                    if len(body) > self.max_body_size:
+                        await self._reject(
+                            413, f"Payload Too Large: body exceeds {self.max_body_size} bytes"
+                        )
+                        return False
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    return False
+        except trio.TooSlowError:
+            log.warning("closing http conn=%s reason=body-timeout", self.id)
+            await self._reject(408, "Request Timeout: body too slow")
+            return False
+        except h11.RemoteProtocolError as exc:
+            await self._reject(exc.error_status_hint, f"Bad request: {exc}")
+            return False
+        request.body = bytes(body)
+        exchange = Exchange(self.conn, self.stream, self.write_timeout)
+        await self._run_app(request, exchange)
+        return exchange.finished and not exchange.disconnected.is_set()
+
+    async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_disconnect, exchange)
+            try:
+                await self.app(request, exchange)
+            except HttpError as exc:
+                if not exchange.started:
+                    body = exc.body if exc.body is not None else error_body(exc.reason)
+                    await exchange.respond(exc.status, body, headers=exc.headers)
+                else:
+                    log.warning("http error after response start conn=%s: %s", self.id, exc)
+            except Exception:
+                log.exception("http app failed conn=%s", self.id)
+                if not exchange.started:
+                    exchange.close_after = True
+                    await exchange.respond(500, error_body("Internal error", -32603))
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _watch_disconnect(self, exchange: Exchange) -> None:
+        """Read while the app answers: EOF or reset means the client hung up."""
+        buffered = 0
+        while True:
+            try:
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            if not data:
+                exchange.disconnected.set()
+                return
+            self.conn.receive_data(data)  # a pipelined next request: h11 keeps it
+            buffered += len(data)
+            if buffered > self.limits.max_header_size + self.max_body_size:
+                await trio.sleep(math.inf)  # stop reading; backpressure on the client

@@ -1,0 +1,259 @@
+"""Handshake-era (2025-03-26 .. 2025-11-25) Streamable HTTP sessions.
+
+A session is ONE long-lived connection of the supervisor: POST bodies feed its input
+channel, and its output is routed by the id of the request each message belongs to, to
+that POST's response stream, else to the session's standing GET stream (MCP 2025-11-25
+basic/transports, "Multiple Connections": each message goes on exactly one stream).
+Session ids come from a CSPRNG (``secrets``; "Session Management": globally unique,
+cryptographically secure, visible ASCII only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ._edge import HttpLimits
+from ._http_streams import EventStore, Key, ResponseStream, id_key, probe
+
+__all__ = ["Hooks", "HttpSession", "SessionRegistry"]
+
+log = logging.getLogger("mcp_runtime.http")
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What the HTTP and WebSocket transports need from the server (given by
+    ``runtime._server``; transports never import the core or the handlers)."""
+
+    #: ``Server.serve_connection``: (channel, *, session, connection_id, shutdown, drain_on_eof).
+    serve_connection: Callable[..., Awaitable[None]]
+    #: Makes a fresh protocol session object (``runtime.core.Session``) for a transport name.
+    new_session: Callable[[str], Any]
+    #: Handshake-era revisions, newest first; and the modern (per-request) revisions.
+    handshake_versions: tuple[str, ...]
+    modern_versions: tuple[str, ...]
+    #: Tool name -> {Mcp-Param header name (lower case): property path in ``arguments``}.
+    tool_header_params: Callable[[str], dict[str, tuple[str, ...]]]
+    write_timeout: float = 30.0
+    shutdown_grace: float = 10.0
+    inbound_queue: int = 64
+
+
+class _SessionChannel:
+    """The session's ``MessageChannel``: input from POST bodies, output routed by id."""
+
+    def __init__(self, session: HttpSession) -> None:
+        self._session = session
+
+    async def receive(self) -> bytes:
+        return await self._session.inbound_recv.receive()
+
+    async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
+        await self._session.route(messages)
+
+    async def aclose(self) -> None:
+        self._session.inbound_recv.close()
+
+
+class HttpSession:
+    def __init__(
+        self,
+        session_id: str,
+        principal: Any,
+        core: Any,
+        store: EventStore,
+        limits: HttpLimits,
+        inbound_queue: int,
+    ) -> None:
+        self.id = session_id
+        self.principal = principal
+        self.core = core
+        self.store = store
+        self.limits = limits
+        self.inbound_send, self.inbound_recv = trio.open_memory_channel[bytes](inbound_queue)
+        self._stream_numbers = itertools.count(1)
+        self.standing = ResponseStream("g0", queue_size=limits.stream_queue_size)
+        self.streams: dict[str, ResponseStream] = {"g0": self.standing}
+        self._by_key: dict[Key, ResponseStream] = {}
+        self.get_streams = 0
+        self.in_use = 0
+        self.last_seen = trio.current_time()
+        self.scope = trio.CancelScope()
+        self.ended = False
+        #: A 2024-11-05 HTTP+SSE session (reachable only through its messages URL).
+        self.legacy = False
+
+    @property
+    def protocol_version(self) -> str | None:
+        version: str | None = getattr(self.core, "protocol_version", None)
+        return version
+
+    def touch(self) -> None:
+        self.last_seen = trio.current_time()
+
+    def open_stream(self, keys: Sequence[Key]) -> ResponseStream | None:
+        """A response stream for a POST's requests; None when one of the ids is in flight."""
+        if any(key in self._by_key for key in keys):
+            return None
+        stream = ResponseStream(
+            f"p{next(self._stream_numbers)}", keys, queue_size=self.limits.stream_queue_size
+        )
+        self.streams[stream.id] = stream
+        for key in keys:
+            self._by_key[key] = stream
+        return stream
+
+    def release(self, stream: ResponseStream) -> None:
+        """The POST answering ``stream`` is done with it (answered, or the client left)."""
+        if stream.done:
+            self.streams.pop(stream.id, None)
+
+    def cancelled(self, request_id: Any) -> None:
+        """The client cancelled ``request_id``: no response will come (MCP cancellation), so
+        its POST stream ends once nothing else is pending on it."""
+        stream = self._by_key.pop(id_key(request_id), None)
+        if stream is not None:
+            stream.pending.discard(id_key(request_id))
+            if not stream.pending:
+                stream.finish()
+
+    async def feed(self, body: bytes) -> None:
+        # A session that is ending drops input; its streams end too.
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.inbound_send.send(body)
+
+    async def prime(self, stream: ResponseStream) -> str:
+        return await self.store.append(self.id, stream.id, None)
+
+    async def route(self, messages: Sequence[tuple[bytes, Any]]) -> None:
+        for data, related in messages:
+            is_response, message_id = probe(data)
+            ref = related if related is not None else message_id
+            stream = self._by_key.get(id_key(ref)) if ref is not None else None
+            if stream is None:
+                stream = self.standing
+                if is_response and not self.legacy:
+                    log.info("response without a POST stream session=%s id=%r", self.id, ref)
+            event_id = await self.store.append(self.id, stream.id, data)
+            if stream is self.standing or not is_response:
+                stream.push(event_id, data)
+                continue
+            if data[:1] == b"[":  # a batch reply answers every request of its POST
+                finals = list(stream.pending)
+                stream.pending = set(finals[:1])
+                final: Key | None = finals[0] if finals else None
+            else:
+                final = id_key(ref)
+            stream.push(event_id, data, final)
+            if stream.done:
+                for key in [k for k, s in self._by_key.items() if s is stream]:
+                    del self._by_key[key]
+
+    async def run(self, hooks: Hooks, shutdown: trio.Event) -> None:
+        """Serve the session's connection until it ends, shuts down or is ended."""
+        try:
+            with self.scope:
+                await hooks.serve_connection(
+                    _SessionChannel(self),
+                    session=self.core,
+                    connection_id=f"http-{self.id[:8]}",
+                    shutdown=shutdown,
+                )
+        finally:
+            self.ended = True
+            self.inbound_send.close()
+            for stream in self.streams.values():
+                stream.finish()
+            self._by_key.clear()
+            with trio.CancelScope(shield=True):
+                await self.store.forget(self.id)
+
+    def end(self) -> None:
+        """End now (DELETE, expiry): input closes and in-flight requests are cancelled."""
+        self.ended = True
+        self.inbound_send.close()
+        self.scope.cancel()
+
+
+class SessionRegistry:
+    """Live sessions, capped at ``max_sessions``; idle ones expire and release everything."""
+
+    def __init__(
+        self,
+        hooks: Hooks,
+        limits: HttpLimits,
+        store: EventStore,
+        nursery: trio.Nursery,
+        shutdown: trio.Event,
+    ) -> None:
+        self.hooks = hooks
+        self.limits = limits
+        self.store = store
+        self._nursery = nursery
+        self._shutdown = shutdown
+        self._sessions: dict[str, HttpSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> HttpSession | None:
+        session = self._sessions.get(session_id)
+        if session is None or session.ended:
+            return None
+        return session
+
+    def create(self, principal: Any, transport: str = "http") -> HttpSession | None:
+        """Start a new session, or None when ``max_sessions`` are alive."""
+        if len(self._sessions) >= self.limits.max_sessions:
+            return None
+        session_id = secrets.token_hex(16)  # 128 bits from the OS CSPRNG, visible ASCII
+        session = HttpSession(
+            session_id,
+            principal,
+            self.hooks.new_session(transport),
+            self.store,
+            self.limits,
+            self.hooks.inbound_queue,
+        )
+        self._sessions[session_id] = session
+
+        async def run() -> None:
+            try:
+                await session.run(self.hooks, self._shutdown)
+            finally:
+                self._sessions.pop(session_id, None)
+                log.info("session ended session=%s", session_id[:8])
+
+        self._nursery.start_soon(run)
+        log.info("session started session=%s", session_id[:8])
+        return session
+
+    async def reap(self) -> None:
+        """Expire sessions idle for ``session_idle_timeout`` (run until shutdown)."""
+        timeout = self.limits.session_idle_timeout
+        if timeout == math.inf:
+            return
+        interval = max(0.05, min(60.0, timeout / 4))
+        with trio.CancelScope() as scope:
+
+            async def stop() -> None:
+                await self._shutdown.wait()
+                scope.cancel()
+
+            self._nursery.start_soon(stop)
+            while True:
+                await trio.sleep(interval)
+                now = trio.current_time()
+                for session in list(self._sessions.values()):
+                    if session.in_use == 0 and now - session.last_seen > timeout:
+                        log.info("session expired session=%s idle=%ss", session.id[:8], timeout)
+                        session.end()

@@ -1,0 +1,268 @@
+"""Response streams, the replay event store, and the writer that answers a POST as JSON or SSE.
+
+MCP 2025-11-25 basic/transports, "Resumability and Redelivery": event ids are unique across
+all streams of a session and encode their stream, so ``Last-Event-ID`` names both the
+stream and the position in it; the server replays only that stream's later events. The
+store is bounded (``HttpLimits.max_replay_events``, oldest dropped first) and sits behind
+the small :class:`EventStore` interface so a shared store can replace the in-memory one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
+
+import msgspec
+import trio
+
+from ..framing import encode_sse_comment
+from ._http_server import Exchange
+
+__all__ = [
+    "EventStore",
+    "MemoryEventStore",
+    "ResponseStream",
+    "answer",
+    "id_key",
+    "probe",
+    "sse_event",
+]
+
+log = logging.getLogger("mcp_runtime.http")
+
+Key = tuple[type, Any]
+
+
+def id_key(request_id: Any) -> Key:
+    """1 and "1" are different JSON-RPC ids."""
+    return (type(request_id), request_id)
+
+
+class _Probe(msgspec.Struct):
+    id: int | str | float | None = None
+    method: str | None = None
+
+
+_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
+
+
+def probe(data: bytes) -> tuple[bool, Any]:
+    """(is_response, id) of an outgoing message; a batch reply gives its first item's id."""
+    try:
+        msg = _probe.decode(data)
+    except msgspec.DecodeError:
+        return False, None
+    if isinstance(msg, list):
+        return True, msg[0].id if msg else None
+    return msg.method is None, msg.id
+
+
+def sse_event(data: bytes | None, event_id: str | None, retry: int | None = None) -> bytes:
+    """One SSE ``message`` event; ``data`` is a JSON text (no line breaks) or None (priming)."""
+    head = b""
+    if event_id is not None:
+        head += b"id: " + event_id.encode() + b"\n"
+    if retry is not None:
+        head += b"retry: %d\n" % retry
+    return head + b"data: " + (data or b"") + b"\n\n"
+
+
+class EventStore(Protocol):
+    """Where SSE events wait for a client that may resume with ``Last-Event-ID``."""
+
+    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        """Store one event of ``stream_id`` (None: a priming event) and return its id."""
+        ...
+
+    async def replay(
+        self, session_id: str, last_event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream of ``last_event_id`` and its stored events after it, or None."""
+        ...
+
+    async def forget(self, session_id: str) -> None:
+        """Drop everything kept for a session (it ended)."""
+        ...
+
+
+class MemoryEventStore:
+    """In-memory :class:`EventStore`, at most ``max_events`` per session (oldest dropped).
+
+    Event ids are ``<stream>_<n>``: ``n`` counts up within the stream.
+    """
+
+    def __init__(self, max_events: int = 1000) -> None:
+        self.max_events = max_events
+        self._events: dict[str, deque[tuple[str, int, bytes | None]]] = {}
+        self._counters: dict[tuple[str, str], int] = {}
+
+    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        counter = self._counters.get((session_id, stream_id), 0) + 1
+        self._counters[(session_id, stream_id)] = counter
+        events = self._events.setdefault(session_id, deque(maxlen=self.max_events))
+        events.append((stream_id, counter, data))
+        return f"{stream_id}_{counter}"
+
+    async def replay(
+        self, session_id: str, last_event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        stream_id, _, number = last_event_id.rpartition("_")
+        if not number.isdigit() or (session_id, stream_id) not in self._counters:
+            return None
+        after = int(number)
+        found = [
+            (f"{s}_{n}", data)
+            for s, n, data in self._events.get(session_id, ())
+            if s == stream_id and n > after and data is not None
+        ]
+        return stream_id, found
+
+    async def forget(self, session_id: str) -> None:
+        self._events.pop(session_id, None)
+        for key in [k for k in self._counters if k[0] == session_id]:
+            del self._counters[key]
+
+
+class ResponseStream:
+    """One logical stream: the answers to a POST's request(s), or a session's GET stream.
+
+    Messages are queued (bounded) for whichever HTTP response is attached; when the queue
+    overflows the attached response is cut (the client may resume from the store).
+    """
+
+    def __init__(self, stream_id: str, keys: Sequence[Key] = (), *, queue_size: int = 1024):
+        self.id = stream_id
+        self.pending: set[Key] = set(keys)
+        self.standing = not keys
+        self._send, self.receive = trio.open_memory_channel[tuple[str | None, bytes]](queue_size)
+        self.done = False
+        self.attached = False
+        self.overflowed = False
+
+    def push(self, event_id: str | None, data: bytes, final_key: Key | None = None) -> None:
+        """Queue a message; ``final_key`` marks the response that answers that request."""
+        try:
+            self._send.send_nowait((event_id, data))
+        except trio.WouldBlock:
+            self.overflowed = True
+        except trio.ClosedResourceError:
+            return
+        if final_key is not None:
+            self.pending.discard(final_key)
+            if not self.pending and not self.standing:
+                self.finish()
+
+    def finish(self) -> None:
+        self.done = True
+        self._send.close()
+
+
+async def answer(
+    exchange: Exchange,
+    stream: ResponseStream,
+    *,
+    accept_json: bool,
+    accept_sse: bool,
+    headers: list[tuple[str, str]],
+    status_of: Any = None,
+    resumable: bool,
+    prime_id: str | None = None,
+    retry_ms: int,
+    keepalive: float,
+    on_disconnect: Any = None,
+) -> None:
+    """Answer one POST from ``stream``: JSON when the first message is the whole answer
+    (and the client accepts JSON), else an SSE stream until the stream is done.
+
+    ``status_of(data) -> int`` picks the HTTP status of a JSON answer (modern error codes);
+    ``prime_id``: the priming event id of a resumable stream (allocated before the request
+    ran, so it precedes every event of the stream). Returns when the
+    answer is complete or the client hung up (then ``on_disconnect()`` is awaited).
+    """
+    first: tuple[str | None, bytes] | None = None
+    with trio.CancelScope() as scope:
+
+        async def cancel_on_disconnect() -> None:
+            await exchange.disconnected.wait()
+            scope.cancel()
+
+        async with trio.open_nursery() as watch:
+            watch.start_soon(cancel_on_disconnect)
+            try:
+                first = await stream.receive.receive()
+            except trio.EndOfChannel:
+                first = None
+            watch.cancel_scope.cancel()
+    if scope.cancelled_caught:
+        if on_disconnect is not None:
+            await on_disconnect()
+        return
+    if first is None:  # ended without an answer (a cancelled request, a closed session)
+        if accept_sse:
+            await exchange.start_stream(200, "text/event-stream", headers)
+            await exchange.end()
+        else:
+            await exchange.respond(204, b"", headers=headers)
+        return
+    if (stream.done and accept_json and _queued(stream) == 0) or not accept_sse:
+        data = first[1]
+        if not stream.done and not accept_sse:
+            # The client takes JSON only: wait for the answer, dropping the notifications.
+            async for _event_id, last in stream.receive:
+                data = last
+        status = status_of(data) if status_of is not None else 200
+        await exchange.respond(status, data, headers=headers)
+        return
+    await exchange.start_stream(200, "text/event-stream", [*headers, ("X-Accel-Buffering", "no")])
+    if resumable and prime_id is not None:
+        await exchange.write(sse_event(None, prime_id, retry_ms))
+    await exchange.write(sse_event(first[1], first[0]))
+    ok = await pump(exchange, stream, keepalive)
+    if ok:
+        await exchange.end()
+    elif on_disconnect is not None:
+        await on_disconnect()
+
+
+def _queued(stream: ResponseStream) -> int:
+    return stream.receive.statistics().current_buffer_used
+
+
+async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, skip: int = 0) -> bool:
+    """Write ``stream``'s messages as SSE events until it is done (True) or the client hung
+    up / the stream overflowed (False). Keep-alive comments go out on quiet periods."""
+    interval = keepalive if keepalive > 0 else math.inf
+    with trio.CancelScope() as scope:
+
+        async def cancel_on_disconnect() -> None:
+            await exchange.disconnected.wait()
+            scope.cancel()
+
+        async with trio.open_nursery() as watch:
+            watch.start_soon(cancel_on_disconnect)
+            while True:
+                with trio.move_on_after(interval) as quiet:
+                    try:
+                        event_id, data = await stream.receive.receive()
+                    except trio.EndOfChannel:
+                        break
+                if quiet.cancelled_caught:
+                    await exchange.write(encode_sse_comment("keep-alive"))
+                    continue
+                if skip and event_id is not None and _seq(event_id) <= skip:
+                    continue
+                await exchange.write(sse_event(data, event_id))
+                if stream.overflowed:
+                    log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
+                    watch.cancel_scope.cancel()
+                    return False
+            watch.cancel_scope.cancel()
+    return not scope.cancelled_caught
+
+
+def _seq(event_id: str) -> int:
+    number = event_id.rpartition("_")[2]
+    return int(number) if number.isdigit() else 0

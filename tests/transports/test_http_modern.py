@@ -1,0 +1,206 @@
+"""Streamable HTTP, modern era (2026-07-28): one POST per message, header rules, statuses."""
+
+from __future__ import annotations
+
+import base64
+
+import trio
+
+from .app import MODERN, make_app, modern, modern_headers, serving, until
+from .http_client import connect, request, sse_messages
+
+
+def _tool_call(request_id: int, name: str, progress: object = None, **arguments: object) -> dict:
+    params: dict = {"name": name, "arguments": arguments}
+    if progress is not None:
+        params["_meta"] = {"progressToken": progress}
+    return modern(request_id, "tools/call", params)
+
+
+async def test_request_is_answered_as_json() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "add"),
+                body=_tool_call(1, "add", a=2, b=3),
+            )
+            assert response.status == 200
+            assert response.headers["content-type"] == "application/json"
+            assert "mcp-session-id" not in response.headers
+            assert response.json()["result"]["content"][0]["text"] == "5"
+
+
+async def test_progress_is_streamed_as_sse_without_buffering() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "countdown"),
+                body=_tool_call(2, "countdown", "tok"),
+            )
+            assert response.headers["content-type"] == "text/event-stream"
+            assert response.headers["x-accel-buffering"] == "no"
+            messages = sse_messages(response.body)
+            assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2, 3]
+            assert messages[-1]["id"] == 2
+
+
+async def test_array_body_gets_400() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            body = [modern(1, "tools/list"), modern(2, "tools/list")]
+            response = await request(
+                address, "POST", headers=modern_headers("tools/list"), body=body
+            )
+            assert response.status == 400
+            assert response.json()["error"]["code"] == -32600
+
+
+async def test_notification_gets_202() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            note = modern(None, "notifications/whatever")
+            del note["id"]
+            response = await request(address, "POST", headers=modern_headers("x"), body=note)
+            assert response.status == 202 and response.body == b""
+
+
+async def test_protocol_version_header_must_match_meta() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            headers = modern_headers("tools/list", **{"mcp-protocol-version": "2025-11-25"})
+            response = await request(address, "POST", headers=headers, body=modern(1, "tools/list"))
+            assert response.status == 400
+            assert response.json()["error"]["code"] == -32020
+            assert response.json()["id"] == 1
+
+
+async def test_mcp_method_must_match_body() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("prompts/list"),
+                body=modern(1, "tools/list"),
+            )
+            assert response.status == 400 and response.json()["error"]["code"] == -32020
+            missing = await request(
+                address,
+                "POST",
+                headers={"mcp-protocol-version": MODERN},
+                body=modern(2, "tools/list"),
+            )
+            assert missing.status == 400 and missing.json()["error"]["code"] == -32020
+
+
+async def test_mcp_name_must_match_body_after_base64_decoding() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            wrong = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "divide"),
+                body=_tool_call(1, "add", a=1, b=1),
+            )
+            assert wrong.status == 400 and wrong.json()["error"]["code"] == -32020
+            encoded = "=?base64?" + base64.b64encode(b"add").decode() + "?="
+            ok = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", encoded),
+                body=_tool_call(2, "add", a=1, b=1),
+            )
+            assert ok.status == 200
+
+
+async def test_mcp_param_headers_are_validated_against_the_body() -> None:
+    app, _ = make_app()
+    body = _tool_call(1, "run_query", region="us-west1", query="select 1")
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            base = modern_headers("tools/call", "run_query")
+            missing = await request(address, "POST", headers=base, body=body)
+            assert missing.status == 400 and missing.json()["error"]["code"] == -32020
+            wrong = await request(
+                address, "POST", headers={**base, "mcp-param-region": "eu-west1"}, body=body
+            )
+            assert wrong.status == 400 and wrong.json()["error"]["code"] == -32020
+            ok = await request(
+                address, "POST", headers={**base, "mcp-param-region": "us-west1"}, body=body
+            )
+            assert ok.status == 200
+            assert ok.json()["result"]["content"][0]["text"] == "us-west1:select 1"
+
+
+async def test_unknown_method_gets_404_with_32601() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address, "POST", headers=modern_headers("no/such"), body=modern(1, "no/such")
+            )
+            assert response.status == 404
+            assert response.json()["error"]["code"] == -32601
+
+
+async def test_unsupported_version_gets_400_with_32022() -> None:
+    app, _ = make_app()
+    body = modern(1, "tools/list")
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            headers = modern_headers("tools/list", **{"mcp-protocol-version": "2099-01-01"})
+            response = await request(address, "POST", headers=headers, body=body)
+            assert response.status == 400
+            error = response.json()["error"]
+            assert error["code"] == -32022
+            assert MODERN in error["data"]["supported"]
+
+
+async def test_missing_meta_gets_400_with_32602() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+            response = await request(
+                address, "POST", headers=modern_headers("tools/list"), body=body
+            )
+            assert response.status == 400
+            assert response.json()["error"]["code"] == -32602
+
+
+async def test_get_and_delete_get_405() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            for method in ("GET", "DELETE"):
+                response = await request(address, method, headers=modern_headers("x"))
+                assert response.status == 405
+
+
+async def test_closing_the_sse_stream_cancels_the_request() -> None:
+    app, seen = make_app()
+    with trio.fail_after(10):
+        async with serving(app, http_limits=None) as address:
+            conn = await connect(address)
+            await conn.send(
+                "POST",
+                "/mcp",
+                headers=modern_headers("tools/call", "slow"),
+                body=_tool_call(1, "slow", "tok", tag="bye"),
+            )
+            await until(lambda: seen["started"])
+            await conn.aclose()
+            await until(lambda: seen["cancelled"])
+            assert seen["cancelled"] == ["bye"] and not seen["finished"]
