@@ -5,9 +5,9 @@ request context. Never imports transports.
 from __future__ import annotations
 
 from runtime._registry import App
-from runtime.core import Dispatcher, Handler, NotificationHandler
+from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
 
-from . import completion, era, lifecycle, logging, prompts, resources, tools
+from . import completion, era, lifecycle, logging, prompts, resources, subscriptions, tasks, tools
 from .era import McpDispatcher
 
 __all__ = [
@@ -19,6 +19,8 @@ __all__ = [
     "logging",
     "prompts",
     "resources",
+    "subscriptions",
+    "tasks",
     "tools",
 ]
 
@@ -35,6 +37,23 @@ def build_dispatcher(server: App) -> Dispatcher:
         resources.methods(server),
         prompts.methods(server),
         completion.methods(server),
+        tasks.methods(server),
     ):
         requests.update(table)
+    subscription_requests, subscription_notifications = subscriptions.methods(server)
+    requests.update(subscription_requests)
+    for method, handler in subscription_notifications.items():
+        notifications[method] = _chain(notifications.get(method), handler)
     return McpDispatcher(server, requests, notifications)
+
+
+def _chain(first: NotificationHandler | None, then: NotificationHandler) -> NotificationHandler:
+    """Both handlers for one notification, in order (e.g. lifecycle, then subscriptions)."""
+    if first is None:
+        return then
+
+    async def both(ctx: RequestContext) -> None:
+        await first(ctx)
+        await then(ctx)
+
+    return both

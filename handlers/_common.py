@@ -10,11 +10,61 @@ import msgspec
 import trio
 
 from runtime._context import Context
+from runtime._input import InputRequired, InputRound
 from runtime._registry import App
 from runtime._signature import Signature
+from runtime._state import params_digest
+from runtime._tasks import TaskRecord
 from runtime.core import JSONRPCError, RequestContext
 
-__all__ = ["call_user_function", "decode_params", "paginated"]
+__all__ = ["InputFields", "call_user_function", "call_with_input", "decode_params", "paginated"]
+
+
+class InputFields(msgspec.Struct, kw_only=True):
+    """The retry fields of a multi round-trip request (2026-07-28 InputResponseRequestParams)."""
+
+    input_responses: dict[str, Any] | None = msgspec.field(default=None, name="inputResponses")
+    request_state: str | None = msgspec.field(default=None, name="requestState")
+
+
+async def call_with_input(
+    server: App,
+    ctx: RequestContext,
+    fn: Callable[..., Any],
+    sig: Signature,
+    args: msgspec.Struct,
+    meta: dict[str, Any] | None,
+    fields: InputFields,
+    salient: Any,
+) -> tuple[bool, Any]:
+    """Call a user function that may ask for input; returns ``(input_required, value)``.
+
+    Modern era: earlier answers come back from the sealed ``requestState`` (verified against
+    this method and a digest of ``salient``, the request's identifying parameters) and
+    ``inputResponses``; an :class:`InputRequired` from the function becomes the
+    ``input_required`` result with freshly sealed state. Handshake era: a plain call.
+    """
+    if not ctx.modern:
+        return False, await call_user_function(server, ctx, fn, sig, args, meta)
+    responses: dict[str, Any] = {}
+    digest: str | None = None
+    if fields.request_state is not None:
+        digest = params_digest(salient)
+        responses.update(server.state_sealer.unseal(fields.request_state, ctx.method, digest))
+    if fields.input_responses:
+        responses.update(fields.input_responses)
+    try:
+        return False, await call_user_function(
+            server, ctx, fn, sig, args, meta, InputRound(responses)
+        )
+    except InputRequired as exc:
+        state = server.state_sealer.seal(ctx.method, digest or params_digest(salient), responses)
+        return True, {
+            "resultType": "input_required",
+            "inputRequests": exc.requests,
+            "requestState": state,
+        }
+
 
 T = TypeVar("T")
 
@@ -35,6 +85,8 @@ async def call_user_function(
     sig: Signature,
     args: msgspec.Struct,
     meta: dict[str, Any] | None,
+    round: InputRound | None = None,
+    task: TaskRecord | None = None,
 ) -> Any:
     """Call a registered function with validated arguments (and its Context, if it takes one).
 
@@ -43,11 +95,19 @@ async def call_user_function(
     interrupt it, but its result is discarded and the request ends at once.
     """
     kwargs = sig.to_kwargs(args)
-    if sig.context_param is not None:
-        kwargs[sig.context_param] = Context(ctx, server, meta)
-    if sig.is_async:
-        return await fn(**kwargs)
-    return await trio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True)
+    if sig.context_param is None:
+        if sig.is_async:
+            return await fn(**kwargs)
+        call = functools.partial(fn, **kwargs)
+        return await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+    context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task)
+    try:
+        if sig.is_async:
+            return await fn(**kwargs)
+        call = functools.partial(fn, **kwargs)
+        return await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+    finally:
+        context.close()
 
 
 def require(value: T | None, message: str) -> T:

@@ -31,18 +31,28 @@ class _InitializeParams(msgspec.Struct, rename="camel"):
 _initialize_decoder: Final = msgspec.json.Decoder(_InitializeParams)
 
 
-def capabilities(server: App) -> dict[str, Any]:
-    """Exactly what is implemented: a feature appears once something is registered for it."""
+def capabilities(server: App, *, modern: bool = False) -> dict[str, Any]:
+    """Exactly what is implemented: a feature appears once something is registered for it.
+
+    Tasks differ per era: the 2025-11-25 ``tasks`` capability, or the 2026-07-28 extension
+    ``io.modelcontextprotocol/tasks`` under ``extensions``.
+    """
     reg = server.registry
     caps: dict[str, Any] = {"logging": {}}
+    # listChanged/subscribe: handlers.subscriptions (list changes come from the registry).
     if reg.tools:
-        caps["tools"] = {"listChanged": False}
+        caps["tools"] = {"listChanged": True}
     if reg.resources or reg.templates:
-        caps["resources"] = {"subscribe": False, "listChanged": False}
+        caps["resources"] = {"subscribe": True, "listChanged": True}
     if reg.prompts:
-        caps["prompts"] = {"listChanged": False}
+        caps["prompts"] = {"listChanged": True}
     if reg.prompts or reg.templates:
         caps["completions"] = {}
+    if any(tool.task_support for tool in reg.tools.values()):
+        if modern:
+            caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+        else:
+            caps["tasks"] = {"requests": {"tools": {"call": {}}}, "list": {}, "cancel": {}}
     return caps
 
 
@@ -79,7 +89,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
 
         result: dict[str, Any] = {
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": capabilities(server),
+            "capabilities": capabilities(server, modern=True),
         }
         if server.instructions:
             result["instructions"] = server.instructions

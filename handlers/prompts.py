@@ -13,12 +13,12 @@ from runtime._registry import App
 from runtime._types import PromptMessage, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, params_error
 
-from ._common import call_user_function, decode_params, paginated
+from ._common import InputFields, call_with_input, decode_params, paginated
 
 __all__ = ["methods", "to_messages"]
 
 
-class _GetParams(msgspec.Struct):
+class _GetParams(InputFields, kw_only=True):
     name: str
     arguments: dict[str, str] | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
@@ -65,7 +65,12 @@ def methods(server: App) -> dict[str, Handler]:
             args = sig.convert(params.arguments or {}, strict=False)
         except msgspec.ValidationError as exc:
             raise params_error(exc, root="params.arguments") from None
-        value = await call_user_function(server, ctx, prompt.fn, sig, args, params.meta)
+        salient = [prompt.name, params.arguments or {}]
+        asking, value = await call_with_input(
+            server, ctx, prompt.fn, sig, args, params.meta, params, salient
+        )
+        if asking:
+            return value  # type: ignore[no-any-return]
         result: dict[str, Any] = {"messages": to_messages(value)}
         if prompt.description:
             result["description"] = prompt.description

@@ -20,12 +20,12 @@ from runtime.core import (
     ResourceNotFoundError,
 )
 
-from ._common import call_user_function, decode_params, paginated
+from ._common import InputFields, call_with_input, decode_params, paginated
 
 __all__ = ["methods", "to_contents"]
 
 
-class _ReadParams(msgspec.Struct):
+class _ReadParams(InputFields, kw_only=True):
     uri: str
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
@@ -93,9 +93,11 @@ def methods(server: App) -> dict[str, Handler]:
         resource = registry.resources.get(uri)
         if resource is not None:
             args = resource.signature.convert({})
-            value = await call_user_function(
-                server, ctx, resource.fn, resource.signature, args, params.meta
+            asking, value = await call_with_input(
+                server, ctx, resource.fn, resource.signature, args, params.meta, params, uri
             )
+            if asking:
+                return value  # type: ignore[no-any-return]
             contents = to_contents(uri, value, resource.mime_type)
             return _with_cache(ctx, {"contents": contents}, resource.cache)
         found = registry.find_template(uri)
@@ -109,7 +111,11 @@ def methods(server: App) -> dict[str, Handler]:
             raise JSONRPCError.invalid_params(
                 f"Invalid value in resource URI {uri!r}: {exc}", {"uri": uri}
             ) from None
-        value = await call_user_function(server, ctx, template.fn, sig, args, params.meta)
+        asking, value = await call_with_input(
+            server, ctx, template.fn, sig, args, params.meta, params, uri
+        )
+        if asking:
+            return value  # type: ignore[no-any-return]
         contents = to_contents(uri, value, template.mime_type)
         return _with_cache(ctx, {"contents": contents}, template.cache)
 

@@ -13,11 +13,13 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime._registry import App
+from runtime._registry import App, ToolDef
+from runtime._tasks import TaskRecord
 from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
 
-from ._common import call_user_function, decode_params, paginated
+from . import tasks
+from ._common import InputFields, call_user_function, call_with_input, decode_params, paginated
 
 __all__ = ["methods", "to_content"]
 
@@ -27,8 +29,10 @@ _CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, ResourceLink, 
 _EMPTY_ARGS: Final = b"{}"
 
 
-class _CallParams(msgspec.Struct):
+class _CallParams(InputFields, kw_only=True):
     name: str
+    #: 2025-11-25 task augmentation: ``{"ttl": ms}`` asks to run the call as a task.
+    task: dict[str, Any] | None = None
     arguments: Raw | UnsetType = UNSET
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
@@ -79,12 +83,47 @@ def methods(server: App) -> dict[str, Handler]:
             args = sig.json_decoder.decode(raw)
         except msgspec.ValidationError as exc:
             return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        as_task = tasks.wants_task(ctx, tool.task_support, params.task)
+        if as_task is not None:
+            record = server.tasks.create(
+                None if ctx.modern else ctx.session, as_task.get("ttl") if as_task else None
+            )
+
+            async def run_task() -> dict[str, Any]:
+                _, result = await execute(ctx, tool, args, params, raw, record)
+                return result
+
+            server.tasks.start(record, run_task)
+            return tasks.created(ctx, record)
+        _, result = await execute(ctx, tool, args, params, raw, None)
+        return result
+
+    async def execute(
+        ctx: RequestContext,
+        tool: ToolDef,
+        args: msgspec.Struct,
+        params: _CallParams,
+        raw: bytes | Raw,
+        task: TaskRecord | None,
+    ) -> tuple[bool, dict[str, Any]]:
+        """Run the tool; ``(True, input_required_result)`` or ``(False, call_tool_result)``."""
+        sig = tool.signature
         try:
-            value = await call_user_function(server, ctx, tool.fn, sig, args, params.meta)
+            if task is not None:
+                value = await call_user_function(
+                    server, ctx, tool.fn, sig, args, params.meta, task=task
+                )
+            else:
+                salient = [tool.name, msgspec.json.decode(raw)] if ctx.modern else None
+                asking, value = await call_with_input(
+                    server, ctx, tool.fn, sig, args, params.meta, params, salient
+                )
+                if asking:
+                    return True, value
         except JSONRPCError:
             raise
         except ToolError as exc:
-            return _error_result(str(exc))
+            return False, _error_result(str(exc))
         except Exception as exc:
             log.warning(
                 "tool failed conn=%s id=%r tool=%s error=%r",
@@ -94,7 +133,7 @@ def methods(server: App) -> dict[str, Handler]:
                 exc,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
-            return _error_result(f"Error executing tool {tool.name}: {exc}")
+            return False, _error_result(f"Error executing tool {tool.name}: {exc}")
         if tool.output is not None:
             structured = tool.output.structured(value)
             # The text mirror is the JSON of the value itself (a wrapped ``int`` reads "42",
@@ -103,11 +142,11 @@ def methods(server: App) -> dict[str, Handler]:
         elif tool.output_schema is not None:
             structured = mirror = msgspec.to_builtins(value)
         else:
-            return {"content": to_content(value), "isError": False}
+            return False, {"content": to_content(value), "isError": False}
         # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for
         # clients that do not read structured output.
         text = mirror if isinstance(mirror, str) else _encode(mirror).decode()
-        return {
+        return False, {
             "content": [TextContent(text=text)],
             "structuredContent": structured,
             "isError": False,

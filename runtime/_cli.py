@@ -28,6 +28,7 @@ __all__ = ["load_target", "main", "run_with_signals"]
 
 log = logging.getLogger("mcp_runtime.cli")
 _DEFAULT_NAMES = ("app", "server", "mcp")
+_TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws")
 
 
 class UsageError(Exception):
@@ -79,8 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TARGET",
         help="path/file.py[:obj] or package.module[:obj]; without :obj, finds app, server or mcp",
     )
+    serve.add_argument("--transport", choices=_TRANSPORTS, default=_env("TRANSPORT", "stdio"))
     serve.add_argument(
-        "--transport", choices=("stdio", "tcp", "unix"), default=_env("TRANSPORT", "stdio")
+        "--path",
+        default=_env("PATH"),
+        help="HTTP/WebSocket endpoint path (default /mcp; /sse for --transport sse)",
+    )
+    serve.add_argument(
+        "--allowed-origins",
+        metavar="LIST",
+        default=_env("ALLOWED_ORIGINS"),
+        help="comma-separated Origin allow-list, e.g. https://app.example (default: loopback)",
+    )
+    serve.add_argument(
+        "--allowed-hosts",
+        metavar="LIST",
+        default=_env("ALLOWED_HOSTS"),
+        help="comma-separated Host allow-list, name or name:port (default: loopback names)",
     )
     serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=_port, default=_env("PORT", "0"))
@@ -211,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     for flag, allowed in (
-        ("transport", ("stdio", "tcp", "unix")),
+        ("transport", _TRANSPORTS),
         ("framing", ("ndjson", "content-length")),
         ("log_level", ("debug", "info", "warning", "error", "critical")),
     ):
@@ -235,6 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options: dict[str, Any] = {"framing": args.framing}
     if args.transport == "tcp":
         options.update(port=int(args.port), host=args.host)
+    elif args.transport in ("http", "sse", "ws"):
+        options = {"port": int(args.port), "host": args.host}
+        if args.path:
+            options["path"] = args.path
+        for flag in ("allowed_origins", "allowed_hosts"):
+            value = getattr(args, flag)
+            if value is not None:
+                options[flag] = [item.strip() for item in value.split(",") if item.strip()]
     elif args.transport == "unix":
         options.update(path=args.socket)
     try:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final
 
+from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
 from ._registry import App
+from ._tasks import TaskRecord
 from .core import RequestContext, RequestId, Session
 
 __all__ = ["Context"]
+
+log = logging.getLogger("mcp_runtime.context")
 
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
@@ -32,14 +37,29 @@ class Context:
     they raise nothing when the connection is closing (the output is dropped and logged).
     """
 
-    __slots__ = ("_meta", "_request", "server")
+    __slots__ = ("_closed", "_last_progress", "_meta", "_request", "_round", "server", "task")
 
     def __init__(
-        self, request: RequestContext, server: App, meta: dict[str, Any] | None = None
+        self,
+        request: RequestContext,
+        server: App,
+        meta: dict[str, Any] | None = None,
+        round: InputRound | None = None,
+        task: TaskRecord | None = None,
     ) -> None:
         self._request = request
+        self._round = round
+        #: The task this call runs as (tasks extension / 2025-11-25 tasks), else None.
+        self.task = task
+        self._last_progress: float | None = None
+        self._closed = False
         self._meta = meta if meta is not None else (request.meta or {})
         self.server = server
+
+    def close(self) -> None:
+        """Called by the runtime when the handler has returned: later progress is dropped
+        (MCP basic/utilities/progress: notifications stop after completion)."""
+        self._closed = True
 
     @property
     def request_id(self) -> RequestId | None:
@@ -80,6 +100,11 @@ class Context:
         return self._meta
 
     @property
+    def lifespan_state(self) -> Any:
+        """What the server's ``lifespan`` yielded (None without one)."""
+        return getattr(self.server, "state", None)
+
+    @property
     def progress_token(self) -> str | int | None:
         token = self._meta.get("progressToken")
         return token if isinstance(token, str | int) else None
@@ -89,12 +114,17 @@ class Context:
     ) -> None:
         """Send ``notifications/progress`` if the client asked for progress (else a no-op).
 
-        MCP basic/utilities/progress: progress must increase with each notification; that is
-        the caller's duty.
+        MCP basic/utilities/progress: "The progress value MUST increase with each
+        notification" and notifications stop once the request completed. A value that does
+        not increase, or a call after the handler returned, is dropped (and logged).
         """
         token = self.progress_token
         if token is None:
             return
+        if self._closed or (self._last_progress is not None and progress <= self._last_progress):
+            log.debug("dropping progress %r for request %r", progress, self._request.id)
+            return
+        self._last_progress = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -131,3 +161,96 @@ class Context:
 
     async def error(self, data: Any) -> None:
         await self.log("error", data)
+
+    # -- asking the client for input (both eras) ---------------------------------------------
+
+    async def ask(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        key: str | None = None,
+        timeout: float = 300.0,
+    ) -> Any:
+        """Ask the client for input and return its result (a dict).
+
+        Handshake era: sends the server-to-client request and waits up to ``timeout``
+        seconds. Modern era: raises :class:`InputRequired` the first time; on the client's
+        retry the same call returns the client's answer. Only ``tools/call``,
+        ``resources/read`` and ``prompts/get`` may ask in the modern era.
+
+        Raises JSONRPCError(-32021) when the client did not declare the capability the
+        request needs (MCP 2026-07-28 basic/index; the server MUST NOT rely on it).
+        """
+        check_capability(self.client_capabilities, required_capability(method, params))
+        request = self._request
+        if self.task is not None and request.modern:
+            # Tasks extension: the task moves to input_required and the answer arrives
+            # through tasks/update (SEP-2663), not through a retry.
+            if self._round is None:
+                self._round = InputRound({})
+            return await self.task.input(
+                key or self._round.next_key(method), {"method": method, "params": params}
+            )
+        if not request.modern:
+            return await request.peer.request(method, params, timeout=timeout, related=request.id)
+        if request.method not in INPUT_METHODS or self._round is None:
+            raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
+        name = key or self._round.next_key(method)
+        if name in self._round.responses:
+            return self._round.responses[name]
+        raise InputRequired({name: {"method": method, "params": params}})
+
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the user for structured input (form mode). Returns the ElicitResult:
+        ``{"action": "accept" | "decline" | "cancel", "content": {...}}``."""
+        params: dict[str, Any] = {"message": message, "requestedSchema": schema}
+        version = self.protocol_version or ""
+        if self.modern or version >= "2025-11-25":
+            params["mode"] = "form"
+        result: dict[str, Any] = await self.ask("elicitation/create", params, key=key)
+        return result
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, key: str | None = None
+    ) -> dict[str, Any]:
+        """Send the user to a URL (URL mode, 2025-11-25 and later)."""
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if not self.modern:
+            import secrets
+
+            # 2025-11-25 client/elicitation: URL mode carries an elicitationId (removed in
+            # 2026-07-28, where requestState correlates the retry instead).
+            params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+        result: dict[str, Any] = await self.ask("elicitation/create", params, key=key)
+        return result
+
+    async def sample(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        key: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        result: dict[str, Any] = await self.ask("sampling/createMessage", params, key=key)
+        return result
+
+    async def ping(self, *, timeout: float = 30.0) -> None:
+        """Ping the client (handshake era only: the modern revision removed ping)."""
+        if self._request.modern:
+            raise RuntimeError("ping does not exist in the 2026-07-28 revision")
+        await self._request.peer.request("ping", None, timeout=timeout, related=self._request.id)
+
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``)."""
+        result = await self.ask("roots/list", {}, key=key)
+        roots: list[dict[str, Any]] = result.get("roots", [])
+        return roots

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from ._broadcast import Broadcast
 from ._output import OutputSpec
 from ._pagination import CursorCodec
 from ._signature import Signature
+from ._state import StateSealer
+from ._tasks import TaskTable
 from ._uritemplate import UriTemplate
 
 __all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
+
+T = TypeVar("T")
 
 
 #: ``(ref_type, ref_name_or_uri, argument, value, context_arguments) -> suggestions``
@@ -38,6 +43,12 @@ class App(Protocol):
 
     @property
     def completer(self) -> Completer | None: ...
+
+    @property
+    def state_sealer(self) -> StateSealer: ...
+
+    @property
+    def tasks(self) -> TaskTable: ...
 
     def server_info(self) -> dict[str, Any]: ...
 
@@ -64,6 +75,9 @@ class ToolDef:
     output: OutputSpec | None = None
     #: A user-supplied outputSchema, passed through untouched.
     output_schema: dict[str, Any] | None = None
+    #: Task support: None (never), "optional" or "required" (2025-11-25 execution.taskSupport;
+    #: in 2026-07-28 any task-capable tool runs as a task for clients with the extension).
+    task_support: str | None = None
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -74,6 +88,7 @@ class ToolDef:
             inputSchema=self.input_schema or self.signature.schema,
             outputSchema=self.output_schema or (self.output.schema if self.output else None),
             annotations=self.annotations,
+            execution={"taskSupport": self.task_support} if self.task_support else None,
             _meta=self.meta,
         )
 
@@ -151,29 +166,62 @@ class PromptDef:
 
 
 class Registry:
-    """Name-keyed tables; dict insertion order gives a deterministic list order."""
+    """Name-keyed tables; dict insertion order gives a deterministic list order.
+
+    Every add and remove publishes the matching list change on ``changes`` (a no-op until
+    something subscribes, so registering at import time costs nothing). Mutate it from the
+    server's trio thread (not from a sync tool's worker thread).
+    """
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolDef] = {}
         self.resources: dict[str, ResourceDef] = {}
         self.templates: dict[str, TemplateDef] = {}
         self.prompts: dict[str, PromptDef] = {}
+        #: Change events (list changes, resource updates) for subscribers.
+        self.changes = Broadcast()
 
     def add_tool(self, tool: ToolDef) -> None:
         _check_new(self.tools, tool.name, "tool")
         self.tools[tool.name] = tool
+        self.changes.list_changed("tools")
 
     def add_resource(self, resource: ResourceDef) -> None:
         _check_new(self.resources, resource.uri, "resource")
         self.resources[resource.uri] = resource
+        self.changes.list_changed("resources")
 
     def add_template(self, template: TemplateDef) -> None:
         _check_new(self.templates, template.template.template, "resource template")
         self.templates[template.template.template] = template
+        self.changes.list_changed("resources")
 
     def add_prompt(self, prompt: PromptDef) -> None:
         _check_new(self.prompts, prompt.name, "prompt")
         self.prompts[prompt.name] = prompt
+        self.changes.list_changed("prompts")
+
+    def remove_tool(self, name: str) -> ToolDef:
+        """Remove and return a tool; KeyError when none has that name."""
+        tool = _pop(self.tools, name, "tool")
+        self.changes.list_changed("tools")
+        return tool
+
+    def remove_resource(self, uri: str) -> ResourceDef | TemplateDef:
+        """Remove a resource by URI, or a resource template by its template string."""
+        removed: ResourceDef | TemplateDef
+        if uri in self.resources or uri not in self.templates:
+            removed = _pop(self.resources, uri, "resource")
+        else:
+            removed = self.templates.pop(uri)
+        self.changes.list_changed("resources")
+        return removed
+
+    def remove_prompt(self, name: str) -> PromptDef:
+        """Remove and return a prompt; KeyError when none has that name."""
+        prompt = _pop(self.prompts, name, "prompt")
+        self.changes.list_changed("prompts")
+        return prompt
 
     def find_template(self, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
         """The first template (in registration order) that matches ``uri``, and its values."""
@@ -187,3 +235,10 @@ class Registry:
 def _check_new(table: dict[str, Any], key: str, kind: str) -> None:
     if key in table:
         raise ValueError(f"a {kind} named {key!r} is already registered")
+
+
+def _pop(table: dict[str, T], key: str, kind: str) -> T:
+    try:
+        return table.pop(key)
+    except KeyError:
+        raise KeyError(f"no {kind} named {key!r} is registered") from None

@@ -8,33 +8,62 @@ the core dispatcher and the transports. See docs/architecture.md.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Literal, TypeVar, overload
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
 from ._context import Context
 from ._output import output_spec
 from ._pagination import CursorCodec
-from ._registry import PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
+from ._registry import Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._signature import doc_summary, inspect_signature
+from ._state import StateSealer
+from ._tasks import TaskTable
 from ._uritemplate import UriTemplate, is_template
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
-from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
+from .transports import (
+    EventStore,
+    FramedChannel,
+    FramingName,
+    Hooks,
+    HttpLimits,
+    make_framer,
+    open_stdio_channel,
+)
 from .transports import open_unix_listener as _open_unix_listener
-from .transports import EventStore, Hooks, HttpLimits
 from .transports import serve_http as _serve_http
 from .transports import serve_websocket as _serve_websocket
 from .transports._http_modern import header_params as _header_params
 
-__all__ = ["Server"]
+__all__ = ["Lifespan", "Server"]
 
 log = logging.getLogger("mcp_runtime.server")
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+#: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+C = TypeVar("C", bound=Completer)
 _stream_ids = itertools.count(1)
+
+
+def _serving(
+    method: Callable[Concatenate[Server, P], Awaitable[R]],
+) -> Callable[Concatenate[Server, P], Awaitable[R]]:
+    """Run a ``serve_*`` method inside ``Server._running`` (lifespan, serve count)."""
+
+    @functools.wraps(method)
+    async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with self._running():
+            return await method(self, *args, **kwargs)
+
+    return serve
 
 
 class Server:
@@ -59,6 +88,9 @@ class Server:
         cache_scope: Literal["public", "private"] = "private",
         cache_hints: dict[str, tuple[int, Literal["public", "private"]]] | None = None,
         page_size: int | None = None,
+        state_secret: bytes | None = None,
+        state_ttl: float = 600.0,
+        lifespan: Lifespan | None = None,
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
@@ -67,6 +99,14 @@ class Server:
 
         ``page_size``: items per page of every list method (None: everything in one page);
         cursors are opaque and validated (a forged or stale one is -32602).
+
+        ``state_secret``/``state_ttl``: the HMAC secret and lifetime of the ``requestState``
+        of 2026-07-28 multi round-trip requests (default: a random key per process, rotated
+        hourly; give a secret when several instances serve one client).
+
+        ``lifespan(app)``: an async context manager factory, entered once when serving
+        starts and exited when it ends (``_running``); what it yields is ``app.state``
+        and ``ctx.lifespan_state``.
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
@@ -77,10 +117,19 @@ class Server:
         self.limits = limits or Limits()
         self.registry = Registry()
         self.cursors = CursorCodec(page_size)
+        self._completer: Completer | None = None
+        self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
+        #: Tasks (both task protocols): bounded, with TTLs; see ``runtime._tasks``.
+        self.tasks = TaskTable()
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
         self._shutdown_events: set[trio.Event] = set()
+        self._lifespan = lifespan
+        #: What ``lifespan`` yielded, while serving (else None).
+        self.state: Any = None
+        self._serving = 0
+        self._all_served: trio.Event | None = None
 
     # -- registration -----------------------------------------------------------------------
 
@@ -100,6 +149,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        task: Literal["optional", "required"] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
@@ -115,6 +165,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        task: Literal["optional", "required"] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. Use as ``@app.tool`` or ``@app.tool(name=..., ...)``.
@@ -130,6 +181,10 @@ class Server:
         unstructured. ``structured_output=False`` turns it off; ``output_schema`` (a JSON
         Schema 2020-12 object schema) is passed through untouched and the return value is
         sent as ``structuredContent`` as is.
+
+        ``task``: the tool may run as a task ("optional") or must ("required", 2025-11-25
+        clients must then ask for a task). Modern clients that declare the
+        ``io.modelcontextprotocol/tasks`` extension get a task handle at once and poll it.
         """
 
         def register(func: F) -> F:
@@ -155,6 +210,7 @@ class Server:
                     meta=meta,
                     output=output,
                     output_schema=output_schema,
+                    task_support=task,
                 )
             )
             return func
@@ -253,6 +309,68 @@ class Server:
 
         return register(fn) if fn is not None else register
 
+    @property
+    def completer(self) -> Completer | None:
+        return self._completer
+
+    def completion(self, fn: C) -> C:
+        """Register the server's completer for ``completion/complete``:
+        ``async def complete(ref_type, ref, argument, value, context) -> list[str]`` where
+        ``ref_type`` is ``"ref/prompt"`` or ``"ref/resource"``, ``ref`` the prompt name or
+        template URI, and ``context`` the arguments already filled in. Without one,
+        ``Literal``/``Enum`` annotations are completed by prefix.
+        """
+        self._completer = fn
+        return fn
+
+    # -- run-time changes (handlers.subscriptions delivers them) -----------------------------
+
+    def add_tool(self, fn: Callable[..., Any], /, **options: Any) -> None:
+        """Register ``fn`` as a tool, as ``@app.tool(**options)`` does. Like every
+        registration and removal, while serving it sends ``notifications/tools/list_changed``
+        to initialized handshake-era sessions and to modern listens that asked for it.
+
+        Registry changes must happen in the server's trio thread (an async tool, a background
+        task), not in a sync tool's worker thread.
+        """
+        self.tool(**options)(fn)
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (KeyError if unknown); sends tools/list_changed."""
+        self.registry.remove_tool(name)
+
+    def add_resource(self, fn: Callable[..., Any], /, uri: str, **options: Any) -> None:
+        """Register ``fn`` at ``uri`` (a URI or a template), as ``@app.resource(uri, ...)``;
+        sends resources/list_changed."""
+        self.resource(uri, **options)(fn)
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource (by URI) or a template (by its template string)."""
+        self.registry.remove_resource(uri)
+
+    def add_prompt(self, fn: Callable[..., Any], /, **options: Any) -> None:
+        """Register ``fn`` as a prompt, as ``@app.prompt(**options)``; sends
+        prompts/list_changed."""
+        self.prompt(**options)(fn)
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt (KeyError if unknown); sends prompts/list_changed."""
+        self.registry.remove_prompt(name)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions and listens subscribed to ``uri`` that it changed
+        (``notifications/resources/updated``). Synchronous and never blocks: changes coalesce
+        per subscriber (runtime._broadcast). Call it from any task of the server's trio run,
+        or from a sync tool's worker thread (it hops to the trio thread).
+        """
+        self.registry.changes.resource_updated(uri)
+
+    def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> None:
+        """Send ``notifications/{kind}/list_changed`` yourself, for lists computed outside
+        the registry (registry changes send it already). Same contract as
+        :meth:`notify_resource_updated`."""
+        self.registry.changes.list_changed(kind)
+
     # -- dispatch ---------------------------------------------------------------------------
 
     @property
@@ -281,12 +399,77 @@ class Server:
         """
         for event in self._shutdown_events:
             event.set()
+        # 2026-07-28 subscriptions "Graceful Closure": open listens complete with a result.
+        self.registry.changes.end_all("shutdown")
+
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """Hold the server "serving" for the body: the first (outermost) entry enters the
+        ``lifespan``; nested or concurrent entries (connections inside ``serve_tcp``, a
+        ``serve_unix`` beside it) only count. The lifespan exits in the task that entered it
+        (trio scopes are task-bound), so that first entry waits at its exit for the others.
+        Every ``serve_*`` method holds it (the ``_serving`` decorator).
+        """
+        self._serving += 1
+        if self._serving > 1:
+            try:
+                yield
+            finally:
+                self._serving -= 1
+                if self._serving == 0 and self._all_served is not None:
+                    self._all_served.set()
+            return
+        all_served = self._all_served = trio.Event()
+        self.registry.changes.reopen()
+        try:
+            if self._lifespan is None:
+                async with self._task_nursery():
+                    yield
+            else:
+                async with self._lifespan(self) as state, self._task_nursery():
+                    self.state = state
+                    try:
+                        yield
+                    finally:
+                        self._serving -= 1
+                        try:
+                            if self._serving:
+                                # Shielded: a cancelled first serve must not pull the
+                                # lifespan from under serves still running on it.
+                                log.info("lifespan waits for serve_* count=%d", self._serving)
+                                with trio.CancelScope(shield=True):
+                                    await all_served.wait()
+                        finally:
+                            self._serving += 1
+        finally:
+            self._serving -= 1
+            self.state = None
+            self._all_served = None
+
+    @contextlib.asynccontextmanager
+    async def _task_nursery(self) -> AsyncIterator[None]:
+        """The nursery tasks (``@app.tool(task=...)``) run in while the server serves: they
+        outlive the request and connection that created them, and are cancelled when the
+        outermost serve ends. A lone exception from the body is re-raised unwrapped."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self.tasks.nursery = nursery
+                try:
+                    yield
+                finally:
+                    self.tasks.nursery = None
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
 
     def _new_shutdown_event(self) -> trio.Event:
         event = trio.Event()
         self._shutdown_events.add(event)
         return event
 
+    @_serving
     async def serve_connection(
         self,
         channel: MessageChannel,
@@ -311,6 +494,7 @@ class Server:
             drain_on_eof=drain_on_eof,
         ).serve()
 
+    @_serving
     async def serve_stdio(
         self,
         *,
@@ -337,6 +521,7 @@ class Server:
         finally:
             self._shutdown_events.discard(shutdown)
 
+    @_serving
     async def serve_tcp(
         self,
         port: int = 0,
@@ -354,6 +539,7 @@ class Server:
         address = listeners[0].socket.getsockname()
         await self._serve_listeners(listeners, framing, "tcp", address, task_status)
 
+    @_serving
     async def serve_unix(
         self,
         path: str,
@@ -388,6 +574,7 @@ class Server:
             shutdown_grace=self.limits.shutdown_grace,
         )
 
+    @_serving
     async def serve_http(
         self,
         port: int = 0,
@@ -447,6 +634,7 @@ class Server:
             port, host=host, path=None, sse_path=path, messages_path=messages_path, **options
         )
 
+    @_serving
     async def serve_websocket(
         self,
         port: int = 0,

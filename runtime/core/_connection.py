@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -139,6 +140,17 @@ class Connection:
         self, method: str, params: Any = None, *, related: RequestId | None = None
     ) -> None:
         await self._send(encode_notification(method, params), related)
+
+    def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
+        """Run ``fn()`` beside this connection's requests for the rest of the connection.
+
+        Not a request: it holds no in-flight slot and the connection does not wait for it
+        (after in-flight requests drained it is cancelled). For per-session services such
+        as delivering unsolicited notifications. Only while the connection serves.
+        """
+        if self._requests is None:
+            raise RuntimeError("the connection is not serving")
+        self._requests.start_soon(fn, name=name)
 
     async def request(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from msgspec import Raw
@@ -23,6 +24,10 @@ class Peer(Protocol):
     ) -> None:
         """Queue a notification to the client (waits only while the write queue is full).
         ``related`` is the id of the request it was sent from, if any."""
+
+    def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
+        """Run ``fn()`` for the rest of the connection, beside its requests (not counted as
+        one; cancelled when the connection ends)."""
 
     async def request(
         self,

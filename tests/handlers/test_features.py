@@ -107,9 +107,9 @@ async def test_initialize_reports_what_is_implemented() -> None:
         "protocolVersion": "2025-11-25",
         "capabilities": {
             "logging": {},
-            "tools": {"listChanged": False},
-            "resources": {"subscribe": False, "listChanged": False},
-            "prompts": {"listChanged": False},
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
             "completions": {},
         },
         "serverInfo": {"name": "features", "version": "2.0.0", "title": "Feature test"},
@@ -310,3 +310,35 @@ async def test_sync_tool_runs_in_a_thread_and_async_in_the_task() -> None:
         async with open_client(app) as client:
             assert (await client.call_tool("sync_tool"))["content"][0]["text"] == "true"
             assert (await client.call_tool("async_tool"))["content"][0]["text"] == "true"
+
+
+async def test_progress_increases_and_stops_after_completion() -> None:
+    app = Server("progress")
+    kept: list[Context] = []
+
+    @app.tool
+    async def work(ctx: Context) -> str:
+        for value in (1, 1, 0.5, 2):
+            await ctx.report_progress(value, 2)
+        kept.append(ctx)
+        return "done"
+
+    @app.tool
+    async def late() -> str:
+        await kept[0].report_progress(3, 3)
+        return "late"
+
+    with trio.fail_after(10):
+        async with open_client(app) as client:
+            await client.request(
+                "tools/call", {"name": "work", "arguments": {}, "_meta": {"progressToken": "p1"}}
+            )
+            await client.call_tool("late")
+            await client.ping()
+    progress = [
+        n["params"] for n in client.notifications if n["method"] == "notifications/progress"
+    ]
+    assert progress == [
+        {"progressToken": "p1", "progress": 1, "total": 2},
+        {"progressToken": "p1", "progress": 2, "total": 2},
+    ]

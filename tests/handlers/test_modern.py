@@ -58,9 +58,9 @@ async def test_discover() -> None:
         "supportedVersions": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
         "capabilities": {
             "logging": {},
-            "tools": {"listChanged": False},
-            "resources": {"subscribe": False, "listChanged": False},
-            "prompts": {"listChanged": False},
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
             "completions": {},
         },
         "instructions": "Modern test server.",

@@ -1,0 +1,215 @@
+"""Change notifications in both eras, fed by the registry's :class:`~runtime._broadcast.Broadcast`.
+
+Handshake era (MCP 2025-11-25 server/resources "Subscriptions", server/tools|prompts|resources
+"List Changed Notification"): once a session is initialized, a per-connection task delivers
+``notifications/{tools,prompts,resources}/list_changed`` for the features its capabilities
+announced, and ``notifications/resources/updated`` for the URIs it ``resources/subscribe``-d to.
+
+Modern era (2026-07-28 basic/patterns/subscriptions): ``subscriptions/listen`` is a long-lived
+request. It sends ``notifications/subscriptions/acknowledged`` with the honored subset of the
+filter first, then only the requested kinds, every one tagged with the listen request's id in
+``_meta["io.modelcontextprotocol/subscriptionId"]`` and sent as related to that request (so HTTP
+routes them to its response stream). The client ends it with ``notifications/cancelled`` (no
+response); the server ends it gracefully on shutdown with a result carrying the subscription id.
+A listen holds one of the connection's ``max_in_flight`` slots for as long as it is open.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from runtime._broadcast import Change, ListKind, Subscriber
+from runtime._registry import App, Registry
+from runtime.core import (
+    RESOURCE_NOT_FOUND,
+    Handler,
+    JSONRPCError,
+    NotificationHandler,
+    Peer,
+    RequestContext,
+)
+
+from ._common import decode_params
+from .lifecycle import capabilities
+
+__all__ = ["MAX_RESOURCE_SUBSCRIPTIONS", "META_SUBSCRIPTION_ID", "methods"]
+
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: Resource URIs one handshake session, or one listen request, may watch. The spec sets no
+#: number; this caps the watch set and with it the subscriber's coalescing mailbox (which
+#: holds at most one pending change per watched URI). Past it: -32602 with ``maxSubscriptions``.
+MAX_RESOURCE_SUBSCRIPTIONS: Final = 256
+#: A listen under a request timeout ends gracefully this long (at most) before the deadline,
+#: so the client gets the closing result instead of -32001.
+_DEADLINE_MARGIN: Final = 1.0
+_FEED_KEY: Final = "mcp.subscriptions"
+_FILTER_FIELDS: Final[dict[ListKind, str]] = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+
+
+class _UriParams(msgspec.Struct):
+    uri: str
+
+
+class _Filter(msgspec.Struct, rename="camel"):
+    tools_list_changed: bool = False
+    prompts_list_changed: bool = False
+    resources_list_changed: bool = False
+    resource_subscriptions: list[str] | None = None
+
+
+class _ListenParams(msgspec.Struct):
+    notifications: _Filter
+
+
+_uri_decoder: Final = msgspec.json.Decoder(_UriParams)
+_listen_decoder: Final = msgspec.json.Decoder(_ListenParams)
+
+
+def _notification(change: Change, meta: dict[str, Any] | None) -> tuple[str, Any]:
+    what, key = change
+    params: dict[str, Any] = {} if meta is None else {"_meta": meta}
+    if what == "updated":
+        params["uri"] = key
+        return "notifications/resources/updated", params
+    return f"notifications/{key}/list_changed", params or None
+
+
+def _known(registry: Registry, uri: str) -> bool:
+    return uri in registry.resources or registry.find_template(uri) is not None
+
+
+def _too_many() -> JSONRPCError:
+    return JSONRPCError.invalid_params(
+        f"Too many resource subscriptions (at most {MAX_RESOURCE_SUBSCRIPTIONS})",
+        {"maxSubscriptions": MAX_RESOURCE_SUBSCRIPTIONS},
+    )
+
+
+def _offered(server: App) -> set[ListKind]:
+    """The list kinds whose ``listChanged`` the server advertises right now."""
+    caps = capabilities(server)
+    return {kind for kind in _FILTER_FIELDS if caps.get(kind, {}).get("listChanged")}
+
+
+async def _deliver(subscriber: Subscriber, peer: Peer) -> None:
+    """A handshake session's delivery task: unsolicited notifications (``related=None``, the
+    session's standalone stream on HTTP). Waiting on a full write queue only delays this
+    session; its changes coalesce meanwhile (runtime._broadcast)."""
+    try:
+        while True:
+            for change in await subscriber.receive():
+                method, params = _notification(change, None)
+                await peer.notify(method, params)
+    except trio.EndOfChannel:
+        pass
+    finally:
+        subscriber.end("connection closed")
+
+
+def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
+    registry = server.registry
+    changes = registry.changes
+
+    def session_feed(ctx: RequestContext) -> Subscriber:
+        """The session's subscriber, opened (with its delivery task) on first use."""
+        feed = ctx.session.state.get(_FEED_KEY)
+        if isinstance(feed, Subscriber):
+            return feed
+        feed = changes.open(_offered(server), label=ctx.peer.connection_id)
+        ctx.session.state[_FEED_KEY] = feed
+        try:
+            ctx.peer.start_soon(lambda: _deliver(feed, ctx.peer), name="subscriptions")
+        except RuntimeError:
+            feed.end("connection closed")
+        return feed
+
+    async def initialized(ctx: RequestContext) -> None:
+        # 2025-11-25 basic/lifecycle: no notifications but pings and logging before this.
+        session_feed(ctx)
+
+    async def subscribe(ctx: RequestContext) -> dict[str, Any]:
+        uri = decode_params(ctx, _uri_decoder, b"{}").uri
+        if not _known(registry, uri):
+            # Same answer as resources/read of that URI (2025-11-25 server/resources
+            # "Error Handling"); the spec does not say subscribe must check, we do so that a
+            # typo fails loudly instead of never firing.
+            raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        feed = session_feed(ctx)
+        if uri not in feed.uris and len(feed.uris) >= MAX_RESOURCE_SUBSCRIPTIONS:
+            raise _too_many()
+        feed.watch(uri)
+        return {}
+
+    async def unsubscribe(ctx: RequestContext) -> dict[str, Any]:
+        # Idempotent: unsubscribing from a URI not subscribed to is not an error.
+        uri = decode_params(ctx, _uri_decoder, b"{}").uri
+        feed = ctx.session.state.get(_FEED_KEY)
+        if isinstance(feed, Subscriber):
+            feed.unwatch(uri)
+        return {}
+
+    async def listen(ctx: RequestContext) -> dict[str, Any]:
+        wanted = decode_params(ctx, _listen_decoder, b"{}").notifications
+        offered = _offered(server)
+        requested: dict[ListKind, bool] = {
+            "tools": wanted.tools_list_changed,
+            "prompts": wanted.prompts_list_changed,
+            "resources": wanted.resources_list_changed,
+        }
+        kinds = [kind for kind, asked in requested.items() if asked and kind in offered]
+        honored: dict[str, Any] = {_FILTER_FIELDS[kind]: True for kind in kinds}
+        uris: list[str] = []
+        if wanted.resource_subscriptions is not None and capabilities(server).get(
+            "resources", {}
+        ).get("subscribe"):
+            # Unknown URIs are left out of the acknowledged subset (the server does not
+            # agree to honor them), as unsupported kinds are.
+            uris = [u for u in dict.fromkeys(wanted.resource_subscriptions) if _known(registry, u)]
+            if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
+                raise _too_many()
+            honored["resourceSubscriptions"] = uris
+        request_id = ctx.id
+        assert request_id is not None
+        meta = {META_SUBSCRIPTION_ID: request_id}
+        peer = ctx.peer
+        end_at = math.inf
+        deadline = trio.current_effective_deadline()
+        if deadline != math.inf:
+            end_at = deadline - min(_DEADLINE_MARGIN, (deadline - trio.current_time()) / 10)
+        with changes.subscribe(kinds, label=f"{peer.connection_id}/{request_id!r}") as sub:
+            for uri in uris:
+                sub.watch(uri)
+            # Subscribed before acknowledging, so nothing published in between is lost;
+            # nothing is delivered before the acknowledgment (basic/patterns/subscriptions).
+            await peer.notify(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": meta, "notifications": honored},
+                related=request_id,
+            )
+            with trio.move_on_at(end_at):
+                try:
+                    while True:
+                        for change in await sub.receive():
+                            method, params = _notification(change, meta)
+                            await peer.notify(method, params, related=request_id)
+                except trio.EndOfChannel:
+                    pass
+        # Ended by the server (shutdown, or the request deadline): "Graceful Closure".
+        return {"_meta": dict(meta)}
+
+    return (
+        {
+            "resources/subscribe": subscribe,
+            "resources/unsubscribe": unsubscribe,
+            "subscriptions/listen": listen,
+        },
+        {"notifications/initialized": initialized},
+    )

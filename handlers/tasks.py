@@ -1,0 +1,143 @@
+"""Tasks, both protocols over one table (runtime._tasks).
+
+2026-07-28: the extension ``io.modelcontextprotocol/tasks`` (SEP-2663). Server-directed: a
+task-capable tool becomes a task for a client that declared the extension in that
+request's capabilities, answered with ``resultType: "task"``; ``tasks/get`` returns the
+DetailedTask (result, error or inputRequests inline), ``tasks/update`` delivers input,
+``tasks/cancel`` acknowledges with an empty result.
+
+2025-11-25: experimental tasks (basic/utilities/tasks). Requestor-directed: ``params.task``
+asks for a task; ``CreateTaskResult`` is ``{"task": Task}``; ``tasks/result`` blocks until a
+terminal status; ``tasks/list`` lists the session's tasks; ``tasks/cancel`` answers with the
+cancelled task and refuses terminal ones with -32602. Tasks are scoped to the session that
+created them; modern task ids are the capability (unguessable, CSPRNG).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from runtime._registry import App
+from runtime._tasks import TERMINAL, TaskRecord
+from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, RequestContext
+
+from ._common import decode_params
+
+__all__ = ["EXTENSION", "created", "methods", "wants_task"]
+
+EXTENSION: Final = "io.modelcontextprotocol/tasks"
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+
+
+class _TaskIdParams(msgspec.Struct):
+    taskId: str
+
+
+class _UpdateParams(msgspec.Struct):
+    taskId: str
+    inputResponses: dict[str, Any]
+
+
+class _ListParams(msgspec.Struct):
+    cursor: str | None = None
+
+
+_id_decoder: Final = msgspec.json.Decoder(_TaskIdParams)
+_update_decoder: Final = msgspec.json.Decoder(_UpdateParams)
+_list_decoder: Final = msgspec.json.Decoder(_ListParams)
+
+
+def wants_task(
+    ctx: RequestContext, support: str | None, task_param: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The task request for this call (a dict, maybe empty), or None to run it inline."""
+    if support is None:
+        if task_param is not None and not ctx.modern:
+            # 2025-11-25: taskSupport absent means forbidden; -32601 is the code it gives.
+            raise JSONRPCError.method_not_found("tools/call (as a task)")
+        return None
+    if ctx.modern:
+        extensions = ctx.client_capabilities.get("extensions")
+        # Never return a task to a client that did not declare the extension (SEP-2663).
+        return {} if isinstance(extensions, dict) and EXTENSION in extensions else None
+    if task_param is None:
+        if support == "required":
+            raise JSONRPCError.method_not_found("tools/call (this tool must run as a task)")
+        return None
+    return task_param
+
+
+def created(ctx: RequestContext, record: TaskRecord) -> dict[str, Any]:
+    if ctx.modern:
+        return {"resultType": "task", **record.wire(legacy=False)}
+    return {"task": record.wire(legacy=True)}
+
+
+def methods(server: App) -> dict[str, Handler]:
+    table = server.tasks
+
+    def find(ctx: RequestContext, task_id: str) -> TaskRecord:
+        return table.get(task_id, None if ctx.modern else ctx.session)
+
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _id_decoder, b"{}")
+        return find(ctx, params.taskId).wire(legacy=not ctx.modern)
+
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        if not ctx.modern:
+            raise JSONRPCError.method_not_found(ctx.method)
+        params = decode_params(ctx, _update_decoder, b"{}")
+        find(ctx, params.taskId).provide(params.inputResponses)
+        return {}
+
+    async def cancel(ctx: RequestContext) -> dict[str, Any]:
+        params = decode_params(ctx, _id_decoder, b"{}")
+        record = find(ctx, params.taskId)
+        if record.status in TERMINAL:
+            if ctx.modern:
+                return {}  # cooperative: acknowledged, nothing to do (SEP-2663)
+            raise JSONRPCError(
+                INVALID_PARAMS, f"Task is already {record.status}", {"taskId": record.task_id}
+            )
+        record.scope.cancel()
+        # 2025-11-25: "MUST transition the task to cancelled status before sending the
+        # response"; the extension allows eventual consistency, we are immediate in both.
+        record.set_status("cancelled", "cancelled by the client")
+        return {} if ctx.modern else record.wire(legacy=True)
+
+    async def result(ctx: RequestContext) -> dict[str, Any]:
+        if ctx.modern:
+            raise JSONRPCError.method_not_found(ctx.method)
+        params = decode_params(ctx, _id_decoder, b"{}")
+        record = find(ctx, params.taskId)
+        await record.done.wait()
+        if record.status == "failed" and record.error is not None:
+            error = record.error
+            raise JSONRPCError(error["code"], error["message"], error.get("data"))
+        if record.status == "cancelled":
+            raise JSONRPCError(INVALID_PARAMS, "Task was cancelled", {"taskId": record.task_id})
+        out = dict(record.result or {})
+        meta = dict(out.get("_meta") or {})
+        meta[RELATED_TASK] = {"taskId": record.task_id}
+        out["_meta"] = meta
+        return out
+
+    async def list_tasks(ctx: RequestContext) -> dict[str, Any]:
+        if ctx.modern:
+            raise JSONRPCError.method_not_found(ctx.method)
+        params = decode_params(ctx, _list_decoder, b"{}")
+        page, next_cursor = server.cursors.page("tasks", table.owned_by(ctx.session), params.cursor)
+        out: dict[str, Any] = {"tasks": [record.wire(legacy=True) for record in page]}
+        if next_cursor is not None:
+            out["nextCursor"] = next_cursor
+        return out
+
+    return {
+        "tasks/get": get,
+        "tasks/update": update,
+        "tasks/cancel": cancel,
+        "tasks/result": result,
+        "tasks/list": list_tasks,
+    }

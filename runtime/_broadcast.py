@@ -1,0 +1,211 @@
+"""Server-wide fan-out of change events: list changes and resource updates.
+
+One :class:`Broadcast` per server (it lives on the ``Registry``, which publishes a list change
+whenever a tool, resource, template or prompt is added or removed). Each interested party (a
+handshake-era session, a modern ``subscriptions/listen`` request) holds a :class:`Subscriber`
+and drains it from its own task, so delivery to one never waits for another.
+
+Slow subscribers: neither dropped nor closed, **coalesced**. Every event here is level-triggered
+("this list / this resource changed, read it again": MCP 2025-11-25 server/resources,
+``notifications/resources/updated``; server/tools "List Changed Notification"), so ten pending
+changes of one thing say no more than one. A subscriber's mailbox is therefore an ordered set
+keyed by what changed, bounded by its interest (three list kinds plus the URIs it watches, itself
+capped by the caller); publishing is a synchronous set insertion that never blocks, never
+allocates past that bound and loses nothing a client could act on. What remains is the
+connection's own bounded write queue, where the write timeout closes a peer that stopped reading
+(logged with its reason) and with it that peer's subscriber.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Final, Literal, cast
+
+import trio
+
+__all__ = ["LIST_KINDS", "Broadcast", "Change", "ListKind", "Subscriber"]
+
+log = logging.getLogger("mcp_runtime.broadcast")
+
+ListKind = Literal["tools", "prompts", "resources"]
+LIST_KINDS: Final[tuple[ListKind, ...]] = ("tools", "prompts", "resources")
+#: ``("list", kind)`` for a list change, ``("updated", uri)`` for a resource update.
+Change = tuple[Literal["list", "updated"], str]
+
+
+class Subscriber:
+    """One party's interest and its coalescing mailbox. Made by :meth:`Broadcast.subscribe`.
+
+    ``receive()`` is for a single consumer task. Cancellation-safe: a cancelled ``receive``
+    loses nothing (pending changes stay pending).
+    """
+
+    __slots__ = ("_hub", "_pending", "_wake", "end_reason", "kinds", "label", "uris")
+
+    def __init__(self, hub: Broadcast, kinds: Iterable[ListKind], label: str) -> None:
+        self._hub = hub
+        self.label = label
+        self.kinds: frozenset[ListKind] = frozenset(kinds)
+        #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`).
+        self.uris: set[str] = set()
+        # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
+        self._pending: dict[Change, None] = {}
+        self._wake = trio.Event()
+        #: None while live; why it ended ("shutdown", "closed", ...) once ended.
+        self.end_reason: str | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def watch(self, uri: str) -> None:
+        """Also deliver updates of ``uri``. The caller bounds how many (per session/listen)."""
+        if uri not in self.uris and self.end_reason is None:
+            self.uris.add(uri)
+            self._hub._by_uri.setdefault(uri, set()).add(self)
+
+    def unwatch(self, uri: str) -> None:
+        if uri in self.uris:
+            self.uris.discard(uri)
+            self._hub._unindex(uri, self)
+            self._pending.pop(("updated", uri), None)
+
+    def _offer(self, change: Change) -> None:
+        self._pending[change] = None
+        self._wake.set()
+
+    async def receive(self) -> list[Change]:
+        """Wait for changes and take all of them (oldest first, each once).
+
+        Raises ``trio.EndOfChannel`` once the subscriber ended and nothing is pending.
+        """
+        while not self._pending:
+            if self.end_reason is not None:
+                raise trio.EndOfChannel(self.end_reason)
+            await self._wake.wait()
+            self._wake = trio.Event()
+        changes = list(self._pending)
+        self._pending.clear()
+        return changes
+
+    def end(self, reason: str) -> None:
+        """Stop receiving new changes; ``receive`` delivers what is pending, then ends."""
+        if self.end_reason is not None:
+            return
+        self.end_reason = reason
+        self._hub._remove(self)
+        self._wake.set()
+
+    def __repr__(self) -> str:
+        return f"<Subscriber {self.label} kinds={sorted(self.kinds)} uris={len(self.uris)}>"
+
+
+class Broadcast:
+    """Publishes changes to the subscribers interested in them; see the module docstring.
+
+    Publishing is synchronous and never blocks. Call it from any task of the trio run that
+    serves the server, or from a worker thread that run started (a sync tool function): the
+    change then hops to the trio thread. With no subscribers it is a no-op anywhere (so
+    registering at import time, before serving, costs nothing).
+    """
+
+    def __init__(self) -> None:
+        self._by_kind: dict[ListKind, set[Subscriber]] = {kind: set() for kind in LIST_KINDS}
+        self._by_uri: dict[str, set[Subscriber]] = {}
+        self._subscribers: set[Subscriber] = set()
+        self._token: trio.lowlevel.TrioToken | None = None
+        #: Set by :meth:`end_all` (server shutdown): new subscribers start ended.
+        self.closed_reason: str | None = None
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def open(self, kinds: Iterable[ListKind] = (), *, label: str = "") -> Subscriber:
+        """A subscriber for the list ``kinds`` (add URIs with ``watch``); ``end()`` it when
+        done. Call from the trio thread. After :meth:`end_all` it starts ended."""
+        sub = Subscriber(self, kinds, label)
+        self._token = trio.lowlevel.current_trio_token()
+        if self.closed_reason is not None:
+            sub.end_reason = self.closed_reason
+        else:
+            self._subscribers.add(sub)
+            for kind in sub.kinds:
+                self._by_kind[kind].add(sub)
+        return sub
+
+    @contextmanager
+    def subscribe(self, kinds: Iterable[ListKind] = (), *, label: str = "") -> Iterator[Subscriber]:
+        """:meth:`open` as a context manager: the subscriber ends on exit."""
+        sub = self.open(kinds, label=label)
+        try:
+            yield sub
+        finally:
+            sub.end("closed")
+
+    def reopen(self) -> None:
+        """Accept subscribers again after :meth:`end_all` (a server that serves again)."""
+        self.closed_reason = None
+
+    def end_all(self, reason: str = "shutdown") -> None:
+        """End every subscriber gracefully (pending changes are still delivered)."""
+        self._hop(self._end_all, reason)
+
+    def list_changed(self, kind: ListKind) -> None:
+        """Publish ``notifications/{kind}/list_changed``."""
+        if self._by_kind[kind]:
+            self._hop(self._publish, ("list", kind))
+
+    def resource_updated(self, uri: str) -> None:
+        """Publish ``notifications/resources/updated`` for ``uri`` (exact match)."""
+        if uri in self._by_uri:
+            self._hop(self._publish, ("updated", uri))
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _hop(self, fn: Callable[..., None], *args: object) -> None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            # Not in the trio thread: a worker thread (sync tool) or another thread entirely.
+            if self._token is None:
+                return
+            try:
+                trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+            except trio.RunFinishedError:
+                return
+            return
+        fn(*args)
+
+    def _publish(self, change: Change) -> None:
+        what, key = change
+        targets: Iterable[Subscriber]
+        if what == "updated":
+            targets = self._by_uri.get(key, ())
+        else:
+            targets = self._by_kind[cast(ListKind, key)]
+        for sub in tuple(targets):
+            sub._offer(change)
+
+    def _end_all(self, reason: str) -> None:
+        self.closed_reason = reason
+        count = len(self._subscribers)
+        for sub in tuple(self._subscribers):
+            sub.end(reason)
+        if count:
+            log.info("ended subscribers count=%d reason=%s", count, reason)
+
+    def _remove(self, sub: Subscriber) -> None:
+        self._subscribers.discard(sub)
+        for kind in sub.kinds:
+            self._by_kind[kind].discard(sub)
+        for uri in sub.uris:
+            self._unindex(uri, sub)
+
+    def _unindex(self, uri: str, sub: Subscriber) -> None:
+        subs = self._by_uri.get(uri)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._by_uri[uri]

@@ -1,0 +1,112 @@
+"""Integrity-protected ``requestState`` for multi round-trip requests (MCP 2026-07-28
+basic/patterns/mrtr, "Server Requirements": the state is attacker-controlled input; protect
+its integrity, bind it to the originating request and give it a short expiry).
+
+Format: ``base64url(payload) "." key_id "." base64url(HMAC-SHA256(key, key_id "." payload))``.
+Keys rotate every ``rotate_seconds``; the previous key still verifies, so state issued just
+before a rotation survives it. Pass a fixed ``secret`` when several server instances must
+accept each other's state. The payload is signed, not encrypted: it holds only what the
+client itself supplied (its earlier input responses) plus the request binding.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import time
+from typing import Any, Final
+
+import msgspec
+
+from .core import INVALID_PARAMS, JSONRPCError
+
+__all__ = ["StateSealer", "params_digest"]
+
+_MAX_STATE: Final = 256 * 1024  # bytes of requestState we are willing to verify
+
+
+class _Payload(msgspec.Struct, forbid_unknown_fields=True):
+    method: str
+    digest: str
+    expires: float
+    responses: dict[str, Any]
+
+
+_decoder: Final = msgspec.json.Decoder(_Payload)
+_encode: Final = msgspec.json.Encoder(order="sorted").encode
+
+
+def params_digest(value: Any) -> str:
+    """A digest of a request's salient parameters, independent of key order."""
+    return hashlib.sha256(_encode(value)).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class StateSealer:
+    def __init__(
+        self,
+        secret: bytes | None = None,
+        *,
+        ttl_seconds: float = 600.0,
+        rotate_seconds: float = 3600.0,
+    ) -> None:
+        if ttl_seconds <= 0 or rotate_seconds <= 0:
+            raise ValueError("ttl_seconds and rotate_seconds must be positive")
+        self.ttl_seconds = ttl_seconds
+        self._secret = secret
+        self._rotate = rotate_seconds
+        self._random: dict[int, bytes] = {}
+
+    def _key(self, epoch: int) -> bytes:
+        if self._secret is not None:
+            return hmac.new(self._secret, f"requestState:{epoch}".encode(), "sha256").digest()
+        key = self._random.get(epoch)
+        if key is None:
+            # Keep only the current and the previous epoch's keys.
+            self._random = {e: k for e, k in self._random.items() if e >= epoch - 1}
+            key = self._random[epoch] = os.urandom(32)
+        return key
+
+    def _epoch(self, now: float) -> int:
+        return int(now // self._rotate)
+
+    def seal(self, method: str, digest: str, responses: dict[str, Any]) -> str:
+        now = time.time()
+        payload = _b64(_encode(_Payload(method, digest, now + self.ttl_seconds, responses)))
+        epoch = self._epoch(now)
+        signed = f"{epoch}.{payload}".encode()
+        return f"{payload}.{epoch}.{_b64(hmac.new(self._key(epoch), signed, 'sha256').digest())}"
+
+    def unseal(self, state: str, method: str, digest: str) -> dict[str, Any]:
+        """The input responses carried by ``state``; raises -32602 for state that is forged,
+        expired, or was issued for another request."""
+        try:
+            if len(state) > _MAX_STATE:
+                raise ValueError("too large")
+            payload_text, epoch_text, mac_text = state.split(".")
+            epoch = int(epoch_text)
+            current = self._epoch(time.time())
+            if epoch not in (current, current - 1):
+                raise ValueError("key expired")
+            signed = f"{epoch}.{payload_text}".encode()
+            expected = hmac.new(self._key(epoch), signed, "sha256").digest()
+            if not hmac.compare_digest(expected, _unb64(mac_text)):
+                raise ValueError("bad mac")
+            payload = _decoder.decode(_unb64(payload_text))
+        except (ValueError, binascii.Error, msgspec.DecodeError):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid requestState") from None
+        if payload.expires < time.time():
+            raise JSONRPCError(INVALID_PARAMS, "requestState has expired")
+        if payload.method != method or payload.digest != digest:
+            raise JSONRPCError(INVALID_PARAMS, "requestState was issued for a different request")
+        return payload.responses

@@ -1,0 +1,211 @@
+"""The task table behind both task protocols: the 2026-07-28 extension
+``io.modelcontextprotocol/tasks`` (SEP-2663: tasks/get, tasks/update, tasks/cancel) and the
+2025-11-25 experimental tasks (basic/utilities/tasks: tasks/get, tasks/result, tasks/list,
+tasks/cancel).
+
+Each task runs in a server-owned nursery (not the request's), so it outlives the request
+and the connection that created it, and ends with the serve call that owns the nursery.
+Task ids come from a CSPRNG (they are the only handle a client holds: unguessable), every
+task has a TTL after which it is purged, and the table is bounded: creating a task in a
+full table is the overload error, never unbounded growth.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import trio
+
+from .core import INVALID_PARAMS, SERVER_OVERLOADED, JSONRPCError
+
+__all__ = ["TERMINAL", "TaskRecord", "TaskTable"]
+
+log = logging.getLogger("mcp_runtime.tasks")
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+class TaskRecord:
+    """One task. Mutated only from the trio run that owns the table."""
+
+    def __init__(self, owner: object, ttl_ms: int | None, poll_interval_ms: int) -> None:
+        self.task_id = secrets.token_urlsafe(24)
+        self.owner = owner
+        self.status: Status = "working"
+        self.status_message: str | None = None
+        self.created_at = self.updated_at = time.time()
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        #: Outstanding input requests (key -> request object) while input_required.
+        self.input_requests: dict[str, Any] = {}
+        #: Answers that arrived through tasks/update.
+        self.responses: dict[str, Any] = {}
+        self.scope = trio.CancelScope()
+        self.done = trio.Event()
+        self._changed = trio.Event()
+        self.listeners: list[Callable[[TaskRecord], None]] = []
+
+    @property
+    def expired(self) -> bool:
+        return self.ttl_ms is not None and time.time() > self.created_at + self.ttl_ms / 1000
+
+    def set_status(self, status: Status, message: str | None = None) -> None:
+        if self.status in TERMINAL:
+            return  # terminal states never change (both task specifications)
+        self.status = status
+        self.status_message = message
+        self.updated_at = time.time()
+        self._changed.set()
+        self._changed = trio.Event()
+        if status in TERMINAL:
+            self.input_requests = {}
+            self.done.set()
+        for listener in list(self.listeners):
+            listener(self)
+
+    async def wait_changed(self) -> None:
+        await self._changed.wait()
+
+    async def input(self, key: str, request: dict[str, Any]) -> Any:
+        """Wait for the client's answer to ``request`` (delivered by tasks/update)."""
+        while key not in self.responses:
+            self.input_requests[key] = request
+            self.set_status("input_required", "waiting for input")
+            await self.wait_changed()
+        self.input_requests.pop(key, None)
+        if not self.input_requests and self.status == "input_required":
+            self.set_status("working")
+        return self.responses[key]
+
+    def provide(self, responses: dict[str, Any]) -> None:
+        """Accept answers; keys that are not outstanding are ignored (SEP-2663)."""
+        accepted = {k: v for k, v in responses.items() if k in self.input_requests}
+        if accepted:
+            self.responses.update(accepted)
+            self.updated_at = time.time()
+            self._changed.set()
+            self._changed = trio.Event()
+
+    def wire(self, *, legacy: bool) -> dict[str, Any]:
+        """The task object: SEP-2663 ``DetailedTask``, or the 2025-11-25 ``Task``."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": _iso(self.created_at),
+            "lastUpdatedAt": _iso(self.updated_at),
+        }
+        if legacy:
+            task["ttl"] = self.ttl_ms
+            task["pollInterval"] = self.poll_interval_ms
+        else:
+            task["ttlMs"] = self.ttl_ms
+            task["pollIntervalMs"] = self.poll_interval_ms
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        if not legacy:
+            if self.status == "input_required":
+                task["inputRequests"] = dict(self.input_requests)
+            elif self.status == "completed":
+                task["result"] = self.result
+            elif self.status == "failed":
+                task["error"] = self.error
+        return task
+
+
+class TaskTable:
+    def __init__(
+        self,
+        *,
+        max_tasks: int = 1000,
+        default_ttl_ms: int = 3_600_000,
+        max_ttl_ms: int = 24 * 3_600_000,
+        poll_interval_ms: int = 1000,
+    ) -> None:
+        self.max_tasks = max_tasks
+        self.default_ttl_ms = default_ttl_ms
+        self.max_ttl_ms = max_ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self._tasks: dict[str, TaskRecord] = {}
+        #: The nursery tasks run in; set while the server is serving.
+        self.nursery: trio.Nursery | None = None
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def purge(self) -> None:
+        for task_id in [t.task_id for t in self._tasks.values() if t.expired]:
+            record = self._tasks.pop(task_id)
+            record.scope.cancel()
+
+    def create(self, owner: object, ttl_ms: int | None = None) -> TaskRecord:
+        """A new task in ``working`` status; -32010 when the table is full."""
+        if self.nursery is None:
+            raise RuntimeError("tasks need a serving server (no task nursery is open)")
+        self.purge()
+        if len(self._tasks) >= self.max_tasks:
+            raise JSONRPCError(
+                SERVER_OVERLOADED,
+                "Server overloaded: too many tasks",
+                {"maxTasks": self.max_tasks},
+            )
+        # The receiver may override the requested TTL (2025-11-25 tasks); we cap it.
+        ttl = self.default_ttl_ms if ttl_ms is None else max(0, min(ttl_ms, self.max_ttl_ms))
+        record = TaskRecord(owner, ttl, self.poll_interval_ms)
+        self._tasks[record.task_id] = record
+        return record
+
+    def get(self, task_id: str, owner: object | None = None) -> TaskRecord:
+        """The task, or -32602 for an unknown, expired or (with ``owner``) foreign id."""
+        record = self._tasks.get(task_id)
+        if record is not None and record.expired:
+            self.purge()
+            record = None
+        if record is None or (owner is not None and record.owner is not owner):
+            raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+        return record
+
+    def owned_by(self, owner: object) -> list[TaskRecord]:
+        self.purge()
+        return [t for t in self._tasks.values() if t.owner is owner]
+
+    def start(
+        self,
+        record: TaskRecord,
+        run: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> None:
+        """Run ``run`` in the background; its result completes the task, a JSONRPCError
+        fails it, cancellation (tasks/cancel, TTL, shutdown) cancels it."""
+        assert self.nursery is not None
+        self.nursery.start_soon(self._run, record, run)
+
+    async def _run(self, record: TaskRecord, run: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        with record.scope:
+            try:
+                result = await run()
+            except JSONRPCError as exc:
+                record.error = {"code": exc.code, "message": exc.message}
+                if exc.data is not None:
+                    record.error["data"] = exc.data
+                record.set_status("failed", exc.message)
+            except Exception:
+                # Never let one task's failure take down the nursery the others share.
+                log.exception("task failed task=%s", record.task_id)
+                record.error = {"code": -32603, "message": "Internal error"}
+                record.set_status("failed", "Internal error")
+            else:
+                record.result = result
+                record.set_status("completed")
+        if record.scope.cancelled_caught:
+            record.set_status("cancelled", "cancelled")

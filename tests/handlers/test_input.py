@@ -1,0 +1,131 @@
+"""Asking the client for input: server-to-client requests (handshake era) and multi
+round-trip requests with sealed requestState (2026-07-28)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import trio
+
+from runtime import JSONRPCError
+from runtime._cli import load_target
+from runtime._state import StateSealer
+from runtime.testing import open_client
+
+APP = load_target("examples/elicitation.py")
+ELICIT = {"elicitation": {}}
+
+
+async def test_handshake_era_sends_elicitation_requests() -> None:
+    asked: list[tuple[str, Any]] = []
+
+    async def on_request(method: str, params: Any) -> Any:
+        asked.append((method, params))
+        if "name" in params["message"]:
+            return {"action": "accept", "content": {"name": "Ada"}}
+        return {"action": "accept", "content": {"ok": True}}
+
+    with trio.fail_after(10):
+        async with open_client(APP, capabilities=ELICIT, on_request=on_request) as client:
+            result = await client.call_tool("greet")
+    assert result["content"][0]["text"] == "Hello, Ada!"
+    method, params = asked[0]
+    assert method == "elicitation/create"
+    assert params["mode"] == "form" and params["requestedSchema"]["required"] == ["name"]
+
+
+async def test_handshake_era_without_the_capability_is_refused() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP) as client:
+            with pytest.raises(JSONRPCError) as info:
+                await client.call_tool("greet")
+    assert info.value.code == -32021
+    assert info.value.data == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def _modern_call(client: Any, name: str, args: dict[str, Any], **extra: Any) -> Any:
+    return await client.request("tools/call", {"name": name, "arguments": args, **extra})
+
+
+async def test_modern_round_trips_resume_the_handler() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+            assert first["resultType"] == "input_required"
+            (key,) = first["inputRequests"]
+            assert first["inputRequests"][key]["method"] == "elicitation/create"
+            second = await _modern_call(
+                client,
+                "book_trip",
+                {"destination": "Oslo"},
+                inputResponses={key: {"action": "accept", "content": {"ok": True}}},
+                requestState=first["requestState"],
+            )
+            assert second["resultType"] == "input_required"
+            (key2,) = second["inputRequests"]
+            assert key2 != key and "Window" in second["inputRequests"][key2]["params"]["message"]
+            # The retry carries only the newest answer: the first comes back from the state.
+            done = await _modern_call(
+                client,
+                "book_trip",
+                {"destination": "Oslo"},
+                inputResponses={key2: {"action": "accept", "content": {"seat": "aisle"}}},
+                requestState=second["requestState"],
+            )
+            assert done["resultType"] == "complete"
+            assert done["content"][0]["text"] == "Booked Oslo, aisle seat."
+
+
+async def test_modern_state_is_bound_to_the_request_and_tamper_proof() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+            state = first["requestState"]
+            (key,) = first["inputRequests"]
+            answer = {key: {"action": "accept", "content": {"ok": True}}}
+            with pytest.raises(JSONRPCError) as info:  # other arguments
+                await _modern_call(
+                    client,
+                    "book_trip",
+                    {"destination": "Rome"},
+                    inputResponses=answer,
+                    requestState=state,
+                )
+            assert info.value.code == -32602 and "different request" in info.value.message
+            payload, epoch, mac = state.split(".")
+            forged = f"{payload[:-2]}AA.{epoch}.{mac}"
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(
+                    client,
+                    "book_trip",
+                    {"destination": "Oslo"},
+                    inputResponses=answer,
+                    requestState=forged,
+                )
+            assert info.value.code == -32602 and info.value.message == "Invalid requestState"
+            with pytest.raises(JSONRPCError) as info:  # another tool
+                await _modern_call(client, "greet", {}, requestState=state)
+            assert info.value.code == -32602
+
+
+def test_expired_state_is_rejected() -> None:
+    sealer = StateSealer(b"k" * 32, ttl_seconds=0.01)
+    state = sealer.seal("tools/call", "d", {"a": 1})
+    assert sealer.unseal(state, "tools/call", "d") == {"a": 1}
+    time.sleep(0.02)
+    with pytest.raises(JSONRPCError, match="expired"):
+        sealer.unseal(state, "tools/call", "d")
+    # A shared secret lets another instance verify; another secret does not.
+    assert StateSealer(b"k" * 32).unseal(sealer.seal("m", "d", {}), "m", "d") == {}
+    with pytest.raises(JSONRPCError):
+        StateSealer(b"x" * 32).unseal(sealer.seal("m", "d", {}), "m", "d")
+
+
+async def test_modern_without_the_capability_is_refused() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28") as client:
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(client, "greet", {})
+    assert info.value.code == -32021
