@@ -16,7 +16,8 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._context import Context
-    from ._server import Server
+    from ._input import InputRequired
+    from ._server import Lifespan, Server
     from ._types import (
         Annotations,
         AudioContent,
@@ -37,7 +38,9 @@ __all__ = [
     "Context",
     "EmbeddedResource",
     "ImageContent",
+    "InputRequired",
     "JSONRPCError",
+    "Lifespan",
     "Limits",
     "PromptMessage",
     "ResourceLink",
@@ -53,6 +56,8 @@ __all__ = [
 _LAZY = {
     "Context": "._context",
     "Server": "._server",
+    "Lifespan": "._server",
+    "InputRequired": "._input",
     "JSONRPCError": ".core",
     "Limits": ".core",
     "ResourceNotFoundError": ".core",
