@@ -1,0 +1,785 @@
+"""Run the whole benchmark suite: ``python -m benchmarks.run [--quick] [--profile]``.
+
+Contenders are interleaved (every group of measurements runs each contender in turn, the order
+rotating per repeat) and every measurement is repeated (2 in --quick, 3 otherwise); the table
+shows medians of the repeats, absolute figures and ratios against the official SDK. Results go
+to benchmarks/results/ as JSON lines, a Markdown table and a PNG chart.
+
+Rows a contender cannot produce (no such transport, no answer to batches) say why instead of a
+number; our HTTP and WebSocket rows light up once ``mcp-runtime serve --transport http|ws`` exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _procfs as procfs
+from . import _wire as wire
+from ._wire import BenchError
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+SERVERS = HERE / "servers"
+RESULTS = HERE / "results"
+OURS, SDK, FASTMCP = "mcp-runtime", "sdk", "fastmcp"
+CONTENDERS = (OURS, SDK, FASTMCP)
+# Our runtime refuses past --max-in-flight (default 64) by design; for the throughput rows it
+# gets room for 256 in flight, like the peers, which have no such limit.
+OURS_MAX_IN_FLIGHT = "1024"
+
+
+@dataclass(frozen=True)
+class Settings:
+    repeats: int
+    time_cap: float  # seconds per load measurement (sending stops then; answers are drained)
+    seq_count: int
+    pipe_count: int
+    spawns: int
+    imports: int
+    idle_conns: int
+    hang_timeout: float
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(2, 0.8, 500, 50_000, 2, 2, 2000, 2.0)
+        return cls(3, 2.5, 3000, 200_000, 3, 5, 2000, 5.0)
+
+
+@dataclass
+class Recorder:
+    run_id: str
+    mode: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[tuple[str, str], str] = field(default_factory=dict)
+    out: Any = None
+
+    def add(
+        self,
+        repeat: int,
+        contender: str,
+        metric: str,
+        value: float | None,
+        note: str = "",
+        **extra: Any,
+    ) -> None:
+        row = {
+            "run": self.run_id,
+            "mode": self.mode,
+            "repeat": repeat,
+            "contender": contender,
+            "metric": metric,
+            "value": value,
+            "note": note,
+            **extra,
+        }
+        self.rows.append(row)
+        if note:
+            self.notes[(contender, metric)] = note
+        if self.out:
+            self.out.write(json.dumps(row) + "\n")
+            self.out.flush()
+        shown = "n/a" if value is None else f"{value:,.3f}".rstrip("0").rstrip(".")
+        print(f"  [{repeat}] {contender:<12} {metric:<22} {shown:>14} {note}", flush=True)
+
+    def unavailable(self, repeat: int, contender: str, metrics: list[str], why: str) -> None:
+        for metric in metrics:
+            self.add(repeat, contender, metric, None, f"not available: {why}")
+
+
+# -- contenders ----------------------------------------------------------------------------
+
+
+def _ours_cli() -> list[str]:
+    script = Path(sys.executable).parent / "mcp-runtime"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "runtime"]
+
+
+def _ours_help() -> str:
+    proc = subprocess.run(
+        [*_ours_cli(), "serve", "--help"], capture_output=True, text=True, timeout=30
+    )
+    return proc.stdout + proc.stderr
+
+
+def ours_transports() -> set[str]:
+    text = _ours_help()
+    start = text.find("--transport")
+    found = set()
+    if start >= 0:
+        choices = text[start : text.find("}", start) + 1]
+        for name in ("stdio", "tcp", "unix", "http", "ws"):
+            if f"{{{name}," in choices or f",{name}," in choices or f",{name}}}" in choices:
+                found.add(name)
+    return found
+
+
+def stdio_argv(contender: str) -> list[str]:
+    if contender == OURS:
+        return [
+            *_ours_cli(),
+            "serve",
+            str(SERVERS / "mcp_runtime_server.py"),
+            "--log-level",
+            "warning",
+        ]
+    script = "sdk_server.py" if contender == SDK else "fastmcp_server.py"
+    return [sys.executable, str(SERVERS / script), "stdio"]
+
+
+def http_argv(contender: str, mode: str, port: int) -> list[str]:
+    if contender == OURS:
+        return [
+            *_ours_cli(),
+            "serve",
+            str(SERVERS / "mcp_runtime_server.py"),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
+    script = "sdk_server.py" if contender == SDK else "fastmcp_server.py"
+    return [sys.executable, str(SERVERS / script), mode, str(port)]
+
+
+def server_env(contender: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["FASTMCP_SHOW_SERVER_BANNER"] = "false"
+    env["FASTMCP_LOG_LEVEL"] = "WARNING"
+    if contender == OURS:
+        env["MCP_RUNTIME_MAX_IN_FLIGHT"] = OURS_MAX_IN_FLIGHT
+    return env
+
+
+def peer_missing(contender: str) -> str | None:
+    module = {SDK: "mcp.server.mcpserver", FASTMCP: "fastmcp"}.get(contender)
+    if module is None:
+        return None
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    return None if found else f"{module} is not installed (pip install -e '.[bench]')"
+
+
+@contextlib.contextmanager
+def stdio_peer(contender: str, log_name: str) -> Iterator[wire.StdioPeer]:
+    logs = RESULTS / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    peer = wire.StdioPeer(
+        stdio_argv(contender),
+        cwd=str(ROOT),
+        env=server_env(contender),
+        stderr_path=str(logs / f"{contender}-{log_name}.log"),
+    )
+    try:
+        yield peer
+    finally:
+        peer.close()
+
+
+@contextlib.contextmanager
+def http_server(contender: str, mode: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    port = wire.free_port()
+    logs = RESULTS / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"{contender}-{mode}.log", "ab") as err:
+        proc = subprocess.Popen(
+            http_argv(contender, mode, port),
+            cwd=str(ROOT),
+            env=server_env(contender),
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+        )
+    try:
+        wire.wait_for_port(port, 60, lambda: proc.poll() is None)
+        yield proc, port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- measurement groups ----------------------------------------------------------------------
+
+
+def measure_imports(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
+    modules = {OURS: "runtime", SDK: "mcp.server.mcpserver", FASTMCP: "fastmcp"}
+    for contender in ["python", *order]:
+        if contender != "python" and (why := peer_missing(contender)):
+            rec.unavailable(r, contender, ["import_ms"], why)
+            continue
+        code = "pass" if contender == "python" else f"import {modules[contender]}"
+        samples = []
+        for _ in range(s.imports):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, cwd=str(ROOT))
+            samples.append((time.perf_counter() - t) * 1000)
+        rec.add(r, contender, "import_ms", statistics.median(samples), f'python -c "{code}"')
+
+
+def measure_client_ceiling(rec: Recorder, s: Settings, r: int) -> None:
+    """The load client against zero-work peers (`cat` echoes each request line back as its
+    own answer; a fixed-reply HTTP responder): the most calls/s it can measure on this machine."""
+    peer = wire.StdioPeer(["cat"])
+    try:
+        res = peer.load(wire.echo_template(), total=10**6, depth=64, time_cap=s.time_cap)
+        rec.add(r, "client", "ceiling_stdio64", res.rate, "load client vs `cat`, 64 in flight")
+    finally:
+        peer.close()
+    port = wire.free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVERS / "null_http.py"), str(port)], stdin=subprocess.DEVNULL
+    )
+    try:
+        wire.wait_for_port(port, 10, lambda: proc.poll() is None)
+        clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(16)]
+        res = wire.http_load(clients, wire.echo_template(True), total=10**6, time_cap=s.time_cap)
+        rec.add(
+            r,
+            "client",
+            "ceiling_http16",
+            res.rate,
+            "load client vs a fixed-reply HTTP responder, 16 clients",
+        )
+        for c in clients:
+            c.close()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+STDIO_METRICS = [
+    "spawn_init_ms",
+    "rss_init_mib",
+    "seq_p50_us",
+    "seq_p99_us",
+    "pipe1",
+    "pipe16",
+    "pipe64",
+    "pipe64_p99_ms",
+    "pipe256",
+    "cpu_10k_s",
+    "read16",
+    "peak_rss_mib",
+]
+
+
+def _load_note(res: wire.LoadResult) -> str:
+    parts = []
+    if res.errors:
+        parts.append(f"{res.errors} errors {res.error_codes}")
+    if res.timed_out:
+        parts.append("TIMED OUT draining answers")
+    return "; ".join(parts)
+
+
+def measure_stdio(rec: Recorder, s: Settings, r: int, contender: str) -> None:
+    spawn_ms = []
+    for i in range(s.spawns - 1):
+        with stdio_peer(contender, f"spawn{i}") as peer:
+            peer.handshake()
+            spawn_ms.append((time.perf_counter() - peer.spawned_at) * 1000)
+    with stdio_peer(contender, "stdio") as peer:
+        reply = peer.handshake()
+        spawn_ms.append((time.perf_counter() - peer.spawned_at) * 1000)
+        rss_init = procfs.status_kib(peer.pid, "VmRSS") / 1024
+        rec.add(r, contender, "spawn_init_ms", statistics.median(spawn_ms), f"n={len(spawn_ms)}")
+        rec.add(
+            r,
+            contender,
+            "rss_init_mib",
+            rss_init,
+            json.loads(reply)["result"]["serverInfo"]["name"],
+        )
+        # Check the answers are right before timing them.
+        check = json.loads(peer.request(wire.echo_template() % 0))
+        assert check["result"]["content"][0]["text"] == wire.ECHO_TEXT, check
+        blob = json.loads(peer.request(wire.read_template() % 0))
+        assert len(blob["result"]["contents"][0]["text"]) == 1024, blob
+        echo = wire.echo_template()
+        peer.load(echo, total=5000, depth=64, time_cap=0.5)  # warm-up
+
+        res = peer.sequential(echo, total=s.seq_count, time_cap=s.time_cap)
+        rec.add(
+            r,
+            contender,
+            "seq_p50_us",
+            wire.percentile(res.rtts_ns, 50) / 1000,
+            _load_note(res) or f"n={len(res.rtts_ns)}",
+        )
+        rec.add(r, contender, "seq_p99_us", wire.percentile(res.rtts_ns, 99) / 1000)
+        for depth in (1, 16, 64, 256):
+            cpu0 = procfs.cpu_seconds(peer.pid)
+            res = peer.load(echo, total=s.pipe_count, depth=depth, time_cap=s.time_cap)
+            cpu = procfs.cpu_seconds(peer.pid) - cpu0
+            rec.add(r, contender, f"pipe{depth}", res.rate, _load_note(res) or f"n={res.ok}")
+            if depth == 64:
+                rec.add(r, contender, "pipe64_p99_ms", wire.percentile(res.rtts_ns, 99) / 1e6)
+                if res.ok:
+                    rec.add(
+                        r,
+                        contender,
+                        "cpu_10k_s",
+                        cpu / res.ok * 10_000,
+                        f"{cpu:.2f}s CPU for {res.ok} calls",
+                    )
+        res = peer.load(wire.read_template(), total=s.pipe_count, depth=16, time_cap=s.time_cap)
+        rec.add(r, contender, "read16", res.rate, _load_note(res) or f"n={res.ok}")
+        rec.add(r, contender, "peak_rss_mib", procfs.status_kib(peer.pid, "VmHWM") / 1024)
+
+
+def measure_batches(rec: Recorder, s: Settings, r: int, contender: str) -> None:
+    with stdio_peer(contender, "batch") as peer:
+        peer.handshake(wire.BATCH_VERSION)
+        verdict, _ = peer.batch_probe(32, wire.echo_template(), s.hang_timeout)
+        if verdict != "answered":
+            rec.add(r, contender, "batch32", 0.0, f"batch of 32: {verdict}", behaviour=verdict)
+            return
+        res = peer.batch_load(
+            32, wire.echo_template(), batches=s.pipe_count // 32, depth=2, time_cap=s.time_cap
+        )
+        rec.add(
+            r,
+            contender,
+            "batch32",
+            res.rate,
+            _load_note(res) or f"answered; 2 batches of 32 in flight, n={res.ok}",
+            behaviour=verdict,
+        )
+
+
+MODERN_METRICS = ["modern_seq_p50_us", "modern_pipe64"]
+
+
+def measure_modern(rec: Recorder, s: Settings, r: int, contender: str) -> None:
+    with stdio_peer(contender, "modern") as peer:
+        try:
+            # The first request also waits out the server's start (fastmcp takes ~2 s); a
+            # server without the modern wire answers -32601 at once rather than hanging.
+            probe = peer.request(wire.discover(0), 30.0)
+        except BenchError as exc:
+            rec.unavailable(r, contender, MODERN_METRICS, f"server/discover: {exc}")
+            return
+        if wire.is_error(probe):
+            rec.unavailable(
+                r,
+                contender,
+                MODERN_METRICS,
+                f"2026-07-28 server/discover answered error {wire.error_code(probe)}",
+            )
+            return
+        echo = wire.echo_template(modern=True)
+        check = peer.request(echo % 0, s.hang_timeout)
+        if wire.is_error(check) or wire.ECHO_TEXT.encode() not in check:
+            rec.unavailable(r, contender, MODERN_METRICS, f"modern tools/call gave {check[:120]!r}")
+            return
+        peer.load(echo, total=200, depth=16, time_cap=s.time_cap)
+        res = peer.sequential(echo, total=s.seq_count, time_cap=s.time_cap)
+        rec.add(
+            r,
+            contender,
+            "modern_seq_p50_us",
+            wire.percentile(res.rtts_ns, 50) / 1000,
+            _load_note(res),
+        )
+        res = peer.load(echo, total=s.pipe_count, depth=64, time_cap=s.time_cap)
+        rec.add(r, contender, "modern_pipe64", res.rate, _load_note(res))
+
+
+HTTP_MODES = {
+    "http-json": "stateless JSON (modern wire where spoken)",
+    "http-sse": "handshake session, SSE",
+}
+
+
+def _http_clients(port: int, wire_mode: str, n: int) -> list[wire.HttpClient]:
+    clients = []
+    for _ in range(n):
+        c = wire.HttpClient(port, "/mcp", wire_mode)
+        c.handshake()
+        clients.append(c)
+    return clients
+
+
+def _probe_http_modern(port: int) -> bool:
+    c = wire.HttpClient(port, "/mcp", "modern", timeout=10)
+    try:
+        c.sock.sendall(c.request_bytes(wire.echo_template(modern=True), 1, "tools/call", "echo"))
+        c.sock.settimeout(10)
+        while (got := wire.parse_response(c.buf)) is None:
+            data = c.sock.recv(65536)
+            if not data:
+                return False
+            c.buf += data
+        _, status, headers, body = got
+        msgs = wire.json_messages(headers, body) if status == 200 else []
+        return bool(msgs) and "result" in msgs[-1]
+    except (OSError, BenchError, ValueError):
+        return False
+    finally:
+        c.close()
+
+
+def measure_http(
+    rec: Recorder, s: Settings, r: int, contender: str, mode: str, ours_has_http: bool
+) -> None:
+    metrics = [f"{mode.replace('-', '_')}_c{n}" for n in (1, 16, 64)]
+    if contender == OURS and not ours_has_http:
+        rec.unavailable(
+            r, contender, metrics, "`mcp-runtime serve --transport http` does not exist yet"
+        )
+        return
+    with http_server(contender, mode) as (proc, port):
+        if mode == "http-json":
+            wire_mode = "modern" if _probe_http_modern(port) else "stateless"
+        else:
+            wire_mode = "session"
+        for n, metric in zip((1, 16, 64), metrics, strict=True):
+            clients = _http_clients(port, wire_mode, n)
+            try:
+                wire.http_load(
+                    clients, wire.echo_template(wire_mode == "modern"), total=300, time_cap=0.3
+                )  # warm-up
+                cpu0 = procfs.cpu_seconds(proc.pid)
+                res = wire.http_load(
+                    clients,
+                    wire.echo_template(wire_mode == "modern"),
+                    total=s.pipe_count,
+                    time_cap=s.time_cap,
+                )
+                cpu = procfs.cpu_seconds(proc.pid) - cpu0
+                note = f"{wire_mode} wire, {clients[0].content_type}"
+                if res.errors or res.timed_out:
+                    note += "; " + _load_note(res)
+                rec.add(
+                    r,
+                    contender,
+                    metric,
+                    res.rate,
+                    note,
+                    cpu_10k_s=cpu / res.ok * 10_000 if res.ok else None,
+                    p50_ms=wire.percentile(res.rtts_ns, 50) / 1e6,
+                )
+            finally:
+                for c in clients:
+                    c.close()
+
+
+def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: bool) -> None:
+    metric = f"{transport}_idle_kib"
+    if not available:
+        rec.unavailable(
+            r, OURS, [metric], f"`mcp-runtime serve --transport {transport}` does not exist yet"
+        )
+        return
+    port = wire.free_port()
+    argv = [
+        *_ours_cli(),
+        "serve",
+        str(SERVERS / "mcp_runtime_server.py"),
+        "--transport",
+        transport,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    with open(RESULTS / "logs" / f"{OURS}-{transport}.log", "ab") as err:
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(ROOT),
+            env=server_env(OURS),
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+        )
+    socks: list[Any] = []
+    try:
+        wire.wait_for_port(port, 30, lambda: proc.poll() is None)
+        time.sleep(0.2)
+        before = procfs.status_kib(proc.pid, "VmRSS")
+        t = time.perf_counter()
+        refused = []
+        if transport == "tcp":
+            socks, answered = wire.open_idle_tcp(port, s.idle_conns, 60)
+        else:
+            refused: list[str] = []
+            socks, answered = wire.open_idle_ws(port, "/mcp", s.idle_conns, 60, refused)
+        took = time.perf_counter() - t
+        time.sleep(0.5)
+        after = procfs.status_kib(proc.pid, "VmRSS")
+        n = len(socks)
+        rec.add(
+            r,
+            OURS,
+            metric,
+            (after - before) / max(n, 1),
+            f"{n} connections ({answered} initialized in {took:.1f}s), RSS {before / 1024:.1f}"
+            f"->{after / 1024:.1f} MiB" + (f"; {refused[0]}" if refused else ""),
+        )
+    except (BenchError, OSError) as exc:
+        rec.add(r, OURS, metric, None, f"error: {exc}")
+    finally:
+        for sock in socks:
+            sock.close()
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+OVERLOAD_METRICS = ["shed_err_p50_us", "shed_err_p99_us", "shed_cpu_us", "shed_ok_p50_ms"]
+
+
+def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
+    """--max-in-flight 16, 16 slow (50 ms) calls always in flight, echo probes one at a time.
+
+    The probes are refused with -32010; their round trip (client-side, so an upper bound on
+    server time) and the server CPU per refusal show how cheap shedding is, and the slow calls'
+    latency beyond their 50 ms shows what shedding costs the requests that were accepted.
+    """
+    limit, slow_ms, probes_in_flight = 16, 50, 1
+    argv = [
+        *_ours_cli(),
+        "serve",
+        str(SERVERS / "overload_server.py"),
+        "--log-level",
+        "error",
+        "--max-in-flight",
+        str(limit),
+    ]
+    logs = RESULTS / "logs"
+    peer = wire.StdioPeer(
+        argv, cwd=str(ROOT), env=server_env(OURS), stderr_path=str(logs / "overload.log")
+    )
+    try:
+        peer.handshake()
+        slow = wire.call_template("sleep", {"ms": slow_ms})
+        probe = wire.echo_template()
+        kinds: dict[int, tuple[str, int]] = {}
+        nid = 1
+        slow_busy = probe_busy = 0
+        err_rtts: list[int] = []
+        ok_probe_rtts: list[int] = []
+        slow_rtts: list[int] = []
+        codes: dict[int, int] = {}
+        clock = time.perf_counter_ns
+        cpu0 = procfs.cpu_seconds(peer.pid)
+        end = clock() + int(max(s.time_cap, 1.0) * 2e9)
+        hard = end + int(10e9)
+        while clock() < hard:
+            now = clock()
+            out = []
+            if now < end:
+                while slow_busy < limit:
+                    out.append(slow % nid)
+                    kinds[nid] = ("slow", now)
+                    nid += 1
+                    slow_busy += 1
+                while probe_busy < probes_in_flight:
+                    out.append(probe % nid)
+                    kinds[nid] = ("probe", now)
+                    nid += 1
+                    probe_busy += 1
+                if out:
+                    peer.write(b"\n".join(out) + b"\n")
+            elif not slow_busy and not probe_busy:
+                break
+            for line in peer.read_lines(0.2):
+                rid = wire.response_id(line)
+                if rid not in kinds:
+                    continue
+                kind, sent = kinds.pop(rid)
+                rtt = clock() - sent
+                if kind == "slow":
+                    slow_busy -= 1
+                    slow_rtts.append(rtt)
+                    continue
+                probe_busy -= 1
+                if wire.is_error(line):
+                    code = wire.error_code(line) or 0
+                    codes[code] = codes.get(code, 0) + 1
+                    err_rtts.append(rtt)
+                else:
+                    ok_probe_rtts.append(rtt)
+        cpu = procfs.cpu_seconds(peer.pid) - cpu0
+        shed = codes.get(-32010, 0)
+        rec.add(
+            r,
+            OURS,
+            "shed_err_p50_us",
+            wire.percentile(err_rtts, 50) / 1000 if err_rtts else None,
+            f"{shed} refused with -32010, {len(ok_probe_rtts)} probes accepted, codes {codes}",
+        )
+        rec.add(
+            r, OURS, "shed_err_p99_us", wire.percentile(err_rtts, 99) / 1000 if err_rtts else None
+        )
+        rec.add(
+            r,
+            OURS,
+            "shed_cpu_us",
+            cpu / shed * 1e6 if shed else None,
+            "server CPU per refused request (all server CPU / refusals: an upper bound)",
+        )
+        rec.add(
+            r,
+            OURS,
+            "shed_ok_p50_ms",
+            wire.percentile(slow_rtts, 50) / 1e6 if slow_rtts else None,
+            f"accepted {slow_ms} ms calls, p99 {wire.percentile(slow_rtts, 99) / 1e6:.1f} ms, "
+            f"n={len(slow_rtts)}",
+        )
+    except BenchError as exc:
+        for metric in OVERLOAD_METRICS:
+            rec.add(r, OURS, metric, None, f"error: {exc}")
+    finally:
+        peer.close()
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def guarded(
+    rec: Recorder, r: int, contender: str, metrics: list[str], fn: Callable[[], None]
+) -> None:
+    try:
+        fn()
+    except (BenchError, OSError, AssertionError, ValueError, KeyError) as exc:
+        print(f"  ! {contender}: {type(exc).__name__}: {exc}", flush=True)
+        rec.unavailable(r, contender, metrics, f"error: {type(exc).__name__}: {exc}"[:200])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="short run (about 3 minutes)")
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="groups: import stdio batch modern http scale"
+    )
+    parser.add_argument("--contenders", nargs="*", default=list(CONTENDERS))
+    parser.add_argument(
+        "--profile", action="store_true", help="also profile our stdio echo path with py-spy"
+    )
+    parser.add_argument("--no-chart", action="store_true")
+    args = parser.parse_args(argv)
+    s = Settings.make(args.quick)
+    mode = "quick" if args.quick else "full"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "logs").mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    rec = Recorder(run_id=stamp, mode=mode)
+    groups = set(args.only or ["import", "stdio", "batch", "modern", "http", "scale"])
+    transports = ours_transports()
+    contenders = [c for c in CONTENDERS if c in args.contenders]
+    started = time.perf_counter()
+    jsonl = RESULTS / f"bench-{mode}-{stamp}.jsonl"
+    print(
+        f"mcp-runtime benchmarks ({mode}); our transports: {sorted(transports)}; results -> {jsonl}"
+    )
+    with open(jsonl, "w") as out:
+        rec.out = out
+        rec.add(
+            0,
+            "machine",
+            "cpus",
+            os.cpu_count() or 0,
+            f"{platform.python_implementation()} {platform.python_version()} {platform.machine()}",
+        )
+        for r in range(s.repeats):
+            order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
+            print(
+                f"== repeat {r + 1}/{s.repeats}: order {order} "
+                f"({time.perf_counter() - started:.0f}s)"
+            )
+            if "import" in groups:
+                measure_imports(rec, s, r, order)
+                guarded(
+                    rec,
+                    r,
+                    "client",
+                    ["ceiling_stdio64", "ceiling_http16"],
+                    lambda: measure_client_ceiling(rec, s, r),  # noqa: B023 - called in this iteration
+                )
+            plan: list[tuple[str, list[str], Callable[[str], None]]] = [
+                ("stdio", STDIO_METRICS, lambda c: measure_stdio(rec, s, r, c)),  # noqa: B023 - called in this iteration
+                ("batch", ["batch32"], lambda c: measure_batches(rec, s, r, c)),  # noqa: B023 - called in this iteration
+                ("modern", MODERN_METRICS, lambda c: measure_modern(rec, s, r, c)),  # noqa: B023 - called in this iteration
+            ]
+            for http_mode in HTTP_MODES:
+                plan.append(
+                    (
+                        "http",
+                        [f"{http_mode.replace('-', '_')}_c{n}" for n in (1, 16, 64)],
+                        lambda c, m=http_mode: measure_http(rec, s, r, c, m, "http" in transports),  # noqa: B023 - called in this iteration
+                    )
+                )
+            for group, metrics, fn in plan:
+                if group not in groups:
+                    continue
+                for contender in order:
+                    if why := peer_missing(contender):
+                        rec.unavailable(r, contender, metrics, why)
+                        continue
+                    guarded(rec, r, contender, metrics, lambda fn=fn, c=contender: fn(c))
+            if "scale" in groups and OURS in contenders:
+                guarded(
+                    rec,
+                    r,
+                    OURS,
+                    ["tcp_idle_kib"],
+                    lambda: measure_idle(rec, s, r, "tcp", "tcp" in transports),  # noqa: B023 - called in this iteration
+                )
+                guarded(
+                    rec,
+                    r,
+                    OURS,
+                    ["ws_idle_kib"],
+                    lambda: measure_idle(rec, s, r, "ws", "ws" in transports),  # noqa: B023 - called in this iteration
+                )
+                guarded(rec, r, OURS, OVERLOAD_METRICS, lambda: measure_overload(rec, s, r))  # noqa: B023 - called in this iteration
+        rec.out = None
+    if args.profile:
+        from ._profile import profile_http, profile_stdio
+
+        profile_stdio(RESULTS, s)
+        if "http" in transports:
+            profile_http(RESULTS)
+    from ._report import render
+
+    render(rec.rows, RESULTS, mode, chart=not args.no_chart, elapsed=time.perf_counter() - started)
+    print(f"raw results: {jsonl.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    if shutil.which(sys.executable) is None:  # pragma: no cover
+        sys.exit("no python")
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""The official SDK's (PyPI ``mcp`` 2.x) high-level ``MCPServer`` with the benchmark features.
+
+python sdk_server.py stdio
+python sdk_server.py http-json PORT   # Streamable HTTP, stateless, JSON responses
+python sdk_server.py http-sse PORT    # Streamable HTTP, its default: stateful, SSE responses
+"""
+
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+BLOB = ("0123456789abcdef" * 64)[:1024]
+
+mcp = MCPServer("bench-sdk", version="1.0.0", log_level="WARNING")
+
+
+@mcp.tool()
+async def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@mcp.resource("mem://blob", mime_type="text/plain")
+async def blob() -> str:
+    """1,024 bytes of text."""
+    return BLOB
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "stdio":
+        mcp.run("stdio")
+    else:
+        mcp.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            streamable_http_path="/mcp",
+            json_response=mode == "http-json",
+            stateless_http=mode == "http-json",
+        )
