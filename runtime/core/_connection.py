@@ -59,7 +59,6 @@ log = logging.getLogger("mcp_runtime.connection")
 
 #: Code used for server-to-client requests that die with their connection (as the SDKs do).
 CONNECTION_CLOSED: Final = -32000
-_COALESCE_BYTES: Final = 256 * 1024
 _connection_ids = itertools.count(1)
 
 
@@ -120,9 +119,14 @@ class Connection:
         self._next_request_id = itertools.count(1)
         self._active = 0
         self._drained: trio.Event | None = None
-        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](
-            self.limits.write_queue_size
-        )
+        # Output: replies are appended to the outbox; whichever task finds no write in
+        # progress becomes the writer and flushes everything queued (coalesced) in one write.
+        # No writer task, no channel hop: a reply usually leaves in the task that made it.
+        self._outbox: list[Outgoing] = []
+        self._writing = False
+        self._output_closed = False
+        self._output_room: trio.Event | None = None
+        self._connection_scope: trio.CancelScope | None = None
         self._requests: trio.Nursery | None = None
         self.close_reason = "running"
 
@@ -192,15 +196,17 @@ class Connection:
         log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
             async with trio.open_nursery() as outer:
-                outer.start_soon(self._write_loop, outer.cancel_scope)
+                self._connection_scope = outer.cancel_scope
                 watch_scope = trio.CancelScope()
                 try:
                     await self._serve_requests(outer, watch_scope)
                 finally:
                     watch_scope.cancel()
                     self._fail_pending()
-                    # Let the writer flush what is queued, then finish.
-                    self._out_send.close()
+                    # Flush what is still queued (shielded, bounded by the write timeout).
+                    if self._outbox and not self._writing:
+                        await self._flush()
+                    self._output_closed = True
         except Exception:
             log.exception("connection crashed conn=%s", self._id)
         finally:
@@ -257,45 +263,57 @@ class Connection:
     # -- output -----------------------------------------------------------------------------
 
     async def _send(self, data: bytes, related: RequestId | None = None) -> None:
-        try:
-            await self._out_send.send((data, related))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            log.debug("dropping output on a closing connection conn=%s", self._id)
+        """Queue one message; write it now unless another task is writing already.
 
-    async def _write_loop(self, connection_scope: trio.CancelScope) -> None:
-        recv = self._out_recv
+        Waits only while more than ``limits.write_queue_size`` messages are queued behind a
+        write in progress (backpressure). Output on a closing connection is dropped.
+        """
+        if self._output_closed:
+            log.debug("dropping output on a closing connection conn=%s", self._id)
+            return
+        self._outbox.append((data, related))
+        if not self._writing:
+            await self._flush()
+            return
+        while self._writing and len(self._outbox) > self.limits.write_queue_size:
+            if self._output_room is None:
+                self._output_room = trio.Event()
+            await self._output_room.wait()
+
+    async def _flush(self) -> None:
+        """Write the outbox until it is empty. Shielded: a write cut in half would corrupt
+        the stream for every later message; ``limits.write_timeout`` bounds it instead, and
+        a peer that stops reading for that long loses the connection."""
         limit = self.limits.write_timeout
+        self._writing = True
         try:
-            async with recv:
-                ended = False
-                while not ended:
-                    try:
-                        first = await recv.receive()
-                    except trio.EndOfChannel:
-                        return
-                    batch = [first]
-                    size = len(first[0])
-                    # Coalesce whatever else is already queued into one write.
-                    while size < _COALESCE_BYTES:
-                        try:
-                            more = recv.receive_nowait()
-                        except trio.WouldBlock:
-                            break
-                        except trio.EndOfChannel:
-                            ended = True
-                            break
-                        batch.append(more)
-                        size += len(more[0])
+            with trio.CancelScope(shield=True):
+                while self._outbox and not self._output_closed:
+                    batch, self._outbox = self._outbox, []
+                    if self._output_room is not None:
+                        self._output_room.set()
+                        self._output_room = None
                     with trio.fail_after(limit):
                         await self.channel.send(batch)
         except trio.TooSlowError:
             self.close_reason = "write-timeout"
             log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
-            connection_scope.cancel()
+            self._break_output()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             self.close_reason = "peer-gone"
             log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
-            connection_scope.cancel()
+            self._break_output()
+        finally:
+            self._writing = False
+
+    def _break_output(self) -> None:
+        self._output_closed = True
+        self._outbox.clear()
+        if self._output_room is not None:
+            self._output_room.set()
+            self._output_room = None
+        if self._connection_scope is not None:
+            self._connection_scope.cancel()
 
     # -- input ------------------------------------------------------------------------------
 
