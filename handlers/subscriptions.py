@@ -22,9 +22,10 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from runtime._broadcast import Change, ListKind, Subscriber
+from runtime._broadcast import TASK_KEY, Change, ListKind, Subscriber
 from runtime._registry import App, Registry
 from runtime.core import (
+    MISSING_CLIENT_CAPABILITY,
     RESOURCE_NOT_FOUND,
     Handler,
     JSONRPCError,
@@ -35,6 +36,7 @@ from runtime.core import (
 
 from ._common import decode_params
 from .lifecycle import capabilities
+from .tasks import EXTENSION as TASKS_EXTENSION
 
 __all__ = ["MAX_RESOURCE_SUBSCRIPTIONS", "META_SUBSCRIPTION_ID", "methods"]
 
@@ -63,6 +65,8 @@ class _Filter(msgspec.Struct, rename="camel"):
     prompts_list_changed: bool = False
     resources_list_changed: bool = False
     resource_subscriptions: list[str] | None = None
+    #: Tasks extension (SEP-2663): notifications/tasks for these task ids.
+    task_ids: list[str] | None = None
 
 
 class _ListenParams(msgspec.Struct):
@@ -73,9 +77,15 @@ _uri_decoder: Final = msgspec.json.Decoder(_UriParams)
 _listen_decoder: Final = msgspec.json.Decoder(_ListenParams)
 
 
-def _notification(change: Change, meta: dict[str, Any] | None) -> tuple[str, Any]:
+def _notification(
+    change: Change, meta: dict[str, Any] | None, server: App | None = None
+) -> tuple[str, Any]:
     what, key = change
     params: dict[str, Any] = {} if meta is None else {"_meta": meta}
+    if what == "task" and server is not None:
+        # Each notification carries the full DetailedTask, as tasks/get would (SEP-2663).
+        task = server.tasks.get(key).wire(legacy=False)
+        return "notifications/tasks", {**task, **params}
     if what == "updated":
         params["uri"] = key
         return "notifications/resources/updated", params
@@ -84,6 +94,14 @@ def _notification(change: Change, meta: dict[str, Any] | None) -> tuple[str, Any
 
 def _known(registry: Registry, uri: str) -> bool:
     return uri in registry.resources or registry.find_template(uri) is not None
+
+
+def _task_known(server: App, task_id: str) -> bool:
+    try:
+        server.tasks.get(task_id)
+    except JSONRPCError:
+        return False
+    return True
 
 
 def _too_many() -> JSONRPCError:
@@ -176,6 +194,19 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
                 raise _too_many()
             honored["resourceSubscriptions"] = uris
+        task_ids: list[str] = []
+        if wanted.task_ids is not None:
+            extensions = ctx.client_capabilities.get("extensions")
+            if not (isinstance(extensions, dict) and TASKS_EXTENSION in extensions):
+                raise JSONRPCError(
+                    MISSING_CLIENT_CAPABILITY,
+                    "Missing required client capability",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            task_ids = [t for t in dict.fromkeys(wanted.task_ids) if _task_known(server, t)]
+            if len(task_ids) > MAX_RESOURCE_SUBSCRIPTIONS:
+                raise _too_many()
+            honored["taskIds"] = task_ids
         request_id = ctx.id
         assert request_id is not None
         meta = {META_SUBSCRIPTION_ID: request_id}
@@ -187,6 +218,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         with changes.subscribe(kinds, label=f"{peer.connection_id}/{request_id!r}") as sub:
             for uri in uris:
                 sub.watch(uri)
+            for task_id in task_ids:
+                sub.watch(TASK_KEY + task_id)
             # Subscribed before acknowledging, so nothing published in between is lost;
             # nothing is delivered before the acknowledgment (basic/patterns/subscriptions).
             await peer.notify(
@@ -194,11 +227,19 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                 {"_meta": meta, "notifications": honored},
                 related=request_id,
             )
+            # The current state of each watched task first: a transition that happened
+            # before this listen must not leave the client waiting for the next one.
+            for task_id in task_ids:
+                method, params = _notification(("task", task_id), meta, server)
+                await peer.notify(method, params, related=request_id)
             with trio.move_on_at(end_at):
                 try:
                     while True:
                         for change in await sub.receive():
-                            method, params = _notification(change, meta)
+                            try:
+                                method, params = _notification(change, meta, server)
+                            except JSONRPCError:
+                                continue  # the task expired meanwhile
                             await peer.notify(method, params, related=request_id)
                 except trio.EndOfChannel:
                     pass

@@ -15,17 +15,18 @@ created them; modern task ids are the capability (unguessable, CSPRNG).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 import msgspec
 
 from runtime._registry import App
 from runtime._tasks import TERMINAL, TaskRecord
-from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, RequestContext
+from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, Peer, RequestContext
 
 from ._common import decode_params
 
-__all__ = ["EXTENSION", "created", "methods", "wants_task"]
+__all__ = ["EXTENSION", "created", "methods", "report_status", "wants_task"]
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
@@ -67,6 +68,21 @@ def wants_task(
             raise JSONRPCError.method_not_found("tools/call (this tool must run as a task)")
         return None
     return task_param
+
+
+def report_status(peer: Peer, record: TaskRecord) -> None:
+    """2025-11-25: send ``notifications/tasks/status`` to the creating session on every
+    status change, while its connection lives (the notification is optional; a closed
+    connection simply gets none)."""
+
+    def changed(task: TaskRecord) -> None:
+        params = task.wire(legacy=True)
+        try:
+            peer.start_soon(functools.partial(peer.notify, "notifications/tasks/status", params))
+        except RuntimeError:
+            record.listeners.remove(changed)  # the connection is gone
+
+    record.listeners.append(changed)
 
 
 def created(ctx: RequestContext, record: TaskRecord) -> dict[str, Any]:

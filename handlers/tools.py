@@ -93,6 +93,8 @@ def methods(server: App) -> dict[str, Handler]:
                 _, result = await execute(ctx, tool, args, params, raw, record)
                 return result
 
+            if not ctx.modern:
+                tasks.report_status(ctx.peer, record)
             server.tasks.start(record, run_task)
             return tasks.created(ctx, record)
         _, result = await execute(ctx, tool, args, params, raw, None)

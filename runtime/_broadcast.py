@@ -25,14 +25,17 @@ from typing import Final, Literal, cast
 
 import trio
 
-__all__ = ["LIST_KINDS", "Broadcast", "Change", "ListKind", "Subscriber"]
+__all__ = ["LIST_KINDS", "TASK_KEY", "Broadcast", "Change", "ListKind", "Subscriber"]
 
 log = logging.getLogger("mcp_runtime.broadcast")
 
 ListKind = Literal["tools", "prompts", "resources"]
 LIST_KINDS: Final[tuple[ListKind, ...]] = ("tools", "prompts", "resources")
-#: ``("list", kind)`` for a list change, ``("updated", uri)`` for a resource update.
-Change = tuple[Literal["list", "updated"], str]
+#: ``("list", kind)`` for a list change, ``("updated", uri)`` for a resource update,
+#: ``("task", task_id)`` for a task status change (tasks extension, SEP-2663).
+Change = tuple[Literal["list", "updated", "task"], str]
+#: Task ids share the URI index under this prefix; a space cannot occur in a URI.
+TASK_KEY: Final = " task "
 
 
 class Subscriber:
@@ -162,6 +165,11 @@ class Broadcast:
         if uri in self._by_uri:
             self._hop(self._publish, ("updated", uri))
 
+    def task_changed(self, task_id: str) -> None:
+        """Publish ``notifications/tasks`` for a task watched by a listen (``taskIds``)."""
+        if TASK_KEY + task_id in self._by_uri:
+            self._hop(self._publish, ("task", task_id))
+
     # -- internals --------------------------------------------------------------------------
 
     def _hop(self, fn: Callable[..., None], *args: object) -> None:
@@ -183,6 +191,8 @@ class Broadcast:
         targets: Iterable[Subscriber]
         if what == "updated":
             targets = self._by_uri.get(key, ())
+        elif what == "task":
+            targets = self._by_uri.get(TASK_KEY + key, ())
         else:
             targets = self._by_kind[cast(ListKind, key)]
         for sub in tuple(targets):

@@ -93,49 +93,44 @@ class ToolDef:
         )
 
 
-@dataclass(slots=True)
-class ResourceDef:
+@dataclass(slots=True, kw_only=True)
+class _ResourceBase:
+    """What a static resource and a resource template share."""
+
+    name: str
+    fn: Callable[..., Any]
+    signature: Signature
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    #: (ttlMs, cacheScope) for resources/read; None: the server default.
+    cache: tuple[int, str] | None = None
+    listing: dict[str, Any] = field(default_factory=dict)
+
+    def _listing(self, **address: str) -> dict[str, Any]:
+        return _wire(
+            **address,
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ResourceDef(_ResourceBase):
     uri: str
-    name: str
-    fn: Callable[..., Any]
-    signature: Signature
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    #: (ttlMs, cacheScope) for resources/read of this resource; None: the server default.
-    cache: tuple[int, str] | None = None
-    listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.listing = _wire(
-            uri=self.uri,
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            mimeType=self.mime_type,
-        )
+        self.listing = self._listing(uri=self.uri)
 
 
-@dataclass(slots=True)
-class TemplateDef:
+@dataclass(slots=True, kw_only=True)
+class TemplateDef(_ResourceBase):
     template: UriTemplate
-    name: str
-    fn: Callable[..., Any]
-    signature: Signature
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    cache: tuple[int, str] | None = None
-    listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.listing = _wire(
-            uriTemplate=self.template.template,
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            mimeType=self.mime_type,
-        )
+        self.listing = self._listing(uriTemplate=self.template.template)
 
 
 @dataclass(slots=True)

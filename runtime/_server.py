@@ -26,6 +26,7 @@ from ._signature import doc_summary, inspect_signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate, is_template
+from .auth import AuthConfig
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import (
     EventStore,
@@ -120,7 +121,7 @@ class Server:
         self._completer: Completer | None = None
         self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime._tasks``.
-        self.tasks = TaskTable()
+        self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
@@ -256,7 +257,16 @@ class Server:
                         f"{res_name}: parameters {sorted(missing)} are not variables of {uri!r}"
                     )
                 self.registry.add_template(
-                    TemplateDef(template, res_name, func, sig, title, desc, mime_type, cache)
+                    TemplateDef(
+                        template=template,
+                        name=res_name,
+                        fn=func,
+                        signature=sig,
+                        title=title,
+                        description=desc,
+                        mime_type=mime_type,
+                        cache=cache,
+                    )
                 )
             else:
                 if sig.required:
@@ -265,7 +275,16 @@ class Server:
                         f"(got {list(sig.required)}); use a URI template"
                     )
                 self.registry.add_resource(
-                    ResourceDef(uri, res_name, func, sig, title, desc, mime_type, cache)
+                    ResourceDef(
+                        uri=uri,
+                        name=res_name,
+                        fn=func,
+                        signature=sig,
+                        title=title,
+                        description=desc,
+                        mime_type=mime_type,
+                        cache=cache,
+                    )
                 )
             return func
 
@@ -570,6 +589,7 @@ class Server:
             handshake_versions=tuple(HANDSHAKE_VERSIONS),
             modern_versions=tuple(MODERN_VERSIONS),
             tool_header_params=tool_header_params,
+            max_batch_size=self.limits.max_batch_size,
             write_timeout=self.limits.write_timeout,
             shutdown_grace=self.limits.shutdown_grace,
         )
@@ -587,6 +607,7 @@ class Server:
         allowed_hosts: Iterable[str] | None = None,
         http_limits: HttpLimits | None = None,
         authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
+        auth: AuthConfig | None = None,
         event_store: EventStore | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -598,6 +619,9 @@ class Server:
         Host/Origin allow-lists default to the loopback names when bound to loopback
         (others get 403). ``authenticate(headers)`` returns the principal or raises
         ``runtime.transports.HttpError`` (e.g. 401); sessions are bound to their principal.
+        ``auth`` (``runtime.auth.AuthConfig``) makes it an OAuth 2.1 resource server instead:
+        bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
+        paths; sessions are bound to the token's subject and client id.
         """
         shutdown = self._new_shutdown_event()
         try:
@@ -613,6 +637,7 @@ class Server:
                 limits=http_limits,
                 max_body_size=self.limits.max_frame_size,
                 authenticate=authenticate,
+                auth=auth,
                 event_store=event_store,
                 shutdown=shutdown,
                 task_status=task_status,
@@ -644,10 +669,13 @@ class Server:
         allowed_origins: Iterable[str] | None = None,
         allowed_hosts: Iterable[str] | None = None,
         http_limits: HttpLimits | None = None,
+        auth: AuthConfig | None = None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over WebSocket (subprotocol ``mcp``) at ``path`` until cancelled or
-        :meth:`shutdown` (connections then close with 1001 after the grace period)."""
+        :meth:`shutdown` (connections then close with 1001 after the grace period).
+        ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
         shutdown = self._new_shutdown_event()
         try:
             await _serve_websocket(
@@ -659,6 +687,8 @@ class Server:
                 allowed_hosts=allowed_hosts,
                 limits=http_limits,
                 max_message_size=self.limits.max_frame_size,
+                auth=auth,
+                authenticate=authenticate,
                 shutdown=shutdown,
                 task_status=task_status,
             )

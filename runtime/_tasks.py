@@ -132,8 +132,11 @@ class TaskTable:
         default_ttl_ms: int = 3_600_000,
         max_ttl_ms: int = 24 * 3_600_000,
         poll_interval_ms: int = 1000,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         self.max_tasks = max_tasks
+        #: Called with a task id whenever a task's status changes (notifications/tasks).
+        self.on_change = on_change
         self.default_ttl_ms = default_ttl_ms
         self.max_ttl_ms = max_ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -163,6 +166,9 @@ class TaskTable:
         # The receiver may override the requested TTL (2025-11-25 tasks); we cap it.
         ttl = self.default_ttl_ms if ttl_ms is None else max(0, min(ttl_ms, self.max_ttl_ms))
         record = TaskRecord(owner, ttl, self.poll_interval_ms)
+        if self.on_change is not None:
+            notify = self.on_change
+            record.listeners.append(lambda changed: notify(changed.task_id))
         self._tasks[record.task_id] = record
         return record
 

@@ -22,9 +22,11 @@ from typing import Any
 
 import trio
 
+from ..auth import AuthConfig
 from ._edge import EdgePolicy, HttpLimits
+from ._http_auth import Authenticate, Gate
 from ._http_legacy import LegacySseEndpoint
-from ._http_mcp import Authenticate, StreamableEndpoint
+from ._http_mcp import StreamableEndpoint
 from ._http_server import Exchange, HttpError, HttpRequest, serve_http_listeners
 from ._http_session import Hooks, SessionRegistry
 from ._http_streams import EventStore, MemoryEventStore
@@ -47,6 +49,7 @@ async def serve_http(
     limits: HttpLimits | None = None,
     max_body_size: int = 4 * 1024 * 1024,
     authenticate: Authenticate | None = None,
+    auth: AuthConfig | None = None,
     event_store: EventStore | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
@@ -56,8 +59,15 @@ async def serve_http(
     ``path``: the Streamable HTTP endpoint (None: none); ``sse_path``: the legacy
     2024-11-05 stream endpoint (None: none), whose POSTs go to ``messages_path``.
     Reports the bound address through ``task_status``.
+
+    ``auth`` (``runtime.auth.AuthConfig``): every request needs a valid bearer token,
+    ``tools/call`` also the tool's scopes; the RFC 9728 metadata document is served without
+    authentication at each of ``auth.resource_metadata.well_known_paths()``. Or
+    ``authenticate``, the generic hook (``runtime.transports._http_auth.Authenticate``).
+    With either, a session is bound to the principal that created it.
     """
     limits = limits or HttpLimits()
+    gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
     policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     store = event_store or MemoryEventStore(limits.max_replay_events)
@@ -67,11 +77,17 @@ async def serve_http(
         async with trio.open_nursery() as sessions_nursery:
             registry = SessionRegistry(hooks, limits, store, sessions_nursery, shutdown)
             sessions_nursery.start_soon(registry.reap)
-            streamable = StreamableEndpoint(hooks, limits, registry, shutdown, authenticate)
-            legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, authenticate)
+            streamable = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
+            legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
 
             async def app(request: HttpRequest, exchange: Exchange) -> None:
-                if path is not None and request.path == path:
+                document = gate.metadata.get(request.path)
+                if document is not None:
+                    # RFC 9728 section 3: public, fetched with GET, no token needed.
+                    if request.method != "GET":
+                        raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                    await exchange.respond(200, document)
+                elif path is not None and request.path == path:
                     await streamable(request, exchange)
                 elif sse_path is not None and request.path == sse_path:
                     await legacy.stream(request, exchange)

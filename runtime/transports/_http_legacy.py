@@ -9,14 +9,14 @@ on the stream. Closing the stream ends the session.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import msgspec
 import trio
 
 from ..framing import encode_sse_event
 from ._edge import HttpLimits
-from ._http_server import Exchange, HttpError, HttpRequest, as_refusal, error_body, principal_key
+from ._http_auth import Gate
+from ._http_server import Exchange, HttpError, HttpRequest, error_body
 from ._http_session import SessionRegistry
 from ._http_streams import pump
 
@@ -32,22 +32,13 @@ class LegacySseEndpoint:
         registry: SessionRegistry,
         shutdown: trio.Event,
         messages_path: str,
-        authenticate: Any = None,
+        gate: Gate,
     ) -> None:
         self.limits = limits
         self.registry = registry
         self.shutdown = shutdown
         self.messages_path = messages_path
-        self.authenticate = authenticate
-
-    async def _principal(self, request: HttpRequest) -> Any:
-        if self.authenticate is None:
-            return None
-        result = await self.authenticate(dict(request.headers))
-        refusal = as_refusal(result)
-        if refusal is not None:
-            raise refusal
-        return principal_key(result)
+        self.gate = gate
 
     async def stream(self, request: HttpRequest, exchange: Exchange) -> None:
         """``GET /sse``: the session's only server-to-client stream."""
@@ -55,7 +46,7 @@ class LegacySseEndpoint:
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
         if self.shutdown.is_set():
             raise HttpError(503, "Service Unavailable: shutting down")
-        principal = await self._principal(request)
+        principal, _token = await self.gate.check_request(request)
         session = self.registry.create(principal, "http-sse")
         if session is None:
             raise HttpError(503, "Service Unavailable: too many sessions")
@@ -77,7 +68,7 @@ class LegacySseEndpoint:
         """``POST /messages?session_id=...``: 202, the answer goes on the stream."""
         if request.method != "POST":
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
-        principal = await self._principal(request)
+        principal, token = await self.gate.check_request(request)
         session_id = request.query.get("session_id") or request.query.get("sessionId")
         if not session_id:
             raise HttpError(400, "Bad Request: missing session_id")
@@ -85,15 +76,16 @@ class LegacySseEndpoint:
         if (
             session is None
             or not session.legacy
-            or (self.authenticate is not None and session.principal != principal)
+            or (self.gate.enabled and session.principal != principal)
         ):
             raise HttpError(404, "Not Found: unknown or ended session")
         try:
-            msgspec.json.decode(request.body)
+            message = msgspec.json.decode(request.body)
         except msgspec.DecodeError as exc:
             raise HttpError(
                 400, f"Parse error: {exc}", error_body(f"Parse error: {exc}", -32700)
             ) from None
+        self.gate.check_tools(token, message if isinstance(message, list) else [message])
         session.touch()
         await session.feed(request.body)
         await exchange.respond(202, b"Accepted", content_type="text/plain")

@@ -17,18 +17,17 @@ import msgspec
 import trio
 
 from ._edge import HttpLimits
+from ._http_auth import Gate
+from ._http_jsonrpc import Invalid, Kind, check_batch, check_message
 from ._http_modern import check_headers, status_of
-from ._http_server import Exchange, HttpError, HttpRequest, as_refusal, principal_key
+from ._http_server import Exchange, HttpError, HttpRequest
 from ._http_session import Hooks, HttpSession, SessionRegistry
 from ._http_streams import ResponseStream, answer, id_key, probe, pump, sse_event
 
-__all__ = ["Authenticate", "StreamableEndpoint", "parse_accept"]
+__all__ = ["StreamableEndpoint", "parse_accept"]
 
 log = logging.getLogger("mcp_runtime.http")
 
-#: ``authenticate(headers) -> principal``; raise (or return) an HttpError to refuse
-#: (e.g. 401 with ``WWW-Authenticate``). Headers are lower-cased names.
-Authenticate = Any
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 #: 2025-03-26 is the one handshake revision that allows JSON-RPC batches.
 BATCH_REVISION: Final = "2025-03-26"
@@ -61,22 +60,18 @@ class StreamableEndpoint:
         limits: HttpLimits,
         registry: SessionRegistry,
         shutdown: trio.Event,
-        authenticate: Authenticate | None = None,
+        gate: Gate,
     ) -> None:
         self.hooks = hooks
         self.limits = limits
         self.registry = registry
         self.shutdown = shutdown
-        self.authenticate = authenticate
+        self.gate = gate
 
     async def principal(self, request: HttpRequest) -> Any:
-        if self.authenticate is None:
-            return None
-        result = await self.authenticate(dict(request.headers))
-        refusal = as_refusal(result)
-        if refusal is not None:
-            raise refusal
-        return principal_key(result)
+        """The session key of the request's principal (None without auth); refusals raise."""
+        key, _principal = await self.gate.check_request(request)
+        return key
 
     def session(self, request: HttpRequest, principal: Any) -> HttpSession:
         session_id = request.header("mcp-session-id")
@@ -87,7 +82,7 @@ class StreamableEndpoint:
         if (
             session is None
             or session.legacy
-            or (self.authenticate is not None and session.principal != principal)
+            or (self.gate.enabled and session.principal != principal)
         ):
             raise _bad(404, "Not Found: unknown or ended session")
         version = request.header("mcp-protocol-version")
@@ -113,7 +108,7 @@ class StreamableEndpoint:
     async def post(self, request: HttpRequest, exchange: Exchange) -> None:
         if self.shutdown.is_set():
             raise _bad(503, "Service Unavailable: shutting down")
-        principal = await self.principal(request)
+        principal, token = await self.gate.check_request(request)
         accept_json, accept_sse = parse_accept(request.header("accept"))
         if not (accept_json or accept_sse):
             raise _bad(406, "Not Acceptable: accept application/json and text/event-stream")
@@ -126,6 +121,14 @@ class StreamableEndpoint:
             raise _bad(400, f"Parse error: {exc}", -32700) from None
         if not isinstance(message, dict | list):
             raise _bad(400, "Invalid Request: not a JSON-RPC message", -32600)
+        if isinstance(message, dict):
+            # Malformed messages are answered here, on this POST (see _http_jsonrpc).
+            try:
+                check_message(message)
+            except Invalid as exc:
+                raise HttpError(400, str(exc), exc.reply) from None
+        # Per-tool scopes, once the body has named the tool(s) (each item of a batch).
+        self.gate.check_tools(token, message if isinstance(message, list) else [message])
         meta_version = _meta_version(message)
         has_session = request.header("mcp-session-id") is not None
         if meta_version is not None:
@@ -180,7 +183,8 @@ class StreamableEndpoint:
         accept_sse: bool,
     ) -> None:
         headers = [("Mcp-Session-Id", session.id)]
-        items = message if isinstance(message, list) else [message]
+        body = request.body
+        batch_errors: list[bytes] = []
         if isinstance(message, list):
             revision = session.protocol_version
             if revision != BATCH_REVISION:
@@ -189,15 +193,33 @@ class StreamableEndpoint:
                     f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
                     f"{revision} (only {BATCH_REVISION})",
                 )
-        keys = [
-            id_key(item["id"])
-            for item in items
-            if isinstance(item, dict) and "method" in item and item.get("id") is not None
-        ]
+            # Batch-level errors (empty, too large) have no id to route by: they are this
+            # POST's answer (400 with the JSON-RPC error body, 2025-03-26 basic/transports).
+            try:
+                checked = check_batch(body, message, self.hooks.max_batch_size)
+            except Invalid as exc:
+                raise HttpError(400, str(exc), exc.reply, headers) from None
+            if not checked.valid:  # nothing acceptable: the item errors are the answer
+                raise HttpError(
+                    400, "Invalid Request", b"[" + b",".join(checked.errors) + b"]", headers
+                )
+            items: list[Any] = checked.messages
+            keys = [id_key(request_id) for request_id in checked.request_ids]
+            batch_errors = checked.errors
+            if batch_errors:
+                body = b"[" + b",".join(checked.valid) + b"]"
+                if not keys:  # only notifications/responses are left: nothing to splice into
+                    raise HttpError(
+                        400, "Invalid Request", b"[" + b",".join(batch_errors) + b"]", headers
+                    )
+        else:
+            items = [message]
+            is_request = check_message(message) is Kind.REQUEST
+            keys = [id_key(message["id"])] if is_request else []
         if not keys:
             session.in_use += 1
             try:
-                await session.feed(request.body)
+                await session.feed(body)
             finally:
                 session.in_use -= 1
             for item in items:
@@ -210,10 +232,11 @@ class StreamableEndpoint:
         stream = session.open_stream(keys)
         if stream is None:
             raise _bad(400, "Invalid Request: a request with this id is already in flight")
+        stream.batch_errors = batch_errors
         session.in_use += 1
         try:
             prime_id = await session.prime(stream)
-            await session.feed(request.body)
+            await session.feed(body)
             await answer(
                 exchange,
                 stream,
@@ -305,7 +328,6 @@ class StreamableEndpoint:
             raise _bad(
                 400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
             )
-        await self.principal(request)
         request_id = message.get("id")
         if meta_version not in self.hooks.modern_versions:
             body = msgspec.json.encode(

@@ -43,6 +43,8 @@ class Hooks:
     modern_versions: tuple[str, ...]
     #: Tool name -> {Mcp-Param header name (lower case): property path in ``arguments``}.
     tool_header_params: Callable[[str], dict[str, tuple[str, ...]]]
+    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer (see _http_jsonrpc).
+    max_batch_size: int = 256
     write_timeout: float = 30.0
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
@@ -143,6 +145,9 @@ class HttpSession:
                 stream = self.standing
                 if is_response and not self.legacy:
                     log.info("response without a POST stream session=%s id=%r", self.id, ref)
+            if data[:1] == b"[" and stream.batch_errors and data[-1:] == b"]":
+                errors, stream.batch_errors = stream.batch_errors, []
+                data = data[:-1] + b"," + b",".join(errors) + b"]"
             event_id = await self.store.append(self.id, stream.id, data)
             if stream is self.standing or not is_response:
                 stream.push(event_id, data)

@@ -50,13 +50,14 @@ _probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
 
 
 def probe(data: bytes) -> tuple[bool, Any]:
-    """(is_response, id) of an outgoing message; a batch reply gives its first item's id."""
+    """(is_response, id) of an outgoing message; a batch reply gives its first usable id
+    (its items answer requests of one POST, so any of them names that POST's stream)."""
     try:
         msg = _probe.decode(data)
     except msgspec.DecodeError:
         return False, None
     if isinstance(msg, list):
-        return True, msg[0].id if msg else None
+        return True, next((item.id for item in msg if item.id is not None), None)
     return msg.method is None, msg.id
 
 
@@ -141,6 +142,9 @@ class ResponseStream:
         self.done = False
         self.attached = False
         self.overflowed = False
+        #: Error replies for malformed items of this POST's batch, answered by the HTTP
+        #: layer and spliced into the core's batch reply (one JSON array per batch).
+        self.batch_errors: list[bytes] = []
 
     def push(self, event_id: str | None, data: bytes, final_key: Key | None = None) -> None:
         """Queue a message; ``final_key`` marks the response that answers that request."""

@@ -15,37 +15,83 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+import msgspec
 import trio
 import trio_websocket
 
+from ..auth import AuthConfig
 from ._edge import EdgePolicy, HttpLimits
+from ._http_auth import Authenticate, Gate
+from ._http_server import HttpError
 from ._http_session import Hooks
 
 __all__ = ["serve_websocket"]
 
 log = logging.getLogger("mcp_runtime.websocket")
 SUBPROTOCOL: Final = "mcp"
+#: JSON-RPC error for a ``tools/call`` whose tool needs scopes the upgrade's token lacks
+#: (HTTP answers 403 ``insufficient_scope``; a WebSocket can only answer in-band).
+FORBIDDEN: Final = -32003
 _ids = itertools.count(1)
+_BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 31\r\n"
+    b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections, try later"
+)
 
 
 class _WebSocketChannel:
     """A ``MessageChannel`` on an accepted WebSocket."""
 
-    def __init__(self, ws: Any, shutdown: trio.Event) -> None:
+    def __init__(
+        self, ws: Any, shutdown: trio.Event, gate: Gate | None = None, principal: Any = None
+    ) -> None:
         self._ws = ws
         self._shutdown = shutdown
+        self._gate = gate
+        self._principal = principal
 
     async def receive(self) -> bytes:
+        while True:
+            try:
+                message = await self._ws.get_message()
+            except trio_websocket.ConnectionClosed:
+                raise trio.EndOfChannel from None
+            if isinstance(message, bytes):
+                log.warning("closing websocket reason=binary-message")
+                await self._ws.aclose(1003, "MCP messages are text frames")
+                raise trio.EndOfChannel
+            data: bytes = message.encode("utf-8")
+            refusal = self._refusal(data)
+            if refusal is None:
+                return data
+            try:
+                await self._ws.send_message(refusal.decode("utf-8"))
+            except trio_websocket.ConnectionClosed:
+                raise trio.EndOfChannel from None
+
+    def _refusal(self, data: bytes) -> bytes | None:
+        """The in-band answer for a message calling a tool the token may not call."""
+        if self._gate is None or self._gate.auth is None or b"tools/call" not in data:
+            return None
         try:
-            message = await self._ws.get_message()
-        except trio_websocket.ConnectionClosed:
-            raise trio.EndOfChannel from None
-        if isinstance(message, bytes):
-            log.warning("closing websocket reason=binary-message")
-            await self._ws.aclose(1003, "MCP messages are text frames")
-            raise trio.EndOfChannel
-        data: bytes = message.encode("utf-8")
-        return data
+            message = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            return None  # the core answers parse errors
+        items = message if isinstance(message, list) else [message]
+        error = self._gate.authorization_error(self._principal, items)
+        if error is None:
+            return None
+        request_id = message.get("id") if isinstance(message, dict) else None
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id if isinstance(request_id, int | str | float) else None,
+            "error": {
+                "code": FORBIDDEN,
+                "message": "Forbidden: insufficient_scope",
+                "data": {"status": error.status, "wwwAuthenticate": error.www_authenticate},
+            },
+        }
+        return msgspec.json.encode(body)
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         try:
@@ -71,12 +117,19 @@ async def serve_websocket(
     allowed_hosts: Iterable[str] | None = None,
     limits: HttpLimits | None = None,
     max_message_size: int = 4 * 1024 * 1024,
+    auth: AuthConfig | None = None,
+    authenticate: Authenticate | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over WebSocket until ``shutdown`` (then drain and close with 1001) or
-    cancellation. Reports the bound address through ``task_status``."""
+    cancellation. Reports the bound address through ``task_status``.
+
+    ``auth`` / ``authenticate`` as for ``serve_http``: the upgrade request is authenticated
+    (a refusal is its 401/403 with the challenge, before the WebSocket exists); a
+    ``tools/call`` needing scopes the token lacks is answered in-band with -32003."""
     limits = limits or HttpLimits()
+    gate = Gate(auth, authenticate)
     policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
@@ -87,7 +140,7 @@ async def serve_websocket(
             slots.acquire_nowait()
         except trio.WouldBlock:
             log.warning("refusing websocket reason=max-connections")
-            await trio.aclose_forcefully(stream)
+            await _refuse_busy(stream)
             return
         try:
             await _serve_one(stream)
@@ -109,7 +162,10 @@ async def serve_websocket(
                 log.warning("closing %s reason=header-timeout", conn_id)
                 await trio.aclose_forcefully(stream)
                 return
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+            fields = [
+                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers
+            ]
+            headers = dict(fields)
             # wsproto moves Host out of the extra headers into the event.
             host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
             reason = policy.check(host, headers.get("origin"))
@@ -122,13 +178,30 @@ async def serve_websocket(
                 await request.reject(404, body=b"Not Found")
                 await trio.aclose_forcefully(stream)
                 return
+            principal = None
+            if gate.enabled:
+                authorization = [v for k, v in fields if k == "authorization"]
+                try:
+                    _key, principal = await gate.check(
+                        ", ".join(authorization) if authorization else None, request.path, fields
+                    )
+                except HttpError as refusal:
+                    log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
+                    extra = [("Content-Type", "application/json"), *refusal.headers]
+                    await request.reject(
+                        refusal.status,
+                        extra_headers=[(k.encode(), v.encode()) for k, v in extra],
+                        body=refusal.body or b"",
+                    )
+                    await trio.aclose_forcefully(stream)
+                    return
             offered = request.proposed_subprotocols
             if offered and SUBPROTOCOL not in offered:
                 await request.reject(400, body=b"the 'mcp' subprotocol is required")
                 await trio.aclose_forcefully(stream)
                 return
             ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
-            channel = _WebSocketChannel(ws, shutdown)
+            channel = _WebSocketChannel(ws, shutdown, gate, principal)
             if limits.ws_ping_interval is not None:
                 nursery.start_soon(_keep_alive, ws, limits.ws_ping_interval, limits.ws_ping_timeout)
             await hooks.serve_connection(
@@ -155,6 +228,24 @@ async def serve_websocket(
         with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()
+
+
+async def _refuse_busy(stream: trio.SocketStream) -> None:
+    """503 before the upgrade (an HTTP answer the client can read, not a bare close): read
+    the request head briefly first, so that closing with unread bytes does not reset the
+    connection under the response."""
+    with trio.move_on_after(1.0):
+        head = b""
+        try:
+            while b"\r\n\r\n" not in head and len(head) < 64 * 1024:
+                data = await stream.receive_some(16 * 1024)
+                if not data:
+                    break
+                head += data
+            await stream.send_all(_BUSY)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+    await trio.aclose_forcefully(stream)
 
 
 async def _keep_alive(ws: Any, interval: float, timeout: float) -> None:

@@ -131,3 +131,51 @@ async def test_tasks_are_scoped_to_their_session() -> None:
             with pytest.raises(JSONRPCError):
                 await second.request("tasks/get", {"taskId": created["task"]["taskId"]})
             assert (await second.request("tasks/list"))["tasks"] == []
+
+
+async def test_modern_listen_for_task_notifications() -> None:
+    with trio.fail_after(10):
+        async with open_client(
+            APP, protocol_version="2026-07-28", capabilities=TASKS_EXT
+        ) as client:
+            created = await client.call_tool("deploy", {"environment": "qa"})
+            task_id = created["taskId"]
+            async with trio.open_nursery() as nursery:
+
+                async def listen() -> None:
+                    await client.request(
+                        "subscriptions/listen", {"notifications": {"taskIds": [task_id, "nope"]}}
+                    )
+
+                nursery.start_soon(listen)
+                ack = await client.wait_for_notification("notifications/subscriptions/acknowledged")
+                assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+                note = await client.wait_for_notification("notifications/tasks")
+                assert note["params"]["taskId"] == task_id
+                assert note["params"]["status"] == "input_required"
+                assert "inputRequests" in note["params"]
+                assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+                nursery.cancel_scope.cancel()
+
+
+async def test_listen_for_tasks_needs_the_extension() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28") as client:
+            with pytest.raises(JSONRPCError) as info:
+                await client.request("subscriptions/listen", {"notifications": {"taskIds": ["x"]}})
+    assert info.value.code == -32021
+    assert info.value.data == {
+        "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }
+
+
+async def test_legacy_status_notifications() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP) as client:
+            created = await client.request(
+                "tools/call", {"name": "build", "arguments": {"target": "n"}, "task": {}}
+            )
+            await client.request("tasks/result", {"taskId": created["task"]["taskId"]})
+            note = await client.wait_for_notification("notifications/tasks/status")
+            assert note["params"]["taskId"] == created["task"]["taskId"]
+            assert note["params"]["status"] == "completed"

@@ -1,0 +1,104 @@
+"""Bearer-token authentication for the HTTP and WebSocket transports (``runtime.auth``).
+
+MCP 2025-11-25 / 2026-07-28 basic/authorization: the server is an OAuth 2.1 resource
+server. Every HTTP request is authenticated ("authorization MUST be included in every HTTP
+request from client to server, even if they are part of the same logical session"), a
+``tools/call`` is checked against that tool's scopes once the body has named it, and the
+RFC 9728 metadata document is served, without authentication, at every well-known path.
+Refusals are ``runtime.auth.AuthError`` responses sent exactly as built there (401/403/400
+with their ``WWW-Authenticate`` challenge). The token never reaches a log line: only the
+principal (subject, client id, scopes) is kept.
+
+The older generic hook, ``authenticate(headers) -> principal | refusal``, still works; a
+server takes one or the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
+from ._http_server import HttpError, HttpRequest, as_refusal, principal_key
+
+__all__ = ["Authenticate", "Gate"]
+
+#: ``authenticate(headers) -> principal``; raise (or return) an HttpError / AuthError to
+#: refuse (e.g. 401 with ``WWW-Authenticate``). Headers are lower-cased names.
+Authenticate = Callable[[dict[str, str]], Awaitable[Any]]
+
+
+def _refusal(error: AuthError) -> HttpError:
+    refusal = as_refusal(error)
+    assert refusal is not None
+    return refusal
+
+
+class Gate:
+    """Who may use the server: ``auth`` (``runtime.auth.AuthConfig``), the generic
+    ``authenticate`` hook, or nobody checks (both None)."""
+
+    def __init__(self, auth: AuthConfig | None = None, hook: Authenticate | None = None):
+        if auth is not None and hook is not None:
+            raise ValueError("pass either auth=AuthConfig(...) or authenticate=..., not both")
+        self.auth = auth
+        self.hook = hook
+        #: Request path -> RFC 9728 document (root and path-inserted forms).
+        self.metadata: dict[str, bytes] = {}
+        if auth is not None:
+            document = auth.resource_metadata.document_json()
+            self.metadata = dict.fromkeys(auth.resource_metadata.well_known_paths(), document)
+
+    @property
+    def enabled(self) -> bool:
+        return self.auth is not None or self.hook is not None
+
+    async def check(
+        self, authorization: str | None, target: str, headers: Iterable[tuple[str, str]]
+    ) -> tuple[Any, Any]:
+        """(session key, principal) of a request, or raise the HttpError refusing it.
+
+        ``authorization``: every ``Authorization`` field joined with ", " (several are
+        then refused as malformed); ``target`` is passed so that a token in the query is
+        refused. Awaits the verifier once; cancellation propagates.
+        """
+        if self.auth is not None:
+            query = urlsplit(target).query
+            result = await authenticate(self.auth, authorization, query=query or None)
+            if isinstance(result, AuthError):
+                raise _refusal(result)
+            return principal_key(result), result
+        if self.hook is not None:
+            result = await self.hook(dict(headers))
+            refusal = as_refusal(result)
+            if refusal is not None:
+                raise refusal
+            return principal_key(result), result
+        return None, None
+
+    async def check_request(self, request: HttpRequest) -> tuple[Any, Any]:
+        return await self.check(request.header("authorization"), request.target, request.headers)
+
+    def authorization_error(self, principal: Any, messages: Iterable[Any]) -> AuthError | None:
+        """The 403 for the first ``tools/call`` in ``messages`` whose tool needs scopes the
+        principal lacks, else None."""
+        if self.auth is None or not isinstance(principal, AccessToken):
+            return None
+        for message in messages:
+            if not isinstance(message, dict) or message.get("method") != "tools/call":
+                continue
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if isinstance(name, str):
+                refusal = authorize(self.auth, principal, tool=name)
+                if refusal is not None:
+                    return refusal
+        return None
+
+    def check_tools(self, principal: Any, messages: Iterable[Any]) -> None:
+        """Raise the 403 ``insufficient_scope`` refusal for a ``tools/call`` the principal
+        may not make (each item of a batch is checked)."""
+        refusal = self.authorization_error(principal, messages)
+        if refusal is not None:
+            raise _refusal(refusal)
