@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
@@ -26,21 +26,14 @@ from ._signature import doc_summary, inspect_signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate, is_template
-from .auth import AuthConfig
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
-from .transports import (
-    EventStore,
-    FramedChannel,
-    FramingName,
-    Hooks,
-    HttpLimits,
-    make_framer,
-    open_stdio_channel,
-)
+from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
-from .transports import serve_http as _serve_http
-from .transports import serve_websocket as _serve_websocket
-from .transports._http_modern import header_params as _header_params
+
+if TYPE_CHECKING:
+    # The network transports and auth load on first use (start-up time of stdio servers).
+    from .auth import AuthConfig
+    from .transports import EventStore, Hooks, HttpLimits
 
 __all__ = ["Lifespan", "Server"]
 
@@ -579,6 +572,9 @@ class Server:
         from handlers.era import MODERN_VERSIONS
         from handlers.lifecycle import HANDSHAKE_VERSIONS
 
+        from .transports import Hooks
+        from .transports._http_modern import header_params as _header_params
+
         def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
             tool = self.registry.tools.get(name)
             return {} if tool is None else _header_params(tool.listing.get("inputSchema"))
@@ -625,6 +621,8 @@ class Server:
         """
         shutdown = self._new_shutdown_event()
         try:
+            from .transports import serve_http as _serve_http
+
             await _serve_http(
                 self._transport_hooks(),
                 port=port,
@@ -678,6 +676,8 @@ class Server:
         ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
         shutdown = self._new_shutdown_event()
         try:
+            from .transports import serve_websocket as _serve_websocket
+
             await _serve_websocket(
                 self._transport_hooks(),
                 port=port,

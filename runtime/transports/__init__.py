@@ -1,14 +1,25 @@
-"""Transports: each turns some byte stream into a ``runtime.core.MessageChannel``."""
+"""Transports: each turns some byte stream into a ``runtime.core.MessageChannel``.
 
-from ._edge import EdgePolicy, HttpLimits
+The network transports (HTTP, WebSocket) load lazily (PEP 562): a stdio or TCP server never
+imports h11, wsproto or trio-websocket, which keeps the CLI's start-up fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._framed import FramedChannel, FramingName, make_framer
-from ._http import serve_http
-from ._http_server import HttpError
-from ._http_session import Hooks
-from ._http_streams import EventStore, MemoryEventStore
 from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
-from ._websocket import serve_websocket
+
+if TYPE_CHECKING:
+    from ._edge import EdgePolicy, HttpLimits
+    from ._http import serve_http
+    from ._http_server import HttpError
+    from ._http_session import Hooks
+    from ._http_streams import EventStore, MemoryEventStore
+    from ._websocket import serve_websocket
 
 __all__ = [
     "EdgePolicy",
@@ -25,3 +36,23 @@ __all__ = [
     "serve_http",
     "serve_websocket",
 ]
+
+_LAZY = {
+    "EdgePolicy": "._edge",
+    "HttpLimits": "._edge",
+    "serve_http": "._http",
+    "HttpError": "._http_server",
+    "Hooks": "._http_session",
+    "EventStore": "._http_streams",
+    "MemoryEventStore": "._http_streams",
+    "serve_websocket": "._websocket",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
