@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("ALLOWED_HOSTS"),
         help="comma-separated Host allow-list, name or name:port (default: loopback names)",
     )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        metavar="N",
+        default=_env("MAX_CONNECTIONS"),
+        help="concurrent HTTP/WebSocket connections (default 1000; past it: 503)",
+    )
     serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=_port, default=_env("PORT", "0"))
     serve.add_argument("--socket", metavar="PATH", default=_env("SOCKET"))
@@ -259,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             value = getattr(args, flag)
             if value is not None:
                 options[flag] = [item.strip() for item in value.split(",") if item.strip()]
+        if args.max_connections is not None:
+            from .transports import HttpLimits
+
+            options["http_limits"] = HttpLimits(max_connections=int(args.max_connections))
     elif args.transport == "unix":
         options.update(path=args.socket)
     try:

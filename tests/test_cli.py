@@ -150,3 +150,42 @@ def test_serve_unix_socket(tmp_path: Path) -> None:
 def test_module_entry_point_matches_console_script() -> None:
     out = subprocess.run([sys.executable, "-m", "runtime"], capture_output=True, cwd=ROOT)
     assert out.returncode == 2
+
+
+def test_max_connections_flag_limits_http_connections() -> None:
+    import socket
+    import time
+
+    process = subprocess.Popen(
+        cli(
+            "serve",
+            "tests/servers/wire.py",
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--max-connections",
+            "1",
+        ),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 15
+        line = b""
+        while b"listening" not in line and time.monotonic() < deadline:
+            line = process.stderr.readline()
+        port = int(line.decode().rsplit(",", 1)[1].strip(" )\n").split(")")[0])
+        first = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.2)
+        second = socket.create_connection(("127.0.0.1", port), timeout=5)
+        second.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = second.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        first.close()
+        second.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
