@@ -78,7 +78,7 @@ def methods(server: App) -> dict[str, Handler]:
         if tool is None:
             raise JSONRPCError.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
         sig = tool.signature
-        raw = _EMPTY_ARGS if isinstance(params.arguments, UnsetType) else params.arguments
+        raw = _EMPTY_ARGS if params.arguments is UNSET else params.arguments
         try:
             args = sig.json_decoder.decode(raw)
         except msgspec.ValidationError as exc:
@@ -115,8 +115,10 @@ def methods(server: App) -> dict[str, Handler]:
                 value = await call_user_function(
                     server, ctx, tool.fn, sig, args, params.meta, task=task
                 )
+            elif not ctx.modern:
+                value = await call_user_function(server, ctx, tool.fn, sig, args, params.meta)
             else:
-                salient = [tool.name, msgspec.json.decode(raw)] if ctx.modern else None
+                salient = [tool.name, msgspec.json.decode(raw)]
                 asking, value = await call_with_input(
                     server, ctx, tool.fn, sig, args, params.meta, params, salient
                 )

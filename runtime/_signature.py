@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
+import msgspec.structs
 
 __all__ = ["Signature", "doc_summary", "inspect_signature"]
 
@@ -44,7 +45,8 @@ class Signature:
     is_async: bool
 
     def to_kwargs(self, args: msgspec.Struct) -> dict[str, Any]:
-        return {name: getattr(args, name) for name in self.names}
+        # The struct's fields are exactly the argument names (asdict is implemented in C).
+        return msgspec.structs.asdict(args)
 
     def convert(self, values: dict[str, Any], *, strict: bool = True) -> msgspec.Struct:
         """Validate already-decoded values (e.g. URI template variables, which are strings)."""

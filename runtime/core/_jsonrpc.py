@@ -102,7 +102,7 @@ def _invalid(reason: str, request_id: RequestId | None) -> JSONRPCError:
     return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", {"id": request_id})
 
 
-_STRUCTURED: Final = (b"{", b"[")
+_STRUCTURED: Final = (ord("{"), ord("["))
 
 
 def classify(env: Envelope) -> Kind:
@@ -111,27 +111,28 @@ def classify(env: Envelope) -> Kind:
     Raises JSONRPCError(-32600) naming what is wrong; ``.data["id"]`` carries the id to
     answer with (null when there is none usable).
     """
-    request_id = None if isinstance(env.id, UnsetType) else env.id
+    # Identity checks against the UNSET singleton: this runs once per message (hot path).
+    request_id = None if env.id is UNSET else env.id
     if env.jsonrpc != "2.0":
         raise _invalid('"jsonrpc" must be exactly "2.0"', request_id)
-    if not isinstance(env.method, UnsetType):
-        if not isinstance(env.result, UnsetType) or not isinstance(env.error, UnsetType):
+    if env.method is not UNSET:
+        if env.result is not UNSET or env.error is not UNSET:
             raise _invalid("a request cannot carry result or error", request_id)
         # JSON-RPC 2.0 section 4.2: params, when present, MUST be a structured value.
-        # msgspec.Raw is the exact value slice, so its first byte tells the JSON type.
-        if not isinstance(env.params, UnsetType) and bytes(env.params)[:1] not in _STRUCTURED:
+        # msgspec.Raw is the exact value slice, so its first byte tells the JSON type (read
+        # through a memoryview: no copy of a large params object).
+        params = env.params
+        if params is not UNSET and memoryview(params)[0] not in _STRUCTURED:
             raise _invalid('"params" must be an object or an array', request_id)
-        if isinstance(env.id, UnsetType):
-            return Kind.NOTIFICATION
-        if env.id is None:
+        if request_id is None:
+            if env.id is UNSET:
+                return Kind.NOTIFICATION
             # MCP basic/index: "the ID MUST NOT be null".
             raise _invalid('"id" must be a string or a number, not null', None)
         return Kind.REQUEST
-    if isinstance(env.id, UnsetType):
+    if env.id is UNSET:
         raise _invalid('missing "method"', None)
-    has_result = not isinstance(env.result, UnsetType)
-    has_error = not isinstance(env.error, UnsetType)
-    if has_result == has_error:
+    if (env.result is UNSET) == (env.error is UNSET):
         raise _invalid('a response carries exactly one of "result" and "error"', request_id)
     return Kind.RESPONSE
 
