@@ -13,7 +13,7 @@ from runtime._context import Context
 from runtime._input import InputRequired, InputRound
 from runtime._registry import App
 from runtime._signature import Signature
-from runtime._state import params_digest
+from runtime._state import params_digest, principal_key
 from runtime._tasks import TaskRecord
 from runtime.core import JSONRPCError, RequestContext
 
@@ -48,9 +48,11 @@ async def call_with_input(
         return False, await call_user_function(server, ctx, fn, sig, args, meta)
     responses: dict[str, Any] = {}
     digest: str | None = None
+    who = principal_key(ctx.session.principal)
     if fields.request_state is not None:
         digest = params_digest(salient)
-        responses.update(server.state_sealer.unseal(fields.request_state, ctx.method, digest))
+        sealer = server.state_sealer
+        responses.update(sealer.unseal(fields.request_state, ctx.method, digest, who))
     if fields.input_responses:
         responses.update(fields.input_responses)
     try:
@@ -58,7 +60,8 @@ async def call_with_input(
             server, ctx, fn, sig, args, meta, InputRound(responses)
         )
     except InputRequired as exc:
-        state = server.state_sealer.seal(ctx.method, digest or params_digest(salient), responses)
+        digest = digest or params_digest(salient)
+        state = server.state_sealer.seal(ctx.method, digest, responses, who)
         return True, {
             "resultType": "input_required",
             "inputRequests": exc.requests,

@@ -37,6 +37,7 @@ from runtime.core import (
 from ._common import decode_params
 from .lifecycle import capabilities
 from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import owner as task_owner
 
 __all__ = ["MAX_RESOURCE_SUBSCRIPTIONS", "META_SUBSCRIPTION_ID", "methods"]
 
@@ -84,7 +85,10 @@ def _notification(
     params: dict[str, Any] = {} if meta is None else {"_meta": meta}
     if what == "task" and server is not None:
         # Each notification carries the full DetailedTask, as tasks/get would (SEP-2663).
-        task = server.tasks.get(key).wire(legacy=False)
+        record = server.tasks.peek(key)
+        if record is None:
+            raise JSONRPCError.invalid_params("Unknown task", {"taskId": key})
+        task = record.wire(legacy=False)
         return "notifications/tasks", {**task, **params}
     if what == "updated":
         params["uri"] = key
@@ -96,9 +100,9 @@ def _known(registry: Registry, uri: str) -> bool:
     return uri in registry.resources or registry.find_template(uri) is not None
 
 
-def _task_known(server: App, task_id: str) -> bool:
+def _task_known(server: App, task_id: str, owner: object | None) -> bool:
     try:
-        server.tasks.get(task_id)
+        server.tasks.get(task_id, owner)
     except JSONRPCError:
         return False
     return True
@@ -203,7 +207,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                     "Missing required client capability",
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
-            task_ids = [t for t in dict.fromkeys(wanted.task_ids) if _task_known(server, t)]
+            who = task_owner(ctx)
+            task_ids = [t for t in dict.fromkeys(wanted.task_ids) if _task_known(server, t, who)]
             if len(task_ids) > MAX_RESOURCE_SUBSCRIPTIONS:
                 raise _too_many()
             honored["taskIds"] = task_ids

@@ -21,12 +21,13 @@ from typing import Any, Final
 import msgspec
 
 from runtime._registry import App
+from runtime._state import principal_key
 from runtime._tasks import TERMINAL, TaskRecord
 from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, Peer, RequestContext
 
 from ._common import decode_params
 
-__all__ = ["EXTENSION", "created", "methods", "report_status", "wants_task"]
+__all__ = ["EXTENSION", "created", "methods", "owner", "report_status", "wants_task"]
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
@@ -85,6 +86,14 @@ def report_status(peer: Peer, record: TaskRecord) -> None:
     record.listeners.append(changed)
 
 
+def owner(ctx: RequestContext) -> object | None:
+    """Whose task it is: the session (2025-11-25); in the modern era the authenticated
+    principal when there is one, else nobody (the unguessable id is the capability)."""
+    if not ctx.modern:
+        return ctx.session
+    return principal_key(ctx.session.principal)
+
+
 def created(ctx: RequestContext, record: TaskRecord) -> dict[str, Any]:
     if ctx.modern:
         return {"resultType": "task", **record.wire(legacy=False)}
@@ -95,7 +104,7 @@ def methods(server: App) -> dict[str, Handler]:
     table = server.tasks
 
     def find(ctx: RequestContext, task_id: str) -> TaskRecord:
-        return table.get(task_id, None if ctx.modern else ctx.session)
+        return table.get(task_id, owner(ctx))
 
     async def get(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _id_decoder, b"{}")

@@ -85,9 +85,7 @@ def methods(server: App) -> dict[str, Handler]:
             return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
-            record = server.tasks.create(
-                None if ctx.modern else ctx.session, as_task.get("ttl") if as_task else None
-            )
+            record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
 
             async def run_task() -> dict[str, Any]:
                 _, result = await execute(ctx, tool, args, params, raw, record)

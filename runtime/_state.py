@@ -23,7 +23,7 @@ import msgspec
 
 from .core import INVALID_PARAMS, JSONRPCError
 
-__all__ = ["StateSealer", "params_digest"]
+__all__ = ["StateSealer", "params_digest", "principal_key"]
 
 _MAX_STATE: Final = 256 * 1024  # bytes of requestState we are willing to verify
 
@@ -33,10 +33,23 @@ class _Payload(msgspec.Struct, forbid_unknown_fields=True):
     digest: str
     expires: float
     responses: dict[str, Any]
+    #: The authenticated principal the state was issued to (None: unauthenticated).
+    principal: str | None = None
 
 
 _decoder: Final = msgspec.json.Decoder(_Payload)
 _encode: Final = msgspec.json.Encoder(order="sorted").encode
+
+
+def principal_key(principal: Any) -> str | None:
+    """A stable identity for binding state and tasks to who created them: the subject and
+    client id of an access token, else the principal's string form."""
+    if principal is None:
+        return None
+    subject = getattr(principal, "subject", None)
+    if subject is not None:
+        return f"{subject}|{getattr(principal, 'client_id', None) or ''}"
+    return str(principal)
 
 
 def params_digest(value: Any) -> str:
@@ -80,16 +93,21 @@ class StateSealer:
     def _epoch(self, now: float) -> int:
         return int(now // self._rotate)
 
-    def seal(self, method: str, digest: str, responses: dict[str, Any]) -> str:
+    def seal(
+        self, method: str, digest: str, responses: dict[str, Any], principal: str | None = None
+    ) -> str:
         now = time.time()
-        payload = _b64(_encode(_Payload(method, digest, now + self.ttl_seconds, responses)))
+        expires = now + self.ttl_seconds
+        payload = _b64(_encode(_Payload(method, digest, expires, responses, principal)))
         epoch = self._epoch(now)
         signed = f"{epoch}.{payload}".encode()
         return f"{payload}.{epoch}.{_b64(hmac.new(self._key(epoch), signed, 'sha256').digest())}"
 
-    def unseal(self, state: str, method: str, digest: str) -> dict[str, Any]:
+    def unseal(
+        self, state: str, method: str, digest: str, principal: str | None = None
+    ) -> dict[str, Any]:
         """The input responses carried by ``state``; raises -32602 for state that is forged,
-        expired, or was issued for another request."""
+        expired, or was issued for another request or another principal."""
         try:
             if len(state) > _MAX_STATE:
                 raise ValueError("too large")
@@ -109,4 +127,7 @@ class StateSealer:
             raise JSONRPCError(INVALID_PARAMS, "requestState has expired")
         if payload.method != method or payload.digest != digest:
             raise JSONRPCError(INVALID_PARAMS, "requestState was issued for a different request")
+        if payload.principal != principal:
+            # 2026-07-28 mrtr: reject state presented by a different principal.
+            raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
         return payload.responses

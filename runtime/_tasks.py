@@ -172,19 +172,26 @@ class TaskTable:
         self._tasks[record.task_id] = record
         return record
 
-    def get(self, task_id: str, owner: object | None = None) -> TaskRecord:
-        """The task, or -32602 for an unknown, expired or (with ``owner``) foreign id."""
+    def get(self, task_id: str, owner: object | None) -> TaskRecord:
+        """The task, or -32602 for an unknown, expired or foreign id: a task is visible only
+        to the owner it was created for (a session, a principal key, or None for nobody in
+        particular), and a foreign task looks exactly like an unknown one."""
+        record = self.peek(task_id)
+        if record is None or record.owner != owner:
+            raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+        return record
+
+    def peek(self, task_id: str) -> TaskRecord | None:
+        """The live task with this id, whoever owns it (for the runtime's own use)."""
         record = self._tasks.get(task_id)
         if record is not None and record.expired:
             self.purge()
-            record = None
-        if record is None or (owner is not None and record.owner is not owner):
-            raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+            return None
         return record
 
     def owned_by(self, owner: object) -> list[TaskRecord]:
         self.purge()
-        return [t for t in self._tasks.values() if t.owner is owner]
+        return [t for t in self._tasks.values() if t.owner == owner]
 
     def start(
         self,

@@ -19,6 +19,7 @@ class Session:
         "client_info",
         "initialized",
         "log_level",
+        "principal",
         "protocol_version",
         "state",
         "transport",
@@ -34,6 +35,9 @@ class Session:
         self.initialized = False
         #: Minimum level set by ``logging/setLevel`` (None: the client asked for nothing).
         self.log_level: str | None = None
+        #: Who is calling, as the transport's authentication established it (for HTTP with
+        #: ``auth=``: a ``runtime.auth.AccessToken``); None when unauthenticated.
+        self.principal: Any = None
         #: Free-form per-session state for handlers and user code.
         self.state: dict[str, Any] = {}
 

@@ -129,3 +129,18 @@ async def test_modern_without_the_capability_is_refused() -> None:
             with pytest.raises(JSONRPCError) as info:
                 await _modern_call(client, "greet", {})
     assert info.value.code == -32021
+
+
+def test_state_is_bound_to_the_principal() -> None:
+    from runtime._state import principal_key
+    from runtime.auth import AccessToken
+
+    alice = principal_key(AccessToken(subject="alice", scopes=frozenset(), client_id="app"))
+    mallory = principal_key(AccessToken(subject="mallory", scopes=frozenset(), client_id="app"))
+    assert alice == "alice|app" and principal_key(None) is None
+    sealer = StateSealer(b"k" * 32)
+    state = sealer.seal("tools/call", "d", {"a": 1}, alice)
+    assert sealer.unseal(state, "tools/call", "d", alice) == {"a": 1}
+    for other in (mallory, None):
+        with pytest.raises(JSONRPCError, match="another principal"):
+            sealer.unseal(state, "tools/call", "d", other)

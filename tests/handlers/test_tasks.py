@@ -179,3 +179,22 @@ async def test_legacy_status_notifications() -> None:
             note = await client.wait_for_notification("notifications/tasks/status")
             assert note["params"]["taskId"] == created["task"]["taskId"]
             assert note["params"]["status"] == "completed"
+
+
+async def test_task_ids_are_visible_only_to_their_owner() -> None:
+    from runtime._tasks import TaskTable
+
+    table = TaskTable(max_tasks=2)
+    async with trio.open_nursery() as nursery:
+        table.nursery = nursery
+        mine = table.create("alice|app")
+        assert table.get(mine.task_id, "alice|app") is mine
+        for stranger in ("mallory|app", None):
+            with pytest.raises(JSONRPCError) as info:
+                table.get(mine.task_id, stranger)
+            assert info.value.message == "Unknown task"  # indistinguishable from unknown
+        table.create(None)
+        with pytest.raises(JSONRPCError) as info:  # bounded table
+            table.create(None)
+        assert info.value.code == -32010
+        assert [t.task_id for t in table.owned_by("alice|app")] == [mine.task_id]
