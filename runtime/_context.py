@@ -79,6 +79,12 @@ class Context:
         return self._request.protocol_version
 
     @property
+    def principal(self) -> Any:
+        """Who is calling, as authentication established it (``runtime.auth.AccessToken``
+        with ``serve_http(auth=...)``); None when the transport does not authenticate."""
+        return self._request.session.principal
+
+    @property
     def modern(self) -> bool:
         """True for a stateless 2026-07-28 request, False in the handshake era."""
         return self._request.modern
