@@ -1,5 +1,5 @@
 """The official SDK client answering elicitation from examples/elicitation.py, in either era.
-Usage: python sdk_elicitation_client.py MODE -- COMMAND...  (MODE: legacy | 2026-07-28)
+Usage: python sdk_elicitation_client.py MODE -- COMMAND... | URL  (MODE: legacy | 2026-07-28)
 Prints JSON: the tools' final texts and the messages the client was asked.
 """
 
@@ -26,8 +26,13 @@ async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
 
 
 async def main(mode: str, command: list[str]) -> None:
-    params = StdioServerParameters(command=command[0], args=command[1:])
-    async with Client(params, mode=mode, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+    # A URL means Streamable HTTP; anything else is a command to run over stdio.
+    target: Any = (
+        command[0]
+        if command[0].startswith("http")
+        else StdioServerParameters(command=command[0], args=command[1:])
+    )
+    async with Client(target, mode=mode, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
         greet = await client.call_tool("greet", {})
         trip = await client.call_tool("book_trip", {"destination": "Lima"})
         out = {
