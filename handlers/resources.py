@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Final
 
 import msgspec
 
+from runtime._contents import to_contents
 from runtime._registry import App
-from runtime._types import BlobResourceContents, TextResourceContents
 from runtime.core import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
@@ -22,7 +21,7 @@ from runtime.core import (
 
 from ._common import InputFields, call_with_input, decode_params, paginated
 
-__all__ = ["methods", "to_contents"]
+__all__ = ["methods"]
 
 
 class _ReadParams(InputFields, kw_only=True):
@@ -36,30 +35,6 @@ class _ListParams(msgspec.Struct):
 
 _read_decoder: Final = msgspec.json.Decoder(_ReadParams)
 _list_decoder: Final = msgspec.json.Decoder(_ListParams)
-_encode: Final = msgspec.json.Encoder().encode
-_CONTENTS: Final = (TextResourceContents, BlobResourceContents)
-
-
-def _one(uri: str, value: Any, mime_type: str | None) -> Any:
-    if isinstance(value, _CONTENTS):
-        return value
-    if isinstance(value, str):
-        return TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")
-    if isinstance(value, bytes | bytearray | memoryview):
-        blob = base64.b64encode(value).decode()
-        return BlobResourceContents(
-            uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream"
-        )
-    return TextResourceContents(
-        uri=uri, text=_encode(value).decode(), mime_type=mime_type or "application/json"
-    )
-
-
-def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
-    """A resource function's return value as ``contents`` of a read result."""
-    if isinstance(value, list) and value and all(isinstance(v, _CONTENTS) for v in value):
-        return value
-    return [_one(uri, value, mime_type)]
 
 
 def methods(server: App) -> dict[str, Handler]:

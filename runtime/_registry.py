@@ -70,6 +70,7 @@ class ToolDef:
     description: str | None = None
     input_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     #: Structured output (None: the tool returns unstructured content only).
     output: OutputSpec | None = None
@@ -88,6 +89,7 @@ class ToolDef:
             inputSchema=self.input_schema or self.signature.schema,
             outputSchema=self.output_schema or (self.output.schema if self.output else None),
             annotations=self.annotations,
+            icons=self.icons,
             execution={"taskSupport": self.task_support} if self.task_support else None,
             _meta=self.meta,
         )
@@ -103,6 +105,7 @@ class _ResourceBase:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    icons: list[dict[str, Any]] | None = None
     #: (ttlMs, cacheScope) for resources/read; None: the server default.
     cache: tuple[int, str] | None = None
     listing: dict[str, Any] = field(default_factory=dict)
@@ -114,6 +117,7 @@ class _ResourceBase:
             title=self.title,
             description=self.description,
             mimeType=self.mime_type,
+            icons=self.icons,
         )
 
 
@@ -140,6 +144,7 @@ class PromptDef:
     signature: Signature
     title: str | None = None
     description: str | None = None
+    icons: list[dict[str, Any]] | None = None
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -157,6 +162,7 @@ class PromptDef:
             title=self.title,
             description=self.description,
             arguments=arguments or None,
+            icons=self.icons,
         )
 
 

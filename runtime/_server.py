@@ -26,7 +26,15 @@ from ._signature import doc_summary, inspect_signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate, is_template
-from .core import Connection, Dispatcher, Limits, MessageChannel, Session
+from .core import (
+    Connection,
+    Dispatcher,
+    Limits,
+    MessageChannel,
+    Session,
+    decode_single,
+    dispatch_single,
+)
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
 
@@ -77,6 +85,8 @@ class Server:
         *,
         title: str | None = None,
         instructions: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        website_url: str | None = None,
         limits: Limits | None = None,
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
@@ -108,6 +118,9 @@ class Server:
         self.version = version
         self.title = title
         self.instructions = instructions
+        #: Icons (MCP 2025-11-25 ``Icon``: ``{"src", "mimeType"?, "sizes"?, "theme"?}``).
+        self.icons = icons
+        self.website_url = website_url
         self.limits = limits or Limits()
         self.registry = Registry()
         self.cursors = CursorCodec(page_size)
@@ -140,6 +153,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
@@ -156,6 +170,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
@@ -201,6 +216,7 @@ class Server:
                     description=description or doc_summary(func),
                     input_schema=input_schema,
                     annotations=annotations,
+                    icons=icons,
                     meta=meta,
                     output=output,
                     output_schema=output_schema,
@@ -219,6 +235,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
         ttl_ms: int | None = None,
         cache_scope: Literal["public", "private"] | None = None,
     ) -> Callable[[F], F]:
@@ -258,6 +275,7 @@ class Server:
                         title=title,
                         description=desc,
                         mime_type=mime_type,
+                        icons=icons,
                         cache=cache,
                     )
                 )
@@ -276,6 +294,7 @@ class Server:
                         title=title,
                         description=desc,
                         mime_type=mime_type,
+                        icons=icons,
                         cache=cache,
                     )
                 )
@@ -295,6 +314,7 @@ class Server:
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -305,6 +325,7 @@ class Server:
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt; its parameters are the prompt's arguments (strings on the
         wire, converted to the annotated types). It returns a ``str`` (one user message),
@@ -315,7 +336,7 @@ class Server:
             prompt_name = name or func.__name__
             sig = inspect_signature(func, name=prompt_name, context_type=Context, lax=True)
             self.registry.add_prompt(
-                PromptDef(prompt_name, func, sig, title, description or doc_summary(func))
+                PromptDef(prompt_name, func, sig, title, description or doc_summary(func), icons)
             )
             return func
 
@@ -397,9 +418,14 @@ class Server:
         return self._cache_hints.get(method, self._cache_default)
 
     def server_info(self) -> dict[str, Any]:
+        """The Implementation object (serverInfo): name, version, title, icons, websiteUrl."""
         info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             info["title"] = self.title
+        if self.icons:
+            info["icons"] = self.icons
+        if self.website_url is not None:
+            info["websiteUrl"] = self.website_url
         return info
 
     # -- serving ----------------------------------------------------------------------------
@@ -579,8 +605,22 @@ class Server:
             tool = self.registry.tools.get(name)
             return {} if tool is None else _header_params(tool.listing.get("inputSchema"))
 
+        async def dispatch_one(
+            envelope: Any, send: Callable[[bytes], Awaitable[None]], connection_id: str
+        ) -> bytes:
+            return await dispatch_single(
+                self.dispatcher,
+                envelope,
+                session=Session("http"),
+                send=send,
+                connection_id=connection_id,
+                request_timeout=self.limits.request_timeout,
+            )
+
         return Hooks(
             serve_connection=self.serve_connection,
+            decode_one=decode_single,
+            dispatch_one=dispatch_one,
             new_session=Session,
             handshake_versions=tuple(HANDSHAKE_VERSIONS),
             modern_versions=tuple(MODERN_VERSIONS),

@@ -23,6 +23,7 @@ from ._errors import (
 from ._jsonrpc import RequestId, params_error
 from ._limits import Limits
 from ._session import Session
+from ._single import decode_single, dispatch_single
 
 __all__ = [
     "CONNECTION_CLOSED",
@@ -52,5 +53,7 @@ __all__ = [
     "ResourceNotFoundError",
     "Session",
     "ToolError",
+    "decode_single",
+    "dispatch_single",
     "params_error",
 ]

@@ -442,6 +442,7 @@ class Connection:
         assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
         params = None if isinstance(env.params, msgspec.UnsetType) else env.params
         ctx = RequestContext(env.method, request_id, params, self.session, self, in_batch=in_batch)
+        ctx.cancel_scope = entry.scope
         try:
             reply: bytes | None = None
             with entry.scope:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+import trio
 from msgspec import Raw
 
 from ._jsonrpc import RequestId
@@ -47,6 +48,7 @@ class RequestContext:
     """One request or notification. ``params`` stays raw until a handler decodes it."""
 
     __slots__ = (
+        "cancel_scope",
         "client_capabilities",
         "id",
         "in_batch",
@@ -83,6 +85,8 @@ class RequestContext:
         self.protocol_version: str | None = session.protocol_version
         #: The request's decoded ``params._meta`` when era selection decoded it, else None.
         self.meta: dict[str, Any] | None = None
+        #: The request's own cancel scope (None for notifications).
+        self.cancel_scope: trio.CancelScope | None = None
         #: Capabilities the client declared (per request in the modern era).
         self.client_capabilities: dict[str, Any] = session.client_capabilities
 

@@ -132,7 +132,9 @@ class StreamableEndpoint:
         meta_version = _meta_version(message)
         has_session = request.header("mcp-session-id") is not None
         if meta_version is not None:
-            await self.post_modern(request, exchange, message, meta_version)
+            await self.post_modern(
+                request, exchange, message, meta_version, accept_json, accept_sse
+            )
             return
         if has_session:
             session = self.session(request, principal)
@@ -323,6 +325,8 @@ class StreamableEndpoint:
         exchange: Exchange,
         message: dict[str, Any] | list[Any],
         meta_version: str,
+        accept_json: bool,
+        accept_sse: bool,
     ) -> None:
         if isinstance(message, list):
             raise _bad(
@@ -351,8 +355,12 @@ class StreamableEndpoint:
         mismatch = check_headers(request, message, meta_version, self.hooks.tool_header_params)
         if mismatch is not None:
             raise _bad(400, f"Header mismatch: {mismatch}", -32020, request_id)
-        accept_json, accept_sse = parse_accept(request.header("accept"))
         is_request = "method" in message and request_id is not None
+        if is_request and self.hooks.decode_one is not None and _direct(message, accept_sse):
+            envelope = self.hooks.decode_one(request.body)
+            if envelope is not None:
+                await self._dispatch_direct(request, exchange, envelope, accept_json, accept_sse)
+                return
         key = id_key(request_id) if is_request else None
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
@@ -378,6 +386,86 @@ class StreamableEndpoint:
                 # 2026-07-28 "Cancellation": closing the response stream cancels the request.
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
                 nursery.cancel_scope.cancel()
+
+    async def _dispatch_direct(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        envelope: Any,
+        accept_json: bool,
+        accept_sse: bool,
+    ) -> None:
+        """Answer one modern request from this task: no Connection, no extra task.
+
+        The same wire answer as ``answer()`` over a one-POST connection: JSON when the
+        response is the first message (SSE only for a client that takes only SSE); a
+        handler that sends notifications turns the answer into an SSE stream (or, for a
+        JSON-only client, they are dropped). The client hanging up cancels the request.
+        """
+        assert self.hooks.dispatch_one is not None
+        streaming = False
+        broken: BaseException | None = None
+
+        async def send(data: bytes) -> None:
+            nonlocal streaming, broken
+            if not accept_sse or broken is not None:
+                return  # a JSON-only client gets the answer alone
+            try:
+                if streaming:
+                    await exchange.write(sse_event(data, None))
+                else:
+                    streaming = True
+                    await exchange.start_stream(
+                        200,
+                        "text/event-stream",
+                        [("X-Accel-Buffering", "no")],
+                        first=sse_event(data, None),
+                    )
+            except (
+                trio.TooSlowError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+                OSError,
+            ) as exc:
+                broken = exc  # the request stops; the driver closes the connection
+                scope.cancel()
+
+        reply: bytes | None = None
+        with trio.CancelScope() as scope:
+            exchange.cancel_on_disconnect(scope)
+            try:
+                reply = await self.hooks.dispatch_one(
+                    envelope, send, f"http-post-{next(_post_ids)}"
+                )
+            except Exception:
+                log.exception("connection crashed conn=%s", request.connection_id)
+            finally:
+                exchange.forget(scope)
+        if broken is not None:
+            raise broken
+        if scope.cancelled_caught:
+            # 2026-07-28 "Cancellation": closing the response stream cancels the request.
+            log.info("client closed the stream: cancelling conn=%s", request.connection_id)
+            return
+        if reply is None:  # as a one-request connection that ended without an answer
+            if streaming:
+                await exchange.end()
+            elif accept_sse:
+                await exchange.start_stream(200, "text/event-stream", [], end=True)
+            else:
+                await exchange.respond(204, b"")
+        elif streaming:
+            await exchange.end(sse_event(reply, None))
+        elif accept_json:
+            await exchange.respond(status_of(reply), reply)
+        else:
+            await exchange.start_stream(
+                200,
+                "text/event-stream",
+                [("X-Accel-Buffering", "no")],
+                first=sse_event(reply, None),
+                end=True,
+            )
 
     async def _serve_one(self, channel: _PostChannel) -> None:
         await self.hooks.serve_connection(
@@ -411,6 +499,23 @@ class _PostChannel:
 
     async def aclose(self) -> None:
         self._stream.finish()
+
+
+#: ``_meta`` keys that make a handler send notifications on the request's stream
+#: (2026-07-28 basic/utilities/progress, server/utilities/logging).
+_STREAMING_META: Final = ("progressToken", "io.modelcontextprotocol/logLevel")
+
+
+def _direct(message: dict[str, Any], accept_sse: bool) -> bool:
+    """Whether a modern request can take the direct path: its answer is one message (not
+    the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
+    (which a JSON-only client would not get anyway)."""
+    if message.get("method") == "subscriptions/listen":
+        return False
+    if not accept_sse:
+        return True
+    meta = message["params"]["_meta"]  # _meta_version found it: a dict in a dict
+    return not any(key in meta for key in _STREAMING_META)
 
 
 def _meta_version(message: Any) -> str | None:

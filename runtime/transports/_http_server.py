@@ -14,7 +14,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -58,15 +58,36 @@ class HttpRequest:
     headers: list[tuple[str, str]]
     body: bytes
     connection_id: str
+    _index: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (lower case); repeated fields joined with ", "."""
-        values = [v for k, v in self.headers if k == name]
-        return ", ".join(values) if values else None
+        index = self._index
+        if index is None:  # built once: the endpoint asks for a dozen headers per request
+            index = {}
+            for key, value in self.headers:
+                index[key] = f"{index[key]}, {value}" if key in index else value
+            self._index = index
+        return index.get(name)
 
 
 class Exchange:
-    """Answers one request. Exactly one of ``respond`` or ``start_stream`` ... ``end``."""
+    """Answers one request. Exactly one of ``respond`` or ``start_stream`` ... ``end``.
+
+    Each call writes once (head, body and end of message joined): one checkpoint and one
+    syscall per response, and no half-written head for a peer to wait on.
+    """
+
+    __slots__ = (
+        "_conn",
+        "_scopes",
+        "_stream",
+        "_write_timeout",
+        "close_after",
+        "disconnected",
+        "finished",
+        "started",
+    )
 
     def __init__(self, conn: h11.Connection, stream: trio.abc.Stream, write_timeout: float):
         self._conn = conn
@@ -77,12 +98,36 @@ class Exchange:
         #: Set when the client hung up (EOF or reset) while the request was being answered.
         self.disconnected = trio.Event()
         self.close_after = False
+        self._scopes: list[trio.CancelScope] = []
 
-    async def _send(self, event: Any) -> None:
-        data = self._conn.send(event)
-        if data:
-            with trio.fail_after(self._write_timeout):
-                await self._stream.send_all(data)
+    def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
+        """Cancel ``scope`` when the client hangs up (at once if it already has); no task.
+        Pair with :meth:`forget`."""
+        if self.disconnected.is_set():
+            scope.cancel()
+        else:
+            self._scopes.append(scope)
+
+    def forget(self, scope: trio.CancelScope) -> None:
+        if scope in self._scopes:
+            self._scopes.remove(scope)
+
+    def hung_up(self) -> None:
+        """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
+        self.disconnected.set()
+        scopes, self._scopes = self._scopes, []
+        for scope in scopes:
+            scope.cancel()
+
+    async def _write(self, data: bytes) -> None:
+        # A bare CancelScope is cheaper than fail_after's generator context manager.
+        with trio.CancelScope(deadline=trio.current_time() + self._write_timeout) as scope:
+            await self._stream.send_all(data)
+        if scope.cancelled_caught:
+            raise trio.TooSlowError
+
+    def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
+        return self._conn.send(h11.Response(status_code=status, headers=_encode(headers))) or b""
 
     async def respond(
         self,
@@ -99,25 +144,43 @@ class Exchange:
         if self.close_after:
             hdrs.append(("Connection", "close"))
         self.started = True
-        await self._send(h11.Response(status_code=status, headers=_encode(hdrs)))
+        data = self._head(status, hdrs)
         if body:
-            await self._send(h11.Data(data=body))
-        await self._send(h11.EndOfMessage())
+            data += self._conn.send(h11.Data(data=body)) or b""
+        data += self._conn.send(h11.EndOfMessage()) or b""
+        await self._write(data)
         self.finished = True
 
     async def start_stream(
-        self, status: int, content_type: str, headers: list[tuple[str, str]] | None = None
+        self,
+        status: int,
+        content_type: str,
+        headers: list[tuple[str, str]] | None = None,
+        *,
+        first: bytes = b"",
+        end: bool = False,
     ) -> None:
-        """Send the head of a streamed (chunked) response; then ``write`` and ``end``."""
+        """Send the head of a streamed (chunked) response, with ``first`` (its first
+        bytes) and the end of the message when ``end``; else then ``write`` and ``end``."""
         hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"), *(headers or [])]
         self.started = True
-        await self._send(h11.Response(status_code=status, headers=_encode(hdrs)))
+        data = self._head(status, hdrs)
+        if first:
+            data += self._conn.send(h11.Data(data=first)) or b""
+        if end:
+            data += self._conn.send(h11.EndOfMessage()) or b""
+        await self._write(data)
+        if end:
+            self.finished = True
 
     async def write(self, data: bytes) -> None:
-        await self._send(h11.Data(data=data))
+        await self._write(self._conn.send(h11.Data(data=data)) or b"")
 
-    async def end(self) -> None:
-        await self._send(h11.EndOfMessage())
+    async def end(self, last: bytes = b"") -> None:
+        """End the streamed response, after ``last`` (its final bytes) if given."""
+        data = (self._conn.send(h11.Data(data=last)) or b"") if last else b""
+        data += self._conn.send(h11.EndOfMessage()) or b""
+        await self._write(data)
         self.finished = True
 
 
@@ -266,7 +329,7 @@ class _Driver:
             event = self.conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            with trio.move_on_at(deadline) as scope:
+            with trio.CancelScope(deadline=deadline) as scope:
                 data = await self.stream.receive_some(_RECEIVE_SIZE)
             if scope.cancelled_caught:
                 raise trio.TooSlowError
@@ -308,14 +371,14 @@ class _Driver:
             if self.shutdown.is_set():
                 return False
             data = b""
-            with trio.CancelScope() as self.idle_scope:
-                with trio.move_on_after(
-                    limits.header_timeout if first else limits.keep_alive_timeout
-                ) as idle:
-                    data = await self.stream.receive_some(_RECEIVE_SIZE)
+            wait = limits.header_timeout if first else limits.keep_alive_timeout
+            # One bare scope: the idle deadline, and cancelled at shutdown (idle_scope).
+            with trio.CancelScope(deadline=now + wait) as idle:
+                self.idle_scope = idle
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
             self.idle_scope = None
             if idle.cancelled_caught or not data:
-                if first and idle.cancelled_caught:
+                if first and idle.cancelled_caught and not self.shutdown.is_set():
                     log.info("closing http conn=%s reason=no-request", self.id)
                 return False
             self.conn.receive_data(data)
@@ -423,7 +486,7 @@ class _Driver:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 data = b""
             if not data:
-                exchange.disconnected.set()
+                exchange.hung_up()
                 return
             self.conn.receive_data(data)  # a pipelined next request: h11 keeps it
             buffered += len(data)

@@ -48,6 +48,14 @@ class Hooks:
     write_timeout: float = 30.0
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
+    #: The fast path for one modern POST (no Connection): ``decode_one(body)`` gives an
+    #: opaque envelope when the body is one well-formed request (else None), and
+    #: ``dispatch_one(envelope, send, connection_id)`` runs it in the calling task and
+    #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile.
+    decode_one: Callable[[bytes], Any] | None = None
+    dispatch_one: (
+        Callable[[Any, Callable[[bytes], Awaitable[None]], str], Awaitable[bytes]] | None
+    ) = None
 
 
 class _SessionChannel:

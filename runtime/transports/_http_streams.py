@@ -188,26 +188,25 @@ async def answer(
     """
     first: tuple[str | None, bytes] | None = None
     with trio.CancelScope() as scope:
-
-        async def cancel_on_disconnect() -> None:
-            await exchange.disconnected.wait()
-            scope.cancel()
-
-        async with trio.open_nursery() as watch:
-            watch.start_soon(cancel_on_disconnect)
+        exchange.cancel_on_disconnect(scope)
+        try:
+            first = stream.receive.receive_nowait()
+        except trio.WouldBlock:
             try:
                 first = await stream.receive.receive()
             except trio.EndOfChannel:
                 first = None
-            watch.cancel_scope.cancel()
+        except trio.EndOfChannel:
+            first = None
+        finally:
+            exchange.forget(scope)
     if scope.cancelled_caught:
         if on_disconnect is not None:
             await on_disconnect()
         return
     if first is None:  # ended without an answer (a cancelled request, a closed session)
         if accept_sse:
-            await exchange.start_stream(200, "text/event-stream", headers)
-            await exchange.end()
+            await exchange.start_stream(200, "text/event-stream", headers, end=True)
         else:
             await exchange.respond(204, b"", headers=headers)
         return
@@ -220,10 +219,21 @@ async def answer(
         status = status_of(data) if status_of is not None else 200
         await exchange.respond(status, data, headers=headers)
         return
-    await exchange.start_stream(200, "text/event-stream", [*headers, ("X-Accel-Buffering", "no")])
+    # The head, the priming event and the first message leave in one write; a stream that
+    # is already complete ends in that same write.
+    opening = sse_event(first[1], first[0])
     if resumable and prime_id is not None:
-        await exchange.write(sse_event(None, prime_id, retry_ms))
-    await exchange.write(sse_event(first[1], first[0]))
+        opening = sse_event(None, prime_id, retry_ms) + opening
+    complete = stream.done and _queued(stream) == 0
+    await exchange.start_stream(
+        200,
+        "text/event-stream",
+        [*headers, ("X-Accel-Buffering", "no")],
+        first=opening,
+        end=complete,
+    )
+    if complete:
+        return
     ok = await pump(exchange, stream, keepalive)
     if ok:
         await exchange.end()
@@ -240,13 +250,8 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     up / the stream overflowed (False). Keep-alive comments go out on quiet periods."""
     interval = keepalive if keepalive > 0 else math.inf
     with trio.CancelScope() as scope:
-
-        async def cancel_on_disconnect() -> None:
-            await exchange.disconnected.wait()
-            scope.cancel()
-
-        async with trio.open_nursery() as watch:
-            watch.start_soon(cancel_on_disconnect)
+        exchange.cancel_on_disconnect(scope)
+        try:
             while True:
                 with trio.move_on_after(interval) as quiet:
                     try:
@@ -261,9 +266,9 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                 await exchange.write(sse_event(data, event_id))
                 if stream.overflowed:
                     log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
-                    watch.cancel_scope.cancel()
                     return False
-            watch.cancel_scope.cancel()
+        finally:
+            exchange.forget(scope)
     return not scope.cancelled_caught
 
 

@@ -342,3 +342,64 @@ async def test_progress_increases_and_stops_after_completion() -> None:
         {"progressToken": "p1", "progress": 1, "total": 2},
         {"progressToken": "p1", "progress": 2, "total": 2},
     ]
+
+
+async def test_icons_read_resource_and_cancelled_state() -> None:
+    icon = {"src": "https://example.com/i.png", "mimeType": "image/png", "sizes": ["48x48"]}
+    app = Server("icons", icons=[icon], website_url="https://example.com")
+    seen: list[bool] = []
+
+    @app.resource("config://x", icons=[icon])
+    def config() -> dict[str, int]:
+        return {"x": 1}
+
+    @app.resource("note://{name}")
+    async def note(name: str, ctx: Context) -> str:
+        return f"note {name} for {ctx.request_id}"
+
+    @app.tool(icons=[icon])
+    async def combined(ctx: Context) -> str:
+        first = await ctx.read_resource("config://x")
+        second = await ctx.read_resource("note://a")
+        seen.append(ctx.cancelled)
+        return f"{first[0].text} / {second[0].text}"
+
+    @app.prompt(icons=[icon])
+    def hello() -> str:
+        return "hi"
+
+    async with open_client(app) as client:
+        info = client.initialize_result["serverInfo"]  # type: ignore[index]
+        assert info["icons"] == [icon] and info["websiteUrl"] == "https://example.com"
+        assert (await client.list_tools())[0]["icons"] == [icon]
+        assert (await client.list_resources())[0]["icons"] == [icon]
+        assert (await client.list_prompts())[0]["icons"] == [icon]
+        result = await client.call_tool("combined")
+        assert result["content"][0]["text"].startswith('{"x":1} / note a for ')
+        with pytest.raises(JSONRPCError):
+            await client.request("tools/call", {"name": "nope"})
+    assert seen == [False]
+
+
+async def test_cancelled_is_visible_to_cleanup_code() -> None:
+    app = Server("cancel-state")
+    states: list[bool] = []
+    finished = trio.Event()
+
+    @app.tool
+    async def wait(ctx: Context) -> str:
+        try:
+            await trio.sleep(30)
+        finally:
+            states.append(ctx.cancelled)
+            finished.set()
+        return "never"
+
+    with trio.fail_after(10):
+        async with open_client(app) as client, trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, "tools/call", {"name": "wait", "arguments": {}})
+            await trio.sleep(0.1)
+            await client.notify("notifications/cancelled", {"requestId": 2})
+            await finished.wait()
+            nursery.cancel_scope.cancel()
+    assert states == [True]

@@ -1,0 +1,37 @@
+"""A resource function's return value as MCP resource contents (``resources/read``)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Final
+
+import msgspec
+
+from ._types import BlobResourceContents, TextResourceContents
+
+__all__ = ["to_contents"]
+
+_CONTENTS: Final = (TextResourceContents, BlobResourceContents)
+_encode: Final = msgspec.json.Encoder().encode
+
+
+def _one(uri: str, value: Any, mime_type: str | None) -> Any:
+    if isinstance(value, _CONTENTS):
+        return value
+    if isinstance(value, str):
+        return TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")
+    if isinstance(value, bytes | bytearray | memoryview):
+        blob = base64.b64encode(value).decode()
+        return BlobResourceContents(
+            uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream"
+        )
+    return TextResourceContents(
+        uri=uri, text=_encode(value).decode(), mime_type=mime_type or "application/json"
+    )
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
+    """A resource function's return value as ``contents`` of a read result."""
+    if isinstance(value, list) and value and all(isinstance(v, _CONTENTS) for v in value):
+        return value
+    return [_one(uri, value, mime_type)]

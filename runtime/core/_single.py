@@ -1,0 +1,125 @@
+"""One already-decoded request answered without a Connection (a modern HTTP POST).
+
+A 2026-07-28 POST carries exactly one request and gets exactly one answer, so the whole
+supervisor (nursery, writer, reader, in-flight table) is overhead there. ``dispatch_single``
+runs the request in the caller's task under its own cancel scope (``request_timeout``),
+with the same outcomes a single-request :class:`Connection` gives: the dispatcher's reply,
+or -32001 when the timeout hits. Cancellation from outside (the client hung up) propagates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import trio
+
+from ._context import RequestContext
+from ._dispatch import Dispatcher
+from ._errors import REQUEST_TIMEOUT, JSONRPCError
+from ._jsonrpc import (
+    Envelope,
+    Kind,
+    RequestId,
+    classify,
+    decode_frame,
+    encode_error,
+    encode_notification,
+    encode_request,
+)
+from ._session import Session
+
+__all__ = ["decode_single", "dispatch_single"]
+
+log = logging.getLogger("mcp_runtime.connection")
+
+
+def decode_single(body: bytes) -> Envelope | None:
+    """The envelope of ``body`` when it is one well-formed JSON-RPC request, else None
+    (the caller then takes the general path, which answers every other shape)."""
+    try:
+        message = decode_frame(body)
+        if isinstance(message, list) or classify(message) is not Kind.REQUEST:
+            return None
+    except JSONRPCError:
+        return None
+    return message
+
+
+class _SinglePeer:
+    """The handlers' ``Peer`` for one request whose output goes to ``send``."""
+
+    __slots__ = ("_id", "_next_request_id", "_send")
+
+    def __init__(self, connection_id: str, send: Callable[[bytes], Awaitable[None]]) -> None:
+        self._id = connection_id
+        self._send = send
+        self._next_request_id = itertools.count(1)
+
+    @property
+    def connection_id(self) -> str:
+        return self._id
+
+    async def notify(
+        self, method: str, params: Any = None, *, related: RequestId | None = None
+    ) -> None:
+        await self._send(encode_notification(method, params))
+
+    def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
+        # Nothing outlives the request here (a one-request connection would cancel such a
+        # task as soon as the request ended); callers that need it are not sent this way.
+        raise RuntimeError("the connection is not serving")
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float = 60.0,
+        related: RequestId | None = None,
+    ) -> Any:
+        # The client's answer would arrive on another POST, which cannot reach this one:
+        # as on a one-request connection, the request is sent and times out.
+        request_id = next(self._next_request_id)
+        await self._send(encode_request(request_id, method, params))
+        await trio.sleep(timeout)
+        await self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
+        raise JSONRPCError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+
+
+async def dispatch_single(
+    dispatcher: Dispatcher,
+    envelope: Envelope,
+    *,
+    session: Session,
+    send: Callable[[bytes], Awaitable[None]],
+    connection_id: str,
+    request_timeout: float | None,
+) -> bytes:
+    """Run one request (from :func:`decode_single`) and return its response.
+
+    ``send`` receives whatever the handler sends meanwhile (notifications). Never raises
+    for handler failures (see ``Dispatcher.dispatch``); cancellation from outside propagates.
+    """
+    request_id = envelope.id
+    assert isinstance(request_id, int | str | float) and isinstance(envelope.method, str)
+    params = None if isinstance(envelope.params, msgspec.UnsetType) else envelope.params
+    ctx = RequestContext(
+        envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
+    )
+    reply = b""
+    with trio.CancelScope() as scope:
+        if request_timeout is not None:
+            scope.deadline = trio.current_time() + request_timeout
+        reply = await dispatcher.dispatch(ctx)
+    if scope.cancelled_caught:
+        log.warning(
+            "request timed out conn=%s id=%r method=%s", connection_id, request_id, envelope.method
+        )
+        return encode_error(
+            request_id, REQUEST_TIMEOUT, "Request timed out", {"timeoutSeconds": request_timeout}
+        )
+    return reply
