@@ -605,13 +605,21 @@ class Server:
             tool = self.registry.tools.get(name)
             return {} if tool is None else _header_params(tool.listing.get("inputSchema"))
 
+        def new_session(transport: str, principal: Any = None) -> Session:
+            session = Session(transport)
+            session.principal = principal
+            return session
+
         async def dispatch_one(
-            envelope: Any, send: Callable[[bytes], Awaitable[None]], connection_id: str
+            envelope: Any,
+            send: Callable[[bytes], Awaitable[None]],
+            connection_id: str,
+            principal: Any = None,
         ) -> bytes:
             return await dispatch_single(
                 self.dispatcher,
                 envelope,
-                session=Session("http"),
+                session=new_session("http", principal),
                 send=send,
                 connection_id=connection_id,
                 request_timeout=self.limits.request_timeout,
@@ -621,7 +629,7 @@ class Server:
             serve_connection=self.serve_connection,
             decode_one=decode_single,
             dispatch_one=dispatch_one,
-            new_session=Session,
+            new_session=new_session,
             handshake_versions=tuple(HANDSHAKE_VERSIONS),
             modern_versions=tuple(MODERN_VERSIONS),
             tool_header_params=tool_header_params,

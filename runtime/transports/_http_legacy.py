@@ -46,8 +46,8 @@ class LegacySseEndpoint:
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
         if self.shutdown.is_set():
             raise HttpError(503, "Service Unavailable: shutting down")
-        principal, _token = await self.gate.check_request(request)
-        session = self.registry.create(principal, "http-sse")
+        principal, token = await self.gate.check_request(request)
+        session = self.registry.create(principal, "http-sse", token=token)
         if session is None:
             raise HttpError(503, "Service Unavailable: too many sessions")
         session.legacy = True

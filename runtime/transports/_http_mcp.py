@@ -133,7 +133,7 @@ class StreamableEndpoint:
         has_session = request.header("mcp-session-id") is not None
         if meta_version is not None:
             await self.post_modern(
-                request, exchange, message, meta_version, accept_json, accept_sse
+                request, exchange, message, meta_version, accept_json, accept_sse, token
             )
             return
         if has_session:
@@ -145,7 +145,9 @@ class StreamableEndpoint:
                 400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
             )
         if message.get("method") == "initialize" and "id" in message:
-            await self.initialize(request, exchange, principal, message, accept_json, accept_sse)
+            await self.initialize(
+                request, exchange, principal, message, accept_json, accept_sse, token
+            )
             return
         header = request.header("mcp-protocol-version")
         if header is not None and header not in self.hooks.handshake_versions:
@@ -165,8 +167,9 @@ class StreamableEndpoint:
         message: dict[str, Any],
         accept_json: bool,
         accept_sse: bool,
+        token: Any = None,
     ) -> None:
-        session = self.registry.create(principal)
+        session = self.registry.create(principal, token=token)
         if session is None:
             raise _bad(503, "Service Unavailable: too many sessions", -32010)
         try:
@@ -327,6 +330,7 @@ class StreamableEndpoint:
         meta_version: str,
         accept_json: bool,
         accept_sse: bool,
+        token: Any = None,
     ) -> None:
         if isinstance(message, list):
             raise _bad(
@@ -359,7 +363,9 @@ class StreamableEndpoint:
         if is_request and self.hooks.decode_one is not None and _direct(message, accept_sse):
             envelope = self.hooks.decode_one(request.body)
             if envelope is not None:
-                await self._dispatch_direct(request, exchange, envelope, accept_json, accept_sse)
+                await self._dispatch_direct(
+                    request, exchange, envelope, accept_json, accept_sse, token
+                )
                 return
         key = id_key(request_id) if is_request else None
         stream = ResponseStream(
@@ -367,7 +373,7 @@ class StreamableEndpoint:
         )
         channel = _PostChannel(request.body, stream)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._serve_one, channel)
+            nursery.start_soon(self._serve_one, channel, token)
             if not is_request:
                 await exchange.respond(202, b"")
                 return
@@ -394,6 +400,7 @@ class StreamableEndpoint:
         envelope: Any,
         accept_json: bool,
         accept_sse: bool,
+        token: Any = None,
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
@@ -435,7 +442,7 @@ class StreamableEndpoint:
             exchange.cancel_on_disconnect(scope)
             try:
                 reply = await self.hooks.dispatch_one(
-                    envelope, send, f"http-post-{next(_post_ids)}"
+                    envelope, send, f"http-post-{next(_post_ids)}", token
                 )
             except Exception:
                 log.exception("connection crashed conn=%s", request.connection_id)
@@ -467,10 +474,10 @@ class StreamableEndpoint:
                 end=True,
             )
 
-    async def _serve_one(self, channel: _PostChannel) -> None:
+    async def _serve_one(self, channel: _PostChannel, token: Any = None) -> None:
         await self.hooks.serve_connection(
             channel,
-            session=self.hooks.new_session("http"),
+            session=self.hooks.new_session("http", token),
             connection_id=f"http-post-{next(_post_ids)}",
             shutdown=self.shutdown,
             drain_on_eof=True,

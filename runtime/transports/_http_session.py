@@ -37,7 +37,7 @@ class Hooks:
     #: ``Server.serve_connection``: (channel, *, session, connection_id, shutdown, drain_on_eof).
     serve_connection: Callable[..., Awaitable[None]]
     #: Makes a fresh protocol session object (``runtime.core.Session``) for a transport name.
-    new_session: Callable[[str], Any]
+    new_session: Callable[[str, Any], Any]
     #: Handshake-era revisions, newest first; and the modern (per-request) revisions.
     handshake_versions: tuple[str, ...]
     modern_versions: tuple[str, ...]
@@ -54,7 +54,7 @@ class Hooks:
     #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile.
     decode_one: Callable[[bytes], Any] | None = None
     dispatch_one: (
-        Callable[[Any, Callable[[bytes], Awaitable[None]], str], Awaitable[bytes]] | None
+        Callable[[Any, Callable[[bytes], Awaitable[None]], str, Any], Awaitable[bytes]] | None
     ) = None
 
 
@@ -224,15 +224,18 @@ class SessionRegistry:
             return None
         return session
 
-    def create(self, principal: Any, transport: str = "http") -> HttpSession | None:
-        """Start a new session, or None when ``max_sessions`` are alive."""
+    def create(
+        self, principal: Any, transport: str = "http", *, token: Any = None
+    ) -> HttpSession | None:
+        """Start a new session, or None when ``max_sessions`` are alive. ``principal`` is
+        the key the session is bound to; ``token`` what handlers see as ``ctx.principal``."""
         if len(self._sessions) >= self.limits.max_sessions:
             return None
         session_id = secrets.token_hex(16)  # 128 bits from the OS CSPRNG, visible ASCII
         session = HttpSession(
             session_id,
             principal,
-            self.hooks.new_session(transport),
+            self.hooks.new_session(transport, token),
             self.store,
             self.limits,
             self.hooks.inbound_queue,

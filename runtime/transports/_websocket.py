@@ -205,7 +205,10 @@ async def serve_websocket(
             if limits.ws_ping_interval is not None:
                 nursery.start_soon(_keep_alive, ws, limits.ws_ping_interval, limits.ws_ping_timeout)
             await hooks.serve_connection(
-                channel, session=hooks.new_session("ws"), connection_id=conn_id, shutdown=shutdown
+                channel,
+                session=hooks.new_session("ws", principal),
+                connection_id=conn_id,
+                shutdown=shutdown,
             )
             nursery.cancel_scope.cancel()
 

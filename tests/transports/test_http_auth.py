@@ -11,6 +11,7 @@ import pytest
 import trio
 from trio_websocket import ConnectionRejected, open_websocket_url
 
+from runtime import Context
 from runtime.auth import AuthConfig, JWTVerifier, ProtectedResourceMetadata
 
 from ..auth._tokens import ISSUER, METADATA_URL, RESOURCE, SigningKey, claims, jwks, make_ec
@@ -254,3 +255,54 @@ async def test_websocket_upgrade_is_authenticated(config: AuthConfig, key: Signi
                 await ws.send_message(json.dumps(call(3, "countdown", start=1)))
                 ok = json.loads(await ws.get_message())
                 assert ok["result"]["content"][0]["text"] == "liftoff"
+
+
+async def test_handlers_see_the_principal_and_input_state_is_bound_to_it(
+    config: AuthConfig, key: SigningKey
+) -> None:
+    app, _ = make_app()
+
+    @app.tool
+    async def whoami(ctx: Context) -> str:
+        return f"{ctx.principal.subject}/{ctx.principal.client_id}"
+
+    @app.tool
+    async def confirm(ctx: Context) -> str:
+        answer = await ctx.elicit("Sure?", {"type": "object", "properties": {}})
+        return str(answer["action"])
+
+    alice = bearer(key, sub="alice")
+    mallory = bearer(key, sub="mallory")
+    caps = {"elicitation": {}}
+    with trio.fail_after(5):
+        async with serving(app, auth=config) as address:
+            # Handshake era: the session's principal.
+            init = await request(address, "POST", headers=alice, body=init_body("2025-11-25"))
+            session = {"mcp-session-id": init.headers["mcp-session-id"]}
+            mine = await request(
+                address, "POST", headers={**alice, **session}, body=call(2, "whoami")
+            )
+            assert mine.json()["result"]["content"][0]["text"] == "alice/client-7"
+            # Modern era: each request's principal.
+            body = modern(3, "tools/call", {"name": "whoami", "arguments": {}})
+            hdrs = modern_headers("tools/call", "whoami")
+            answer = await request(address, "POST", headers={**hdrs, **mallory}, body=body)
+            assert answer.json()["result"]["content"][0]["text"] == "mallory/client-7"
+            # requestState issued to alice is refused when mallory presents it.
+            ask = modern(4, "tools/call", {"name": "confirm", "arguments": {}})
+            ask["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps
+            hdrs = modern_headers("tools/call", "confirm")
+            first = (await request(address, "POST", headers={**hdrs, **alice}, body=ask)).json()
+            assert first["result"]["resultType"] == "input_required"
+            (input_key,) = first["result"]["inputRequests"]
+            retry = dict(ask, id=5)
+            retry["params"] = {
+                **ask["params"],
+                "inputResponses": {input_key: {"action": "accept", "content": {}}},
+                "requestState": first["result"]["requestState"],
+            }
+            stolen = await request(address, "POST", headers={**hdrs, **mallory}, body=retry)
+            assert stolen.json()["error"]["code"] == -32602
+            assert "another principal" in stolen.json()["error"]["message"]
+            own = await request(address, "POST", headers={**hdrs, **alice}, body=retry)
+            assert own.json()["result"]["content"][0]["text"] == "accept"
