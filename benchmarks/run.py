@@ -507,6 +507,9 @@ def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: 
         "--log-level",
         "warning",
     ]
+    if transport == "ws":
+        # The WebSocket transport caps connections at 1,000 by default (HttpLimits).
+        argv += ["--max-connections", str(s.idle_conns + 100)]
     with open(RESULTS / "logs" / f"{OURS}-{transport}.log", "ab") as err:
         proc = subprocess.Popen(
             argv,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime import JSONRPCError
+from runtime import Context, JSONRPCError, Server
 from runtime._cli import load_target
 from runtime._state import StateSealer
 from runtime.testing import open_client
@@ -144,3 +144,74 @@ def test_state_is_bound_to_the_principal() -> None:
     for other in (mallory, None):
         with pytest.raises(JSONRPCError, match="another principal"):
             sealer.unseal(state, "tools/call", "d", other)
+
+
+def _sampling_app() -> Server:
+    app = Server("sampling")
+
+    @app.tool
+    async def summarize(text: str, ctx: Context) -> str:
+        roots = await ctx.list_roots()
+        reply = await ctx.sample(
+            [{"role": "user", "content": {"type": "text", "text": text}}],
+            max_tokens=50,
+            system_prompt="Be brief.",
+        )
+        return f"{reply['content']['text']} ({len(roots)} roots)"
+
+    return app
+
+
+async def test_sampling_and_roots_in_both_eras() -> None:
+    asked: list[tuple[str, Any]] = []
+
+    async def on_request(method: str, params: Any) -> Any:
+        asked.append((method, params))
+        if method == "roots/list":
+            return {"roots": [{"uri": "file:///work", "name": "work"}]}
+        return {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}
+
+    caps = {"sampling": {}, "roots": {}}
+    with trio.fail_after(10):
+        async with open_client(_sampling_app(), capabilities=caps, on_request=on_request) as c:
+            result = await c.call_tool("summarize", {"text": "long text"})
+        assert result["content"][0]["text"] == "short (1 roots)"
+        assert [m for m, _ in asked] == ["roots/list", "sampling/createMessage"]
+        assert asked[1][1]["maxTokens"] == 50 and asked[1][1]["systemPrompt"] == "Be brief."
+
+        async with open_client(
+            _sampling_app(), protocol_version="2026-07-28", capabilities=caps
+        ) as modern:
+            first = await modern.call_tool("summarize", {"text": "t"})
+            (roots_key,) = first["inputRequests"]
+            assert first["inputRequests"][roots_key]["method"] == "roots/list"
+            second = await modern.request(
+                "tools/call",
+                {
+                    "name": "summarize",
+                    "arguments": {"text": "t"},
+                    "inputResponses": {roots_key: {"roots": []}},
+                    "requestState": first["requestState"],
+                },
+            )
+            (sample_key,) = second["inputRequests"]
+            assert second["inputRequests"][sample_key]["method"] == "sampling/createMessage"
+            done = await modern.request(
+                "tools/call",
+                {
+                    "name": "summarize",
+                    "arguments": {"text": "t"},
+                    "inputResponses": {
+                        sample_key: {"role": "assistant", "content": {"type": "text", "text": "ok"}}
+                    },
+                    "requestState": second["requestState"],
+                },
+            )
+            assert done["content"][0]["text"] == "ok (0 roots)"
+
+        async with open_client(
+            _sampling_app(), capabilities={"roots": {}}, on_request=on_request
+        ) as no_sampling:
+            with pytest.raises(JSONRPCError) as info:
+                await no_sampling.call_tool("summarize", {"text": "t"})
+        assert info.value.data == {"requiredCapabilities": {"sampling": {}}}
