@@ -287,18 +287,19 @@ class Connection:
         limit = self.limits.write_timeout
         self._writing = True
         try:
-            with trio.CancelScope(shield=True):
-                while self._outbox and not self._output_closed:
-                    batch, self._outbox = self._outbox, []
-                    if self._output_room is not None:
-                        self._output_room.set()
-                        self._output_room = None
-                    with trio.fail_after(limit):
-                        await self.channel.send(batch)
-        except trio.TooSlowError:
-            self.close_reason = "write-timeout"
-            log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
-            self._break_output()
+            while self._outbox and not self._output_closed:
+                batch, self._outbox = self._outbox, []
+                if self._output_room is not None:
+                    self._output_room.set()
+                    self._output_room = None
+                # One scope does both jobs (a scope's own deadline still fires when it is
+                # shielded): cheaper than a shield plus fail_after on this hot path.
+                with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
+                    await self.channel.send(batch)
+                if scope.cancelled_caught:
+                    self.close_reason = "write-timeout"
+                    log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
+                    self._break_output()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             self.close_reason = "peer-gone"
             log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)

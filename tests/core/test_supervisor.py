@@ -188,3 +188,28 @@ async def test_tcp_shutdown_drains_within_grace() -> None:
             assert 0.9 <= elapsed < 3
             assert finished == ["q", "l"]
         # serve_tcp returned by itself: it stopped accepting.
+
+
+async def test_peer_that_stops_reading_is_closed_after_the_write_timeout() -> None:
+    from runtime.framing import NdjsonFramer
+    from runtime.transports import FramedChannel
+
+    app, _started, _finished = _server(write_timeout=0.3)
+    client, server_end = trio.testing.lockstep_stream_pair()
+    channel = FramedChannel(server_end, server_end, NdjsonFramer())
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            done = trio.Event()
+
+            async def serve() -> None:
+                await app.serve_connection(channel)
+                done.set()
+
+            nursery.start_soon(serve)
+            await client.send_all(
+                b'{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+                b'"params":{"name":"echo","arguments":{"text":"x"}}}\n'
+            )
+            start = trio.current_time()
+            await done.wait()  # the reply cannot be written: the client never reads
+            assert 0.25 <= trio.current_time() - start < 3
