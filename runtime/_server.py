@@ -12,7 +12,7 @@ import functools
 import itertools
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
@@ -502,10 +502,15 @@ class Server:
                 raise group.exceptions[0] from None
             raise
 
-    def _new_shutdown_event(self) -> trio.Event:
+    @contextlib.contextmanager
+    def _shutdown_signal(self) -> Iterator[trio.Event]:
+        """An event that :meth:`shutdown` sets, registered for the body of one serve call."""
         event = trio.Event()
         self._shutdown_events.add(event)
-        return event
+        try:
+            yield event
+        finally:
+            self._shutdown_events.discard(event)
 
     @_serving
     async def serve_connection(
@@ -543,9 +548,8 @@ class Server:
 
         While serving, anything else written to stdout (``print``) goes to stderr.
         """
-        shutdown = self._new_shutdown_event()
         limits = self.limits
-        try:
+        with self._shutdown_signal() as shutdown:
             async with open_stdio_channel(
                 framing=framing,
                 max_frame_size=limits.max_frame_size,
@@ -556,8 +560,6 @@ class Server:
                 await self.serve_connection(
                     channel, session=Session("stdio"), connection_id="stdio", shutdown=shutdown
                 )
-        finally:
-            self._shutdown_events.discard(shutdown)
 
     @_serving
     async def serve_tcp(
@@ -667,8 +669,7 @@ class Server:
         bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
         paths; sessions are bound to the token's subject and client id.
         """
-        shutdown = self._new_shutdown_event()
-        try:
+        with self._shutdown_signal() as shutdown:
             from .transports import serve_http as _serve_http
 
             await _serve_http(
@@ -688,8 +689,6 @@ class Server:
                 shutdown=shutdown,
                 task_status=task_status,
             )
-        finally:
-            self._shutdown_events.discard(shutdown)
 
     async def serve_sse(
         self,
@@ -722,8 +721,7 @@ class Server:
         """Serve MCP over WebSocket (subprotocol ``mcp``) at ``path`` until cancelled or
         :meth:`shutdown` (connections then close with 1001 after the grace period).
         ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
-        shutdown = self._new_shutdown_event()
-        try:
+        with self._shutdown_signal() as shutdown:
             from .transports import serve_websocket as _serve_websocket
 
             await _serve_websocket(
@@ -740,8 +738,6 @@ class Server:
                 shutdown=shutdown,
                 task_status=task_status,
             )
-        finally:
-            self._shutdown_events.discard(shutdown)
 
     async def _serve_listeners(
         self,
@@ -752,8 +748,9 @@ class Server:
         task_status: trio.TaskStatus[Any],
     ) -> None:
         make_framer(framing, 1)  # reject a bad framing name before accepting anything
-        shutdown = self._new_shutdown_event()
         limits = self.limits
+        stack = contextlib.ExitStack()
+        shutdown = stack.enter_context(self._shutdown_signal())
 
         async def handle(stream: trio.SocketStream) -> None:
             channel = FramedChannel(
@@ -783,7 +780,7 @@ class Server:
                     task_status.started(address)
                     await trio.serve_listeners(handle, listeners, handler_nursery=connections)
         finally:
-            self._shutdown_events.discard(shutdown)
+            stack.close()
             with trio.CancelScope(shield=True):
                 for listener in listeners:
                     await listener.aclose()
