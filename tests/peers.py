@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -97,3 +99,23 @@ async def open_peer(kind: str, server: Server) -> AsyncIterator[RawPeer]:
         async with stream:
             yield RawPeer(stream, stream, framing)
         nursery.cancel_scope.cancel()
+
+
+async def run_sdk_client(
+    script: str, *args: str, timeout: float = 60, forbid_traceback: bool = False
+) -> Any:
+    """Run one of the official-SDK client scripts (asyncio, in its own process) and return
+    the JSON it printed; fails the test with the script's stderr when it fails (or, with
+    ``forbid_traceback``, when a traceback reached stderr: a stdio server's stderr is there)."""
+    with trio.fail_after(timeout):
+        result = await trio.run_process(
+            [sys.executable, str(ROOT / "tests" / script), *args],
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    if forbid_traceback:
+        assert b"Traceback" not in result.stderr, result.stderr.decode()[-3000:]
+    return json.loads(result.stdout)

@@ -3,31 +3,19 @@ server-to-client request (handshake era) and as multi round-trip retries (2026-0
 
 from __future__ import annotations
 
-import json
-import sys
-
 import pytest
 import trio
 
-from ..peers import ROOT, cli
+from ..peers import cli, run_sdk_client
 
-CLIENT = ROOT / "tests" / "interop" / "sdk_elicitation_client.py"
+CLIENT = "interop/sdk_elicitation_client.py"
 
 
 @pytest.mark.parametrize(
     ("mode", "version"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
 )
 async def test_sdk_client_answers_elicitation(mode: str, version: str) -> None:
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, str(CLIENT), mode, "--", *cli("serve", "examples/elicitation.py")],
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert result.returncode == 0, result.stderr.decode()
-    seen = json.loads(result.stdout)
+    seen = await run_sdk_client(CLIENT, mode, "--", *cli("serve", "examples/elicitation.py"))
     assert seen["version"] == version
     assert seen["greet"] == "Hello, Grace!"
     assert seen["trip"] == "Booked Lima, window seat."
@@ -46,16 +34,8 @@ async def test_sdk_client_answers_elicitation_over_streamable_http(mode: str, ve
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             host, port = (await nursery.start(app.serve_http, 0))[:2]
-            result = await trio.run_process(
-                [sys.executable, str(CLIENT), mode, "--", f"http://{host}:{port}/mcp"],
-                cwd=ROOT,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+            seen = await run_sdk_client(CLIENT, mode, "--", f"http://{host}:{port}/mcp")
             nursery.cancel_scope.cancel()
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    seen = json.loads(result.stdout)
     assert seen["version"] == version
     assert seen["greet"] == "Hello, Grace!"
     assert seen["trip"] == "Booked Lima, window seat."

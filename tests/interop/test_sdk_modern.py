@@ -4,28 +4,17 @@ quickstart (version pinned, and the dual-era "auto" probe via server/discover)."
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-import trio
 
-from ..peers import ROOT, cli
+from ..peers import cli, run_sdk_client
 
-CLIENT = ROOT / "tests" / "interop" / "sdk_modern_client.py"
+CLIENT = "interop/sdk_modern_client.py"
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
 async def test_official_sdk_modern_client_over_stdio(mode: str) -> None:
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, str(CLIENT), mode, "--", *cli("serve", "examples/quickstart.py")],
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert result.returncode == 0, result.stderr.decode()
-    seen = json.loads(result.stdout)
+    seen = await run_sdk_client(CLIENT, mode, "--", *cli("serve", "examples/quickstart.py"))
     assert seen["protocol_version"] == "2026-07-28"
     assert [t["name"] for t in seen["tools"]["tools"]] == ["add", "countdown", "divide"]
     assert seen["add"]["content"] == [{"type": "text", "text": "42"}]

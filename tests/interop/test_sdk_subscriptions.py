@@ -3,27 +3,13 @@ stdio: resources/subscribe + list_changed (2025-11-25), Client.listen() (2026-07
 
 from __future__ import annotations
 
-import json
-import sys
+from ..peers import cli, run_sdk_client
 
-import trio
-
-from ..peers import ROOT, cli
-
-CLIENT = ROOT / "tests" / "interop" / "sdk_subscriptions_client.py"
+CLIENT = "interop/sdk_subscriptions_client.py"
 
 
 async def test_official_sdk_client_subscribes_in_both_eras() -> None:
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, str(CLIENT), "--", *cli("serve", "examples/subscriptions.py")],
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert result.returncode == 0, result.stderr.decode()
-    seen = json.loads(result.stdout)
+    seen = await run_sdk_client(CLIENT, "--", *cli("serve", "examples/subscriptions.py"))
     assert seen["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
     assert seen["capabilities"]["tools"] == {"listChanged": True}
     assert seen["handshake_notifications"] == [

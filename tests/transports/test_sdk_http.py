@@ -7,33 +7,23 @@ runs as a subprocess, as in tests/interop.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 import trio
 
 from runtime._cli import load_target
 
-from ..peers import ROOT
+from ..peers import run_sdk_client
 from .app import serving
 
-CLIENT = ROOT / "tests" / "transports" / "sdk_http_client.py"
+CLIENT = "transports/sdk_http_client.py"
 
 
 async def _run_sdk(mode: str, kind: str, path: str) -> dict[str, Any]:
-    app = load_target(str(ROOT / "examples" / "quickstart.py"))
+    app = load_target("examples/quickstart.py")
     async with serving(app, kind) as (host, port):
         with trio.fail_after(60):
-            result = await trio.run_process(
-                [sys.executable, str(CLIENT), mode, f"http://{host}:{port}{path}"],
-                cwd=ROOT,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    seen: dict[str, Any] = json.loads(result.stdout)
+            seen: dict[str, Any] = await run_sdk_client(CLIENT, mode, f"http://{host}:{port}{path}")
     return seen
 
 
