@@ -150,14 +150,22 @@ class TestClient:
     # -- the reader -------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        while True:
-            try:
-                frame = await self._channel.receive()
-            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
-                return
-            decoded = msgspec.json.decode(frame)
-            for item in decoded if isinstance(decoded, list) else [decoded]:
-                await self._on_message(msgspec.convert(item, _Message), item)
+        # Server-to-client requests are answered in their own tasks, so a slow answer (a
+        # user thinking) never stops the client from reading, e.g. a cancellation.
+        async with trio.open_nursery() as answering:
+            while True:
+                try:
+                    frame = await self._channel.receive()
+                except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                    answering.cancel_scope.cancel()
+                    return
+                decoded = msgspec.json.decode(frame)
+                for item in decoded if isinstance(decoded, list) else [decoded]:
+                    message = msgspec.convert(item, _Message)
+                    if message.method is not None and message.id is not None:
+                        answering.start_soon(self._answer, message)
+                    else:
+                        await self._on_message(message, item)
 
     async def _on_message(self, message: _Message, raw: dict[str, Any]) -> None:
         if message.method is None:
@@ -166,12 +174,13 @@ class TestClient:
                 slot[1].append(message)
                 slot[0].set()
             return
-        if message.id is None:
-            async with self._notified:
-                self.notifications.append(raw)
-                self._notified.notify_all()
-            return
-        # A server-to-client request (sampling, elicitation, roots, ping).
+        async with self._notified:
+            self.notifications.append(raw)
+            self._notified.notify_all()
+
+    async def _answer(self, message: _Message) -> None:
+        """Answer a server-to-client request (sampling, elicitation, roots, ping)."""
+        assert message.method is not None and message.id is not None
         if self._on_request is None:
             reply = encode_error(message.id, -32601, f"Method not found: {message.method}")
         else:

@@ -169,8 +169,19 @@ class Connection:
         waiter = self._pending[key] = _Waiter()
         try:
             await self._send(encode_request(request_id, method, params), related)
-            with trio.move_on_after(timeout):
-                await waiter.event.wait()
+            try:
+                with trio.move_on_after(timeout):
+                    await waiter.event.wait()
+            except trio.Cancelled:
+                # The asking request was cancelled: tell the client to stop working on ours
+                # (MCP basic/utilities/cancellation: either side may cancel its requests).
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await self.notify(
+                        "notifications/cancelled",
+                        {"requestId": request_id, "reason": "cancelled"},
+                        related=related,
+                    )
+                raise
             if not waiter.event.is_set():
                 await self.notify(
                     "notifications/cancelled",

@@ -215,3 +215,23 @@ async def test_sampling_and_roots_in_both_eras() -> None:
             with pytest.raises(JSONRPCError) as info:
                 await no_sampling.call_tool("summarize", {"text": "t"})
         assert info.value.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+async def test_cancelling_the_asking_request_cancels_the_server_request() -> None:
+    asked = trio.Event()
+
+    async def on_request(method: str, params: Any) -> Any:
+        asked.set()
+        await trio.sleep(30)  # the user never answers
+
+    with trio.fail_after(10):
+        async with (
+            open_client(APP, capabilities=ELICIT, on_request=on_request) as client,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(client.request, "tools/call", {"name": "greet", "arguments": {}})
+            await asked.wait()
+            await client.notify("notifications/cancelled", {"requestId": 2})
+            note = await client.wait_for_notification("notifications/cancelled")
+            nursery.cancel_scope.cancel()
+    assert note["params"] == {"requestId": 1, "reason": "cancelled"}
