@@ -563,7 +563,11 @@ class Connection:
         entry.scope.cancel()
 
     def _on_response(self, env: Envelope) -> None:
-        assert isinstance(env.id, int | str | float)
+        if not isinstance(env.id, int | str | float):
+            # JSON-RPC 2.0 section 5: a peer answers an unparseable request with id null;
+            # it correlates with nothing of ours.
+            log.info("dropping response without a usable id conn=%s", self._id)
+            return
         waiter = self._pending.get(id_key(env.id))
         if waiter is None or waiter.event.is_set():
             log.info("dropping response to unknown request conn=%s id=%r", self._id, env.id)
