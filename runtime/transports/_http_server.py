@@ -3,16 +3,16 @@
 One task per TCP connection reads requests with h11 (keep-alive, pipelining-safe), enforces
 the edge policy and the limits of :class:`HttpLimits` before the application sees anything,
 and hands each request to an ``HttpApp`` with an :class:`Exchange` to answer through: one
-whole response, or a streamed (chunked) one such as an SSE stream. While the application
-runs, a watcher reads the socket so that a client that hangs up is noticed at once
-(``Exchange.disconnected``); this is how closing an SSE stream cancels its request.
+whole response, or a streamed (chunked) one such as an SSE stream. One reader task per
+connection keeps reading the socket (also while the application runs), so that a client
+that hangs up is noticed at once (``Exchange.disconnected``); this is how closing an SSE
+stream cancels its request. No task or nursery is made per request.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -127,7 +127,7 @@ class Exchange:
             raise trio.TooSlowError
 
     def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
-        return self._conn.send(h11.Response(status_code=status, headers=_encode(headers))) or b""
+        return self._conn.send(_response(status, headers)) or b""
 
     async def respond(
         self,
@@ -216,6 +216,11 @@ def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
+def _response(status: int, headers: list[tuple[str, str]]) -> h11.Response:
+    """The h11 event for a response head (h11 validates every field)."""
+    return h11.Response(status_code=status, headers=_encode(headers))
+
+
 def error_body(message: str, code: int = -32600) -> bytes:
     """A JSON-RPC error response with no id (what the spec allows on an HTTP error)."""
     return msgspec.json.encode(
@@ -280,6 +285,10 @@ async def serve_http_listeners(
 
 
 class _Driver:
+    """One connection: this task parses requests and runs the app; one reader task, for the
+    connection's life, reads the socket (ahead: h11 buffers a pipelined next request) so
+    that a client hanging up mid-request is noticed at once (``Exchange.hung_up``)."""
+
     def __init__(
         self,
         stream: trio.SocketStream,
@@ -302,8 +311,34 @@ class _Driver:
         self.id = f"http-{next(_ids)}"
         self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
         self.idle_scope: trio.CancelScope | None = None
+        # Reader state: EOF seen (and given to h11), or the socket broke (not given to h11);
+        # the exchange being answered; bytes read since this task last needed data.
+        self._eof = False
+        self._broken: BaseException | None = None
+        self._exchange: Exchange | None = None
+        self._unread = 0
+        self._data_lot = trio.lowlevel.ParkingLot()  # this task waits for the reader
+        self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for this task
+        self._reader_scope = trio.CancelScope()
+        self._reader_done = trio.Event()
 
     async def run(self) -> None:
+        failed: Exception | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._reader)
+                try:
+                    await self._serve()
+                except Exception as exc:  # raised as itself, not in a nursery's group
+                    failed = exc
+                finally:
+                    self._reader_scope.cancel()
+        finally:
+            await trio.aclose_forcefully(self.stream)
+        if failed is not None:
+            raise failed
+
+    async def _serve(self) -> None:
         try:
             first = True
             while not self.shutdown.is_set():
@@ -320,8 +355,50 @@ class _Driver:
             log.debug("http connection gone conn=%s error=%r", self.id, exc)
         except trio.TooSlowError:
             log.info("closing http conn=%s reason=write-timeout", self.id)
+
+    async def _reader(self) -> None:
+        """Read until EOF, a broken socket, or cancellation (safe: trio loses no bytes)."""
+        cap = self.limits.max_header_size + self.max_body_size
+        stream = self.stream
+        conn = self.conn
+        try:
+            with self._reader_scope:
+                while True:
+                    try:
+                        data = await stream.receive_some(_RECEIVE_SIZE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                        self._broken = exc
+                        data = b""
+                    if not data:
+                        self._eof = True
+                        if self._broken is None:
+                            conn.receive_data(b"")
+                        self._data_lot.unpark_all()
+                        if self._exchange is not None:
+                            self._exchange.hung_up()
+                        return
+                    conn.receive_data(data)  # a pipelined next request: h11 keeps it
+                    self._data_lot.unpark_all()
+                    self._unread += len(data)
+                    while self._unread > cap:
+                        await self._drain_lot.park()  # stop reading: backpressure
         finally:
-            await trio.aclose_forcefully(self.stream)
+            self._reader_done.set()
+
+    def _buffered(self) -> bool:
+        return bool(self.conn.trailing_data[0])
+
+    async def _wait_data(self) -> None:
+        """Wait for the reader's next bytes (or EOF); the caller holds any deadline."""
+        if self._broken is not None:
+            raise trio.BrokenResourceError from self._broken
+        if self._eof:  # pragma: no cover - h11 answers EOF itself (ConnectionClosed or error)
+            raise trio.BrokenResourceError("the client closed the connection")
+        self._unread = 0
+        self._drain_lot.unpark_all()
+        await self._data_lot.park()
+        if self._broken is not None:
+            raise trio.BrokenResourceError from self._broken
 
     async def _next_event(self, deadline: float) -> Any:
         """The next h11 event, reading as needed until ``deadline`` (TooSlowError)."""
@@ -330,10 +407,9 @@ class _Driver:
             if event is not h11.NEED_DATA:
                 return event
             with trio.CancelScope(deadline=deadline) as scope:
-                data = await self.stream.receive_some(_RECEIVE_SIZE)
+                await self._wait_data()
             if scope.cancelled_caught:
                 raise trio.TooSlowError
-            self.conn.receive_data(data)
 
     async def _reject(self, status: int, reason: str, code: int = -32600) -> None:
         """Answer with an error and close (used before the app sees the request)."""
@@ -367,21 +443,21 @@ class _Driver:
         now = trio.current_time()
         # Wait for the request's first byte (cancelled at shutdown: this connection is idle),
         # then give the whole head ``header_timeout`` (from accept for the first request).
-        if not self.conn.trailing_data[0]:
+        if not self._buffered():
             if self.shutdown.is_set():
                 return False
-            data = b""
+            if self._eof:
+                return False
             wait = limits.header_timeout if first else limits.keep_alive_timeout
             # One bare scope: the idle deadline, and cancelled at shutdown (idle_scope).
             with trio.CancelScope(deadline=now + wait) as idle:
                 self.idle_scope = idle
-                data = await self.stream.receive_some(_RECEIVE_SIZE)
+                await self._wait_data()
             self.idle_scope = None
-            if idle.cancelled_caught or not data:
+            if idle.cancelled_caught or not self._buffered():  # woken by EOF alone
                 if first and idle.cancelled_caught and not self.shutdown.is_set():
                     log.info("closing http conn=%s reason=no-request", self.id)
                 return False
-            self.conn.receive_data(data)
             if not first:
                 now = trio.current_time()
         try:
@@ -397,12 +473,13 @@ class _Driver:
         if isinstance(event, h11.ConnectionClosed):
             return False
         assert isinstance(event, h11.Request), event
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
+        raw = event.headers.raw_items()  # one list (iterating ``Headers`` indexes per item)
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw]
         if len(headers) > limits.max_header_count:
             await self._reject(431, f"Too many header fields (limit {limits.max_header_count})")
             return False
         # h11 caps a head that arrives in pieces; one that arrived whole is measured here.
-        head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
+        head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in raw)
         if head_size > limits.max_header_size:
             await self._reject(
                 431, f"Request header fields too large (limit {limits.max_header_size} bytes)"
@@ -424,7 +501,10 @@ class _Driver:
             await self._reject(403, f"Forbidden: {reason}")
             return False
         if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
-            # Hand the raw stream (and any bytes h11 buffered) to the WebSocket layer.
+            # Hand the raw stream (and any bytes h11 buffered) to the WebSocket layer, once
+            # the reader has stopped (no byte is lost: trio cancels a receive cleanly).
+            self._reader_scope.cancel()
+            await self._reader_done.wait()
             await self.on_upgrade(request, self.stream, bytes(self.conn.trailing_data[0]))
             return False
         length = request.header("content-length")
@@ -459,36 +539,21 @@ class _Driver:
         return exchange.finished and not exchange.disconnected.is_set()
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch_disconnect, exchange)
-            try:
-                await self.app(request, exchange)
-            except HttpError as exc:
-                if not exchange.started:
-                    body = exc.body if exc.body is not None else error_body(exc.reason)
-                    await exchange.respond(exc.status, body, headers=exc.headers)
-                else:
-                    log.warning("http error after response start conn=%s: %s", self.id, exc)
-            except Exception:
-                log.exception("http app failed conn=%s", self.id)
-                if not exchange.started:
-                    exchange.close_after = True
-                    await exchange.respond(500, error_body("Internal error", -32603))
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def _watch_disconnect(self, exchange: Exchange) -> None:
-        """Read while the app answers: EOF or reset means the client hung up."""
-        buffered = 0
-        while True:
-            try:
-                data = await self.stream.receive_some(_RECEIVE_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                data = b""
-            if not data:
-                exchange.hung_up()
-                return
-            self.conn.receive_data(data)  # a pipelined next request: h11 keeps it
-            buffered += len(data)
-            if buffered > self.limits.max_header_size + self.max_body_size:
-                await trio.sleep(math.inf)  # stop reading; backpressure on the client
+        self._exchange = exchange
+        if self._eof:  # the client hung up before the app started
+            exchange.hung_up()
+        try:
+            await self.app(request, exchange)
+        except HttpError as exc:
+            if not exchange.started:
+                body = exc.body if exc.body is not None else error_body(exc.reason)
+                await exchange.respond(exc.status, body, headers=exc.headers)
+            else:
+                log.warning("http error after response start conn=%s: %s", self.id, exc)
+        except Exception:
+            log.exception("http app failed conn=%s", self.id)
+            if not exchange.started:
+                exchange.close_after = True
+                await exchange.respond(500, error_body("Internal error", -32603))
+        finally:
+            self._exchange = None

@@ -1,0 +1,164 @@
+"""The h11 driver: one reader per connection (pipelining, hang-ups, backpressure, upgrade)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from runtime.transports import EdgePolicy, HttpLimits
+from runtime.transports._http_server import Exchange, HttpRequest, serve_http_listeners
+
+App = Callable[[HttpRequest, Exchange], Awaitable[None]]
+
+
+@asynccontextmanager
+async def driver(
+    app: App, *, on_upgrade: Any = None, max_body_size: int = 1 << 20
+) -> AsyncIterator[tuple[str, int]]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    shutdown = trio.Event()
+    async with trio.open_nursery() as nursery:
+
+        async def serve() -> None:
+            await serve_http_listeners(
+                listeners,
+                app,
+                policy=EdgePolicy(),
+                limits=HttpLimits(),
+                max_body_size=max_body_size,
+                write_timeout=5.0,
+                shutdown=shutdown,
+                handler_nursery=nursery,
+                on_upgrade=on_upgrade,
+            )
+
+        nursery.start_soon(serve)
+        yield listeners[0].socket.getsockname()[:2]
+        nursery.cancel_scope.cancel()
+
+
+def post(path: str, body: bytes = b"{}") -> bytes:
+    return b"POST %b HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%b" % (
+        path.encode(),
+        len(body),
+        body,
+    )
+
+
+async def read_until(stream: trio.SocketStream, count: int, marker: bytes) -> bytes:
+    data = b""
+    while data.count(marker) < count:
+        more = await stream.receive_some(65536)
+        assert more, data
+        data += more
+    return data
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        if request.path == "/slow":
+            await trio.sleep(0.2)  # the next requests arrive (and are buffered) meanwhile
+        await exchange.respond(200, request.path.encode() + request.body, content_type="text/plain")
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/slow", b"1") + post("/a", b"2") + post("/b", b"3"))
+            data = await read_until(stream, 3, b"HTTP/1.1 200 ")
+            while not data.endswith(b"/b3"):
+                data += await stream.receive_some(65536)
+            bodies = [part.rpartition(b"\r\n\r\n")[2] for part in data.split(b"HTTP/1.1 ")[1:]]
+            assert bodies == [b"/slow1", b"/a2", b"/b3"]
+            await stream.aclose()
+
+
+async def test_hanging_up_mid_request_cancels_it_and_closes() -> None:
+    seen: list[str] = []
+    served = trio.Event()
+    done = trio.Event()
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        with trio.CancelScope() as scope:
+            exchange.cancel_on_disconnect(scope)
+            served.set()
+            await trio.sleep(30)
+        exchange.forget(scope)
+        seen.append("cancelled" if scope.cancelled_caught else "finished")
+        seen.append("disconnected" if exchange.disconnected.is_set() else "connected")
+        done.set()
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/x"))
+            await served.wait()
+            await stream.aclose()
+            await done.wait()
+            assert seen == ["cancelled", "disconnected"]
+
+
+async def test_keep_alive_serves_many_requests_then_sees_eof() -> None:
+    calls = 0
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        nonlocal calls
+        calls += 1
+        await exchange.respond(200, b"ok", content_type="text/plain")
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            for _ in range(20):
+                await stream.send_all(post("/x"))
+                assert (await read_until(stream, 1, b"\r\n\r\nok")).startswith(b"HTTP/1.1 200 ")
+            await stream.send_eof()
+            assert await stream.receive_some(100) == b""  # the server closed too
+            assert calls == 20
+
+
+async def test_large_pipelined_bodies_are_read_with_backpressure() -> None:
+    body = b"x" * 300_000
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        await trio.sleep(0.05)
+        await exchange.respond(200, b"%d" % len(request.body), content_type="text/plain")
+
+    with trio.fail_after(20):
+        async with driver(app, max_body_size=len(body)) as address:
+            stream = await trio.open_tcp_stream(*address)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stream.send_all, post("/x", body) * 8)
+                data = await read_until(stream, 8, b"\r\n\r\n300000")
+            assert data.count(b"HTTP/1.1 200 ") == 8
+            await stream.aclose()
+
+
+async def test_upgrade_gets_the_raw_stream_and_buffered_bytes() -> None:
+    got: list[bytes] = []
+
+    async def on_upgrade(request: HttpRequest, stream: trio.SocketStream, extra: bytes) -> None:
+        data = extra
+        while len(data) < 10:  # the reader has stopped: this task reads the rest itself
+            data += await stream.receive_some(100)
+        got.append(data)
+        await stream.send_all(b"upgraded")
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        raise AssertionError("not reached")
+
+    with trio.fail_after(10):
+        async with driver(app, on_upgrade=on_upgrade) as address:
+            stream = await trio.open_tcp_stream(*address)
+            head = (
+                b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                b"Connection: Upgrade\r\n\r\n"
+            )
+            await stream.send_all(head + b"01234")
+            await trio.sleep(0.1)
+            await stream.send_all(b"56789")
+            assert await stream.receive_some(100) == b"upgraded"
+            assert got == [b"0123456789"]
+            await stream.aclose()
