@@ -34,7 +34,7 @@ CATALOG: list[tuple[str, str, str, str]] = [
     ("http_sse_c16", "HTTP session + SSE, 16 clients", "calls/s", "higher"),
     ("http_sse_c64", "HTTP session + SSE, 64 clients", "calls/s", "higher"),
     ("tcp_idle_kib", "memory per idle TCP connection (2,000 open)", "KiB", "lower"),
-    ("ws_idle_kib", "memory per idle WebSocket connection (2,000 tried)", "KiB", "lower"),
+    ("ws_idle_kib", "memory per idle WebSocket connection (2,000 open)", "KiB", "lower"),
     ("shed_err_p50_us", "overload: -32010 round trip p50", "us", "lower"),
     ("shed_err_p99_us", "overload: -32010 round trip p99", "us", "lower"),
     ("shed_cpu_us", "overload: server CPU per refused request", "us", "lower"),
