@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -61,6 +62,12 @@ class _WebSocketChannel:
                 await self._ws.aclose(1003, "MCP messages are text frames")
                 raise trio.EndOfChannel
             data: bytes = message.encode("utf-8")
+            if self._expired():
+                # A bearer token is checked at the upgrade; a socket must not outlive it
+                # (RFC 6750: an expired token is no longer valid). 1008 = policy violation.
+                log.info("closing websocket reason=token-expired")
+                await self._ws.aclose(1008, "access token expired")
+                raise trio.EndOfChannel
             refusal = self._refusal(data)
             if refusal is None:
                 return data
@@ -68,6 +75,10 @@ class _WebSocketChannel:
                 await self._ws.send_message(refusal.decode("utf-8"))
             except trio_websocket.ConnectionClosed:
                 raise trio.EndOfChannel from None
+
+    def _expired(self) -> bool:
+        expires_at = getattr(self._principal, "expires_at", None)
+        return isinstance(expires_at, int | float) and time.time() >= expires_at
 
     def _refusal(self, data: bytes) -> bytes | None:
         """The in-band answer for a message calling a tool the token may not call."""

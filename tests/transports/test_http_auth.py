@@ -306,3 +306,29 @@ async def test_handlers_see_the_principal_and_input_state_is_bound_to_it(
             assert "another principal" in stolen.json()["error"]["message"]
             own = await request(address, "POST", headers={**hdrs, **alice}, body=retry)
             assert own.json()["result"]["content"][0]["text"] == "accept"
+
+
+async def test_websocket_closes_when_its_token_expires(config: AuthConfig, key: SigningKey) -> None:
+    import time
+
+    from trio_websocket import ConnectionClosed
+
+    app, _ = make_app()
+    # Valid now, expired in two seconds (the verifier's leeway applies to the upgrade only).
+    token = key.sign(claims(exp=int(time.time()) + 2)).encode()
+    with trio.fail_after(10):
+        async with (
+            serving(app, "ws", auth=config) as (host, port),
+            open_websocket_url(
+                f"ws://{host}:{port}/mcp",
+                subprotocols=["mcp"],
+                extra_headers=[(b"authorization", b"Bearer " + token)],
+            ) as ws,
+        ):
+            await ws.send_message(json.dumps(init_body()))
+            assert "result" in json.loads(await ws.get_message())
+            await trio.sleep(max(0.0, int(time.time()) + 2.2 - time.time()) + 1.0)
+            await ws.send_message(json.dumps(call(2, "countdown", start=1)))
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.get_message()
+            assert closed.value.reason.code == 1008
