@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import msgspec
-import trio
 
 from runtime._context import Context
 from runtime._input import InputRequired, InputRound
@@ -15,7 +13,7 @@ from runtime._registry import App
 from runtime._signature import Signature
 from runtime._state import params_digest, principal_key
 from runtime._tasks import TaskRecord
-from runtime.core import JSONRPCError, RequestContext
+from runtime.core import RequestContext
 
 __all__ = ["InputFields", "call_user_function", "call_with_input", "decode_params", "paginated"]
 
@@ -91,32 +89,16 @@ async def call_user_function(
     round: InputRound | None = None,
     task: TaskRecord | None = None,
 ) -> Any:
-    """Call a registered function with validated arguments (and its Context, if it takes one).
-
-    Async functions run in the request's own task (no thread hop); sync functions run in a
-    worker thread. A cancelled request abandons a sync function's thread: Python cannot
-    interrupt it, but its result is discarded and the request ends at once.
-    """
+    """Call a registered function with validated arguments (and its Context, if it takes one);
+    see ``Signature.call`` for threads and cancellation."""
     kwargs = sig.to_kwargs(args)
     if sig.context_param is None:
-        if sig.is_async:
-            return await fn(**kwargs)
-        call = functools.partial(fn, **kwargs)
-        return await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await sig.call(fn, kwargs)
     context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task)
     try:
-        if sig.is_async:
-            return await fn(**kwargs)
-        call = functools.partial(fn, **kwargs)
-        return await trio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await sig.call(fn, kwargs)
     finally:
         context.close()
-
-
-def require(value: T | None, message: str) -> T:
-    if value is None:
-        raise JSONRPCError.invalid_params(message)
-    return value
 
 
 def paginated(server: App, key: str, defs: Iterable[Any], cursor: str | None) -> dict[str, Any]:

@@ -65,34 +65,14 @@ def methods(server: App) -> dict[str, Handler]:
     async def _read(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _read_decoder, b"{}")
         uri = params.uri
-        resource = registry.resources.get(uri)
-        if resource is not None:
-            args = resource.signature.convert({})
-            asking, value = await call_with_input(
-                server, ctx, resource.fn, resource.signature, args, params.meta, params, uri
-            )
-            if asking:
-                return value  # type: ignore[no-any-return]
-            contents = to_contents(uri, value, resource.mime_type)
-            return _with_cache(ctx, {"contents": contents}, resource.cache)
-        found = registry.find_template(uri)
-        if found is None:
-            raise ResourceNotFoundError(uri)
-        template, values = found
-        sig = template.signature
-        try:
-            args = sig.convert({k: v for k, v in values.items() if k in sig.names}, strict=False)
-        except msgspec.ValidationError as exc:
-            raise JSONRPCError.invalid_params(
-                f"Invalid value in resource URI {uri!r}: {exc}", {"uri": uri}
-            ) from None
+        definition, args = registry.resolve_resource(uri)
         asking, value = await call_with_input(
-            server, ctx, template.fn, sig, args, params.meta, params, uri
+            server, ctx, definition.fn, definition.signature, args, params.meta, params, uri
         )
         if asking:
             return value  # type: ignore[no-any-return]
-        contents = to_contents(uri, value, template.mime_type)
-        return _with_cache(ctx, {"contents": contents}, template.cache)
+        contents = to_contents(uri, value, definition.mime_type)
+        return _with_cache(ctx, {"contents": contents}, definition.cache)
 
     return {
         "resources/list": list_resources,

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any, Final
-
-import trio
 
 from ._contents import to_contents
 from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
 from ._registry import App
 from ._tasks import TaskRecord
-from .core import RequestContext, RequestId, ResourceNotFoundError, Session
+from .core import RequestContext, RequestId, Session
 
 __all__ = ["Context"]
 
@@ -93,27 +90,13 @@ class Context:
     async def read_resource(self, uri: str) -> list[Any]:
         """Read one of this server's own resources (static or from a template) and return
         its contents, as ``resources/read`` would. Raises ResourceNotFoundError."""
-        registry = self.server.registry
-        resource = registry.resources.get(uri)
-        values: dict[str, str] = {}
-        if resource is not None:
-            fn, sig, mime_type = resource.fn, resource.signature, resource.mime_type
-        else:
-            found = registry.find_template(uri)
-            if found is None:
-                raise ResourceNotFoundError(uri)
-            template, values = found
-            fn, sig, mime_type = template.fn, template.signature, template.mime_type
-        args = sig.convert({k: v for k, v in values.items() if k in sig.names}, strict=False)
+        definition, args = self.server.registry.resolve_resource(uri)
+        sig = definition.signature
         kwargs = sig.to_kwargs(args)
         if sig.context_param is not None:
             kwargs[sig.context_param] = self
-        if sig.is_async:
-            value = await fn(**kwargs)
-        else:
-            call = functools.partial(fn, **kwargs)
-            value = await trio.to_thread.run_sync(call, abandon_on_cancel=True)
-        return to_contents(uri, value, mime_type)
+        value = await sig.call(definition.fn, kwargs)
+        return to_contents(uri, value, definition.mime_type)
 
     @property
     def principal(self) -> Any:

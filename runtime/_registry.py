@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
 from ._broadcast import Broadcast
 from ._output import OutputSpec
 from ._pagination import CursorCodec
@@ -17,6 +19,7 @@ from ._signature import Signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate
+from .core import JSONRPCError, ResourceNotFoundError
 
 __all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
 
@@ -223,6 +226,29 @@ class Registry:
         prompt = _pop(self.prompts, name, "prompt")
         self.changes.list_changed("prompts")
         return prompt
+
+    def resolve_resource(self, uri: str) -> tuple[ResourceDef | TemplateDef, msgspec.Struct]:
+        """The definition that serves ``uri`` and its validated arguments (a template's
+        variables converted to the annotated types).
+
+        Raises ResourceNotFoundError, or JSONRPCError(-32602) for a template variable whose
+        value does not convert.
+        """
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return resource, resource.signature.convert({})
+        found = self.find_template(uri)
+        if found is None:
+            raise ResourceNotFoundError(uri)
+        template, values = found
+        sig = template.signature
+        try:
+            args = sig.convert({k: v for k, v in values.items() if k in sig.names}, strict=False)
+        except msgspec.ValidationError as exc:
+            raise JSONRPCError.invalid_params(
+                f"Invalid value in resource URI {uri!r}: {exc}", {"uri": uri}
+            ) from None
+        return template, args
 
     def find_template(self, uri: str) -> tuple[TemplateDef, dict[str, str]] | None:
         """The first template (in registration order) that matches ``uri``, and its values."""

@@ -8,6 +8,7 @@ parameter annotated with :class:`~runtime.Context` is injected, never part of th
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -17,6 +18,7 @@ from typing import Any, Final
 
 import msgspec
 import msgspec.structs
+import trio
 
 __all__ = ["Signature", "doc_summary", "inspect_signature"]
 
@@ -47,6 +49,16 @@ class Signature:
     def to_kwargs(self, args: msgspec.Struct) -> dict[str, Any]:
         # The struct's fields are exactly the argument names (asdict is implemented in C).
         return msgspec.structs.asdict(args)
+
+    async def call(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        """Call ``fn``: async functions in the calling task (no thread hop), sync functions in
+        a worker thread. A cancelled caller abandons a sync function's thread: Python cannot
+        interrupt it, but its result is discarded and the caller ends at once."""
+        if self.is_async:
+            return await fn(**kwargs)
+        return await trio.to_thread.run_sync(
+            functools.partial(fn, **kwargs), abandon_on_cancel=True
+        )
 
     def convert(self, values: dict[str, Any], *, strict: bool = True) -> msgspec.Struct:
         """Validate already-decoded values (e.g. URI template variables, which are strings)."""
