@@ -365,16 +365,11 @@ class Connection:
     async def _on_frame(self, frame: bytes) -> None:
         try:
             message = decode_frame(frame)
-        except JSONRPCError as exc:
-            self._log_bad_message(exc, frame)
-            await self._send(self._error_reply(exc))
-            return
-        if isinstance(message, list):
-            self._active += 1
-            assert self._requests is not None
-            self._requests.start_soon(self._run_batch, message)
-            return
-        try:
+            if isinstance(message, list):
+                self._active += 1
+                assert self._requests is not None
+                self._requests.start_soon(self._run_batch, message)
+                return
             kind = classify(message)
         except JSONRPCError as exc:
             self._log_bad_message(exc, frame)
