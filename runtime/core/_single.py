@@ -110,10 +110,10 @@ async def dispatch_single(
     ctx = RequestContext(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
     )
+    if request_timeout is None:  # no scope of its own: cancellation comes from the caller
+        return await dispatcher.dispatch(ctx)
     reply = b""
-    with trio.CancelScope() as scope:
-        if request_timeout is not None:
-            scope.deadline = trio.current_time() + request_timeout
+    with trio.CancelScope(deadline=trio.current_time() + request_timeout) as scope:
         reply = await dispatcher.dispatch(ctx)
     if scope.cancelled_caught:
         log.warning(

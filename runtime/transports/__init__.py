@@ -1,7 +1,7 @@
 """Transports: each turns some byte stream into a ``runtime.core.MessageChannel``.
 
 The network transports (HTTP, WebSocket) load lazily (PEP 562): a stdio or TCP server never
-imports h11, wsproto or trio-websocket, which keeps the CLI's start-up fast.
+imports the HTTP server, wsproto or trio-websocket, which keeps the CLI's start-up fast.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Task tree (nothing outlives ``serve_http``)::
     ├── sessions nursery   one task per handshake-era / legacy session, the idle reaper
     └── connections nursery
         ├── accept loop    stops at shutdown
-        └── one task per TCP connection (h11), each request answered in it
+        └── one task per TCP connection (_http11 parser), each request answered in it
 
 Shutdown: stop accepting; refuse new POSTs with 503; sessions' connections stop reading,
 give in-flight requests ``Limits.shutdown_grace`` and end, which finishes their SSE streams

@@ -1,6 +1,6 @@
-"""A small HTTP/1.1 server on h11 and trio streams: limits, timeouts, streaming responses.
+"""A small HTTP/1.1 server on trio sockets: limits, timeouts, streaming responses.
 
-One task per TCP connection reads requests with h11 (keep-alive, pipelining-safe), enforces
+One task per TCP connection reads requests (``_http11``: keep-alive, pipelining-safe), enforces
 the edge policy and the limits of :class:`HttpLimits` before the application sees anything,
 and hands each request to an ``HttpApp`` with an :class:`Exchange` to answer through: one
 whole response, or a streamed (chunked) one such as an SSE stream. One reader task per
@@ -11,18 +11,29 @@ stream cancels its request. No task or nursery is made per request.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import math
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
-import h11
 import msgspec
 import trio
 
 from ._edge import EdgePolicy, HttpLimits
+from ._http11 import (
+    BodyReader,
+    ProtocolError,
+    RequestHead,
+    RequestParser,
+    chunk,
+    end_chunks,
+    response_head,
+)
 
 __all__ = ["Exchange", "HttpApp", "HttpError", "HttpRequest", "serve_http_listeners"]
 
@@ -74,30 +85,34 @@ class HttpRequest:
 class Exchange:
     """Answers one request. Exactly one of ``respond`` or ``start_stream`` ... ``end``.
 
-    Each call writes once (head, body and end of message joined): one checkpoint and one
-    syscall per response, and no half-written head for a peer to wait on.
+    Each call writes once (head, body and end of message joined): one syscall per response
+    in the common case, and no half-written head for a peer to wait on.
     """
 
     __slots__ = (
-        "_conn",
+        "_abort_on_hangup",
+        "_chunked",
+        "_driver",
+        "_head_only",
         "_scopes",
-        "_stream",
-        "_write_timeout",
+        "_version",
         "close_after",
         "disconnected",
         "finished",
         "started",
     )
 
-    def __init__(self, conn: h11.Connection, stream: trio.abc.Stream, write_timeout: float):
-        self._conn = conn
-        self._stream = stream
-        self._write_timeout = write_timeout
+    def __init__(self, driver: _Driver, head: RequestHead) -> None:
+        self._driver = driver
+        self._version = head.version
+        self._head_only = head.method == "HEAD"
+        self._chunked = False
+        self._abort_on_hangup = False
         self.started = False
         self.finished = False
         #: Set when the client hung up (EOF or reset) while the request was being answered.
         self.disconnected = trio.Event()
-        self.close_after = False
+        self.close_after = not head.keep_alive
         self._scopes: list[trio.CancelScope] = []
 
     def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
@@ -112,22 +127,30 @@ class Exchange:
         if scope in self._scopes:
             self._scopes.remove(scope)
 
+    def abort_on_disconnect(self) -> None:
+        """This request dies with its connection: a hang-up cancels the connection's work,
+        this request included (for a request that needs no scope of its own)."""
+        self._abort_on_hangup = True
+        if self.disconnected.is_set():
+            self.abort()
+
+    def abort(self) -> None:
+        """Stop answering: cancel the request being served and close the connection."""
+        self._driver.abort()
+
     def hung_up(self) -> None:
         """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
         self.disconnected.set()
+        if self._abort_on_hangup:
+            self.abort()
         scopes, self._scopes = self._scopes, []
         for scope in scopes:
             scope.cancel()
 
-    async def _write(self, data: bytes) -> None:
-        # A bare CancelScope is cheaper than fail_after's generator context manager.
-        with trio.CancelScope(deadline=trio.current_time() + self._write_timeout) as scope:
-            await self._stream.send_all(data)
-        if scope.cancelled_caught:
-            raise trio.TooSlowError
-
-    def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
-        return self._conn.send(_response(status, headers)) or b""
+    def _body(self, data: bytes) -> bytes:
+        if self._head_only:
+            return b""
+        return chunk(data) if self._chunked else data
 
     async def respond(
         self,
@@ -137,18 +160,16 @@ class Exchange:
         content_type: str | None = "application/json",
         headers: list[tuple[str, str]] | None = None,
     ) -> None:
-        hdrs = list(headers or [])
+        hdrs = list(headers) if headers else []
         if body and content_type:
             hdrs.append(("Content-Type", content_type))
-        hdrs.append(("Content-Length", str(len(body))))
-        if self.close_after:
-            hdrs.append(("Connection", "close"))
         self.started = True
-        data = self._head(status, hdrs)
-        if body:
-            data += self._conn.send(h11.Data(data=body)) or b""
-        data += self._conn.send(h11.EndOfMessage()) or b""
-        await self._write(data)
+        data = response_head(
+            status, hdrs, length=len(body), close=self.close_after, version=self._version
+        )
+        if body and not self._head_only:
+            data += body
+        await self._driver.write(data)
         self.finished = True
 
     async def start_stream(
@@ -164,23 +185,28 @@ class Exchange:
         bytes) and the end of the message when ``end``; else then ``write`` and ``end``."""
         hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"), *(headers or [])]
         self.started = True
-        data = self._head(status, hdrs)
-        if first:
-            data += self._conn.send(h11.Data(data=first)) or b""
+        if self._version < (1, 1):
+            self.close_after = True  # an HTTP/1.0 stream ends with the connection
+        else:
+            self._chunked = True
+        data = response_head(status, hdrs, length=None, close=self.close_after)
+        data += self._body(first)
         if end:
-            data += self._conn.send(h11.EndOfMessage()) or b""
-        await self._write(data)
+            data += self._end()
+        await self._driver.write(data)
         if end:
             self.finished = True
 
+    def _end(self) -> bytes:
+        return end_chunks() if self._chunked and not self._head_only else b""
+
     async def write(self, data: bytes) -> None:
-        await self._write(self._conn.send(h11.Data(data=data)) or b"")
+        if data:
+            await self._driver.write(self._body(data))
 
     async def end(self, last: bytes = b"") -> None:
         """End the streamed response, after ``last`` (its final bytes) if given."""
-        data = (self._conn.send(h11.Data(data=last)) or b"") if last else b""
-        data += self._conn.send(h11.EndOfMessage()) or b""
-        await self._write(data)
+        await self._driver.write(self._body(last) + self._end())
         self.finished = True
 
 
@@ -210,15 +236,6 @@ def principal_key(principal: object) -> object:
 
 #: The application: answers one request through the exchange. HttpError -> that status.
 HttpApp = Callable[[HttpRequest, Exchange], Awaitable[None]]
-
-
-def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-
-
-def _response(status: int, headers: list[tuple[str, str]]) -> h11.Response:
-    """The h11 event for a response head (h11 validates every field)."""
-    return h11.Response(status_code=status, headers=_encode(headers))
 
 
 def error_body(message: str, code: int = -32600) -> bytes:
@@ -277,17 +294,38 @@ async def serve_http_listeners(
             await shutdown.wait()
             accept_scope.cancel()
             for driver in list(drivers):  # idle keep-alive connections close now
-                if driver.idle_scope is not None:
-                    driver.idle_scope.cancel()
+                driver.stop_if_idle()
 
         handler_nursery.start_soon(stop_accepting)
+        handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
         await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: trio.Event) -> None:
+    """Close connections whose idle/head/body deadline passed. One task for all of them:
+    moving a trio deadline costs as much as a cancel scope, and these deadlines move three
+    times per request, while a sweep a few times a second costs nothing per request."""
+    shortest = min(limits.header_timeout, limits.keep_alive_timeout, limits.body_timeout)
+    interval = max(0.05, min(1.0, shortest / 4))
+    while not (shutdown.is_set() and not drivers):
+        await trio.sleep(interval)
+        now = trio.current_time()
+        for driver in list(drivers):
+            if driver.deadline <= now:
+                driver.expire()
 
 
 class _Driver:
     """One connection: this task parses requests and runs the app; one reader task, for the
-    connection's life, reads the socket (ahead: h11 buffers a pipelined next request) so
-    that a client hanging up mid-request is noticed at once (``Exchange.hung_up``)."""
+    connection's life, reads the socket (ahead: a pipelined next request waits in the
+    parser) so that a client hanging up mid-request is noticed at once (``Exchange.hung_up``).
+
+    Socket I/O goes straight to the file descriptor (non-blocking, as trio keeps it) and
+    waits through ``trio.lowlevel.wait_readable``/``wait_writable`` only when it must: a
+    response that fits the socket buffer is one ``write`` with no scheduler round trip.
+    One cancel scope spans the connection; ``deadline`` is the current phase's timeout
+    (idle, head, body; none while the application runs), enforced by ``_sweep_deadlines``.
+    """
 
     def __init__(
         self,
@@ -301,6 +339,7 @@ class _Driver:
         on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None,
     ) -> None:
         self.stream = stream
+        self._fd = stream.socket.fileno()
         self.app = app
         self.policy = policy
         self.limits = limits
@@ -309,10 +348,14 @@ class _Driver:
         self.shutdown = shutdown
         self.on_upgrade = on_upgrade
         self.id = f"http-{next(_ids)}"
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
-        self.idle_scope: trio.CancelScope | None = None
-        # Reader state: EOF seen (and given to h11), or the socket broke (not given to h11);
-        # the exchange being answered; bytes read since this task last needed data.
+        self.parser = RequestParser(limits.max_header_size, limits.max_header_count)
+        #: What the connection is doing: "idle" (between requests), "head", "body", "app".
+        self.phase = "idle"
+        self.deadline = math.inf
+        self._scope = trio.CancelScope()
+        self._write_lock = trio.StrictFIFOLock()
+        # Reader state: EOF seen, or the socket broke; the exchange being answered; bytes
+        # read since this task last needed data.
         self._eof = False
         self._broken: BaseException | None = None
         self._exchange: Exchange | None = None
@@ -321,6 +364,19 @@ class _Driver:
         self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for this task
         self._reader_scope = trio.CancelScope()
         self._reader_done = trio.Event()
+
+    def abort(self) -> None:
+        self._scope.cancel()
+
+    def expire(self) -> None:
+        """The phase deadline passed: stop (``_timed_out`` says what to answer)."""
+        if self.phase != "app":
+            self._scope.cancel()
+
+    def stop_if_idle(self) -> None:
+        """At shutdown: a connection waiting for its next request closes now."""
+        if self.phase == "idle":
+            self._scope.cancel()
 
     async def run(self) -> None:
         failed: Exception | None = None
@@ -338,46 +394,64 @@ class _Driver:
         if failed is not None:
             raise failed
 
-    async def _serve(self) -> None:
-        try:
-            first = True
-            while not self.shutdown.is_set():
-                if not await self._one_request(first):
-                    break
-                first = False
-                if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is h11.MUST_CLOSE:
-                    break
+    # -- socket I/O ---------------------------------------------------------------------
+
+    async def write(self, data: bytes) -> None:
+        """Write all of ``data``; TooSlowError after ``write_timeout`` without progress
+        room, BrokenResourceError when the peer is gone."""
+        if not data:
+            return
+        if not self._write_lock.locked():
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+            if sent == len(data):
+                return
+            data = data[sent:]
+        async with self._write_lock:
+            await self._write_slowly(memoryview(data))
+
+    async def _write_slowly(self, view: memoryview) -> None:
+        with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
+            while view:
+                await trio.lowlevel.wait_writable(self._fd)
                 try:
-                    self.conn.start_next_cycle()
-                except h11.LocalProtocolError:
-                    break
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("http connection gone conn=%s error=%r", self.id, exc)
-        except trio.TooSlowError:
-            log.info("closing http conn=%s reason=write-timeout", self.id)
+                    sent = os.write(self._fd, view)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+                view = view[sent:]
+        if scope.cancelled_caught:
+            raise trio.TooSlowError
 
     async def _reader(self) -> None:
-        """Read until EOF, a broken socket, or cancellation (safe: trio loses no bytes)."""
+        """Read until EOF, a broken socket, or cancellation (safe: no byte is taken from
+        the socket unless it is kept)."""
         cap = self.limits.max_header_size + self.max_body_size
-        stream = self.stream
-        conn = self.conn
+        fd = self._fd
+        parser = self.parser
         try:
             with self._reader_scope:
                 while True:
+                    await trio.lowlevel.wait_readable(fd)
                     try:
-                        data = await stream.receive_some(_RECEIVE_SIZE)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                        data = os.read(fd, _RECEIVE_SIZE)
+                    except BlockingIOError:
+                        continue
+                    except OSError as exc:
                         self._broken = exc
                         data = b""
                     if not data:
                         self._eof = True
-                        if self._broken is None:
-                            conn.receive_data(b"")
                         self._data_lot.unpark_all()
                         if self._exchange is not None:
                             self._exchange.hung_up()
                         return
-                    conn.receive_data(data)  # a pipelined next request: h11 keeps it
+                    parser.feed(data)  # a pipelined next request waits in the parser
                     self._data_lot.unpark_all()
                     self._unread += len(data)
                     while self._unread > cap:
@@ -385,14 +459,12 @@ class _Driver:
         finally:
             self._reader_done.set()
 
-    def _buffered(self) -> bool:
-        return bool(self.conn.trailing_data[0])
-
     async def _wait_data(self) -> None:
-        """Wait for the reader's next bytes (or EOF); the caller holds any deadline."""
+        """Wait for the reader's next bytes; BrokenResourceError at EOF or a broken socket.
+        The caller's phase deadline (on ``self._scope``) bounds the wait."""
         if self._broken is not None:
             raise trio.BrokenResourceError from self._broken
-        if self._eof:  # pragma: no cover - h11 answers EOF itself (ConnectionClosed or error)
+        if self._eof:
             raise trio.BrokenResourceError("the client closed the connection")
         self._unread = 0
         self._drain_lot.unpark_all()
@@ -400,143 +472,138 @@ class _Driver:
         if self._broken is not None:
             raise trio.BrokenResourceError from self._broken
 
-    async def _next_event(self, deadline: float) -> Any:
-        """The next h11 event, reading as needed until ``deadline`` (TooSlowError)."""
-        while True:
-            event = self.conn.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            with trio.CancelScope(deadline=deadline) as scope:
-                await self._wait_data()
-            if scope.cancelled_caught:
-                raise trio.TooSlowError
+    # -- requests -----------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        first = True
+        try:
+            with self._scope:
+                while not self.shutdown.is_set():
+                    if not await self._one_request(first):
+                        break
+                    first = False
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("http connection gone conn=%s error=%r", self.id, exc)
+            return
+        except trio.TooSlowError:
+            log.info("closing http conn=%s reason=write-timeout", self.id)
+            return
+        except ProtocolError as exc:
+            await self._reject(exc.status, exc.reason)
+            return
+        if self._scope.cancelled_caught:
+            await self._timed_out(first)
+
+    async def _timed_out(self, first: bool) -> None:
+        phase = self.phase
+        if phase == "idle":
+            if first and not self.shutdown.is_set():
+                log.info("closing http conn=%s reason=no-request", self.id)
+        elif phase == "head":
+            log.warning("closing http conn=%s reason=header-timeout", self.id)
+            await self._reject(408, "Request Timeout: request head too slow")
+        elif phase == "body":
+            log.warning("closing http conn=%s reason=body-timeout", self.id)
+            await self._reject(408, "Request Timeout: body too slow")
+        else:
+            # 2026-07-28 "Cancellation": closing the response stream cancels the request.
+            log.info("client closed the stream: cancelled conn=%s", self.id)
 
     async def _reject(self, status: int, reason: str, code: int = -32600) -> None:
         """Answer with an error and close (used before the app sees the request)."""
         log.info("http reject conn=%s status=%d reason=%s", self.id, status, reason)
-        if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-            return
+        if self.phase == "app" or self._broken is not None:
+            return  # a response may have started: nothing more can be said
         body = error_body(reason, code)
-        try:
-            data = self.conn.send(
-                h11.Response(
-                    status_code=status,
-                    headers=_encode(
-                        [
-                            ("Content-Type", "application/json"),
-                            ("Content-Length", str(len(body))),
-                            ("Connection", "close"),
-                        ]
-                    ),
-                )
-            )
-            data = (data or b"") + (self.conn.send(h11.Data(data=body)) or b"")
-            data += self.conn.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError:
-            return
+        head = response_head(
+            status, [("Content-Type", "application/json")], length=len(body), close=True
+        )
         with trio.move_on_after(min(self.write_timeout, 5.0)):
-            await self.stream.send_all(data)
+            with contextlib.suppress(trio.BrokenResourceError, trio.TooSlowError):
+                await self.write(head + body)
+
+    async def _next_head(self, first: bool) -> RequestHead | None:
+        """The next request head, waiting (idle, then head deadlines) for its bytes."""
+        parser = self.parser
+        head = parser.next_head()
+        if head is not None:
+            if not first:  # pipelined: let other tasks run between requests
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            return head
+        if not parser.buffer:
+            if self.shutdown.is_set() or self._eof:
+                return None
+            self.phase = "idle"
+            wait = self.limits.header_timeout if first else self.limits.keep_alive_timeout
+            self.deadline = trio.current_time() + wait
+            while not parser.buffer:
+                try:
+                    await self._wait_data()
+                except trio.BrokenResourceError:
+                    return None  # the client closed an idle connection
+            if not first:
+                self.deadline = trio.current_time() + self.limits.header_timeout
+        elif self.deadline == math.inf:  # part of the next request came with the last one
+            self.deadline = trio.current_time() + self.limits.header_timeout
+        self.phase = "head"
+        while (head := parser.next_head()) is None:
+            await self._wait_data()
+        return head
+
+    async def _read_body(self, head: RequestHead) -> bytes:
+        reader = BodyReader(head, self.max_body_size)
+        if reader.done:
+            return b""
+        if head.expect_continue and not self.parser.buffer:
+            await self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self.phase = "body"
+        self.deadline = trio.current_time() + self.limits.body_timeout
+        while not reader.read(self.parser.buffer):
+            await self._wait_data()
+            self.deadline = trio.current_time() + self.limits.body_timeout
+        return bytes(reader.body)
 
     async def _one_request(self, first: bool) -> bool:
         """Serve one request; False when the connection must close."""
-        limits = self.limits
-        now = trio.current_time()
-        # Wait for the request's first byte (cancelled at shutdown: this connection is idle),
-        # then give the whole head ``header_timeout`` (from accept for the first request).
-        if not self._buffered():
-            if self.shutdown.is_set():
-                return False
-            if self._eof:
-                return False
-            wait = limits.header_timeout if first else limits.keep_alive_timeout
-            # One bare scope: the idle deadline, and cancelled at shutdown (idle_scope).
-            with trio.CancelScope(deadline=now + wait) as idle:
-                self.idle_scope = idle
-                await self._wait_data()
-            self.idle_scope = None
-            if idle.cancelled_caught or not self._buffered():  # woken by EOF alone
-                if first and idle.cancelled_caught and not self.shutdown.is_set():
-                    log.info("closing http conn=%s reason=no-request", self.id)
-                return False
-            if not first:
-                now = trio.current_time()
-        try:
-            event = await self._next_event(now + limits.header_timeout)
-        except trio.TooSlowError:
-            log.warning("closing http conn=%s reason=header-timeout", self.id)
-            if self.conn.their_state is h11.SEND_BODY or self.conn.trailing_data[0]:
-                await self._reject(408, "Request Timeout: request head too slow")
+        head = await self._next_head(first)
+        if head is None:
             return False
-        except h11.RemoteProtocolError as exc:
-            await self._reject(exc.error_status_hint, f"Bad request: {exc}")
+        request = self._request(head)
+        reason = self.policy.check(request.header("host"), request.header("origin"))
+        if reason is not None:
+            raise ProtocolError(403, f"Forbidden: {reason}")
+        if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
+            # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
+            # the reader has stopped (no byte is lost: a cancelled wait reads nothing).
+            self._reader_scope.cancel()
+            await self._reader_done.wait()
+            self.deadline = math.inf
+            self.phase = "app"
+            await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
             return False
-        if isinstance(event, h11.ConnectionClosed):
-            return False
-        assert isinstance(event, h11.Request), event
-        raw = event.headers.raw_items()  # one list (iterating ``Headers`` indexes per item)
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw]
-        if len(headers) > limits.max_header_count:
-            await self._reject(431, f"Too many header fields (limit {limits.max_header_count})")
-            return False
-        # h11 caps a head that arrives in pieces; one that arrived whole is measured here.
-        head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in raw)
-        if head_size > limits.max_header_size:
-            await self._reject(
-                431, f"Request header fields too large (limit {limits.max_header_size} bytes)"
-            )
-            return False
-        target = event.target.decode("latin-1")
-        split = urlsplit(target)
-        request = HttpRequest(
-            method=event.method.decode("ascii"),
+        request.body = await self._read_body(head)
+        exchange = Exchange(self, head)
+        self.phase = "app"
+        self.deadline = math.inf
+        await self._run_app(request, exchange)
+        return exchange.finished and not exchange.close_after and not exchange.disconnected.is_set()
+
+    def _request(self, head: RequestHead) -> HttpRequest:
+        target = head.target
+        if target.startswith("/") and "?" not in target and "#" not in target:
+            path, query = target, {}
+        else:
+            split = urlsplit(target)
+            path, query = split.path, dict(parse_qsl(split.query))
+        return HttpRequest(
+            method=head.method,
             target=target,
-            path=split.path,
-            query=dict(parse_qsl(split.query)),
-            headers=headers,
+            path=path,
+            query=query,
+            headers=head.headers,
             body=b"",
             connection_id=self.id,
         )
-        reason = self.policy.check(request.header("host"), request.header("origin"))
-        if reason is not None:
-            await self._reject(403, f"Forbidden: {reason}")
-            return False
-        if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
-            # Hand the raw stream (and any bytes h11 buffered) to the WebSocket layer, once
-            # the reader has stopped (no byte is lost: trio cancels a receive cleanly).
-            self._reader_scope.cancel()
-            await self._reader_done.wait()
-            await self.on_upgrade(request, self.stream, bytes(self.conn.trailing_data[0]))
-            return False
-        length = request.header("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_size:
-            await self._reject(413, f"Payload Too Large: body exceeds {self.max_body_size} bytes")
-            return False
-        body = bytearray()
-        try:
-            while True:
-                event = await self._next_event(trio.current_time() + limits.body_timeout)
-                if isinstance(event, h11.Data):
-                    body += event.data
-                    if len(body) > self.max_body_size:
-                        await self._reject(
-                            413, f"Payload Too Large: body exceeds {self.max_body_size} bytes"
-                        )
-                        return False
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
-                    return False
-        except trio.TooSlowError:
-            log.warning("closing http conn=%s reason=body-timeout", self.id)
-            await self._reject(408, "Request Timeout: body too slow")
-            return False
-        except h11.RemoteProtocolError as exc:
-            await self._reject(exc.error_status_hint, f"Bad request: {exc}")
-            return False
-        request.body = bytes(body)
-        exchange = Exchange(self.conn, self.stream, self.write_timeout)
-        await self._run_app(request, exchange)
-        return exchange.finished and not exchange.disconnected.is_set()
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         self._exchange = exchange

@@ -1,4 +1,4 @@
-"""The h11 driver: one reader per connection (pipelining, hang-ups, backpressure, upgrade)."""
+"""The HTTP driver: one reader per connection (pipelining, hang-ups, backpressure, upgrade)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,202 @@
+"""runtime.transports._http11: the server's own HTTP/1.1 request parser and response heads."""
+
+from __future__ import annotations
+
+import h11
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.transports._http11 import (
+    BodyReader,
+    ProtocolError,
+    RequestHead,
+    RequestParser,
+    chunk,
+    end_chunks,
+    response_head,
+)
+
+BASIC = b"POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 5\r\n\r\nhello"
+
+
+def parse(data: bytes, max_size: int = 16 * 1024, max_count: int = 100) -> RequestHead | None:
+    parser = RequestParser(max_size, max_count)
+    parser.feed(data)
+    return parser.next_head()
+
+
+def status_of(data: bytes, **kw: int) -> int:
+    with pytest.raises(ProtocolError) as info:
+        parse(data, **kw)
+    return info.value.status
+
+
+def test_a_request_head_and_its_body() -> None:
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(BASIC + b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+    head = parser.next_head()
+    assert head is not None
+    assert (head.method, head.target, head.version) == ("POST", "/mcp?x=1", (1, 1))
+    assert head.headers == [("host", "127.0.0.1:8000"), ("content-length", "5")]
+    assert head.content_length == 5 and head.keep_alive and not head.expect_continue
+    body = BodyReader(head, 100)
+    assert body.read(parser.buffer) and bytes(body.body) == b"hello"
+    second = parser.next_head()  # pipelined: the next request waited in the buffer
+    assert second is not None and second.method == "GET" and second.content_length is None
+
+
+def test_incomplete_heads_wait_and_leading_empty_lines_are_ignored() -> None:
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(b"\r\n\r\nPOST /mcp HTTP/1.1\r\nHost: h\r\n")
+    assert parser.next_head() is None
+    parser.feed(b"\r\n")
+    head = parser.next_head()
+    assert head is not None and head.target == "/mcp"
+
+
+def test_header_values_lose_surrounding_whitespace_and_names_are_lowered() -> None:
+    head = parse(b"GET / HTTP/1.1\r\nHOST:   h  \r\nX-A:\tv 1\t\r\nX-Empty:\r\n\r\n")
+    assert head is not None
+    assert head.headers == [("host", "h"), ("x-a", "v 1"), ("x-empty", "")]
+
+
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        (b"POST /mcp HTTP/1.1\nHost: h\n\n", 400),  # bare LF line ends
+        (b"GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400),  # whitespace before the colon
+        (b"GET / HTTP/1.1\r\nHost: h\x00\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400),  # bare CR
+        (b"GET / HTTP/1.1\r\nno colon\r\n\r\n", 400),
+        (b"GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+        (b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+        (b"GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505),
+        (b"GET / HTTP/1.1\r\n\r\n", 400),  # no Host
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (
+            b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n",
+            400,
+        ),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+        (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nExpect: magic\r\n\r\n", 417),
+    ],
+)
+def test_malformed_or_risky_heads_get_a_precise_status(data: bytes, status: int) -> None:
+    assert status_of(data) == status
+
+
+def test_limits_on_head_size_and_field_count() -> None:
+    fields = b"".join(b"X-%d: v\r\n" % i for i in range(101))
+    assert status_of(b"GET / HTTP/1.1\r\nHost: h\r\n" + fields + b"\r\n") == 431
+    assert status_of(b"GET / HTTP/1.1\r\nHost: h\r\nX: " + b"v" * 2000, max_size=1024) == 431
+    big = b"GET / HTTP/1.1\r\nHost: h\r\nX: " + b"v" * 2000 + b"\r\n\r\n"
+    assert status_of(big, max_size=1024) == 431
+
+
+def test_connection_persistence_and_expect() -> None:
+    close = parse(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Close\r\n\r\n")
+    assert close is not None and not close.keep_alive
+    old = parse(b"GET / HTTP/1.0\r\n\r\n")
+    assert old is not None and old.version == (1, 0) and not old.keep_alive
+    expect = b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+    head = parse(expect)
+    assert head is not None and head.expect_continue
+    same = parse(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n")
+    assert same is not None and same.content_length == 3
+
+
+CHUNKED = (
+    b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(CHUNKED)), max_size=12))
+def test_chunked_bodies_in_any_pieces(cuts: list[int]) -> None:
+    parser = RequestParser(16 * 1024, 100)
+    points = sorted(set(cuts))
+    pieces = [CHUNKED[a:b] for a, b in zip([0, *points], [*points, len(CHUNKED)], strict=True)]
+    head = None
+    reader = None
+    done = False
+    for piece in pieces:
+        parser.feed(piece)
+        if head is None:
+            head = parser.next_head()
+            if head is None:
+                continue
+            reader = BodyReader(head, 1024)
+        assert reader is not None
+        done = reader.read(parser.buffer)
+    assert head is not None and reader is not None and done
+    assert bytes(reader.body) == b"hello world" and parser.buffer == bytearray()
+
+
+def test_chunked_errors_and_body_limits() -> None:
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n")
+    head = parser.next_head()
+    assert head is not None
+    with pytest.raises(ProtocolError) as info:
+        BodyReader(head, 100).read(parser.buffer)
+    assert info.value.status == 400
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+    head = parser.next_head()
+    assert head is not None
+    with pytest.raises(ProtocolError):
+        BodyReader(head, 100).read(parser.buffer)
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n")
+    head = parser.next_head()
+    assert head is not None
+    with pytest.raises(ProtocolError) as info:
+        BodyReader(head, 100).read(parser.buffer)
+    assert info.value.status == 413
+    head = parse(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 101\r\n\r\n")
+    assert head is not None
+    with pytest.raises(ProtocolError) as info:
+        BodyReader(head, 100)
+    assert info.value.status == 413
+
+
+def _client_reads(data: bytes, method: bytes = b"POST") -> list[object]:
+    """What a strict HTTP/1.1 client (h11) makes of response bytes."""
+    client = h11.Connection(h11.CLIENT)
+    client.send(h11.Request(method=method, target="/", headers=[("Host", "h")]))
+    client.send(h11.EndOfMessage())
+    client.receive_data(data)
+    events: list[object] = []
+    while True:
+        event = client.next_event()
+        if event is h11.NEED_DATA or isinstance(event, h11.EndOfMessage):
+            events.append(event)
+            return events
+        events.append(event)
+
+
+def test_response_heads_are_valid_http_for_a_strict_client() -> None:
+    body = b'{"ok":true}'
+    head = response_head(200, [("Content-Type", "application/json")], length=11, close=False)
+    events = _client_reads(head + body)
+    response = events[0]
+    assert isinstance(response, h11.Response) and response.status_code == 200
+    assert (b"content-length", b"11") in list(response.headers)
+    assert isinstance(events[1], h11.Data) and events[1].data == body
+    streamed = response_head(200, [("Content-Type", "text/event-stream")], length=None, close=True)
+    events = _client_reads(streamed + chunk(b"data: 1\n\n") + chunk(b"") + end_chunks())
+    assert (b"transfer-encoding", b"chunked") in list(events[0].headers)  # type: ignore[attr-defined]
+    assert (b"connection", b"close") in list(events[0].headers)  # type: ignore[attr-defined]
+    assert isinstance(events[1], h11.Data) and events[1].data == b"data: 1\n\n"
+    assert isinstance(events[-1], h11.EndOfMessage)
+    no_content = response_head(204, [], length=0, close=False)
+    assert b"Content-Length" not in no_content
+    assert isinstance(_client_reads(no_content)[-1], h11.EndOfMessage)
+    with pytest.raises(ValueError):
+        response_head(200, [("X-Bad", "a\r\nInjected: 1")], length=0, close=False)
