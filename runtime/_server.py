@@ -603,9 +603,18 @@ class Server:
         from .transports import Hooks
         from .transports._http_modern import header_params as _header_params
 
+        header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
+
         def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
             tool = self.registry.tools.get(name)
-            return {} if tool is None else _header_params(tool.listing.get("inputSchema"))
+            if tool is None:
+                return {}
+            cached = header_cache.get(name)
+            if cached is not None and cached[0] is tool:  # the same registration
+                return cached[1]
+            found = _header_params(tool.listing.get("inputSchema"))
+            header_cache[name] = (tool, found)
+            return found
 
         def new_session(transport: str, principal: Any = None) -> Session:
             session = Session(transport)

@@ -3,10 +3,10 @@
 One task per TCP connection reads requests (``_http11``: keep-alive, pipelining-safe), enforces
 the edge policy and the limits of :class:`HttpLimits` before the application sees anything,
 and hands each request to an ``HttpApp`` with an :class:`Exchange` to answer through: one
-whole response, or a streamed (chunked) one such as an SSE stream. One reader task per
-connection keeps reading the socket (also while the application runs), so that a client
-that hangs up is noticed at once (``Exchange.disconnected``); this is how closing an SSE
-stream cancels its request. No task or nursery is made per request.
+whole response, or a streamed (chunked) one such as an SSE stream. While an application
+waits on something, a reader task keeps reading the socket, so that a client that hangs up
+is noticed at once (``Exchange.disconnected``); this is how closing an SSE stream cancels
+its request. No task, nursery or cancel scope is made for a request answered at once.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 import msgspec
 import trio
 
+from .. import _eager as eager
 from ._edge import EdgePolicy, HttpLimits
 from ._http11 import (
     BodyReader,
@@ -316,9 +317,10 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
 
 
 class _Driver:
-    """One connection: this task parses requests and runs the app; one reader task, for the
-    connection's life, reads the socket (ahead: a pipelined next request waits in the
-    parser) so that a client hanging up mid-request is noticed at once (``Exchange.hung_up``).
+    """One connection: this task reads, parses requests and runs the app. While an app
+    waits on something (a slow tool, an SSE stream), a reader task reads on (ahead: a
+    pipelined next request waits in the parser) so that a client hanging up mid-request is
+    noticed at once (``Exchange.hung_up``); an app that answers without waiting needs none.
 
     Socket I/O goes straight to the file descriptor (non-blocking, as trio keeps it) and
     waits through ``trio.lowlevel.wait_readable``/``wait_writable`` only when it must: a
@@ -359,6 +361,10 @@ class _Driver:
         self._eof = False
         self._broken: BaseException | None = None
         self._exchange: Exchange | None = None
+        self._nursery: trio.Nursery | None = None
+        # The reader task, once an app has waited on this connection: it then reads for
+        # the connection's life and hands bytes over (this task parks on _data_lot).
+        self._reader_running = False
         self._unread = 0
         self._data_lot = trio.lowlevel.ParkingLot()  # this task waits for the reader
         self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for this task
@@ -382,7 +388,7 @@ class _Driver:
         failed: Exception | None = None
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._reader)
+                self._nursery = nursery
                 try:
                     await self._serve()
                 except Exception as exc:  # raised as itself, not in a nursery's group
@@ -428,49 +434,64 @@ class _Driver:
         if scope.cancelled_caught:
             raise trio.TooSlowError
 
-    async def _reader(self) -> None:
-        """Read until EOF, a broken socket, or cancellation (safe: no byte is taken from
-        the socket unless it is kept)."""
-        cap = self.limits.max_header_size + self.max_body_size
-        fd = self._fd
-        parser = self.parser
+    def _read_now(self) -> bool:
+        """One non-blocking read into the parser; False when nothing was there."""
         try:
-            with self._reader_scope:
-                while True:
-                    await trio.lowlevel.wait_readable(fd)
-                    try:
-                        data = os.read(fd, _RECEIVE_SIZE)
-                    except BlockingIOError:
-                        continue
-                    except OSError as exc:
-                        self._broken = exc
-                        data = b""
-                    if not data:
-                        self._eof = True
-                        self._data_lot.unpark_all()
-                        if self._exchange is not None:
-                            self._exchange.hung_up()
-                        return
-                    parser.feed(data)  # a pipelined next request waits in the parser
-                    self._data_lot.unpark_all()
-                    self._unread += len(data)
-                    while self._unread > cap:
-                        await self._drain_lot.park()  # stop reading: backpressure
-        finally:
-            self._reader_done.set()
+            data = os.read(self._fd, _RECEIVE_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self._broken = exc
+            data = b""
+        if data:
+            self.parser.feed(data)
+            self._unread += len(data)
+        else:
+            self._eof = True
+            if self._exchange is not None:
+                self._exchange.hung_up()
+        return True
 
     async def _wait_data(self) -> None:
-        """Wait for the reader's next bytes; BrokenResourceError at EOF or a broken socket.
-        The caller's phase deadline (on ``self._scope``) bounds the wait."""
+        """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
+        broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
         if self._broken is not None:
             raise trio.BrokenResourceError from self._broken
         if self._eof:
             raise trio.BrokenResourceError("the client closed the connection")
-        self._unread = 0
-        self._drain_lot.unpark_all()
-        await self._data_lot.park()
+        if self._reader_running:
+            self._unread = 0
+            self._drain_lot.unpark_all()
+            await self._data_lot.park()
+        else:
+            while True:
+                await trio.lowlevel.wait_readable(self._fd)
+                if self._read_now():
+                    break
         if self._broken is not None:
             raise trio.BrokenResourceError from self._broken
+
+    def _start_reader(self) -> None:
+        if not self._reader_running and not self._eof and self._nursery is not None:
+            self._reader_running = True
+            self._unread = 0
+            self._nursery.start_soon(self._reader)
+
+    async def _reader(self) -> None:
+        """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
+        nothing, so no byte is lost); a pipelined next request waits in the parser."""
+        cap = self.limits.max_header_size + self.max_body_size
+        try:
+            with self._reader_scope:
+                while not self._eof and self._broken is None:
+                    await trio.lowlevel.wait_readable(self._fd)
+                    if not self._read_now():
+                        continue
+                    self._data_lot.unpark_all()
+                    while self._unread > cap:
+                        await self._drain_lot.park()  # stop reading: backpressure
+        finally:
+            self._reader_done.set()
 
     # -- requests -----------------------------------------------------------------------
 
@@ -574,9 +595,10 @@ class _Driver:
             raise ProtocolError(403, f"Forbidden: {reason}")
         if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
             # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
-            # the reader has stopped (no byte is lost: a cancelled wait reads nothing).
-            self._reader_scope.cancel()
-            await self._reader_done.wait()
+            # the reader (if one started) has stopped: a cancelled wait reads nothing.
+            if self._reader_running:
+                self._reader_scope.cancel()
+                await self._reader_done.wait()
             self.deadline = math.inf
             self.phase = "app"
             await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
@@ -606,9 +628,22 @@ class _Driver:
         )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
+        """Run the app in this task. Most answers never wait (the response fits the
+        socket buffer), so the first step runs eagerly; the first app that does wait starts
+        the connection's reader task (hang-ups are noticed while apps wait)."""
         self._exchange = exchange
         if self._eof:  # the client hung up before the app started
             exchange.hung_up()
+        try:
+            done, suspended = eager.start(self._call_app(request, exchange))
+            if not done:
+                assert isinstance(suspended, eager.Suspended)
+                self._start_reader()
+                await eager.finish(suspended)
+        finally:
+            self._exchange = None
+
+    async def _call_app(self, request: HttpRequest, exchange: Exchange) -> None:
         try:
             await self.app(request, exchange)
         except HttpError as exc:
@@ -622,5 +657,3 @@ class _Driver:
             if not exchange.started:
                 exchange.close_after = True
                 await exchange.respond(500, error_body("Internal error", -32603))
-        finally:
-            self._exchange = None
