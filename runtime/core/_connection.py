@@ -1,18 +1,36 @@
-"""The connection supervisor: one reader, one writer, one task and cancel scope per request.
+"""The connection supervisor: reader generations that run requests eagerly.
+
+Most requests finish without ever waiting (a tool that computes and returns). For those a
+task and a cancel scope of their own would cost more than the request, so the reader runs
+each request's first step itself (``_eager.start``) and queues the reply. A request that
+suspends turns the reader into that request's task, and a new reader generation goes on
+reading: a "reader generation" is one task under its own cancel scope that reads frames and
+runs requests until one of them suspends, then finishes that request and ends.
 
 Structure (all under the nursery that ``serve`` opens, so nothing outlives the connection)::
 
     serve
-    ├── writer            drains the bounded outgoing queue, coalescing writes
-    ├── shutdown watcher  stops the reader when the server shuts down
-    └── requests nursery
-        ├── reader        deframes, decodes, validates, starts request tasks (never awaits them)
-        └── request/batch tasks, each request in its own CancelScope
+    ├── shutdown watcher  stops reading when the server shuts down
+    └── requests nursery  (serve waits for "reading ended", then grace, then cancels it)
+        ├── reader generation N   reads, decodes, validates; runs requests and batch items
+        │                         eagerly; queues replies and writes them, coalesced, when
+        │                         it would wait for input
+        ├── generation N-1        became the task of the request (or batch item) that
+        │                         suspended in it; its scope is now that request's scope
+        ├── ...
+        └── Peer.start_soon tasks
 
-Cancellation contract: ``notifications/cancelled`` cancels that request's scope; its
-``finally`` blocks run and no response is sent (MCP basic/utilities/cancellation). When
-input ends (EOF) or the server shuts down, reading stops, in-flight requests get a grace
-period to finish and are then cancelled; queued output is flushed before the channel closes.
+Only the current reader calls ``channel.receive``; a generation hands reading (and the
+rest of a batch it was walking) to the next one before it finishes its request. Output has
+no task of its own: replies go to an outbox and whichever task finds no write in progress
+flushes it in one write.
+
+Cancellation contract: ``notifications/cancelled`` cancels the scope of a request that
+suspended; its ``finally`` blocks run and no response is sent (MCP basic/utilities/
+cancellation). A request that completes in its first step never reaches a checkpoint, so
+nothing could cancel it anyway: it is never in the in-flight table. When input ends (EOF)
+or the server shuts down, reading stops, in-flight requests get a grace period to finish
+and are then cancelled; queued output is flushed before the channel closes.
 """
 
 from __future__ import annotations
@@ -27,11 +45,13 @@ import msgspec
 import trio
 from msgspec import Raw
 
+from .._eager import Suspended, finish, start
 from ..framing import FramingError, escape_excerpt
 from ._channel import MessageChannel, Outgoing
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 from ._errors import (
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
@@ -59,6 +79,9 @@ log = logging.getLogger("mcp_runtime.connection")
 
 #: Code used for server-to-client requests that die with their connection (as the SDKs do).
 CONNECTION_CLOSED: Final = -32000
+#: Bytes of replies the reader holds back while more input is ready: one write per burst of
+#: pipelined requests, but bounded (a pipe holds 64 KiB; memory stays small).
+_HOLD_BYTES: Final = 64 * 1024
 _connection_ids = itertools.count(1)
 
 
@@ -79,6 +102,49 @@ class _InFlight:
         self.scope = scope
         self.method = method
         self.cancelled_by_client = False
+
+
+class _Batch:
+    """A batch whose items may finish in different tasks; the last to finish replies."""
+
+    __slots__ = ("counted", "items", "replies", "unfinished")
+
+    def __init__(self, items: list[Raw]) -> None:
+        self.items = items
+        self.replies: list[bytes | None] = [None] * len(items)
+        #: Suspended items still running, plus one held by the walk over the items until
+        #: every item has been started (by whichever reader generation is walking).
+        self.unfinished = 1
+        #: Counted in ``Connection._active`` (from the first item that suspended).
+        self.counted = False
+
+    def reply(self) -> bytes | None:
+        """JSON-RPC 2.0 section 6: the answers in item order; none at all for notifications."""
+        answered = [reply for reply in self.replies if reply is not None]
+        return b"[" + b",".join(answered) + b"]" if answered else None
+
+
+class _Runner:
+    """A request (or batch item) that suspended: the generation that started it runs it on."""
+
+    __slots__ = ("batch", "entry", "index", "method", "reply", "request_id", "suspended")
+
+    def __init__(
+        self,
+        env: Envelope,
+        entry: _InFlight,
+        suspended: Suspended[bytes],
+        batch: _Batch | None,
+        index: int,
+    ) -> None:
+        assert isinstance(env.id, int | str | float) and isinstance(env.method, str)
+        self.request_id: RequestId = env.id
+        self.method = env.method
+        self.entry = entry
+        self.suspended = suspended
+        self.batch = batch
+        self.index = index
+        self.reply: bytes | None = None
 
 
 class _Waiter:
@@ -105,6 +171,9 @@ class Connection:
         drain_on_eof: bool = False,
     ) -> None:
         self.channel = channel
+        # Channels that can tell a ready frame from one that needs a read (FramedChannel)
+        # let the reader coalesce the replies to pipelined requests; others flush each one.
+        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
         #: When input ends, wait for every in-flight request (each still bounded by
         #: ``limits.request_timeout``) instead of ``limits.eof_grace``: for channels whose
         #: input ends before their answers are due, like one HTTP POST.
@@ -117,17 +186,30 @@ class Connection:
         self._in_flight: dict[tuple[type, RequestId], _InFlight] = {}
         self._pending: dict[tuple[type, RequestId], _Waiter] = {}
         self._next_request_id = itertools.count(1)
+        # Suspended requests and batches (each would have been a task of its own).
         self._active = 0
         self._drained: trio.Event | None = None
-        # Output: replies are appended to the outbox; whichever task finds no write in
-        # progress becomes the writer and flushes everything queued (coalesced) in one write.
+        # Output: replies are appended to the outbox; whichever task finds no write in progress
+        # becomes the writer and flushes everything queued (coalesced) in one write.
         # No writer task, no channel hop: a reply usually leaves in the task that made it.
         self._outbox: list[Outgoing] = []
         self._writing = False
         self._output_closed = False
         self._output_room: trio.Event | None = None
+        # Bytes of replies the reader queued since it last flushed.
+        self._held = 0
         self._connection_scope: trio.CancelScope | None = None
         self._requests: trio.Nursery | None = None
+        # Input: the current reader generation's scope; shutdown cancels it only while the
+        # reader waits for input (``_reader_waiting``), never while it runs a request.
+        self._reader_scope: trio.CancelScope | None = None
+        self._reader_waiting = False
+        self._stop_reading = False
+        self._reading_ended: trio.Event | None = None
+        #: The connection is ending: requests still running get no reply.
+        self._closing = False
+        #: In-flight requests running in other tasks (``run_request``).
+        self._outside: set[_InFlight] = set()
         self.close_reason = "running"
 
     # -- Peer -------------------------------------------------------------------------------
@@ -138,6 +220,7 @@ class Connection:
 
     @property
     def in_flight(self) -> int:
+        """Requests that suspended and have not finished (those that never wait never count)."""
         return len(self._in_flight)
 
     async def notify(
@@ -198,11 +281,12 @@ class Connection:
 
     # -- supervision ------------------------------------------------------------------------
 
-    async def serve(self) -> None:
+    async def serve(self, started: Callable[[Connection], None] | None = None) -> None:
         """Serve until input ends, the server shuts down, or the peer breaks.
 
         Never raises for protocol or I/O failures (they are logged with the connection id);
-        only cancellation from outside propagates.
+        only cancellation from outside propagates. ``started(self)`` is called once the
+        connection serves (``run_request`` and ``start_soon`` work from then on).
         """
         log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
@@ -210,8 +294,9 @@ class Connection:
                 self._connection_scope = outer.cancel_scope
                 watch_scope = trio.CancelScope()
                 try:
-                    await self._serve_requests(outer, watch_scope)
+                    await self._serve_requests(outer, watch_scope, started)
                 finally:
+                    self._cancel_outside_requests()
                     watch_scope.cancel()
                     self._fail_pending()
                     # Flush what is still queued (shielded, bounded by the write timeout).
@@ -225,15 +310,21 @@ class Connection:
                 await self.channel.aclose()
             log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
 
-    async def _serve_requests(self, outer: trio.Nursery, watch_scope: trio.CancelScope) -> None:
+    async def _serve_requests(
+        self,
+        outer: trio.Nursery,
+        watch_scope: trio.CancelScope,
+        started: Callable[[Connection], None] | None,
+    ) -> None:
+        self._reading_ended = trio.Event()
         async with trio.open_nursery() as requests:
             self._requests = requests
-            with trio.CancelScope() as read_scope:
-                if self._shutdown is not None:
-                    outer.start_soon(self._watch_shutdown, self._shutdown, read_scope, watch_scope)
-                await self._read_loop()
-            if read_scope.cancelled_caught:
-                self.close_reason = "shutdown"
+            if self._shutdown is not None:
+                outer.start_soon(self._watch_shutdown, self._shutdown, watch_scope)
+            self._next_reader()
+            if started is not None:
+                started(self)
+            await self._reading_ended.wait()
             if self.close_reason == "shutdown":
                 grace = self.limits.shutdown_grace
             elif self.close_reason == "eof" and self.drain_on_eof:
@@ -251,14 +342,25 @@ class Connection:
                         self._active,
                         grace,
                     )
+            self._cancel_outside_requests()
             requests.cancel_scope.cancel()
 
-    async def _watch_shutdown(
-        self, shutdown: trio.Event, read_scope: trio.CancelScope, watch_scope: trio.CancelScope
-    ) -> None:
+    def _cancel_outside_requests(self) -> None:
+        """The connection ends: cancel the requests ``run_request`` runs in other tasks
+        (the requests nursery's cancellation does not reach them)."""
+        self._closing = True
+        for entry in list(self._outside):
+            entry.scope.cancel()
+
+    async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
         with watch_scope:
             await shutdown.wait()
-            read_scope.cancel()
+            # The reader stops before its next wait for input; if it is waiting right now,
+            # wake it. Its scope is cancelled only then: at any other moment the reader may
+            # be about to hand that scope to a request, which shutdown must not cancel.
+            self._stop_reading = True
+            if self._reader_waiting and self._reader_scope is not None:
+                self._reader_scope.cancel()
 
     def _task_done(self) -> None:
         self._active -= 1
@@ -283,6 +385,30 @@ class Connection:
             log.debug("dropping output on a closing connection conn=%s", self._id)
             return
         self._outbox.append((data, related))
+        await self._push_output()
+
+    async def _answer(self, data: bytes, related: RequestId | None = None) -> None:
+        """The reader's send: queue a reply and write it later, together with the replies to
+        the frames that are already buffered (the reader flushes before it waits for input,
+        and whenever ``_HOLD_BYTES`` are held)."""
+        self._hold(data, related)
+        if self._held >= _HOLD_BYTES:
+            await self._release()
+
+    def _hold(self, data: bytes, related: RequestId | None = None) -> None:
+        if self._output_closed:
+            log.debug("dropping output on a closing connection conn=%s", self._id)
+            return
+        self._outbox.append((data, related))
+        self._held += len(data)
+
+    async def _release(self) -> None:
+        """Write what the reader held back (or leave it to the write in progress)."""
+        self._held = 0
+        if self._outbox:
+            await self._push_output()
+
+    async def _push_output(self) -> None:
         if not self._writing:
             await self._flush()
             return
@@ -327,16 +453,109 @@ class Connection:
         if self._connection_scope is not None:
             self._connection_scope.cancel()
 
-    # -- input ------------------------------------------------------------------------------
+    # -- reader generations -----------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        receive = self.channel.receive
+    def _next_reader(
+        self, batch: _Batch | None = None, index: int = 0, frame: bytes | None = None
+    ) -> None:
+        """Start the next reader generation: it walks the rest of ``batch`` from ``index``,
+        handles ``frame``, then reads on. Called with nothing in between the current reader
+        handing off and that reader's request continuing, so there is one reader at a time."""
+        scope = trio.CancelScope()
+        self._reader_scope = scope
+        assert self._requests is not None
+        self._requests.start_soon(self._generation, scope, batch, index, frame)
+
+    async def _generation(
+        self,
+        scope: trio.CancelScope,
+        batch: _Batch | None,
+        index: int,
+        frame: bytes | None,
+    ) -> None:
+        """Read under ``scope`` until reading ends or a request started here suspends; in the
+        second case ``scope`` becomes that request's scope and this task runs it to the end."""
+        runner: _Runner | None = None
+        try:
+            with scope:
+                runner = await self._read(scope, batch, index, frame)
+                if runner is not None:
+                    # Nothing may await between the request's first step and this line:
+                    # the trap it yielded is handed back to trio here.
+                    runner.reply = await self._finish(runner)
+            if runner is not None and scope.cancelled_caught:
+                runner.reply = self._cancelled_reply(runner)
+        except BaseException:
+            if runner is not None:
+                self._abandon(runner)
+            raise
+        if runner is not None:
+            await self._deliver(runner)
+        elif scope.cancelled_caught:
+            # Shutdown woke the reader while it waited for input (or for room to write
+            # what it held back just before ending).
+            assert self._reading_ended is not None
+            if not self._reading_ended.is_set():
+                self.close_reason = "shutdown"
+                await self._end_reading()
+
+    async def _read(
+        self,
+        scope: trio.CancelScope,
+        batch: _Batch | None,
+        index: int,
+        frame: bytes | None,
+    ) -> _Runner | None:
+        """Handle frames until a request suspends (its runner is returned; the next
+        generation was started to read on) or this generation is done: reading ended, or
+        was handed to a fresh generation (None)."""
+        if batch is not None:
+            runner = await self._walk(scope, batch, index)
+            if runner is not None or self._reader_scope is not scope:
+                return runner
+        while True:
+            if frame is None:
+                frame = await self._next_frame()
+                if frame is None:
+                    await self._end_reading()
+                    return None
+            if self._stop_reading and scope.cancel_called:
+                # Shutdown cancelled this scope while the read was completing anyway. A
+                # request suspending in it would be cancelled at once (and answered as timed
+                # out): the frame goes to a fresh generation, which stops reading after it.
+                self._next_reader(frame=frame)
+                return None
+            runner = await self._on_frame(scope, frame)
+            if runner is not None or self._reader_scope is not scope:
+                return runner
+            frame = None
+
+    async def _next_frame(self) -> bytes | None:
+        """The next frame, or None once reading has ended (``close_reason`` says why).
+
+        Replies held back are written before the reader waits for input, so a burst of
+        pipelined requests gets one write and a lone request gets its answer at once.
+        """
+        receive_nowait = self._receive_nowait
         while True:
             try:
-                frame = await receive()
+                if receive_nowait is not None:
+                    try:
+                        return receive_nowait()
+                    except trio.WouldBlock:
+                        pass
+                await self._release()
+                if self._stop_reading:
+                    self.close_reason = "shutdown"
+                    return None
+                self._reader_waiting = True
+                try:
+                    return await self.channel.receive()
+                finally:
+                    self._reader_waiting = False
             except trio.EndOfChannel:
                 self.close_reason = "eof"
-                return
+                return None
             except FramingError as exc:
                 log.warning(
                     "framing error conn=%s offset=%d fatal=%s reason=%r excerpt=%s",
@@ -347,42 +566,301 @@ class Connection:
                     escape_excerpt(exc.excerpt),
                 )
                 code = INVALID_REQUEST if "exceeds" in exc.reason else PARSE_ERROR
-                await self._send(encode_error(None, code, f"Framing error: {exc.reason}"))
+                await self._answer(encode_error(None, code, f"Framing error: {exc.reason}"))
                 if exc.fatal:
                     self.close_reason = "framing-error"
-                    return
-                continue
+                    return None
             except trio.TooSlowError as exc:
                 self.close_reason = str(exc) or "read-timeout"
                 log.warning("closing conn=%s reason=%s", self._id, self.close_reason)
-                return
+                return None
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 self.close_reason = "peer-gone"
                 log.info("closing conn=%s reason=read-failed error=%r", self._id, exc)
-                return
-            await self._on_frame(frame)
+                return None
 
-    async def _on_frame(self, frame: bytes) -> None:
+    async def _end_reading(self) -> None:
+        self._reader_scope = None
+        try:
+            await self._release()
+        finally:
+            assert self._reading_ended is not None
+            self._reading_ended.set()
+
+    async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Runner | None:
         try:
             message = decode_frame(frame)
-            if isinstance(message, list):
-                self._active += 1
-                assert self._requests is not None
-                self._requests.start_soon(self._run_batch, message)
-                return
-            kind = classify(message)
+            kind = None if isinstance(message, list) else classify(message)
         except JSONRPCError as exc:
             self._log_bad_message(exc, frame)
-            await self._send(self._error_reply(exc))
-            return
+            await self._answer(self._error_reply(exc))
+            return None
+        if isinstance(message, list):
+            return await self._on_batch(scope, message)
         if kind is Kind.REQUEST:
-            refusal = self._admit(message)
-            if refusal is not None:
-                await self._send(refusal)
-        elif kind is Kind.NOTIFICATION:
-            await self._on_notification(message)
+            return await self._on_request(scope, message)
+        if kind is Kind.NOTIFICATION:
+            # Shutdown may interrupt a notification handler here, as it would a read.
+            self._reader_waiting = True
+            try:
+                await self._on_notification(message)
+            finally:
+                self._reader_waiting = False
         else:
             self._on_response(message)
+        return None
+
+    async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Runner | None:
+        refusal = self._refuse(env, in_batch=False)
+        if refusal is not None:
+            await self._answer(refusal)
+            return None
+        reply, runner = self._start(scope, env, None, 0)
+        if runner is None:
+            assert reply is not None
+            if self._reader_scope is scope:
+                await self._answer(reply, env.id)  # type: ignore[arg-type]
+            else:
+                # Handed on by _start: this scope is cancelled and must not await again.
+                self._hold(reply, env.id)  # type: ignore[arg-type]
+            return None
+        self._active += 1
+        self._next_reader()
+        return runner
+
+    async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Runner | None:
+        refusal = self._refuse_batch(items)
+        if refusal is not None:
+            await self._answer(refusal)
+            return None
+        return await self._walk(scope, _Batch(items), 0)
+
+    def _refuse_batch(self, items: list[Raw]) -> bytes | None:
+        if not items:
+            return encode_error(None, INVALID_REQUEST, "Invalid Request: empty batch")
+        forbidden = self.dispatcher.batch_policy(self.session)
+        if forbidden is not None:
+            return encode_error(None, INVALID_REQUEST, forbidden)
+        limit = self.limits.max_batch_size
+        if len(items) > limit:
+            return encode_error(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: batch of {len(items)} items exceeds the limit of {limit}",
+                {"maxBatchSize": limit},
+            )
+        return None
+
+    async def _walk(self, scope: trio.CancelScope, batch: _Batch, first: int) -> _Runner | None:
+        """Run the batch's items from ``first`` on, in order (JSON-RPC 2.0 section 6, each item
+        isolated from its neighbours). An item that suspends gets this generation; the next
+        generation walks on from the item after it. Returns that item's runner, or None when
+        the walk is over or was handed on."""
+        items = batch.items
+        for index in range(first, len(items)):
+            item = items[index]
+            try:
+                env = decode_item(item)
+                kind = classify(env)
+            except JSONRPCError as exc:
+                self._log_bad_message(exc, item)
+                batch.replies[index] = self._error_reply(exc)
+                continue
+            if kind is Kind.REQUEST:
+                refusal = self._refuse(env, in_batch=True)
+                if refusal is not None:
+                    batch.replies[index] = refusal
+                    continue
+                reply, runner = self._start(scope, env, batch, index)
+                if runner is None:
+                    batch.replies[index] = reply
+                    if self._reader_scope is not scope:
+                        return None  # handed on by _start: this scope is cancelled
+                    continue
+                batch.unfinished += 1
+                if not batch.counted:
+                    batch.counted = True
+                    self._active += 1
+                self._next_reader(batch, index + 1)
+                return runner
+            if kind is Kind.NOTIFICATION:
+                await self._on_notification(env)
+            else:
+                self._on_response(env)
+        await self._batch_item_done(batch, in_reader=True)
+        return None
+
+    # -- running a request ------------------------------------------------------------------
+
+    async def run_request(self, env: Envelope) -> bytes | None:
+        """Run one request in the calling task as this connection's own, and return its
+        reply instead of sending it (None: no reply, the client cancelled it or the
+        connection ended).
+
+        For requests that reach the connection beside its channel (a POST to an HTTP
+        session): refused like any other (duplicate id, in-flight cap), registered in flight
+        under its own cancel scope (``notifications/cancelled``, ``request_timeout`` and the
+        end of the connection reach it), counted for the shutdown grace; what it sends
+        meanwhile (progress, logs, server-to-client requests) goes through the channel.
+        """
+        request_id = env.id
+        assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
+        if self._requests is None or self._closing:
+            return None
+        refusal = self._refuse(env, in_batch=False)
+        if refusal is not None:
+            return refusal
+        params = None if isinstance(env.params, msgspec.UnsetType) else env.params
+        ctx = RequestContext(env.method, request_id, params, self.session, self)
+        scope = ctx.cancel_scope = trio.CancelScope()
+        if self.limits.request_timeout is not None:
+            scope.deadline = trio.current_time() + self.limits.request_timeout
+        key = id_key(request_id)
+        entry = self._in_flight[key] = _InFlight(scope, env.method)
+        self._outside.add(entry)
+        self._active += 1
+        reply: bytes | None = None
+        try:
+            with scope:
+                reply = await self.dispatcher.dispatch(ctx)
+        except Exception:
+            log.exception(
+                "request failed conn=%s id=%r method=%s", self._id, request_id, env.method
+            )
+            reply = encode_error(request_id, INTERNAL_ERROR, "Internal error")
+        finally:
+            del self._in_flight[key]
+            self._outside.discard(entry)
+            self._task_done()
+        if scope.cancelled_caught:
+            if entry.cancelled_by_client or self._closing:
+                return None
+            log.warning(
+                "request timed out conn=%s id=%r method=%s", self._id, request_id, env.method
+            )
+            return encode_error(
+                request_id,
+                REQUEST_TIMEOUT,
+                "Request timed out",
+                {"timeoutSeconds": self.limits.request_timeout},
+            )
+        return reply
+
+    def _start(
+        self, scope: trio.CancelScope, env: Envelope, batch: _Batch | None, index: int
+    ) -> tuple[bytes | None, _Runner | None]:
+        """Run an admitted request's first step in this generation, under its scope.
+
+        Returns ``(reply, None)`` when it finished there, or ``(None, runner)`` when it
+        suspended: then it is registered in flight with ``scope`` as its cancel scope.
+        """
+        request_id = env.id
+        assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
+        params = None if isinstance(env.params, msgspec.UnsetType) else env.params
+        ctx = RequestContext(
+            env.method, request_id, params, self.session, self, in_batch=batch is not None
+        )
+        ctx.cancel_scope = scope
+        timeout = self.limits.request_timeout
+        if timeout is not None:
+            # In force from the first step on: handlers may plan by it
+            # (trio.current_effective_deadline()).
+            scope.deadline = trio.current_time() + timeout
+        try:
+            done, outcome = start(self.dispatcher.dispatch(ctx))
+        except Exception:
+            # The dispatcher turns handler failures into replies; this is a bug below it.
+            # It must not take the reader (and every later request) down with it.
+            log.exception(
+                "request failed conn=%s id=%r method=%s", self._id, request_id, env.method
+            )
+            done, outcome = True, encode_error(request_id, INTERNAL_ERROR, "Internal error")
+        if done:
+            assert isinstance(outcome, bytes)
+            if timeout is not None:
+                scope.deadline = math.inf
+                if scope.cancel_called:
+                    # The first step outlasted its deadline and something looked (reading
+                    # ``cancel_called`` past the deadline cancels the scope, for good). The
+                    # reply stands, as it would have in a task of its own that never waited,
+                    # but reading moves to a fresh generation (with the rest of the batch).
+                    self._next_reader(batch, index + 1)
+            # The scope goes on reading and serving other requests: this finished request's
+            # context must not report their cancellation as its own.
+            ctx.cancel_scope = None
+            return outcome, None
+        assert isinstance(outcome, Suspended)
+        entry = self._in_flight[id_key(request_id)] = _InFlight(scope, env.method)
+        return None, _Runner(env, entry, outcome, batch, index)
+
+    async def _finish(self, runner: _Runner) -> bytes:
+        try:
+            return await finish(runner.suspended)
+        except Exception:
+            log.exception(
+                "request failed conn=%s id=%r method=%s",
+                self._id,
+                runner.request_id,
+                runner.method,
+            )
+            return encode_error(runner.request_id, INTERNAL_ERROR, "Internal error")
+
+    def _cancelled_reply(self, runner: _Runner) -> bytes | None:
+        """The reply for a request whose scope was cancelled: none when the client cancelled
+        it, else -32001 (its ``request_timeout`` passed)."""
+        if runner.entry.cancelled_by_client:
+            return None
+        log.warning(
+            "request timed out conn=%s id=%r method=%s",
+            self._id,
+            runner.request_id,
+            runner.method,
+        )
+        return encode_error(
+            runner.request_id,
+            REQUEST_TIMEOUT,
+            "Request timed out",
+            {"timeoutSeconds": self.limits.request_timeout},
+        )
+
+    async def _deliver(self, runner: _Runner) -> None:
+        del self._in_flight[id_key(runner.request_id)]
+        batch = runner.batch
+        if batch is None:
+            try:
+                if runner.reply is not None:
+                    await self._send(runner.reply, runner.request_id)
+            finally:
+                self._task_done()
+            return
+        batch.replies[runner.index] = runner.reply
+        await self._batch_item_done(batch, in_reader=False)
+
+    def _abandon(self, runner: _Runner) -> None:
+        """Bookkeeping for a runner cut short from outside (the connection is ending)."""
+        del self._in_flight[id_key(runner.request_id)]
+        batch = runner.batch
+        if batch is None:
+            self._task_done()
+            return
+        batch.unfinished -= 1
+        if batch.unfinished == 0 and batch.counted:
+            self._task_done()
+
+    async def _batch_item_done(self, batch: _Batch, *, in_reader: bool) -> None:
+        """One suspended item (or the walk) finished; the last one sends the batch reply."""
+        batch.unfinished -= 1
+        if batch.unfinished:
+            return
+        try:
+            reply = batch.reply()
+            if reply is not None:
+                await (self._answer(reply) if in_reader else self._send(reply))
+        finally:
+            if batch.counted:
+                self._task_done()
+
+    # -- messages ---------------------------------------------------------------------------
 
     def _log_bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> None:
         log.warning(
@@ -423,112 +901,6 @@ class Connection:
                 {"maxInFlight": limit},
             )
         return None
-
-    def _register(self, env: Envelope) -> _InFlight:
-        assert isinstance(env.id, int | str | float) and isinstance(env.method, str)
-        timeout = self.limits.request_timeout
-        scope = trio.CancelScope()
-        if timeout is not None:
-            scope.deadline = trio.current_time() + timeout
-        entry = self._in_flight[id_key(env.id)] = _InFlight(scope, env.method)
-        return entry
-
-    def _admit(self, env: Envelope) -> bytes | None:
-        refusal = self._refuse(env, in_batch=False)
-        if refusal is not None:
-            return refusal
-        entry = self._register(env)
-        self._active += 1
-        assert self._requests is not None
-        self._requests.start_soon(self._run_request, env, entry)
-        return None
-
-    async def _execute(self, env: Envelope, entry: _InFlight, in_batch: bool) -> bytes | None:
-        """Run one admitted request; returns its response, or None when it must get none."""
-        request_id = env.id
-        assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
-        params = None if isinstance(env.params, msgspec.UnsetType) else env.params
-        ctx = RequestContext(env.method, request_id, params, self.session, self, in_batch=in_batch)
-        ctx.cancel_scope = entry.scope
-        try:
-            reply: bytes | None = None
-            with entry.scope:
-                reply = await self.dispatcher.dispatch(ctx)
-            if entry.scope.cancelled_caught:
-                if entry.cancelled_by_client:
-                    return None
-                log.warning(
-                    "request timed out conn=%s id=%r method=%s", self._id, request_id, env.method
-                )
-                return encode_error(
-                    request_id,
-                    REQUEST_TIMEOUT,
-                    "Request timed out",
-                    {"timeoutSeconds": self.limits.request_timeout},
-                )
-            return reply
-        finally:
-            del self._in_flight[id_key(request_id)]
-
-    async def _run_request(self, env: Envelope, entry: _InFlight) -> None:
-        try:
-            reply = await self._execute(env, entry, in_batch=False)
-            if reply is not None:
-                await self._send(reply, env.id)  # type: ignore[arg-type]
-        finally:
-            self._task_done()
-
-    async def _run_batch(self, items: list[Raw]) -> None:
-        try:
-            reply = await self._batch_reply(items)
-            if reply is not None:
-                await self._send(reply)
-        finally:
-            self._task_done()
-
-    async def _batch_reply(self, items: list[Raw]) -> bytes | None:
-        """JSON-RPC 2.0 section 6, with each item isolated from its neighbours."""
-        if not items:
-            return encode_error(None, INVALID_REQUEST, "Invalid Request: empty batch")
-        forbidden = self.dispatcher.batch_policy(self.session)
-        if forbidden is not None:
-            return encode_error(None, INVALID_REQUEST, forbidden)
-        limit = self.limits.max_batch_size
-        if len(items) > limit:
-            return encode_error(
-                None,
-                INVALID_REQUEST,
-                f"Invalid Request: batch of {len(items)} items exceeds the limit of {limit}",
-                {"maxBatchSize": limit},
-            )
-        replies: list[bytes | None] = [None] * len(items)
-
-        async def run_item(index: int, env: Envelope, entry: _InFlight) -> None:
-            replies[index] = await self._execute(env, entry, in_batch=True)
-
-        async with trio.open_nursery() as batch:
-            for index, item in enumerate(items):
-                try:
-                    env = decode_item(item)
-                    kind = classify(env)
-                except JSONRPCError as exc:
-                    self._log_bad_message(exc, item)
-                    replies[index] = self._error_reply(exc)
-                    continue
-                if kind is Kind.REQUEST:
-                    refusal = self._refuse(env, in_batch=True)
-                    if refusal is not None:
-                        replies[index] = refusal
-                    else:
-                        batch.start_soon(run_item, index, env, self._register(env))
-                elif kind is Kind.NOTIFICATION:
-                    await self._on_notification(env)
-                else:
-                    self._on_response(env)
-        answered = [reply for reply in replies if reply is not None]
-        if not answered:
-            return None
-        return b"[" + b",".join(answered) + b"]"
 
     async def _on_notification(self, env: Envelope) -> None:
         assert isinstance(env.method, str)

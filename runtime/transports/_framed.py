@@ -50,6 +50,24 @@ class FramedChannel:
         self._eof = False
         self._partial = False
 
+    def receive_nowait(self) -> bytes:
+        """The next frame when it can be had without reading; else ``trio.WouldBlock``.
+
+        Never awaits. Raises what ``receive`` would raise for what is already buffered
+        (``FramingError``, ``trio.EndOfChannel`` after EOF). The supervisor uses it to answer a
+        burst of pipelined requests in one coalesced write: it holds replies back while frames
+        are ready and flushes just before a read would wait. A partly received frame counts
+        as not ready, so its missing bytes never wait behind unwritten replies.
+        """
+        framer = self._framer
+        frame = framer.next_frame()
+        if frame is None:
+            if self._eof:
+                raise trio.EndOfChannel
+            raise trio.WouldBlock
+        self._partial = framer.buffered > 0
+        return frame
+
     async def receive(self) -> bytes:
         framer = self._framer
         while True:

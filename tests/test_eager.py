@@ -7,7 +7,7 @@ import contextvars
 import pytest
 import trio
 
-from runtime.core._eager import Suspended, finish, start
+from runtime._eager import Suspended, finish, start
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="outer")
 
@@ -66,7 +66,7 @@ async def test_cancellation_reaches_a_suspended_coroutine_and_its_finally_runs()
     with trio.fail_after(5):
         with trio.CancelScope() as scope:
             done, suspended = start(waits_forever())
-            assert isinstance(suspended, Suspended)
+            assert not done and isinstance(suspended, Suspended)
             scope.deadline = trio.current_time() + 0.01
             await finish(suspended)
     assert scope.cancelled_caught and cleaned == ["finally"]
@@ -88,7 +88,7 @@ async def test_parking_lot_wakeups_reach_the_coroutine() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wake)
             done, suspended = start(parked())
-            assert isinstance(suspended, Suspended)
+            assert not done and isinstance(suspended, Suspended)
             got.append(await finish(suspended))
     assert got == ["woken"]
 
@@ -100,7 +100,7 @@ async def test_context_variables_set_by_the_coroutine_stay_its_own() -> None:
         return var.get()
 
     done, suspended = start(sets())
-    assert isinstance(suspended, Suspended)
+    assert not done and isinstance(suspended, Suspended)
     assert var.get() == "outer"
     with trio.fail_after(5):
         assert await finish(suspended) == "inner"
