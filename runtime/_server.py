@@ -521,13 +521,15 @@ class Server:
         connection_id: str | None = None,
         shutdown: trio.Event | None = None,
         drain_on_eof: bool = False,
+        started: Callable[[Connection], None] | None = None,
     ) -> None:
         """Serve one already-open message channel until it ends (any transport).
 
         ``drain_on_eof``: when input ends, wait for in-flight requests to finish instead of
         giving them ``limits.eof_grace`` (for a channel carrying a single HTTP POST).
+        ``started(connection)`` is called with the ``Connection`` once it serves.
         """
-        await Connection(
+        connection = Connection(
             channel,
             self.dispatcher,
             limits=self.limits,
@@ -535,7 +537,8 @@ class Server:
             shutdown=shutdown,
             connection_id=connection_id,
             drain_on_eof=drain_on_eof,
-        ).serve()
+        )
+        await connection.serve(started=started)
 
     @_serving
     async def serve_stdio(
@@ -636,10 +639,18 @@ class Server:
                 request_timeout=self.limits.request_timeout,
             )
 
+        async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
+            return await connection.run_request(envelope)
+
+        def start_soon(connection: Connection, fn: Callable[[], Awaitable[object]]) -> None:
+            connection.start_soon(fn)
+
         return Hooks(
             serve_connection=self.serve_connection,
             decode_one=decode_single,
             dispatch_one=dispatch_one,
+            run_in_session=run_in_session,
+            start_soon=start_soon,
             new_session=new_session,
             handshake_versions=tuple(HANDSHAKE_VERSIONS),
             modern_versions=tuple(MODERN_VERSIONS),

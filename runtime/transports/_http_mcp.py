@@ -241,6 +241,12 @@ class StreamableEndpoint:
         session.in_use += 1
         try:
             prime_id = await session.prime(stream)
+            envelope = self._session_direct(session, message, body)
+            if envelope is not None:
+                await self._run_in_session(
+                    exchange, session, stream, envelope, accept_json, accept_sse, headers, prime_id
+                )
+                return
             await session.feed(body)
             await answer(
                 exchange,
@@ -257,6 +263,94 @@ class StreamableEndpoint:
             session.in_use -= 1
             session.touch()
             session.release(stream)
+
+    def _session_direct(self, session: HttpSession, message: Any, body: bytes) -> Any:
+        """The envelope of a single request that can run in the POST's own task (see
+        ``Hooks.run_in_session``), else None (the POST feeds the session's connection)."""
+        if (
+            self.hooks.run_in_session is None
+            or self.hooks.decode_one is None
+            or session.connection is None
+            or session.legacy
+            or not isinstance(message, dict)
+            or message.get("method") == "initialize"
+        ):
+            return None
+        return self.hooks.decode_one(body)
+
+    async def _run_in_session(
+        self,
+        exchange: Exchange,
+        session: HttpSession,
+        stream: ResponseStream,
+        envelope: Any,
+        accept_json: bool,
+        accept_sse: bool,
+        headers: list[tuple[str, str]],
+        prime_id: str,
+    ) -> None:
+        """Run one session request in this task. Its answer is JSON when it is the only
+        message; if the request sends notifications first, a writer task answers from the
+        stream (as SSE for clients that take it) while the request runs on."""
+        assert self.hooks.run_in_session is not None and self.hooks.start_soon is not None
+        connection = session.connection
+        writer_done: trio.Event | None = None
+
+        async def write_stream() -> None:
+            assert writer_done is not None
+            try:
+                await answer(
+                    exchange,
+                    stream,
+                    accept_json=accept_json,
+                    accept_sse=accept_sse,
+                    headers=headers,
+                    resumable=True,
+                    prime_id=prime_id,
+                    retry_ms=self.limits.sse_retry_ms,
+                    keepalive=self.limits.sse_keepalive,
+                )
+            finally:
+                writer_done.set()
+
+        def start_writer() -> None:
+            nonlocal writer_done
+            if accept_sse and not exchange.disconnected.is_set():
+                writer_done = trio.Event()
+                self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+
+        stream.on_message = start_writer
+        try:
+            reply = await self.hooks.run_in_session(connection, envelope)
+        finally:
+            stream.on_message = None
+        if writer_done is not None or exchange.disconnected.is_set():
+            # The answer joins the stream (and the replay store, for a client that left).
+            if reply is not None:
+                await session.route([(reply, None)])
+            else:
+                session.cancelled(envelope.id)
+            if writer_done is not None:
+                await writer_done.wait()
+            return
+        session.close_stream(stream)
+        if reply is None:  # cancelled by the client: no response (as answer() does)
+            if accept_sse:
+                await exchange.start_stream(200, "text/event-stream", headers, end=True)
+            else:
+                await exchange.respond(204, b"", headers=headers)
+        elif accept_json:
+            await exchange.respond(200, reply, headers=headers)
+        else:
+            event_id = await session.store.append(session.id, stream.id, reply)
+            opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
+            await exchange.start_stream(
+                200,
+                "text/event-stream",
+                [*headers, ("X-Accel-Buffering", "no")],
+                first=opening + sse_event(reply, event_id),
+                end=True,
+            )
 
     # -- GET / DELETE (handshake era) -----------------------------------------------------
 

@@ -354,6 +354,7 @@ class _Driver:
         #: What the connection is doing: "idle" (between requests), "head", "body", "app".
         self.phase = "idle"
         self.deadline = math.inf
+        self._edge_passed: tuple[str | None, str | None] | None = None
         self._scope = trio.CancelScope()
         self._write_lock = trio.StrictFIFOLock()
         # Reader state: EOF seen, or the socket broke; the exchange being answered; bytes
@@ -590,9 +591,12 @@ class _Driver:
         if head is None:
             return False
         request = self._request(head)
-        reason = self.policy.check(request.header("host"), request.header("origin"))
-        if reason is not None:
-            raise ProtocolError(403, f"Forbidden: {reason}")
+        edge = (request.header("host"), request.header("origin"))
+        if edge != self._edge_passed:  # a keep-alive client sends the same values each time
+            reason = self.policy.check(*edge)
+            if reason is not None:
+                raise ProtocolError(403, f"Forbidden: {reason}")
+            self._edge_passed = edge
         if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
             # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
             # the reader (if one started) has stopped: a cancelled wait reads nothing.

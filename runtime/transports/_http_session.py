@@ -56,6 +56,14 @@ class Hooks:
     dispatch_one: (
         Callable[[Any, Callable[[bytes], Awaitable[None]], str, Any], Awaitable[bytes]] | None
     ) = None
+    #: The fast path for one request POSTed to a session: ``run_in_session(connection,
+    #: envelope)`` runs it in the calling task as that session connection's own request
+    #: (in flight there, cancellable, its notifications sent through the connection) and
+    #: returns its reply (None: cancelled, no reply). ``connection`` is the object given to
+    #: ``serve_connection``'s ``started`` callback.
+    run_in_session: Callable[[Any, Any], Awaitable[bytes | None]] | None = None
+    #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
+    start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
 
 
 class _SessionChannel:
@@ -99,6 +107,8 @@ class HttpSession:
         self.last_seen = trio.current_time()
         self.scope = trio.CancelScope()
         self.ended = False
+        #: The session's core connection once it serves (for the direct POST path).
+        self.connection: Any = None
         #: A 2024-11-05 HTTP+SSE session (reachable only through its messages URL).
         self.legacy = False
 
@@ -126,6 +136,14 @@ class HttpSession:
         """The POST answering ``stream`` is done with it (answered, or the client left)."""
         if stream.done:
             self.streams.pop(stream.id, None)
+
+    def close_stream(self, stream: ResponseStream) -> None:
+        """``stream`` was answered without routing (its POST ran the request itself)."""
+        stream.finish()
+        for key in stream.pending:
+            if self._by_key.get(key) is stream:
+                del self._by_key[key]
+        self.release(stream)
 
     def cancelled(self, request_id: Any) -> None:
         """The client cancelled ``request_id``: no response will come (MCP cancellation), so
@@ -180,8 +198,10 @@ class HttpSession:
                     session=self.core,
                     connection_id=f"http-{self.id[:8]}",
                     shutdown=shutdown,
+                    started=self._started,
                 )
         finally:
+            self.connection = None
             self.ended = True
             self.inbound_send.close()
             for stream in self.streams.values():
@@ -189,6 +209,9 @@ class HttpSession:
             self._by_key.clear()
             with trio.CancelScope(shield=True):
                 await self.store.forget(self.id)
+
+    def _started(self, connection: Any) -> None:
+        self.connection = connection
 
     def end(self) -> None:
         """End now (DELETE, expiry): input closes and in-flight requests are cancelled."""

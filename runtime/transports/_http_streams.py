@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -138,22 +138,53 @@ class ResponseStream:
         self.id = stream_id
         self.pending: set[Key] = set(keys)
         self.standing = not keys
-        self._send, self.receive = trio.open_memory_channel[tuple[str | None, bytes]](queue_size)
+        self._queue_size = queue_size
+        # Made on first use: most POST streams of a session answered in the POST's own task
+        # never carry a message (a memory channel costs more than the rest of the stream).
+        self._channel: (
+            tuple[
+                trio.MemorySendChannel[tuple[str | None, bytes]],
+                trio.MemoryReceiveChannel[tuple[str | None, bytes]],
+            ]
+            | None
+        ) = None
         self.done = False
         self.attached = False
         self.overflowed = False
         #: Error replies for malformed items of this POST's batch, answered by the HTTP
         #: layer and spliced into the core's batch reply (one JSON array per batch).
         self.batch_errors: list[bytes] = []
+        #: Called once when a message is queued while nothing answers from the stream yet
+        #: (a request running in the POST's own task: its notifications need a writer).
+        self.on_message: Callable[[], None] | None = None
+
+    def _channels(
+        self,
+    ) -> tuple[
+        trio.MemorySendChannel[tuple[str | None, bytes]],
+        trio.MemoryReceiveChannel[tuple[str | None, bytes]],
+    ]:
+        if self._channel is None:
+            self._channel = trio.open_memory_channel(self._queue_size)
+            if self.done:
+                self._channel[0].close()
+        return self._channel
+
+    @property
+    def receive(self) -> trio.MemoryReceiveChannel[tuple[str | None, bytes]]:
+        return self._channels()[1]
 
     def push(self, event_id: str | None, data: bytes, final_key: Key | None = None) -> None:
         """Queue a message; ``final_key`` marks the response that answers that request."""
         try:
-            self._send.send_nowait((event_id, data))
+            self._channels()[0].send_nowait((event_id, data))
         except trio.WouldBlock:
             self.overflowed = True
         except trio.ClosedResourceError:
             return
+        if self.on_message is not None:
+            wake, self.on_message = self.on_message, None
+            wake()
         if final_key is not None:
             self.pending.discard(final_key)
             if not self.pending and not self.standing:
@@ -161,7 +192,8 @@ class ResponseStream:
 
     def finish(self) -> None:
         self.done = True
-        self._send.close()
+        if self._channel is not None:
+            self._channel[0].close()
 
 
 async def answer(

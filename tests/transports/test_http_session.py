@@ -281,3 +281,71 @@ async def test_cancelled_notification_cancels_a_request_in_another_post() -> Non
             await conn.aclose()
             assert seen["cancelled"] == ["x"]
             assert response.status in (200, 204)
+
+
+# -- requests run in their POST's own task (Connection.run_request) ------------------------
+
+
+async def test_deleting_the_session_cancels_a_request_running_in_its_post() -> None:
+    app, seen = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            conn = await connect(address)
+            await conn.send("POST", "/mcp", headers=_h(session_id), body=call(3, "slow", tag="d"))
+            await until(lambda: seen["started"])
+            deleted = await request(address, "DELETE", headers=_h(session_id))
+            assert deleted.status == 200
+            response = await conn.response()
+            await conn.aclose()
+            assert seen["cancelled"] == ["d"] and seen["finished"] == []
+            assert response.status in (200, 204)
+            assert b'"result"' not in response.body
+
+
+async def test_json_only_client_gets_just_the_answer_of_a_request_that_sends_progress() -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            response = await request(
+                address,
+                "POST",
+                headers=_h(session_id, accept="application/json"),
+                body=call(4, "countdown", "tok"),
+            )
+            assert response.status == 200
+            assert response.headers["content-type"] == "application/json"
+            assert response.json()["result"]["content"][0]["text"] == "liftoff"
+
+
+async def test_request_timeout_answers_minus_32001_on_the_post() -> None:
+    app, seen = make_app(request_timeout=0.2)
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            response = await request(
+                address, "POST", headers=_h(session_id), body=call(6, "slow", tag="t")
+            )
+            assert response.status == 200
+            assert response.json()["error"]["code"] == -32001
+            assert seen["cancelled"] == ["t"]
+            after = await request(
+                address, "POST", headers=_h(session_id), body=call(7, "add", a=1, b=1)
+            )
+            assert after.json()["result"]["content"][0]["text"] == "2"
+
+
+async def test_an_id_in_flight_in_one_post_is_refused_in_another() -> None:
+    app, seen = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            conn = await connect(address)
+            await conn.send("POST", "/mcp", headers=_h(session_id), body=call(8, "slow", tag="a"))
+            await until(lambda: seen["started"])
+            again = await request(
+                address, "POST", headers=_h(session_id), body=call(8, "add", a=1, b=1)
+            )
+            assert again.status == 400 and "in flight" in again.json()["error"]["message"]
+            await conn.aclose()
