@@ -9,6 +9,7 @@ an ``initialize`` without it opens a handshake-era session; a request carrying
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from typing import Any, Final
@@ -34,6 +35,7 @@ BATCH_REVISION: Final = "2025-03-26"
 _post_ids = itertools.count(1)
 
 
+@functools.lru_cache(maxsize=64)  # clients send the same few Accept values every time
 def parse_accept(value: str | None) -> tuple[bool, bool]:
     """(accepts application/json, accepts text/event-stream); a missing header accepts both."""
     if value is None:
@@ -44,6 +46,11 @@ def parse_accept(value: str | None) -> tuple[bool, bool]:
         anything or "application/json" in types or "application/*" in types,
         anything or "text/event-stream" in types or "text/*" in types,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _media_type(value: str | None) -> str:
+    return (value or "").split(";")[0].strip().lower()
 
 
 def _bad(status: int, message: str, code: int = -32600, request_id: Any = None) -> HttpError:
@@ -112,8 +119,7 @@ class StreamableEndpoint:
         accept_json, accept_sse = parse_accept(request.header("accept"))
         if not (accept_json or accept_sse):
             raise _bad(406, "Not Acceptable: accept application/json and text/event-stream")
-        ctype = (request.header("content-type") or "").split(";")[0].strip().lower()
-        if ctype != "application/json":
+        if _media_type(request.header("content-type")) != "application/json":
             raise _bad(415, "Unsupported Media Type: the body must be application/json")
         try:
             message = msgspec.json.decode(request.body)
@@ -240,13 +246,14 @@ class StreamableEndpoint:
         stream.batch_errors = batch_errors
         session.in_use += 1
         try:
-            prime_id = await session.prime(stream)
             envelope = self._session_direct(session, message, body)
             if envelope is not None:
+                stream.lazy_prime = True  # most of these answer as JSON: no event at all
                 await self._run_in_session(
-                    exchange, session, stream, envelope, accept_json, accept_sse, headers, prime_id
+                    exchange, session, stream, envelope, accept_json, accept_sse, headers
                 )
                 return
+            prime_id = await session.prime(stream)
             await session.feed(body)
             await answer(
                 exchange,
@@ -287,7 +294,6 @@ class StreamableEndpoint:
         accept_json: bool,
         accept_sse: bool,
         headers: list[tuple[str, str]],
-        prime_id: str,
     ) -> None:
         """Run one session request in this task. Its answer is JSON when it is the only
         message; if the request sends notifications first, a writer task answers from the
@@ -306,7 +312,7 @@ class StreamableEndpoint:
                     accept_sse=accept_sse,
                     headers=headers,
                     resumable=True,
-                    prime_id=prime_id,
+                    prime_id=stream.prime_id,  # stored before the event that woke us
                     retry_ms=self.limits.sse_retry_ms,
                     keepalive=self.limits.sse_keepalive,
                 )
@@ -342,6 +348,7 @@ class StreamableEndpoint:
         elif accept_json:
             await exchange.respond(200, reply, headers=headers)
         else:
+            prime_id = await session.prime(stream)
             event_id = await session.store.append(session.id, stream.id, reply)
             opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
             await exchange.start_stream(

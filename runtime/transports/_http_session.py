@@ -160,7 +160,10 @@ class HttpSession:
             await self.inbound_send.send(body)
 
     async def prime(self, stream: ResponseStream) -> str:
-        return await self.store.append(self.id, stream.id, None)
+        """The priming event of ``stream`` (allocated once, before its other events)."""
+        if stream.prime_id is None:
+            stream.prime_id = await self.store.append(self.id, stream.id, None)
+        return stream.prime_id
 
     async def route(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         for data, related in messages:
@@ -174,6 +177,8 @@ class HttpSession:
             if data[:1] == b"[" and stream.batch_errors and data[-1:] == b"]":
                 errors, stream.batch_errors = stream.batch_errors, []
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
+            if stream.lazy_prime and stream.prime_id is None:
+                await self.prime(stream)
             event_id = await self.store.append(self.id, stream.id, data)
             if stream is self.standing or not is_response:
                 stream.push(event_id, data)

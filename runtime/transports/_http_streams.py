@@ -154,6 +154,10 @@ class ResponseStream:
         #: Error replies for malformed items of this POST's batch, answered by the HTTP
         #: layer and spliced into the core's batch reply (one JSON array per batch).
         self.batch_errors: list[bytes] = []
+        #: The priming event's id. With ``lazy_prime`` it is allocated just before the
+        #: stream's first event is stored (many streams never carry one).
+        self.prime_id: str | None = None
+        self.lazy_prime = False
         #: Called once when a message is queued while nothing answers from the stream yet
         #: (a request running in the POST's own task: its notifications need a writer).
         self.on_message: Callable[[], None] | None = None
