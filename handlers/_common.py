@@ -33,12 +33,13 @@ async def call_with_input(
     args: msgspec.Struct,
     meta: dict[str, Any] | None,
     fields: InputFields,
-    salient: Any,
+    salient: Callable[[], Any],
 ) -> tuple[bool, Any]:
     """Call a user function that may ask for input; returns ``(input_required, value)``.
 
     Modern era: earlier answers come back from the sealed ``requestState`` (verified against
-    this method and a digest of ``salient``, the request's identifying parameters) and
+    this method and a digest of ``salient()``, the request's identifying parameters, made only
+    when needed) and
     ``inputResponses``; an :class:`InputRequired` from the function becomes the
     ``input_required`` result with freshly sealed state. Handshake era: a plain call.
     """
@@ -48,7 +49,7 @@ async def call_with_input(
     digest: str | None = None
     who = principal_key(ctx.session.principal)
     if fields.request_state is not None:
-        digest = params_digest(salient)
+        digest = params_digest(salient())
         sealer = server.state_sealer
         responses.update(sealer.unseal(fields.request_state, ctx.method, digest, who))
     if fields.input_responses:
@@ -58,7 +59,7 @@ async def call_with_input(
             server, ctx, fn, sig, args, meta, InputRound(responses)
         )
     except InputRequired as exc:
-        digest = digest or params_digest(salient)
+        digest = digest or params_digest(salient())
         state = server.state_sealer.seal(ctx.method, digest, responses, who)
         return True, {
             "resultType": "input_required",

@@ -67,7 +67,7 @@ def methods(server: App) -> dict[str, Handler]:
             raise params_error(exc, root="params.arguments") from None
         salient = [prompt.name, params.arguments or {}]
         asking, value = await call_with_input(
-            server, ctx, prompt.fn, sig, args, params.meta, params, salient
+            server, ctx, prompt.fn, sig, args, params.meta, params, lambda: salient
         )
         if asking:
             return value  # type: ignore[no-any-return]

@@ -67,7 +67,14 @@ def methods(server: App) -> dict[str, Handler]:
         uri = params.uri
         definition, args = registry.resolve_resource(uri)
         asking, value = await call_with_input(
-            server, ctx, definition.fn, definition.signature, args, params.meta, params, uri
+            server,
+            ctx,
+            definition.fn,
+            definition.signature,
+            args,
+            params.meta,
+            params,
+            lambda: uri,
         )
         if asking:
             return value  # type: ignore[no-any-return]

@@ -116,9 +116,15 @@ def methods(server: App) -> dict[str, Handler]:
             elif not ctx.modern:
                 value = await call_user_function(server, ctx, tool.fn, sig, args, params.meta)
             else:
-                salient = [tool.name, msgspec.json.decode(raw)]
                 asking, value = await call_with_input(
-                    server, ctx, tool.fn, sig, args, params.meta, params, salient
+                    server,
+                    ctx,
+                    tool.fn,
+                    sig,
+                    args,
+                    params.meta,
+                    params,
+                    lambda: [tool.name, msgspec.json.decode(raw)],
                 )
                 if asking:
                     return True, value

@@ -32,9 +32,6 @@ _REQUEST_LINE: Final = re.compile(rb"(" + _TOKEN + rb") ([\x21-\x7e\x80-\xff]+) 
 _FIELDS: Final = re.compile(rb"(?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*)*")
 _HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _REASONS: Final = {s.value: s.phrase for s in HTTPStatus}
-_FRAMING_FIELDS: Final = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "expect"}
-)
 _NO_BODY_STATUS: Final = frozenset({204, 304})
 
 
@@ -55,6 +52,8 @@ class RequestHead:
     version: tuple[int, int]
     #: Lower-cased names, values with surrounding whitespace removed (latin-1).
     headers: list[tuple[str, str]]
+    #: The same by name; a repeated field's values joined with ", " (RFC 9110 5.3).
+    index: dict[str, str]
     #: Bytes of the head as received (request line and fields).
     size: int
     #: None: no body; -1: chunked; else its length.
@@ -119,13 +118,28 @@ class RequestParser:
             raise ProtocolError(431, f"Too many header fields (limit {self.max_count})")
         method, target, minor = request_line.groups()
         headers: list[tuple[str, str]] = []
+        index: dict[str, str] = {}
+        repeated: set[str] = set()
         for line in (
             head[line_end + 2 :].decode("latin-1").split("\r\n") if line_end < len(head) else ()
         ):
             name, _, value = line.partition(":")
-            headers.append((name.lower(), value.strip(" \t")))
+            name = name.lower()
+            value = value.strip(" \t")
+            headers.append((name, value))
+            if name in index:  # RFC 9110 5.3: repeated fields combine with ", "
+                index[name] = f"{index[name]}, {value}"
+                repeated.add(name)
+            else:
+                index[name] = value
         return _head(
-            method.decode("ascii"), target.decode("latin-1"), (1, minor[0] - 48), headers, head
+            method.decode("ascii"),
+            target.decode("latin-1"),
+            (1, minor[0] - 48),
+            headers,
+            index,
+            "host" in repeated,
+            len(head),
         )
 
 
@@ -136,31 +150,26 @@ def _field_error(fields: bytes) -> str:
     return "Bad request: malformed header field"
 
 
+def _tokens(value: str | None) -> list[str]:
+    return [v.strip().lower() for v in value.split(",") if v.strip()] if value else []
+
+
 def _head(
-    method: str, target: str, version: tuple[int, int], headers: list[tuple[str, str]], raw: bytes
+    method: str,
+    target: str,
+    version: tuple[int, int],
+    headers: list[tuple[str, str]],
+    index: dict[str, str],
+    many_hosts: bool,
+    size: int,
 ) -> RequestHead:
-    hosts = 0
-    lengths: set[str] = set()
-    codings: list[str] = []
-    connection: list[str] = []
-    expect = False
-    for name, value in headers:
-        if name not in _FRAMING_FIELDS:
-            continue
-        if name == "host":
-            hosts += 1
-        elif name == "content-length":
-            lengths.update(v.strip() for v in value.split(","))
-        elif name == "transfer-encoding":
-            codings.extend(v.strip().lower() for v in value.split(",") if v.strip())
-        elif name == "connection":
-            connection.extend(v.strip().lower() for v in value.split(","))
-        elif name == "expect":
-            if value.lower() != "100-continue":
-                raise ProtocolError(417, "Expectation Failed")
-            expect = True
-    if version == (1, 1) and hosts != 1:
+    if version == (1, 1) and ("host" not in index or many_hosts):
         raise ProtocolError(400, "Bad request: exactly one Host header is required")
+    expect = index.get("expect")
+    if expect is not None and expect.lower() != "100-continue":
+        raise ProtocolError(417, "Expectation Failed")
+    lengths = set(_tokens(index.get("content-length")))
+    codings = _tokens(index.get("transfer-encoding"))
     length: int | None = None
     if codings:
         if lengths:
@@ -175,9 +184,18 @@ def _head(
         if lengths or not value.isdigit() or not value.isascii() or len(value) > 18:
             raise ProtocolError(400, "Bad request: invalid Content-Length")
         length = int(value)
-    keep_alive = "close" not in connection if version == (1, 1) else False
+    connection = index.get("connection")
+    keep_alive = version == (1, 1) and not (connection and "close" in _tokens(connection))
     return RequestHead(
-        method, target, version, headers, len(raw), length, keep_alive, expect and bool(length)
+        method,
+        target,
+        version,
+        headers,
+        index,
+        size,
+        length,
+        keep_alive,
+        expect is not None and bool(length),
     )
 
 

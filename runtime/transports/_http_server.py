@@ -629,6 +629,7 @@ class _Driver:
             headers=head.headers,
             body=b"",
             connection_id=self.id,
+            _index=head.index,
         )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
