@@ -47,7 +47,7 @@ from msgspec import Raw
 
 from .._eager import Suspended, finish, start
 from ..framing import FramingError, escape_excerpt
-from ._channel import MessageChannel, Outgoing
+from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 from ._errors import (
@@ -71,6 +71,7 @@ from ._jsonrpc import (
     id_key,
 )
 from ._limits import Limits
+from ._outbox import Outbox
 from ._session import Session
 
 __all__ = ["CONNECTION_CLOSED", "Connection"]
@@ -79,9 +80,6 @@ log = logging.getLogger("mcp_runtime.connection")
 
 #: Code used for server-to-client requests that die with their connection (as the SDKs do).
 CONNECTION_CLOSED: Final = -32000
-#: Bytes of replies the reader holds back while more input is ready: one write per burst of
-#: pipelined requests, but bounded (a pipe holds 64 KiB; memory stays small).
-_HOLD_BYTES: Final = 64 * 1024
 _connection_ids = itertools.count(1)
 
 
@@ -189,15 +187,8 @@ class Connection:
         # Suspended requests and batches (each would have been a task of its own).
         self._active = 0
         self._drained: trio.Event | None = None
-        # Output: replies are appended to the outbox; whichever task finds no write in progress
-        # becomes the writer and flushes everything queued (coalesced) in one write.
-        # No writer task, no channel hop: a reply usually leaves in the task that made it.
-        self._outbox: list[Outgoing] = []
-        self._writing = False
-        self._output_closed = False
-        self._output_room: trio.Event | None = None
-        # Bytes of replies the reader queued since it last flushed.
-        self._held = 0
+        # Output: queued, coalesced, written by whichever task finds no write in progress.
+        self._out = Outbox(channel, self.limits, self._id, self._output_broke)
         self._connection_scope: trio.CancelScope | None = None
         self._requests: trio.Nursery | None = None
         # Input: the current reader generation's scope; shutdown cancels it only while the
@@ -226,7 +217,7 @@ class Connection:
     async def notify(
         self, method: str, params: Any = None, *, related: RequestId | None = None
     ) -> None:
-        await self._send(encode_notification(method, params), related)
+        await self._out.send(encode_notification(method, params), related)
 
     def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
         """Run ``fn()`` beside this connection's requests for the rest of the connection.
@@ -251,7 +242,7 @@ class Connection:
         key = id_key(request_id)
         waiter = self._pending[key] = _Waiter()
         try:
-            await self._send(encode_request(request_id, method, params), related)
+            await self._out.send(encode_request(request_id, method, params), related)
             try:
                 with trio.move_on_after(timeout):
                     await waiter.event.wait()
@@ -300,9 +291,7 @@ class Connection:
                     watch_scope.cancel()
                     self._fail_pending()
                     # Flush what is still queued (shielded, bounded by the write timeout).
-                    if self._outbox and not self._writing:
-                        await self._flush()
-                    self._output_closed = True
+                    await self._out.close()
         except Exception:
             log.exception("connection crashed conn=%s", self._id)
         finally:
@@ -375,81 +364,8 @@ class Connection:
 
     # -- output -----------------------------------------------------------------------------
 
-    async def _send(self, data: bytes, related: RequestId | None = None) -> None:
-        """Queue one message; write it now unless another task is writing already.
-
-        Waits only while more than ``limits.write_queue_size`` messages are queued behind a
-        write in progress (backpressure). Output on a closing connection is dropped.
-        """
-        if self._output_closed:
-            log.debug("dropping output on a closing connection conn=%s", self._id)
-            return
-        self._outbox.append((data, related))
-        await self._push_output()
-
-    async def _answer(self, data: bytes, related: RequestId | None = None) -> None:
-        """The reader's send: queue a reply and write it later, together with the replies to
-        the frames that are already buffered (the reader flushes before it waits for input,
-        and whenever ``_HOLD_BYTES`` are held)."""
-        self._hold(data, related)
-        if self._held >= _HOLD_BYTES:
-            await self._release()
-
-    def _hold(self, data: bytes, related: RequestId | None = None) -> None:
-        if self._output_closed:
-            log.debug("dropping output on a closing connection conn=%s", self._id)
-            return
-        self._outbox.append((data, related))
-        self._held += len(data)
-
-    async def _release(self) -> None:
-        """Write what the reader held back (or leave it to the write in progress)."""
-        self._held = 0
-        if self._outbox:
-            await self._push_output()
-
-    async def _push_output(self) -> None:
-        if not self._writing:
-            await self._flush()
-            return
-        while self._writing and len(self._outbox) > self.limits.write_queue_size:
-            if self._output_room is None:
-                self._output_room = trio.Event()
-            await self._output_room.wait()
-
-    async def _flush(self) -> None:
-        """Write the outbox until it is empty. Shielded: a write cut in half would corrupt
-        the stream for every later message; ``limits.write_timeout`` bounds it instead, and
-        a peer that stops reading for that long loses the connection."""
-        limit = self.limits.write_timeout
-        self._writing = True
-        try:
-            while self._outbox and not self._output_closed:
-                batch, self._outbox = self._outbox, []
-                if self._output_room is not None:
-                    self._output_room.set()
-                    self._output_room = None
-                # One scope does both jobs (a scope's own deadline still fires when it is
-                # shielded): cheaper than a shield plus fail_after on this hot path.
-                with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
-                    await self.channel.send(batch)
-                if scope.cancelled_caught:
-                    self.close_reason = "write-timeout"
-                    log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
-                    self._break_output()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            self.close_reason = "peer-gone"
-            log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
-            self._break_output()
-        finally:
-            self._writing = False
-
-    def _break_output(self) -> None:
-        self._output_closed = True
-        self._outbox.clear()
-        if self._output_room is not None:
-            self._output_room.set()
-            self._output_room = None
+    def _output_broke(self, reason: str) -> None:
+        self.close_reason = reason
         if self._connection_scope is not None:
             self._connection_scope.cancel()
 
@@ -544,7 +460,7 @@ class Connection:
                         return receive_nowait()
                     except trio.WouldBlock:
                         pass
-                await self._release()
+                await self._out.release()
                 if self._stop_reading:
                     self.close_reason = "shutdown"
                     return None
@@ -566,7 +482,7 @@ class Connection:
                     escape_excerpt(exc.excerpt),
                 )
                 code = INVALID_REQUEST if "exceeds" in exc.reason else PARSE_ERROR
-                await self._answer(encode_error(None, code, f"Framing error: {exc.reason}"))
+                await self._out.answer(encode_error(None, code, f"Framing error: {exc.reason}"))
                 if exc.fatal:
                     self.close_reason = "framing-error"
                     return None
@@ -582,7 +498,7 @@ class Connection:
     async def _end_reading(self) -> None:
         self._reader_scope = None
         try:
-            await self._release()
+            await self._out.release()
         finally:
             assert self._reading_ended is not None
             self._reading_ended.set()
@@ -593,7 +509,7 @@ class Connection:
             kind = None if isinstance(message, list) else classify(message)
         except JSONRPCError as exc:
             self._log_bad_message(exc, frame)
-            await self._answer(self._error_reply(exc))
+            await self._out.answer(self._error_reply(exc))
             return None
         if isinstance(message, list):
             return await self._on_batch(scope, message)
@@ -613,16 +529,16 @@ class Connection:
     async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Runner | None:
         refusal = self._refuse(env, in_batch=False)
         if refusal is not None:
-            await self._answer(refusal)
+            await self._out.answer(refusal)
             return None
         reply, runner = self._start(scope, env, None, 0)
         if runner is None:
             assert reply is not None
             if self._reader_scope is scope:
-                await self._answer(reply, env.id)  # type: ignore[arg-type]
+                await self._out.answer(reply, env.id)  # type: ignore[arg-type]
             else:
                 # Handed on by _start: this scope is cancelled and must not await again.
-                self._hold(reply, env.id)  # type: ignore[arg-type]
+                self._out.hold(reply, env.id)  # type: ignore[arg-type]
             return None
         self._active += 1
         self._next_reader()
@@ -631,7 +547,7 @@ class Connection:
     async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Runner | None:
         refusal = self._refuse_batch(items)
         if refusal is not None:
-            await self._answer(refusal)
+            await self._out.answer(refusal)
             return None
         return await self._walk(scope, _Batch(items), 0)
 
@@ -829,7 +745,7 @@ class Connection:
         if batch is None:
             try:
                 if runner.reply is not None:
-                    await self._send(runner.reply, runner.request_id)
+                    await self._out.send(runner.reply, runner.request_id)
             finally:
                 self._task_done()
             return
@@ -855,7 +771,7 @@ class Connection:
         try:
             reply = batch.reply()
             if reply is not None:
-                await (self._answer(reply) if in_reader else self._send(reply))
+                await (self._out.answer(reply) if in_reader else self._out.send(reply))
         finally:
             if batch.counted:
                 self._task_done()
