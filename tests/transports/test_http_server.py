@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 
 from runtime.transports import EdgePolicy, HttpLimits
@@ -161,4 +162,138 @@ async def test_upgrade_gets_the_raw_stream_and_buffered_bytes() -> None:
             await stream.send_all(b"56789")
             assert await stream.receive_some(100) == b"upgraded"
             assert got == [b"0123456789"]
+            await stream.aclose()
+
+
+async def _exchange_bytes(address: tuple[str, int], data: bytes, *, until_close: bool) -> bytes:
+    stream = await trio.open_tcp_stream(*address)
+    await stream.send_all(data)
+    got = b""
+    while True:
+        more = await stream.receive_some(65536)
+        if not more:
+            break
+        got += more
+        if not until_close and b"\r\n\r\n" in got:
+            head, _, rest = got.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            if len(rest) >= length:
+                break
+    await stream.aclose()
+    return got
+
+
+async def echo_app(request: HttpRequest, exchange: Exchange) -> None:
+    await exchange.respond(200, request.method.encode() + b":" + request.body, content_type=None)
+
+
+async def test_a_chunked_request_body_is_reassembled() -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            data = await _exchange_bytes(
+                address,
+                b"POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\n\r\n",
+                until_close=False,
+            )
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"POST:abcdefg")
+
+
+async def test_expect_100_continue_gets_the_interim_response_before_the_body() -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(
+                b"POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+                b"Expect: 100-continue\r\n\r\n"
+            )
+            assert await stream.receive_some(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            await stream.send_all(b"hi")
+            data = await read_until(stream, 1, b"POST:hi")
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+            await stream.aclose()
+
+
+async def test_http_1_0_gets_one_answer_then_the_connection_closes() -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            data = await _exchange_bytes(
+                address, b"POST /x HTTP/1.0\r\nContent-Length: 1\r\n\r\nz", until_close=True
+            )
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert b"\r\nConnection: close\r\n" in data and data.endswith(b"POST:z")
+
+
+async def test_head_gets_the_length_but_no_body() -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            data = await _exchange_bytes(
+                address,
+                b"HEAD /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                until_close=True,
+            )
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert b"\r\nContent-Length: 5\r\n" in data and data.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (
+            b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n",
+            400,
+        ),
+        (b"GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"GET /x HTTP/1.1\r\nHost: a\r\n bad: fold\r\n\r\n", 400),
+        (b"GET /x HTTP/3.0\r\nHost: a\r\n\r\n", 505),
+        (b"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    ],
+)
+async def test_protocol_errors_get_their_status_and_the_connection_closes(
+    raw: bytes, status: int
+) -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            data = await _exchange_bytes(address, raw, until_close=True)
+            assert data.startswith(b"HTTP/1.1 %d " % status)
+            assert b"\r\nConnection: close\r\n" in data and b'"jsonrpc":"2.0"' in data
+
+
+class _Spawns(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.count += 1
+
+
+async def test_answers_that_never_wait_spawn_no_task_and_waiting_ones_get_a_reader() -> None:
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        if request.path == "/wait":
+            await trio.sleep(0.01)
+        await exchange.respond(200, b"ok", content_type="text/plain")
+
+    spawns = _Spawns()
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/x"))
+            await read_until(stream, 1, b"\r\n\r\nok")  # the connection's task exists now
+            trio.lowlevel.add_instrument(spawns)
+            try:
+                for _ in range(20):
+                    await stream.send_all(post("/x"))
+                    await read_until(stream, 1, b"\r\n\r\nok")
+                assert spawns.count == 0
+                for _ in range(3):
+                    await stream.send_all(post("/wait"))
+                    await read_until(stream, 1, b"\r\n\r\nok")
+                assert spawns.count == 1  # the reader, once, for the rest of the connection
+            finally:
+                trio.lowlevel.remove_instrument(spawns)
             await stream.aclose()
