@@ -316,6 +316,9 @@ class StreamableEndpoint:
                     retry_ms=self.limits.sse_retry_ms,
                     keepalive=self.limits.sse_keepalive,
                 )
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+                # The client left (its events stay in the store for Last-Event-ID).
+                log.info("stream writer stopped: the client is gone stream=%s", stream.id)
             finally:
                 writer_done.set()
 

@@ -342,6 +342,7 @@ class _Driver:
     ) -> None:
         self.stream = stream
         self._fd = stream.socket.fileno()
+        self._closed = False
         self.app = app
         self.policy = policy
         self.limits = limits
@@ -397,6 +398,9 @@ class _Driver:
                 finally:
                     self._reader_scope.cancel()
         finally:
+            # From now on the descriptor number may belong to another connection: nothing
+            # (a session's writer task, say) may write to it any more.
+            self._closed = True
             await trio.aclose_forcefully(self.stream)
         if failed is not None:
             raise failed
@@ -408,6 +412,8 @@ class _Driver:
         room, BrokenResourceError when the peer is gone."""
         if not data:
             return
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
         if not self._write_lock.locked():
             try:
                 sent = os.write(self._fd, data)
@@ -425,6 +431,8 @@ class _Driver:
         with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
             while view:
                 await trio.lowlevel.wait_writable(self._fd)
+                if self._closed:
+                    raise trio.ClosedResourceError("the connection is closed")
                 try:
                     sent = os.write(self._fd, view)
                 except BlockingIOError:

@@ -297,3 +297,22 @@ async def test_answers_that_never_wait_spawn_no_task_and_waiting_ones_get_a_read
             finally:
                 trio.lowlevel.remove_instrument(spawns)
             await stream.aclose()
+
+
+async def test_an_exchange_kept_past_its_connection_cannot_write_to_the_socket() -> None:
+    # Its descriptor number may already belong to another client's connection.
+    kept: list[Exchange] = []
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        kept.append(exchange)
+        await exchange.start_stream(200, "text/event-stream")
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/x"))
+            await read_until(stream, 1, b"\r\n\r\n")
+            await stream.aclose()
+            await trio.sleep(0.2)  # the server sees the hang-up and closes its side
+            with pytest.raises(trio.ClosedResourceError):
+                await kept[0].write(b"data: late\n\n")
