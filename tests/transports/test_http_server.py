@@ -316,3 +316,16 @@ async def test_an_exchange_kept_past_its_connection_cannot_write_to_the_socket()
             await trio.sleep(0.2)  # the server sees the hang-up and closes its side
             with pytest.raises(trio.ClosedResourceError):
                 await kept[0].write(b"data: late\n\n")
+
+
+async def test_a_bad_request_pipelined_behind_a_good_one_still_gets_its_400() -> None:
+    with trio.fail_after(10):
+        async with driver(echo_app) as address:
+            data = await _exchange_bytes(
+                address,
+                post("/x", b"ok") + b"GET /y HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                until_close=True,
+            )
+            first, _, second = data.partition(b"POST:ok")
+            assert first.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert second.startswith(b"HTTP/1.1 400 ") and b"exactly one Host" in second
