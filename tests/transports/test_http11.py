@@ -200,3 +200,40 @@ def test_response_heads_are_valid_http_for_a_strict_client() -> None:
     assert isinstance(_client_reads(no_content)[-1], h11.EndOfMessage)
     with pytest.raises(ValueError):
         response_head(200, [("X-Bad", "a\r\nInjected: 1")], length=0, close=False)
+
+
+VALID = (
+    b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+)
+
+
+def _mutations() -> st.SearchStrategy[bytes]:
+    def mutate(data: bytes, at: int, insert: bytes, cut: int) -> bytes:
+        at %= len(data)
+        return data[:at] + insert + data[at + cut :]
+
+    return st.builds(
+        mutate,
+        st.just(VALID),
+        st.integers(min_value=0, max_value=len(VALID)),
+        st.binary(max_size=6),
+        st.integers(min_value=0, max_value=6),
+    )
+
+
+@given(st.one_of(st.binary(max_size=300), _mutations()))
+def test_any_bytes_give_requests_or_a_protocol_error_nothing_else(data: bytes) -> None:
+    parser = RequestParser(256, 10)
+    parser.feed(data)
+    try:
+        for _ in range(4):
+            head = parser.next_head()
+            if head is None:
+                break
+            assert head.method and head.version in ((1, 0), (1, 1))
+            reader = BodyReader(head, 64)
+            if not reader.read(parser.buffer):
+                break
+    except ProtocolError as exc:
+        assert 400 <= exc.status < 600 and exc.reason
