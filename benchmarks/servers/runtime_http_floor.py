@@ -12,7 +12,8 @@ import sys
 import trio
 
 from runtime.transports._edge import EdgePolicy, HttpLimits
-from runtime.transports._http_server import Exchange, HttpRequest, serve_http_listeners
+from runtime.transports._http_exchange import Exchange, HttpRequest
+from runtime.transports._http_server import serve_http_listeners
 
 BODY = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello, benchmark"}]}}'
 

@@ -16,7 +16,7 @@ from ._stdio import open_stdio_channel
 if TYPE_CHECKING:
     from ._edge import EdgePolicy, HttpLimits
     from ._http import serve_http
-    from ._http_server import HttpError
+    from ._http_exchange import HttpError
     from ._http_session import Hooks
     from ._http_streams import EventStore, MemoryEventStore
     from ._websocket import serve_websocket

@@ -25,9 +25,10 @@ import trio
 from ..auth import AuthConfig
 from ._edge import EdgePolicy, HttpLimits
 from ._http_auth import Authenticate, Gate
+from ._http_exchange import Exchange, HttpError, HttpRequest
 from ._http_legacy import LegacySseEndpoint
 from ._http_mcp import StreamableEndpoint
-from ._http_server import Exchange, HttpError, HttpRequest, serve_http_listeners
+from ._http_server import serve_http_listeners
 from ._http_session import Hooks, SessionRegistry
 from ._http_streams import EventStore, MemoryEventStore
 

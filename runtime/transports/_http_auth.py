@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
-from ._http_server import HttpError, HttpRequest, as_refusal, principal_key
+from ._http_exchange import HttpError, HttpRequest, as_refusal, principal_key
 
 __all__ = ["Authenticate", "Gate"]
 

@@ -16,7 +16,7 @@ import trio
 from ..framing import encode_sse_event
 from ._edge import HttpLimits
 from ._http_auth import Gate
-from ._http_server import Exchange, HttpError, HttpRequest, error_body
+from ._http_exchange import Exchange, HttpError, HttpRequest, error_body
 from ._http_session import SessionRegistry
 from ._http_streams import pump
 

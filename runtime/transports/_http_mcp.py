@@ -19,9 +19,9 @@ import trio
 
 from ._edge import HttpLimits
 from ._http_auth import Gate
+from ._http_exchange import Exchange, HttpError, HttpRequest
 from ._http_jsonrpc import Invalid, Kind, check_batch, check_message
 from ._http_modern import check_headers, status_of
-from ._http_server import Exchange, HttpError, HttpRequest
 from ._http_session import Hooks, HttpSession, SessionRegistry
 from ._http_streams import ResponseStream, answer, id_key, probe, pump, sse_event
 

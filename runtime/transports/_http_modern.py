@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._http_server import HttpRequest
+from ._http_exchange import HttpRequest
 
 __all__ = ["check_headers", "decode_header_value", "status_of"]
 

@@ -17,233 +17,27 @@ import logging
 import math
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
-import msgspec
 import trio
 
 from .. import _eager as eager
 from ._edge import EdgePolicy, HttpLimits
-from ._http11 import (
-    BodyReader,
-    ProtocolError,
-    RequestHead,
-    RequestParser,
-    chunk,
-    end_chunks,
-    response_head,
+from ._http11 import BodyReader, ProtocolError, RequestHead, RequestParser, response_head
+from ._http_exchange import (
+    Exchange,
+    HttpApp,
+    HttpError,
+    HttpRequest,
+    error_body,
 )
 
-__all__ = ["Exchange", "HttpApp", "HttpError", "HttpRequest", "serve_http_listeners"]
+__all__ = ["serve_http_listeners"]
 
 log = logging.getLogger("mcp_runtime.http")
 _RECEIVE_SIZE: Final = 64 * 1024
 _ids = itertools.count(1)
-
-
-class HttpError(Exception):
-    """Answer the request with ``status``; ``body`` (JSON bytes) and headers optional."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        body: bytes | None = None,
-        headers: list[tuple[str, str]] | None = None,
-    ) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.body = body
-        self.headers = headers or []
-
-
-@dataclass(slots=True)
-class HttpRequest:
-    method: str
-    target: str
-    path: str
-    query: dict[str, str]
-    #: Lower-cased names, values as sent (decoded latin-1).
-    headers: list[tuple[str, str]]
-    body: bytes
-    connection_id: str
-    _index: dict[str, str] | None = field(default=None, repr=False, compare=False)
-
-    def header(self, name: str) -> str | None:
-        """The value of header ``name`` (lower case); repeated fields joined with ", "."""
-        index = self._index
-        if index is None:  # built once: the endpoint asks for a dozen headers per request
-            index = {}
-            for key, value in self.headers:
-                index[key] = f"{index[key]}, {value}" if key in index else value
-            self._index = index
-        return index.get(name)
-
-
-class Exchange:
-    """Answers one request. Exactly one of ``respond`` or ``start_stream`` ... ``end``.
-
-    Each call writes once (head, body and end of message joined): one syscall per response
-    in the common case, and no half-written head for a peer to wait on.
-    """
-
-    __slots__ = (
-        "_abort_on_hangup",
-        "_chunked",
-        "_driver",
-        "_head_only",
-        "_scopes",
-        "_version",
-        "close_after",
-        "disconnected",
-        "finished",
-        "started",
-    )
-
-    def __init__(self, driver: _Driver, head: RequestHead) -> None:
-        self._driver = driver
-        self._version = head.version
-        self._head_only = head.method == "HEAD"
-        self._chunked = False
-        self._abort_on_hangup = False
-        self.started = False
-        self.finished = False
-        #: Set when the client hung up (EOF or reset) while the request was being answered.
-        self.disconnected = trio.Event()
-        self.close_after = not head.keep_alive
-        self._scopes: list[trio.CancelScope] = []
-
-    def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
-        """Cancel ``scope`` when the client hangs up (at once if it already has); no task.
-        Pair with :meth:`forget`."""
-        if self.disconnected.is_set():
-            scope.cancel()
-        else:
-            self._scopes.append(scope)
-
-    def forget(self, scope: trio.CancelScope) -> None:
-        if scope in self._scopes:
-            self._scopes.remove(scope)
-
-    def abort_on_disconnect(self) -> None:
-        """This request dies with its connection: a hang-up cancels the connection's work,
-        this request included (for a request that needs no scope of its own)."""
-        self._abort_on_hangup = True
-        if self.disconnected.is_set():
-            self.abort()
-
-    def abort(self) -> None:
-        """Stop answering: cancel the request being served and close the connection."""
-        self._driver.abort()
-
-    def hung_up(self) -> None:
-        """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
-        self.disconnected.set()
-        if self._abort_on_hangup:
-            self.abort()
-        scopes, self._scopes = self._scopes, []
-        for scope in scopes:
-            scope.cancel()
-
-    def _body(self, data: bytes) -> bytes:
-        if self._head_only:
-            return b""
-        return chunk(data) if self._chunked else data
-
-    async def respond(
-        self,
-        status: int,
-        body: bytes = b"",
-        *,
-        content_type: str | None = "application/json",
-        headers: list[tuple[str, str]] | None = None,
-    ) -> None:
-        hdrs = list(headers) if headers else []
-        if body and content_type:
-            hdrs.append(("Content-Type", content_type))
-        self.started = True
-        data = response_head(
-            status, hdrs, length=len(body), close=self.close_after, version=self._version
-        )
-        if body and not self._head_only:
-            data += body
-        await self._driver.write(data)
-        self.finished = True
-
-    async def start_stream(
-        self,
-        status: int,
-        content_type: str,
-        headers: list[tuple[str, str]] | None = None,
-        *,
-        first: bytes = b"",
-        end: bool = False,
-    ) -> None:
-        """Send the head of a streamed (chunked) response, with ``first`` (its first
-        bytes) and the end of the message when ``end``; else then ``write`` and ``end``."""
-        hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"), *(headers or [])]
-        self.started = True
-        if self._version < (1, 1):
-            self.close_after = True  # an HTTP/1.0 stream ends with the connection
-        else:
-            self._chunked = True
-        data = response_head(status, hdrs, length=None, close=self.close_after)
-        data += self._body(first)
-        if end:
-            data += self._end()
-        await self._driver.write(data)
-        if end:
-            self.finished = True
-
-    def _end(self) -> bytes:
-        return end_chunks() if self._chunked and not self._head_only else b""
-
-    async def write(self, data: bytes) -> None:
-        if data:
-            await self._driver.write(self._body(data))
-
-    async def end(self, last: bytes = b"") -> None:
-        """End the streamed response, after ``last`` (its final bytes) if given."""
-        await self._driver.write(self._body(last) + self._end())
-        self.finished = True
-
-
-def as_refusal(result: object) -> HttpError | None:
-    """An ``authenticate`` result that refuses the request, as an HttpError: an HttpError,
-    or any object with ``status`` (int), ``body`` (bytes) and ``headers`` (list of pairs),
-    such as ``runtime.auth.AuthError``; None for a principal."""
-    if isinstance(result, HttpError):
-        return result
-    status = getattr(result, "status", None)
-    body = getattr(result, "body", None)
-    if isinstance(status, int) and isinstance(body, bytes):
-        headers = [(str(k), str(v)) for k, v in getattr(result, "headers", [])]
-        headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
-        return HttpError(status, f"refused by authenticate ({status})", body, headers)
-    return None
-
-
-def principal_key(principal: object) -> object:
-    """What a session is bound to: the principal's ``subject`` (and ``client_id``) when it
-    has one (a refreshed token is the same principal), else the principal itself."""
-    subject = getattr(principal, "subject", None)
-    if subject is None:
-        return principal
-    return (subject, getattr(principal, "client_id", None))
-
-
-#: The application: answers one request through the exchange. HttpError -> that status.
-HttpApp = Callable[[HttpRequest, Exchange], Awaitable[None]]
-
-
-def error_body(message: str, code: int = -32600) -> bytes:
-    """A JSON-RPC error response with no id (what the spec allows on an HTTP error)."""
-    return msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    )
 
 
 async def serve_http_listeners(

@@ -19,7 +19,7 @@ import msgspec
 import trio
 
 from ..framing import encode_sse_comment
-from ._http_server import Exchange
+from ._http_exchange import Exchange
 
 __all__ = [
     "EventStore",

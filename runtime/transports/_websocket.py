@@ -23,7 +23,7 @@ import trio_websocket
 from ..auth import AuthConfig
 from ._edge import EdgePolicy, HttpLimits
 from ._http_auth import Authenticate, Gate
-from ._http_server import HttpError
+from ._http_exchange import HttpError
 from ._http_session import Hooks
 
 __all__ = ["serve_websocket"]

@@ -10,7 +10,8 @@ import pytest
 import trio
 
 from runtime.transports import EdgePolicy, HttpLimits
-from runtime.transports._http_server import Exchange, HttpRequest, serve_http_listeners
+from runtime.transports._http_exchange import Exchange, HttpRequest
+from runtime.transports._http_server import serve_http_listeners
 
 App = Callable[[HttpRequest, Exchange], Awaitable[None]]
 
