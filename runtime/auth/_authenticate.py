@@ -123,7 +123,7 @@ class AuthError:
 
     @property
     def headers(self) -> list[tuple[str, str]]:
-        """Lower-case names; str values are ASCII, so h11 takes them as they are."""
+        """Lower-case names; str values are ASCII (no CR, LF or NUL), ready for any HTTP layer."""
         headers = [("content-type", "application/json"), ("cache-control", "no-store")]
         if self.www_authenticate is not None:
             headers.append(("www-authenticate", self.www_authenticate))

@@ -107,7 +107,7 @@ async def test_a_401_for_a_tool_names_the_tool_scopes_too() -> None:
     )
 
 
-async def test_headers_are_ready_for_h11() -> None:
+async def test_headers_are_ready_for_the_http_layer() -> None:
     error = await refused(None)
     assert error.reason == "Unauthorized"
     assert error.headers == [
