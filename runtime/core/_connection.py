@@ -59,6 +59,7 @@ from ._errors import (
     JSONRPCError,
 )
 from ._jsonrpc import (
+    REQUEST_ID_TYPES,
     Envelope,
     Kind,
     RequestId,
@@ -135,7 +136,7 @@ class _Runner:
         batch: _Batch | None,
         index: int,
     ) -> None:
-        assert isinstance(env.id, int | str | float) and isinstance(env.method, str)
+        assert isinstance(env.id, REQUEST_ID_TYPES) and isinstance(env.method, str)
         self.request_id: RequestId = env.id
         self.method = env.method
         self.entry = entry
@@ -620,7 +621,7 @@ class Connection:
         meanwhile (progress, logs, server-to-client requests) goes through the channel.
         """
         request_id = env.id
-        assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
+        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
         if self._requests is None or self._closing:
             return None
         refusal = self._refuse(env, in_batch=False)
@@ -671,7 +672,7 @@ class Connection:
         suspended: then it is registered in flight with ``scope`` as its cancel scope.
         """
         request_id = env.id
-        assert isinstance(request_id, int | str | float) and isinstance(env.method, str)
+        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
         params = None if isinstance(env.params, msgspec.UnsetType) else env.params
         ctx = RequestContext(
             env.method, request_id, params, self.session, self, in_batch=batch is not None
@@ -798,7 +799,7 @@ class Connection:
     def _refuse(self, env: Envelope, in_batch: bool) -> bytes | None:
         """The immediate answer for a request that must not start, or None to admit it."""
         request_id = env.id
-        assert isinstance(request_id, int | str | float)
+        assert isinstance(request_id, REQUEST_ID_TYPES)
         if in_batch and env.method == "initialize":
             # MCP 2025-03-26 basic/lifecycle: initialize MUST NOT be part of a batch.
             return encode_error(
@@ -846,7 +847,7 @@ class Connection:
         entry.scope.cancel()
 
     def _on_response(self, env: Envelope) -> None:
-        if not isinstance(env.id, int | str | float):
+        if not isinstance(env.id, REQUEST_ID_TYPES):
             # JSON-RPC 2.0 section 5: a peer answers an unparseable request with id null;
             # it correlates with nothing of ours.
             log.info("dropping response without a usable id conn=%s", self._id)

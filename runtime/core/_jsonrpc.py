@@ -18,6 +18,7 @@ from msgspec import UNSET, Raw, UnsetType
 from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
 
 __all__ = [
+    "REQUEST_ID_TYPES",
     "Envelope",
     "Kind",
     "RequestId",
@@ -35,6 +36,9 @@ __all__ = [
 # MCP: "Requests MUST include a string or integer ID" (basic/index, 2025-11-25); JSON-RPC 2.0
 # also allows other numbers, which we accept and echo unchanged.
 RequestId = int | str | float
+#: The same as a tuple: ``isinstance`` with a tuple is several times faster than with a
+#: union, which matters on the per-request path.
+REQUEST_ID_TYPES: Final = (int, str, float)
 
 
 class Envelope(msgspec.Struct, forbid_unknown_fields=False):

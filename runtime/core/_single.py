@@ -21,6 +21,7 @@ from ._context import RequestContext
 from ._dispatch import Dispatcher
 from ._errors import REQUEST_TIMEOUT, JSONRPCError
 from ._jsonrpc import (
+    REQUEST_ID_TYPES,
     Envelope,
     Kind,
     RequestId,
@@ -105,7 +106,7 @@ async def dispatch_single(
     for handler failures (see ``Dispatcher.dispatch``); cancellation from outside propagates.
     """
     request_id = envelope.id
-    assert isinstance(request_id, int | str | float) and isinstance(envelope.method, str)
+    assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
     params = None if isinstance(envelope.params, msgspec.UnsetType) else envelope.params
     ctx = RequestContext(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)

@@ -51,7 +51,7 @@ class Invalid(Exception):
 
 
 def _usable_id(value: Any) -> bool:
-    return isinstance(value, int | str | float) and not isinstance(value, bool)
+    return isinstance(value, (int, str, float)) and not isinstance(value, bool)
 
 
 def check_message(message: Any) -> Kind:
@@ -69,7 +69,7 @@ def check_message(message: Any) -> Kind:
             raise Invalid(recovered, '"method" must be a string')
         if "result" in message or "error" in message:
             raise Invalid(recovered, "a request cannot carry result or error")
-        if "params" in message and not isinstance(message["params"], dict | list):
+        if "params" in message and not isinstance(message["params"], (dict, list)):
             raise Invalid(recovered, '"params" must be an object or an array')
         if "id" not in message:
             return Kind.NOTIFICATION

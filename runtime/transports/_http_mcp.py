@@ -115,7 +115,8 @@ class StreamableEndpoint:
     async def post(self, request: HttpRequest, exchange: Exchange) -> None:
         if self.shutdown.is_set():
             raise _bad(503, "Service Unavailable: shutting down")
-        principal, token = await self.gate.check_request(request)
+        gated = self.gate.enabled
+        principal, token = await self.gate.check_request(request) if gated else (None, None)
         accept_json, accept_sse = parse_accept(request.header("accept"))
         if not (accept_json or accept_sse):
             raise _bad(406, "Not Acceptable: accept application/json and text/event-stream")
@@ -125,7 +126,7 @@ class StreamableEndpoint:
             message = msgspec.json.decode(request.body)
         except msgspec.DecodeError as exc:
             raise _bad(400, f"Parse error: {exc}", -32700) from None
-        if not isinstance(message, dict | list):
+        if not isinstance(message, (dict, list)):  # a tuple: faster than a union
             raise _bad(400, "Invalid Request: not a JSON-RPC message", -32600)
         if isinstance(message, dict):
             # Malformed messages are answered here, on this POST (see _http_jsonrpc).
@@ -134,7 +135,8 @@ class StreamableEndpoint:
             except Invalid as exc:
                 raise HttpError(400, str(exc), exc.reply) from None
         # Per-tool scopes, once the body has named the tool(s) (each item of a batch).
-        self.gate.check_tools(token, message if isinstance(message, list) else [message])
+        if gated:
+            self.gate.check_tools(token, message if isinstance(message, list) else [message])
         meta_version = _meta_version(message)
         has_session = request.header("mcp-session-id") is not None
         if meta_version is not None:
