@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 import trio
@@ -19,7 +20,10 @@ __all__ = [
     "HttpRequest",
     "as_refusal",
     "error_body",
+    "media_type",
+    "parse_accept",
     "principal_key",
+    "refusal",
 ]
 
 
@@ -227,8 +231,32 @@ def principal_key(principal: object) -> object:
 HttpApp = Callable[[HttpRequest, Exchange], Awaitable[None]]
 
 
-def error_body(message: str, code: int = -32600) -> bytes:
-    """A JSON-RPC error response with no id (what the spec allows on an HTTP error)."""
+def error_body(message: str, code: int = -32600, request_id: Any = None) -> bytes:
+    """A JSON-RPC error response; no id unless known (what the spec allows on an HTTP
+    error)."""
     return msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
     )
+
+
+@functools.lru_cache(maxsize=64)  # clients send the same few Accept values every time
+def parse_accept(value: str | None) -> tuple[bool, bool]:
+    """(accepts application/json, accepts text/event-stream); a missing header accepts both."""
+    if value is None:
+        return True, True
+    types = {part.split(";")[0].strip().lower() for part in value.split(",")}
+    anything = "*/*" in types
+    return (
+        anything or "application/json" in types or "application/*" in types,
+        anything or "text/event-stream" in types or "text/*" in types,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def media_type(value: str | None) -> str:
+    return (value or "").split(";")[0].strip().lower()
+
+
+def refusal(status: int, message: str, code: int = -32600, request_id: Any = None) -> HttpError:
+    """The HttpError answering with ``status`` and a JSON-RPC error body."""
+    return HttpError(status, message, error_body(message, code, request_id))

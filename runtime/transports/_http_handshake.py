@@ -1,0 +1,328 @@
+"""Handshake-era (2025-03-26 .. 2025-11-25) sessions on the Streamable HTTP endpoint.
+
+``initialize`` opens a session; its POSTs run as that session connection's requests (each
+in its POST's own task when it is a single request, else fed to the connection); GET opens
+the session's standing SSE stream or resumes one with ``Last-Event-ID``; DELETE ends it.
+MCP 2025-11-25 basic/transports, "Session Management" and "Resumability and Redelivery".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from ._edge import HttpLimits
+from ._http_auth import Gate
+from ._http_exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._http_jsonrpc import Invalid, Kind, check_batch, check_message
+from ._http_session import Hooks, HttpSession, SessionRegistry
+from ._http_streams import ResponseStream, answer, id_key, pump, sse_event
+
+__all__ = ["HandshakeEra"]
+
+log = logging.getLogger("mcp_runtime.http")
+
+#: 2025-03-26 is the one handshake revision that allows JSON-RPC batches.
+BATCH_REVISION: Final = "2025-03-26"
+
+
+class HandshakeEra:
+    """The session side of ``StreamableEndpoint`` (a mixin)."""
+
+    if TYPE_CHECKING:  # provided by StreamableEndpoint
+        hooks: Hooks
+        limits: HttpLimits
+        registry: SessionRegistry
+        shutdown: trio.Event
+        gate: Gate
+
+    async def principal(self, request: HttpRequest) -> Any:
+        """The session key of the request's principal (None without auth); refusals raise."""
+        key, _principal = await self.gate.check_request(request)
+        return key
+
+    def session(self, request: HttpRequest, principal: Any) -> HttpSession:
+        session_id = request.header("mcp-session-id")
+        assert session_id is not None
+        session = self.registry.get(session_id)
+        # With auth on, a session belongs to the principal that created it: to anyone else
+        # it does not exist (404 reveals nothing).
+        if (
+            session is None
+            or session.legacy
+            or (self.gate.enabled and session.principal != principal)
+        ):
+            raise refusal(404, "Not Found: unknown or ended session")
+        version = request.header("mcp-protocol-version")
+        # 2025-06-18+ "Protocol Version Header": an invalid or unsupported one gets 400;
+        # when absent the server assumes 2025-03-26 (nothing to check).
+        if version is not None and version not in self.hooks.handshake_versions:
+            raise refusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        session.touch()
+        return session
+
+    async def initialize(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        principal: Any,
+        message: dict[str, Any],
+        accept_json: bool,
+        accept_sse: bool,
+        token: Any = None,
+    ) -> None:
+        session = self.registry.create(principal, token=token)
+        if session is None:
+            raise refusal(503, "Service Unavailable: too many sessions", -32010)
+        try:
+            await self.post_session(request, exchange, session, message, accept_json, accept_sse)
+        finally:
+            if session.protocol_version is None:  # initialize failed: no session
+                session.end()
+
+    async def post_session(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        session: HttpSession,
+        message: dict[str, Any] | list[Any],
+        accept_json: bool,
+        accept_sse: bool,
+    ) -> None:
+        headers = [("Mcp-Session-Id", session.id)]
+        body = request.body
+        batch_errors: list[bytes] = []
+        if isinstance(message, list):
+            revision = session.protocol_version
+            if revision != BATCH_REVISION:
+                raise refusal(
+                    400,
+                    f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
+                    f"{revision} (only {BATCH_REVISION})",
+                )
+            # Batch-level errors (empty, too large) have no id to route by: they are this
+            # POST's answer (400 with the JSON-RPC error body, 2025-03-26 basic/transports).
+            try:
+                checked = check_batch(body, message, self.hooks.max_batch_size)
+            except Invalid as exc:
+                raise HttpError(400, str(exc), exc.reply, headers) from None
+            if not checked.valid:  # nothing acceptable: the item errors are the answer
+                raise HttpError(
+                    400, "Invalid Request", b"[" + b",".join(checked.errors) + b"]", headers
+                )
+            items: list[Any] = checked.messages
+            keys = [id_key(request_id) for request_id in checked.request_ids]
+            batch_errors = checked.errors
+            if batch_errors:
+                body = b"[" + b",".join(checked.valid) + b"]"
+                if not keys:  # only notifications/responses are left: nothing to splice into
+                    raise HttpError(
+                        400, "Invalid Request", b"[" + b",".join(batch_errors) + b"]", headers
+                    )
+        else:
+            items = [message]
+            is_request = check_message(message) is Kind.REQUEST
+            keys = [id_key(message["id"])] if is_request else []
+        if not keys:
+            session.in_use += 1
+            try:
+                await session.feed(body)
+            finally:
+                session.in_use -= 1
+            for item in items:
+                if isinstance(item, dict) and item.get("method") == "notifications/cancelled":
+                    params = item.get("params")
+                    if isinstance(params, dict) and params.get("requestId") is not None:
+                        session.cancelled(params["requestId"])
+            await exchange.respond(202, b"", headers=headers)
+            return
+        stream = session.open_stream(keys)
+        if stream is None:
+            raise refusal(400, "Invalid Request: a request with this id is already in flight")
+        stream.batch_errors = batch_errors
+        session.in_use += 1
+        try:
+            envelope = self._session_direct(session, message, body)
+            if envelope is not None:
+                stream.lazy_prime = True  # most of these answer as JSON: no event at all
+                await self._run_in_session(
+                    exchange, session, stream, envelope, accept_json, accept_sse, headers
+                )
+                return
+            prime_id = await session.prime(stream)
+            await session.feed(body)
+            await answer(
+                exchange,
+                stream,
+                accept_json=accept_json,
+                accept_sse=accept_sse,
+                headers=headers,
+                resumable=True,
+                prime_id=prime_id,
+                retry_ms=self.limits.sse_retry_ms,
+                keepalive=self.limits.sse_keepalive,
+            )
+        finally:
+            session.in_use -= 1
+            session.touch()
+            session.release(stream)
+
+    def _session_direct(self, session: HttpSession, message: Any, body: bytes) -> Any:
+        """The envelope of a single request that can run in the POST's own task (see
+        ``Hooks.run_in_session``), else None (the POST feeds the session's connection)."""
+        if (
+            self.hooks.run_in_session is None
+            or self.hooks.decode_one is None
+            or session.connection is None
+            or session.legacy
+            or not isinstance(message, dict)
+            or message.get("method") == "initialize"
+        ):
+            return None
+        return self.hooks.decode_one(body)
+
+    async def _run_in_session(
+        self,
+        exchange: Exchange,
+        session: HttpSession,
+        stream: ResponseStream,
+        envelope: Any,
+        accept_json: bool,
+        accept_sse: bool,
+        headers: list[tuple[str, str]],
+    ) -> None:
+        """Run one session request in this task. Its answer is JSON when it is the only
+        message; if the request sends notifications first, a writer task answers from the
+        stream (as SSE for clients that take it) while the request runs on."""
+        assert self.hooks.run_in_session is not None and self.hooks.start_soon is not None
+        connection = session.connection
+        writer_done: trio.Event | None = None
+
+        async def write_stream() -> None:
+            assert writer_done is not None
+            try:
+                await answer(
+                    exchange,
+                    stream,
+                    accept_json=accept_json,
+                    accept_sse=accept_sse,
+                    headers=headers,
+                    resumable=True,
+                    prime_id=stream.prime_id,  # stored before the event that woke us
+                    retry_ms=self.limits.sse_retry_ms,
+                    keepalive=self.limits.sse_keepalive,
+                )
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+                # The client left (its events stay in the store for Last-Event-ID).
+                log.info("stream writer stopped: the client is gone stream=%s", stream.id)
+            finally:
+                writer_done.set()
+
+        def start_writer() -> None:
+            nonlocal writer_done
+            if accept_sse and not exchange.disconnected.is_set():
+                writer_done = trio.Event()
+                self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+
+        stream.on_message = start_writer
+        try:
+            reply = await self.hooks.run_in_session(connection, envelope)
+        finally:
+            stream.on_message = None
+        if writer_done is not None or exchange.disconnected.is_set():
+            # The answer joins the stream (and the replay store, for a client that left).
+            if reply is not None:
+                await session.route([(reply, None)])
+            else:
+                session.cancelled(envelope.id)
+            if writer_done is not None:
+                await writer_done.wait()
+            return
+        session.close_stream(stream)
+        if reply is None:  # cancelled by the client: no response (as answer() does)
+            if accept_sse:
+                await exchange.start_stream(200, "text/event-stream", headers, end=True)
+            else:
+                await exchange.respond(204, b"", headers=headers)
+        elif accept_json:
+            await exchange.respond(200, reply, headers=headers)
+        else:
+            prime_id = await session.prime(stream)
+            event_id = await session.store.append(session.id, stream.id, reply)
+            opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
+            await exchange.start_stream(
+                200,
+                "text/event-stream",
+                [*headers, ("X-Accel-Buffering", "no")],
+                first=opening + sse_event(reply, event_id),
+                end=True,
+            )
+
+    # -- GET / DELETE (handshake era) -----------------------------------------------------
+
+    async def get(self, request: HttpRequest, exchange: Exchange) -> None:
+        if request.header("mcp-session-id") is None:
+            # 2026-07-28 "Backward Compatibility": GET gets 405; there is no session-less
+            # standing stream in either era.
+            raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
+        principal = await self.principal(request)
+        session = self.session(request, principal)
+        if not parse_accept(request.header("accept"))[1]:
+            raise refusal(406, "Not Acceptable: a GET must accept text/event-stream")
+        if session.get_streams >= self.limits.max_streams_per_session:
+            raise refusal(429, "Too Many Requests: too many SSE streams for this session")
+        last = request.header("last-event-id")
+        replay: list[tuple[str, bytes]] = []
+        skip = 0
+        if last is not None:
+            found = await session.store.replay(session.id, last)
+            if found is None:
+                raise refusal(400, "Bad Request: unknown Last-Event-ID")
+            stream_id, replay = found
+            stream: ResponseStream | None = session.streams.get(stream_id)
+            skip = _seq(replay[-1][0]) if replay else _seq(last)
+        else:
+            stream = session.standing
+            if stream.attached:
+                raise refusal(409, "Conflict: this session's GET stream is already open")
+        headers = [("Mcp-Session-Id", session.id), ("X-Accel-Buffering", "no")]
+        session.get_streams += 1
+        session.in_use += 1
+        try:
+            await exchange.start_stream(200, "text/event-stream", headers)
+            if stream is session.standing and last is None:
+                prime = await session.prime(stream)
+                await exchange.write(sse_event(None, prime, self.limits.sse_retry_ms))
+            else:
+                await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
+            for event_id, data in replay:
+                await exchange.write(sse_event(data, event_id))
+            if stream is not None and not stream.attached and not stream.done:
+                stream.attached = True
+                stream.overflowed = False
+                try:
+                    if not await pump(exchange, stream, self.limits.sse_keepalive, skip):
+                        return
+                finally:
+                    stream.attached = False
+                    session.release(stream)
+            await exchange.end()
+        finally:
+            session.get_streams -= 1
+            session.in_use -= 1
+            session.touch()
+
+    async def delete(self, request: HttpRequest, exchange: Exchange) -> None:
+        if request.header("mcp-session-id") is None:
+            raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
+        principal = await self.principal(request)
+        session = self.session(request, principal)
+        session.end()
+        await exchange.respond(200, b"")
+
+
+def _seq(event_id: str) -> int:
+    number = event_id.rpartition("_")[2]
+    return int(number) if number.isdigit() else 0
