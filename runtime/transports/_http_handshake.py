@@ -153,21 +153,33 @@ class HandshakeEra:
                 return
             prime_id = await session.prime(stream)
             await session.feed(body)
-            await answer(
-                exchange,
-                stream,
-                accept_json=accept_json,
-                accept_sse=accept_sse,
-                headers=headers,
-                resumable=True,
-                prime_id=prime_id,
-                retry_ms=self.limits.sse_retry_ms,
-                keepalive=self.limits.sse_keepalive,
-            )
+            await self._answer(exchange, stream, accept_json, accept_sse, headers, prime_id)
         finally:
             session.in_use -= 1
             session.touch()
             session.release(stream)
+
+    async def _answer(
+        self,
+        exchange: Exchange,
+        stream: ResponseStream,
+        accept_json: bool,
+        accept_sse: bool,
+        headers: list[tuple[str, str]],
+        prime_id: str | None,
+    ) -> None:
+        """Answer a session POST from its (resumable) response stream."""
+        await answer(
+            exchange,
+            stream,
+            accept_json=accept_json,
+            accept_sse=accept_sse,
+            headers=headers,
+            resumable=True,
+            prime_id=prime_id,
+            retry_ms=self.limits.sse_retry_ms,
+            keepalive=self.limits.sse_keepalive,
+        )
 
     def _session_direct(self, session: HttpSession, message: Any, body: bytes) -> Any:
         """The envelope of a single request that can run in the POST's own task (see
@@ -203,16 +215,9 @@ class HandshakeEra:
         async def write_stream() -> None:
             assert writer_done is not None
             try:
-                await answer(
-                    exchange,
-                    stream,
-                    accept_json=accept_json,
-                    accept_sse=accept_sse,
-                    headers=headers,
-                    resumable=True,
-                    prime_id=stream.prime_id,  # stored before the event that woke us
-                    retry_ms=self.limits.sse_retry_ms,
-                    keepalive=self.limits.sse_keepalive,
+                # The priming event was stored before the event that woke this writer.
+                await self._answer(
+                    exchange, stream, accept_json, accept_sse, headers, stream.prime_id
                 )
             except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
                 # The client left (its events stay in the store for Last-Event-ID).
