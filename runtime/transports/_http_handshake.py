@@ -229,7 +229,10 @@ class HandshakeEra:
             nonlocal writer_done
             if accept_sse and not exchange.disconnected.is_set():
                 writer_done = trio.Event()
-                self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+                try:
+                    self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+                except RuntimeError:  # the connection is ending: answer at the end instead
+                    writer_done = None
 
         stream.on_message = start_writer
         try:
