@@ -62,6 +62,29 @@ def _short(frame: str) -> str:
     return f"{name} ({path})"
 
 
+def _record(spy: str, pid: int, raw: Path, duration: float) -> subprocess.Popen[bytes]:
+    """Start py-spy sampling ``pid`` for ``duration`` seconds into ``raw`` (collapsed)."""
+    return subprocess.Popen(
+        [
+            spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--duration",
+            str(int(duration)),
+            "--rate",
+            "400",
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
 def profile_stdio(results: Path, settings: Any = None, duration: float = DURATION) -> str | None:
     from .run import OURS, ROOT, server_env, stdio_argv
 
@@ -80,25 +103,7 @@ def profile_stdio(results: Path, settings: Any = None, duration: float = DURATIO
     try:
         peer.handshake()
         peer.load(wire.echo_template(), total=20_000, depth=64, time_cap=1.0)  # warm-up
-        spy_proc = subprocess.Popen(
-            [
-                spy,
-                "record",
-                "--pid",
-                str(peer.pid),
-                "--duration",
-                str(int(duration)),
-                "--rate",
-                "400",
-                "--format",
-                "raw",
-                "--output",
-                str(raw),
-                "--nonblocking",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        spy_proc = _record(spy, peer.pid, raw, duration)
         time.sleep(0.5)
         res = peer.load(wire.echo_template(), total=10**7, depth=64, time_cap=duration - 1)
         _, err = spy_proc.communicate(timeout=duration + 30)
@@ -127,25 +132,7 @@ def profile_http(results: Path, duration: float = DURATION, clients: int = 16) -
     with http_server(OURS, "http-json") as (proc, port):
         conns = [wire.HttpClient(port, "/mcp", "modern") for _ in range(clients)]
         wire.http_load(conns, wire.echo_template(True), total=2000, time_cap=1.0)
-        spy_proc = subprocess.Popen(
-            [
-                spy,
-                "record",
-                "--pid",
-                str(proc.pid),
-                "--duration",
-                str(int(duration)),
-                "--rate",
-                "400",
-                "--format",
-                "raw",
-                "--output",
-                str(raw),
-                "--nonblocking",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        spy_proc = _record(spy, proc.pid, raw, duration)
         time.sleep(0.5)
         res = wire.http_load(conns, wire.echo_template(True), total=10**7, time_cap=duration - 1)
         spy_proc.communicate(timeout=duration + 30)
