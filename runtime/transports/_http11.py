@@ -54,8 +54,6 @@ class RequestHead:
     headers: list[tuple[str, str]]
     #: The same by name; a repeated field's values joined with ", " (RFC 9110 5.3).
     index: dict[str, str]
-    #: Bytes of the head as received (request line and fields).
-    size: int
     #: None: no body; -1: chunked; else its length.
     content_length: int | None
     keep_alive: bool
@@ -139,7 +137,6 @@ class RequestParser:
             headers,
             index,
             "host" in repeated,
-            len(head),
         )
 
 
@@ -161,7 +158,6 @@ def _head(
     headers: list[tuple[str, str]],
     index: dict[str, str],
     many_hosts: bool,
-    size: int,
 ) -> RequestHead:
     if version == (1, 1) and ("host" not in index or many_hosts):
         raise ProtocolError(400, "Bad request: exactly one Host header is required")
@@ -192,7 +188,6 @@ def _head(
         version,
         headers,
         index,
-        size,
         length,
         keep_alive,
         expect is not None and bool(length),

@@ -16,7 +16,7 @@ import trio
 from ._edge import HttpLimits
 from ._http_auth import Gate
 from ._http_exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
-from ._http_jsonrpc import Invalid, Kind, check_batch, check_message
+from ._http_jsonrpc import Invalid, check_batch
 from ._http_session import Hooks, HttpSession, SessionRegistry
 from ._http_streams import ResponseStream, answer, id_key, pump, sse_event
 
@@ -123,7 +123,8 @@ class HandshakeEra:
                     )
         else:
             items = [message]
-            is_request = check_message(message) is Kind.REQUEST
+            # post() validated the message: a request is one with a method and an id.
+            is_request = "method" in message and "id" in message
             keys = [id_key(message["id"])] if is_request else []
         if not keys:
             session.in_use += 1
