@@ -10,6 +10,7 @@ precise 4xx/5xx and the connection closes. HTTP/1.0 is served, one request per c
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -23,6 +24,7 @@ __all__ = [
     "chunk",
     "end_chunks",
     "response_head",
+    "simple_response_head",
 ]
 
 _TOKEN: Final = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
@@ -115,29 +117,50 @@ class RequestParser:
         if head.count(b"\r\n") > self.max_count:
             raise ProtocolError(431, f"Too many header fields (limit {self.max_count})")
         method, target, minor = request_line.groups()
-        headers: list[tuple[str, str]] = []
-        index: dict[str, str] = {}
-        repeated: set[str] = set()
-        for line in (
-            head[line_end + 2 :].decode("latin-1").split("\r\n") if line_end < len(head) else ()
-        ):
-            name, _, value = line.partition(":")
-            name = name.lower()
-            value = value.strip(" \t")
-            headers.append((name, value))
-            if name in index:  # RFC 9110 5.3: repeated fields combine with ", "
-                index[name] = f"{index[name]}, {value}"
-                repeated.add(name)
-            else:
-                index[name] = value
+        lines = head[line_end + 2 :].decode("latin-1").split("\r\n") if line_end < len(head) else []
+        # Clients repeat the same field lines request after request (Host, Accept, the MCP
+        # headers...): each distinct line is cut and cleaned once, then found by its text.
+        headers = [_FIELD_LINES.get(line) or _field(line) for line in lines]
+        index = dict(headers)
+        many_hosts = False
+        if len(index) != len(headers):  # RFC 9110 5.3: repeated fields combine with ", "
+            index, many_hosts = _combined(headers)
         return _head(
             method.decode("ascii"),
             target.decode("latin-1"),
             (1, minor[0] - 48),
             headers,
             index,
-            "host" in repeated,
+            many_hosts,
         )
+
+
+#: Field line -> (lower-cased name, value without surrounding whitespace). Bounded: cleared
+#: when full, so a client sending ever-new lines costs a re-parse, never memory.
+_FIELD_LINES: dict[str, tuple[str, str]] = {}
+_FIELD_LINES_MAX: Final = 1024
+
+
+def _field(line: str) -> tuple[str, str]:
+    name, _, value = line.partition(":")
+    field = (name.lower(), value.strip(" \t"))
+    if len(_FIELD_LINES) >= _FIELD_LINES_MAX:
+        _FIELD_LINES.clear()
+    _FIELD_LINES[line] = field
+    return field
+
+
+def _combined(headers: list[tuple[str, str]]) -> tuple[dict[str, str], bool]:
+    """The index of fields some of which repeat, and whether Host is one of them."""
+    index: dict[str, str] = {}
+    repeated: set[str] = set()
+    for name, value in headers:
+        if name in index:
+            index[name] = f"{index[name]}, {value}"
+            repeated.add(name)
+        else:
+            index[name] = value
+    return index, "host" in repeated
 
 
 def _field_error(fields: bytes) -> str:
@@ -164,9 +187,21 @@ def _head(
     expect = index.get("expect")
     if expect is not None and expect.lower() != "100-continue":
         raise ProtocolError(417, "Expectation Failed")
-    lengths = set(_tokens(index.get("content-length")))
-    codings = _tokens(index.get("transfer-encoding"))
     length: int | None = None
+    declared = index.get("content-length")
+    if (
+        declared is not None
+        and declared.isdigit()
+        and declared.isascii()
+        and len(declared) <= 18
+        and "transfer-encoding" not in index
+    ):  # the common case, one plain length; anything else is checked in full below
+        length = int(declared)
+        lengths: set[str] = set()
+        codings: list[str] = []
+    else:
+        lengths = set(_tokens(declared))
+        codings = _tokens(index.get("transfer-encoding"))
     if codings:
         if lengths:
             raise ProtocolError(400, "Bad request: both Content-Length and Transfer-Encoding")
@@ -296,6 +331,27 @@ def response_head(
         lines.append("Connection: close")
     lines.append("\r\n")
     return "\r\n".join(lines).encode("latin-1")
+
+
+def simple_response_head(status: int, content_type: str | None, length: int, close: bool) -> bytes:
+    """``response_head`` of a whole response with no other fields: the same bytes, the part
+    before the length built once per (status, type, close)."""
+    if status in _NO_BODY_STATUS or status < 200:
+        headers = [("Content-Type", content_type)] if content_type else []
+        return response_head(status, headers, length=length, close=close)
+    return b"%b%d\r\n%b\r\n" % (
+        _simple_prefix(status, content_type),
+        length,
+        b"Connection: close\r\n" if close else b"",
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _simple_prefix(status: int, content_type: str | None) -> bytes:
+    head = response_head(
+        status, [("Content-Type", content_type)] if content_type else [], length=0, close=False
+    )
+    return head[: head.rindex(b"Content-Length: ") + 16]
 
 
 def chunk(data: bytes) -> bytes:

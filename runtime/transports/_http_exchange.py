@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import msgspec
 import trio
 
-from ._http11 import RequestHead, chunk, end_chunks, response_head
+from ._http11 import RequestHead, chunk, end_chunks, response_head, simple_response_head
 
 __all__ = [
     "Exchange",
@@ -85,12 +85,13 @@ class Exchange:
     __slots__ = (
         "_abort_on_hangup",
         "_chunked",
+        "_disconnected",
         "_driver",
         "_head_only",
+        "_hung_up",
         "_scopes",
         "_version",
         "close_after",
-        "disconnected",
         "finished",
         "started",
     )
@@ -103,15 +104,29 @@ class Exchange:
         self._abort_on_hangup = False
         self.started = False
         self.finished = False
-        #: Set when the client hung up (EOF or reset) while the request was being answered.
-        self.disconnected = trio.Event()
+        self._hung_up = False
+        self._disconnected: trio.Event | None = None  # made when asked for
         self.close_after = not head.keep_alive
         self._scopes: list[trio.CancelScope] = []
+
+    @property
+    def hung_up_seen(self) -> bool:
+        """Whether the client hung up while the request was being answered."""
+        return self._hung_up
+
+    @property
+    def disconnected(self) -> trio.Event:
+        """Set when the client hung up (EOF or reset) while the request was being answered."""
+        if self._disconnected is None:
+            self._disconnected = trio.Event()
+            if self._hung_up:
+                self._disconnected.set()
+        return self._disconnected
 
     def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
         """Cancel ``scope`` when the client hangs up (at once if it already has); no task.
         Pair with :meth:`forget`."""
-        if self.disconnected.is_set():
+        if self._hung_up:
             scope.cancel()
         else:
             self._scopes.append(scope)
@@ -124,7 +139,7 @@ class Exchange:
         """This request dies with its connection: a hang-up cancels the connection's work,
         this request included (for a request that needs no scope of its own)."""
         self._abort_on_hangup = True
-        if self.disconnected.is_set():
+        if self._hung_up:
             self.abort()
 
     def abort(self) -> None:
@@ -133,7 +148,9 @@ class Exchange:
 
     def hung_up(self) -> None:
         """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
-        self.disconnected.set()
+        self._hung_up = True
+        if self._disconnected is not None:
+            self._disconnected.set()
         if self._abort_on_hangup:
             self.abort()
         scopes, self._scopes = self._scopes, []
@@ -153,13 +170,15 @@ class Exchange:
         content_type: str | None = "application/json",
         headers: list[tuple[str, str]] | None = None,
     ) -> None:
-        hdrs = list(headers) if headers else []
-        if body and content_type:
-            hdrs.append(("Content-Type", content_type))
         self.started = True
-        data = response_head(
-            status, hdrs, length=len(body), close=self.close_after, version=self._version
-        )
+        content_type = content_type if body else None
+        if headers:
+            hdrs = [*headers, ("Content-Type", content_type)] if content_type else headers
+            data = response_head(
+                status, hdrs, length=len(body), close=self.close_after, version=self._version
+            )
+        else:
+            data = simple_response_head(status, content_type, len(body), self.close_after)
         if body and not self._head_only:
             data += body
         await self._driver.write(data)

@@ -228,7 +228,7 @@ class HandshakeEra:
 
         def start_writer() -> None:
             nonlocal writer_done
-            if accept_sse and not exchange.disconnected.is_set():
+            if accept_sse and not exchange.hung_up_seen:
                 writer_done = trio.Event()
                 try:
                     self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
@@ -240,7 +240,7 @@ class HandshakeEra:
             reply = await self.hooks.run_in_session(connection, envelope)
         finally:
             stream.on_message = None
-        if writer_done is not None or exchange.disconnected.is_set():
+        if writer_done is not None or exchange.hung_up_seen:
             # The answer joins the stream (and the replay store, for a client that left).
             if reply is not None:
                 await session.route([(reply, None)])

@@ -186,7 +186,7 @@ class StreamableEndpoint(HandshakeEra):
                 retry_ms=self.limits.sse_retry_ms,
                 keepalive=self.limits.sse_keepalive,
             )
-            if exchange.disconnected.is_set():
+            if exchange.hung_up_seen:
                 # 2026-07-28 "Cancellation": closing the response stream cancels the request.
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
                 nursery.cancel_scope.cancel()

@@ -366,6 +366,10 @@ class _Driver:
                     await self._wait_data()
                 except trio.BrokenResourceError:
                     return None  # the client closed an idle connection
+            self.phase = "head"
+            head = parser.next_head()
+            if head is not None:  # the whole head came in one read: the common case
+                return head
             if not first:
                 self.deadline = trio.current_time() + self.limits.header_timeout
         elif self.deadline == math.inf:  # part of the next request came with the last one
@@ -376,6 +380,12 @@ class _Driver:
         return head
 
     async def _read_body(self, head: RequestHead) -> bytes:
+        length = head.content_length
+        buffer = self.parser.buffer
+        if length is not None and 0 < length <= len(buffer) and length <= self.max_body_size:
+            body = bytes(buffer[:length])  # all of it is here already: the common case
+            del buffer[:length]
+            return body
         reader = BodyReader(head, self.max_body_size)
         if reader.done:
             return b""
@@ -415,7 +425,7 @@ class _Driver:
         self.phase = "app"
         self.deadline = math.inf
         await self._run_app(request, exchange)
-        return exchange.finished and not exchange.close_after and not exchange.disconnected.is_set()
+        return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     def _request(self, head: RequestHead) -> HttpRequest:
         target = head.target

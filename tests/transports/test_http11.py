@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime.transports import _http11
 from runtime.transports._http11 import (
     BodyReader,
     ProtocolError,
@@ -15,6 +16,7 @@ from runtime.transports._http11 import (
     chunk,
     end_chunks,
     response_head,
+    simple_response_head,
 )
 
 BASIC = b"POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 5\r\n\r\nhello"
@@ -82,6 +84,9 @@ def test_header_values_lose_surrounding_whitespace_and_names_are_lowered() -> No
         ),
         (b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
         (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +5\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: \xb2\r\n\r\n", 400),  # superscript 2
+        (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1234567890123456789\r\n\r\n", 400),
         (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
         (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
         (b"POST / HTTP/1.1\r\nHost: h\r\nExpect: magic\r\n\r\n", 417),
@@ -109,6 +114,35 @@ def test_connection_persistence_and_expect() -> None:
     assert head is not None and head.expect_continue
     same = parse(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n")
     assert same is not None and same.content_length == 3
+
+
+def test_repeated_field_lines_parse_the_same_each_time_and_the_memo_stays_bounded() -> None:
+    request = b"POST / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nx-a:  2 \r\nContent-Length: 0\r\n\r\n"
+    first, second = parse(request), parse(request)
+    assert first is not None and second is not None
+    fields = [("host", "h"), ("x-a", "1"), ("x-a", "2"), ("content-length", "0")]
+    assert first.headers == second.headers == fields
+    assert first.index == second.index == {"host": "h", "x-a": "1, 2", "content-length": "0"}
+    first.headers.append(("x-mine", "v"))  # each request owns its lists
+    assert ("x-mine", "v") not in second.headers
+    for i in range(3 * 1024):  # a client sending ever-new lines costs no memory
+        head = parse(b"GET / HTTP/1.1\r\nHost: h\r\nX-Trace: %d\r\n\r\n" % i)
+        assert head is not None and head.index["x-trace"] == str(i)
+    assert len(_http11._FIELD_LINES) <= 1024
+
+
+@given(
+    st.sampled_from([100, 200, 201, 202, 204, 304, 400, 404, 500, 599]),
+    st.sampled_from([None, "application/json", "text/plain; charset=utf-8"]),
+    st.integers(min_value=0, max_value=10**9),
+    st.booleans(),
+)
+def test_simple_response_heads_are_the_general_ones_byte_for_byte(
+    status: int, content_type: str | None, length: int, close: bool
+) -> None:
+    headers = [("Content-Type", content_type)] if content_type else []
+    expected = response_head(status, headers, length=length, close=close)
+    assert simple_response_head(status, content_type, length, close) == expected
 
 
 CHUNKED = (

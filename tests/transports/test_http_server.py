@@ -102,6 +102,27 @@ async def test_hanging_up_mid_request_cancels_it_and_closes() -> None:
             assert seen == ["cancelled", "disconnected"]
 
 
+async def test_an_app_waiting_for_the_hang_up_sees_it() -> None:
+    served = trio.Event()
+    done = trio.Event()
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        hang_up = exchange.disconnected  # asked for before the client hangs up
+        assert not hang_up.is_set() and not exchange.hung_up_seen
+        served.set()
+        await hang_up.wait()
+        assert exchange.hung_up_seen
+        done.set()
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/x"))
+            await served.wait()
+            await stream.aclose()
+            await done.wait()
+
+
 async def test_keep_alive_serves_many_requests_then_sees_eof() -> None:
     calls = 0
 
