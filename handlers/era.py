@@ -91,6 +91,7 @@ class McpDispatcher(Dispatcher):
     ) -> None:
         super().__init__(requests, notifications)
         self.app = app
+        self._modern: dict[Handler, Handler] = {}
 
     def route(self, ctx: RequestContext) -> Handler | None:
         raw = ctx.params
@@ -131,7 +132,10 @@ class McpDispatcher(Dispatcher):
         handler = self.requests.get(ctx.method)
         if handler is None:
             return None
-        return functools.partial(self._serve_modern, handler)
+        wrapped = self._modern.get(handler)
+        if wrapped is None:  # once per handler, not per request
+            wrapped = self._modern[handler] = functools.partial(self._serve_modern, handler)
+        return wrapped
 
     async def _serve_modern(self, handler: Handler, ctx: RequestContext) -> Any:
         result = await handler(ctx)

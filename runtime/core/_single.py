@@ -58,7 +58,7 @@ class _SinglePeer:
     def __init__(self, connection_id: str, send: Callable[[bytes], Awaitable[None]]) -> None:
         self._id = connection_id
         self._send = send
-        self._next_request_id = itertools.count(1)
+        self._next_request_id: itertools.count[int] | None = None  # made by request()
 
     @property
     def connection_id(self) -> str:
@@ -84,6 +84,8 @@ class _SinglePeer:
     ) -> Any:
         # The client's answer would arrive on another POST, which cannot reach this one:
         # as on a one-request connection, the request is sent and times out.
+        if self._next_request_id is None:
+            self._next_request_id = itertools.count(1)
         request_id = next(self._next_request_id)
         await self._send(encode_request(request_id, method, params))
         await trio.sleep(timeout)

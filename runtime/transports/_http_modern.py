@@ -131,7 +131,7 @@ _error_probe: Final = msgspec.json.Decoder(_ErrorProbe)
 
 def status_of(data: bytes) -> int:
     """The HTTP status for a modern JSON answer: 200, or the spec's status for its error."""
-    if data[:1] != b"{":
+    if data[:1] != b"{" or b'"error"' not in data:  # no error member: a result (the norm)
         return 200
     try:
         error = _error_probe.decode(data).error

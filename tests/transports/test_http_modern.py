@@ -154,6 +154,21 @@ async def test_unknown_method_gets_404_with_32601() -> None:
             assert response.json()["error"]["code"] == -32601
 
 
+async def test_a_result_that_mentions_an_error_is_still_200() -> None:
+    app, _ = make_app()
+    tag = '{"error": {"code": -32601}}, "error"'
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "slow"),
+                body=_tool_call(1, "slow", tag=tag, seconds=0),
+            )
+            assert response.status == 200
+            assert response.json()["result"]["content"][0]["text"] == tag
+
+
 async def test_unsupported_version_gets_400_with_32022() -> None:
     app, _ = make_app()
     body = modern(1, "tools/list")
