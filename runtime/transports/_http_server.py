@@ -15,9 +15,7 @@ import contextlib
 import itertools
 import logging
 import math
-import os
 from collections.abc import Awaitable, Callable
-from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
 import trio
@@ -32,11 +30,11 @@ from ._http_exchange import (
     HttpRequest,
     error_body,
 )
+from ._http_socket import SocketIO
 
 __all__ = ["serve_http_listeners"]
 
 log = logging.getLogger("mcp_runtime.http")
-_RECEIVE_SIZE: Final = 64 * 1024
 _ids = itertools.count(1)
 
 
@@ -110,17 +108,15 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
                 driver.expire()
 
 
-class _Driver:
+class _Driver(SocketIO):
     """One connection: this task reads, parses requests and runs the app. While an app
     waits on something (a slow tool, an SSE stream), a reader task reads on (ahead: a
     pipelined next request waits in the parser) so that a client hanging up mid-request is
     noticed at once (``Exchange.hung_up``); an app that answers without waiting needs none.
 
-    Socket I/O goes straight to the file descriptor (non-blocking, as trio keeps it) and
-    waits through ``trio.lowlevel.wait_readable``/``wait_writable`` only when it must: a
-    response that fits the socket buffer is one ``write`` with no scheduler round trip.
-    One cancel scope spans the connection; ``deadline`` is the current phase's timeout
-    (idle, head, body; none while the application runs), enforced by ``_sweep_deadlines``.
+    Socket I/O is :class:`SocketIO`'s (straight to the descriptor). One cancel scope
+    spans the connection; ``deadline`` is the current phase's timeout (idle, head, body;
+    none while the application runs), enforced by ``_sweep_deadlines``.
     """
 
     def __init__(
@@ -134,38 +130,25 @@ class _Driver:
         shutdown: trio.Event,
         on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None,
     ) -> None:
+        super().__init__(
+            stream.socket.fileno(),
+            RequestParser(limits.max_header_size, limits.max_header_count),
+            write_timeout,
+            read_cap=limits.max_header_size + max_body_size,
+        )
         self.stream = stream
-        self._fd = stream.socket.fileno()
-        self._closed = False
         self.app = app
         self.policy = policy
         self.limits = limits
         self.max_body_size = max_body_size
-        self.write_timeout = write_timeout
         self.shutdown = shutdown
         self.on_upgrade = on_upgrade
         self.id = f"http-{next(_ids)}"
-        self.parser = RequestParser(limits.max_header_size, limits.max_header_count)
         #: What the connection is doing: "idle" (between requests), "head", "body", "app".
         self.phase = "idle"
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
         self._scope = trio.CancelScope()
-        self._write_lock = trio.StrictFIFOLock()
-        # Reader state: EOF seen, or the socket broke; the exchange being answered; bytes
-        # read since this task last needed data.
-        self._eof = False
-        self._broken: BaseException | None = None
-        self._exchange: Exchange | None = None
-        self._nursery: trio.Nursery | None = None
-        # The reader task, once an app has waited on this connection: it then reads for
-        # the connection's life and hands bytes over (this task parks on _data_lot).
-        self._reader_running = False
-        self._unread = 0
-        self._data_lot = trio.lowlevel.ParkingLot()  # this task waits for the reader
-        self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for this task
-        self._reader_scope = trio.CancelScope()
-        self._reader_done = trio.Event()
 
     def abort(self) -> None:
         self._scope.cancel()
@@ -198,103 +181,6 @@ class _Driver:
             await trio.aclose_forcefully(self.stream)
         if failed is not None:
             raise failed
-
-    # -- socket I/O ---------------------------------------------------------------------
-
-    async def write(self, data: bytes) -> None:
-        """Write all of ``data``; TooSlowError after ``write_timeout`` without progress
-        room, BrokenResourceError when the peer is gone."""
-        if not data:
-            return
-        if self._closed:
-            raise trio.ClosedResourceError("the connection is closed")
-        if not self._write_lock.locked():
-            try:
-                sent = os.write(self._fd, data)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
-            if sent == len(data):
-                return
-            data = data[sent:]
-        async with self._write_lock:
-            await self._write_slowly(memoryview(data))
-
-    async def _write_slowly(self, view: memoryview) -> None:
-        with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
-            while view:
-                await trio.lowlevel.wait_writable(self._fd)
-                if self._closed:
-                    raise trio.ClosedResourceError("the connection is closed")
-                try:
-                    sent = os.write(self._fd, view)
-                except BlockingIOError:
-                    continue
-                except OSError as exc:
-                    raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
-                view = view[sent:]
-        if scope.cancelled_caught:
-            raise trio.TooSlowError
-
-    def _read_now(self) -> bool:
-        """One non-blocking read into the parser; False when nothing was there."""
-        try:
-            data = os.read(self._fd, _RECEIVE_SIZE)
-        except BlockingIOError:
-            return False
-        except OSError as exc:
-            self._broken = exc
-            data = b""
-        if data:
-            self.parser.feed(data)
-            self._unread += len(data)
-        else:
-            self._eof = True
-            if self._exchange is not None:
-                self._exchange.hung_up()
-        return True
-
-    async def _wait_data(self) -> None:
-        """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
-        broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
-        if self._broken is not None:
-            raise trio.BrokenResourceError from self._broken
-        if self._eof:
-            raise trio.BrokenResourceError("the client closed the connection")
-        if self._reader_running:
-            self._unread = 0
-            self._drain_lot.unpark_all()
-            await self._data_lot.park()
-        else:
-            while True:
-                await trio.lowlevel.wait_readable(self._fd)
-                if self._read_now():
-                    break
-        if self._broken is not None:
-            raise trio.BrokenResourceError from self._broken
-
-    def _start_reader(self) -> None:
-        if not self._reader_running and not self._eof and self._nursery is not None:
-            self._reader_running = True
-            self._unread = 0
-            self._nursery.start_soon(self._reader)
-
-    async def _reader(self) -> None:
-        """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
-        nothing, so no byte is lost); a pipelined next request waits in the parser."""
-        cap = self.limits.max_header_size + self.max_body_size
-        try:
-            with self._reader_scope:
-                while not self._eof and self._broken is None:
-                    await trio.lowlevel.wait_readable(self._fd)
-                    if not self._read_now():
-                        continue
-                    self._data_lot.unpark_all()
-                    while self._unread > cap:
-                        await self._drain_lot.park()  # stop reading: backpressure
-        finally:
-            self._reader_done.set()
 
     # -- requests -----------------------------------------------------------------------
 

@@ -1,0 +1,150 @@
+"""One HTTP connection's socket I/O, straight to the file descriptor.
+
+The descriptor is non-blocking (as trio keeps it): ``os.read``/``os.write`` go first, and
+``trio.lowlevel.wait_readable``/``wait_writable`` only when they must, so a response that
+fits the socket buffer is one ``write`` with no scheduler round trip (trio's stream
+wrappers cost a checkpoint or two per call, about a quarter of a small request here).
+Once the connection is closed its descriptor number may belong to another client: nothing
+is written to it again. Relies on POSIX non-blocking sockets.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+import trio
+
+from ._http11 import RequestParser
+from ._http_exchange import Exchange
+
+__all__ = ["SocketIO"]
+
+_RECEIVE_SIZE: Final = 64 * 1024
+
+
+class SocketIO:
+    """Reads into ``parser`` and writes whole byte strings. The connection's own task
+    reads when it needs data (``_wait_data``); after ``_start_reader`` a reader task reads
+    for the connection's life instead (so a hang-up is seen while an app waits), stopping
+    once ``read_cap`` bytes wait unparsed (backpressure) and handing bytes over."""
+
+    def __init__(
+        self, fd: int, parser: RequestParser, write_timeout: float, *, read_cap: int
+    ) -> None:
+        self._fd = fd
+        self._closed = False
+        self.parser = parser
+        self.write_timeout = write_timeout
+        self._read_cap = read_cap
+        self._write_lock = trio.StrictFIFOLock()
+        # Reader state: EOF seen, or the socket broke; the exchange being answered (told of
+        # a hang-up); bytes read since the connection's task last needed data.
+        self._eof = False
+        self._broken: BaseException | None = None
+        self._exchange: Exchange | None = None
+        self._nursery: trio.Nursery | None = None
+        # The reader task, once an app has waited on this connection: it then reads for
+        # the connection's life and hands bytes over (the connection's task parks on
+        # _data_lot).
+        self._reader_running = False
+        self._unread = 0
+        self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
+        self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for it
+        self._reader_scope = trio.CancelScope()
+        self._reader_done = trio.Event()
+
+    async def write(self, data: bytes) -> None:
+        """Write all of ``data``; TooSlowError after ``write_timeout`` without progress
+        room, BrokenResourceError when the peer is gone."""
+        if not data:
+            return
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        if not self._write_lock.locked():
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+            if sent == len(data):
+                return
+            data = data[sent:]
+        async with self._write_lock:
+            await self._write_slowly(memoryview(data))
+
+    async def _write_slowly(self, view: memoryview) -> None:
+        with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
+            while view:
+                await trio.lowlevel.wait_writable(self._fd)
+                if self._closed:
+                    raise trio.ClosedResourceError("the connection is closed")
+                try:
+                    sent = os.write(self._fd, view)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+                view = view[sent:]
+        if scope.cancelled_caught:
+            raise trio.TooSlowError
+
+    def _read_now(self) -> bool:
+        """One non-blocking read into the parser; False when nothing was there."""
+        try:
+            data = os.read(self._fd, _RECEIVE_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self._broken = exc
+            data = b""
+        if data:
+            self.parser.feed(data)
+            self._unread += len(data)
+        else:
+            self._eof = True
+            if self._exchange is not None:
+                self._exchange.hung_up()
+        return True
+
+    async def _wait_data(self) -> None:
+        """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
+        broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
+        if self._broken is not None:
+            raise trio.BrokenResourceError from self._broken
+        if self._eof:
+            raise trio.BrokenResourceError("the client closed the connection")
+        if self._reader_running:
+            self._unread = 0
+            self._drain_lot.unpark_all()
+            await self._data_lot.park()
+        else:
+            while True:
+                await trio.lowlevel.wait_readable(self._fd)
+                if self._read_now():
+                    break
+        if self._broken is not None:
+            raise trio.BrokenResourceError from self._broken
+
+    def _start_reader(self) -> None:
+        if not self._reader_running and not self._eof and self._nursery is not None:
+            self._reader_running = True
+            self._unread = 0
+            self._nursery.start_soon(self._reader)
+
+    async def _reader(self) -> None:
+        """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
+        nothing, so no byte is lost); a pipelined next request waits in the parser."""
+        cap = self._read_cap
+        try:
+            with self._reader_scope:
+                while not self._eof and self._broken is None:
+                    await trio.lowlevel.wait_readable(self._fd)
+                    if not self._read_now():
+                        continue
+                    self._data_lot.unpark_all()
+                    while self._unread > cap:
+                        await self._drain_lot.park()  # stop reading: backpressure
+        finally:
+            self._reader_done.set()
