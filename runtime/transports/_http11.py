@@ -135,18 +135,21 @@ class RequestParser:
         )
 
 
-#: Field line -> (lower-cased name, value without surrounding whitespace). Bounded: cleared
-#: when full, so a client sending ever-new lines costs a re-parse, never memory.
+#: Field line -> (lower-cased name, value without surrounding whitespace). Bounded in count
+#: (cleared when full: a client sending ever-new lines costs a re-parse) and in line length
+#: (longer lines are cut each time), so it holds at most about 0.5 MiB.
 _FIELD_LINES: dict[str, tuple[str, str]] = {}
 _FIELD_LINES_MAX: Final = 1024
+_FIELD_LINE_MAX_LENGTH: Final = 512
 
 
 def _field(line: str) -> tuple[str, str]:
     name, _, value = line.partition(":")
     field = (name.lower(), value.strip(" \t"))
-    if len(_FIELD_LINES) >= _FIELD_LINES_MAX:
-        _FIELD_LINES.clear()
-    _FIELD_LINES[line] = field
+    if len(line) <= _FIELD_LINE_MAX_LENGTH:
+        if len(_FIELD_LINES) >= _FIELD_LINES_MAX:
+            _FIELD_LINES.clear()
+        _FIELD_LINES[line] = field
     return field
 
 
@@ -335,7 +338,7 @@ def response_head(
 
 def simple_response_head(status: int, content_type: str | None, length: int, close: bool) -> bytes:
     """``response_head`` of a whole response with no other fields: the same bytes, the part
-    before the length built once per (status, type, close)."""
+    before the length built once per (status, content type)."""
     if status in _NO_BODY_STATUS or status < 200:
         headers = [("Content-Type", content_type)] if content_type else []
         return response_head(status, headers, length=length, close=close)

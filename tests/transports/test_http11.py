@@ -129,6 +129,10 @@ def test_repeated_field_lines_parse_the_same_each_time_and_the_memo_stays_bounde
         head = parse(b"GET / HTTP/1.1\r\nHost: h\r\nX-Trace: %d\r\n\r\n" % i)
         assert head is not None and head.index["x-trace"] == str(i)
     assert len(_http11._FIELD_LINES) <= 1024
+    long_value = "v" * 600  # long lines are parsed each time, never remembered
+    head = parse(b"GET / HTTP/1.1\r\nHost: h\r\nX-Long: %b\r\n\r\n" % long_value.encode())
+    assert head is not None and head.index["x-long"] == long_value
+    assert f"X-Long: {long_value}" not in _http11._FIELD_LINES
 
 
 @given(
