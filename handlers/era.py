@@ -94,11 +94,13 @@ class McpDispatcher(Dispatcher):
         self._modern: dict[Handler, Handler] = {}
 
     def route(self, ctx: RequestContext) -> Handler | None:
-        raw = ctx.params
-        # Fast path: the marker key cannot be absent from a modern request's bytes.
-        if raw is None or _MARKER not in bytes(raw):
-            return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
-        meta = _probe.decode(raw).meta
+        meta = ctx.meta  # set when the transport decoded params._meta already
+        if meta is None:
+            raw = ctx.params
+            # Fast path: the marker key cannot be absent from a modern request's bytes.
+            if raw is None or _MARKER not in bytes(raw):
+                return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
+            meta = _probe.decode(raw).meta
         if not meta or META_PROTOCOL_VERSION not in meta:
             # The marker appeared elsewhere (inside arguments, say): a handshake-era request.
             return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)

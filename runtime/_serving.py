@@ -270,6 +270,7 @@ class Serving:
             send: Callable[[bytes], Awaitable[None]],
             connection_id: str,
             principal: Any = None,
+            meta: dict[str, Any] | None = None,
         ) -> bytes:
             return await dispatch_single(
                 self.dispatcher,
@@ -278,6 +279,7 @@ class Serving:
                 send=send,
                 connection_id=connection_id,
                 request_timeout=self.limits.request_timeout,
+                meta=meta,
             )
 
         async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:

@@ -101,10 +101,13 @@ async def dispatch_single(
     send: Callable[[bytes], Awaitable[None]],
     connection_id: str,
     request_timeout: float | None,
+    meta: dict[str, Any] | None = None,
 ) -> bytes:
     """Run one request (from :func:`decode_single`) and return its response.
 
-    ``send`` receives whatever the handler sends meanwhile (notifications). Never raises
+    ``send`` receives whatever the handler sends meanwhile (notifications); ``meta``, when
+    the caller already decoded the request's ``params._meta``, is that object (era selection
+    then uses it instead of decoding it again). Never raises
     for handler failures (see ``Dispatcher.dispatch``); cancellation from outside propagates.
     """
     request_id = envelope.id
@@ -113,6 +116,7 @@ async def dispatch_single(
     ctx = RequestContext(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
     )
+    ctx.meta = meta
     if request_timeout is None:  # no scope of its own: cancellation comes from the caller
         return await dispatcher.dispatch(ctx)
     reply = b""

@@ -89,13 +89,12 @@ class StreamableEndpoint(HandshakeEra):
         if gated:
             self.gate.check_tools(token, message if isinstance(message, list) else [message])
         meta_version = _meta_version(message)
-        has_session = request.header("mcp-session-id") is not None
         if meta_version is not None:
             await self.post_modern(
                 request, exchange, message, meta_version, accept_json, accept_sse, token
             )
             return
-        if has_session:
+        if request.header("mcp-session-id") is not None:
             session = self.session(request, principal)
             await self.post_session(request, exchange, session, message, accept_json, accept_sse)
             return
@@ -161,8 +160,9 @@ class StreamableEndpoint(HandshakeEra):
         if is_request and self.hooks.decode_one is not None and _direct(message, accept_sse):
             envelope = self.hooks.decode_one(request.body)
             if envelope is not None:
+                meta = message["params"]["_meta"]  # _meta_version found it: a dict in a dict
                 await self._dispatch_direct(
-                    request, exchange, envelope, accept_json, accept_sse, token
+                    request, exchange, envelope, accept_json, accept_sse, token, meta
                 )
                 return
         key = id_key(request_id) if is_request else None
@@ -199,6 +199,7 @@ class StreamableEndpoint(HandshakeEra):
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
@@ -242,7 +243,7 @@ class StreamableEndpoint(HandshakeEra):
         reply: bytes | None = None
         try:
             reply = await self.hooks.dispatch_one(
-                envelope, send, f"http-post-{next(_post_ids)}", token
+                envelope, send, f"http-post-{next(_post_ids)}", token, meta
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)

@@ -50,11 +50,17 @@ class Hooks:
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection): ``decode_one(body)`` gives an
     #: opaque envelope when the body is one well-formed request (else None), and
-    #: ``dispatch_one(envelope, send, connection_id)`` runs it in the calling task and
-    #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile.
+    #: ``dispatch_one(envelope, send, connection_id, principal, meta)`` runs it in the
+    #: calling task and returns the response bytes; ``send(data)`` gets what the handler
+    #: sends meanwhile; ``meta`` is the request's ``params._meta`` as the transport decoded
+    #: it (so that era selection need not decode it again).
     decode_one: Callable[[bytes], Any] | None = None
     dispatch_one: (
-        Callable[[Any, Callable[[bytes], Awaitable[None]], str, Any], Awaitable[bytes]] | None
+        Callable[
+            [Any, Callable[[bytes], Awaitable[None]], str, Any, dict[str, Any] | None],
+            Awaitable[bytes],
+        ]
+        | None
     ) = None
     #: The fast path for one request POSTed to a session: ``run_in_session(connection,
     #: envelope)`` runs it in the calling task as that session connection's own request

@@ -169,6 +169,26 @@ async def test_a_result_that_mentions_an_error_is_still_200() -> None:
             assert response.json()["result"]["content"][0]["text"] == tag
 
 
+async def test_era_rules_hold_on_the_direct_path() -> None:
+    """A modern POST's ``_meta`` reaches era selection as the transport decoded it: the
+    capabilities rule and the handshake-only methods still apply."""
+    app, _ = make_app()
+    no_capabilities = _tool_call(1, "add", a=1, b=2)
+    del no_capabilities["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address, "POST", headers=modern_headers("tools/call", "add"), body=no_capabilities
+            )
+            error = response.json()["error"]
+            assert error["code"] == -32602 and "clientCapabilities" in error["message"]
+            response = await request(
+                address, "POST", headers=modern_headers("ping"), body=modern(2, "ping")
+            )
+            assert response.status == 404
+            assert response.json()["error"]["code"] == -32601
+
+
 async def test_unsupported_version_gets_400_with_32022() -> None:
     app, _ = make_app()
     body = modern(1, "tools/list")
