@@ -1,6 +1,6 @@
 """``Server``'s serving side (a mixin): ``serve_*`` for every transport, ``run``, and
 ``shutdown``; the lifespan and task nursery every serve holds. The transports are wired to
-the dispatcher here (``_transport_hooks``)."""
+the dispatcher by ``runtime._hooks``."""
 
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ from .core import (
     Limits,
     MessageChannel,
     Session,
-    decode_single,
-    dispatch_single,
 )
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
     from ._server import Lifespan, Server
     from .auth import AuthConfig
-    from .transports import EventStore, Hooks, HttpLimits
+    from .transports import EventStore, HttpLimits
 
 __all__ = ["Serving"]
 
@@ -239,70 +237,6 @@ class Serving:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
-    def _transport_hooks(self) -> Hooks:
-        """What the network transports need from this server (they never import the core)."""
-        from handlers.era import MODERN_VERSIONS
-        from handlers.lifecycle import HANDSHAKE_VERSIONS
-
-        from .transports import Hooks
-        from .transports._http_modern import header_params as _header_params
-
-        header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
-
-        def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
-            tool = self.registry.tools.get(name)
-            if tool is None:
-                return {}
-            cached = header_cache.get(name)
-            if cached is not None and cached[0] is tool:  # the same registration
-                return cached[1]
-            found = _header_params(tool.listing.get("inputSchema"))
-            header_cache[name] = (tool, found)
-            return found
-
-        def new_session(transport: str, principal: Any = None) -> Session:
-            session = Session(transport)
-            session.principal = principal
-            return session
-
-        async def dispatch_one(
-            envelope: Any,
-            send: Callable[[bytes], Awaitable[None]],
-            connection_id: str,
-            principal: Any = None,
-            meta: dict[str, Any] | None = None,
-        ) -> bytes:
-            return await dispatch_single(
-                self.dispatcher,
-                envelope,
-                session=new_session("http", principal),
-                send=send,
-                connection_id=connection_id,
-                request_timeout=self.limits.request_timeout,
-                meta=meta,
-            )
-
-        async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
-            return await connection.run_request(envelope)
-
-        def start_soon(connection: Connection, fn: Callable[[], Awaitable[object]]) -> None:
-            connection.start_soon(fn)
-
-        return Hooks(
-            serve_connection=self.serve_connection,
-            decode_one=decode_single,
-            dispatch_one=dispatch_one,
-            run_in_session=run_in_session,
-            start_soon=start_soon,
-            new_session=new_session,
-            handshake_versions=tuple(HANDSHAKE_VERSIONS),
-            modern_versions=tuple(MODERN_VERSIONS),
-            tool_header_params=tool_header_params,
-            max_batch_size=self.limits.max_batch_size,
-            write_timeout=self.limits.write_timeout,
-            shutdown_grace=self.limits.shutdown_grace,
-        )
-
     @_holding_running
     async def serve_http(
         self,
@@ -333,10 +267,11 @@ class Serving:
         paths; sessions are bound to the token's subject and client id.
         """
         with self._shutdown_signal() as shutdown:
+            from ._hooks import transport_hooks
             from .transports import serve_http as _serve_http
 
             await _serve_http(
-                self._transport_hooks(),
+                transport_hooks(self),
                 port=port,
                 host=host,
                 path=path,
@@ -385,10 +320,11 @@ class Serving:
         :meth:`shutdown` (connections then close with 1001 after the grace period).
         ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
         with self._shutdown_signal() as shutdown:
+            from ._hooks import transport_hooks
             from .transports import serve_websocket as _serve_websocket
 
             await _serve_websocket(
-                self._transport_hooks(),
+                transport_hooks(self),
                 port=port,
                 host=host,
                 path=path,

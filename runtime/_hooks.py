@@ -1,0 +1,85 @@
+"""How the network transports reach the server: the :class:`Hooks` they are given.
+
+Transports never import the core or the handlers (DESIGN.md "Layers"); what they need from
+a server (serving a connection, the one-request fast paths, the protocol versions, the
+per-tool ``Mcp-Param`` rules) comes through here. Loaded on first use of a network
+transport, so a stdio server never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .core import Connection, Session, decode_single, dispatch_single
+
+if TYPE_CHECKING:
+    from ._serving import Serving
+    from .transports import Hooks
+
+__all__ = ["transport_hooks"]
+
+
+def transport_hooks(server: Serving) -> Hooks:
+    """What the network transports need from ``server`` (they never import the core)."""
+    from handlers.era import MODERN_VERSIONS
+    from handlers.lifecycle import HANDSHAKE_VERSIONS
+
+    from .transports import Hooks
+    from .transports._http_modern import header_params as _header_params
+
+    header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
+
+    def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
+        tool = server.registry.tools.get(name)
+        if tool is None:
+            return {}
+        cached = header_cache.get(name)
+        if cached is not None and cached[0] is tool:  # the same registration
+            return cached[1]
+        found = _header_params(tool.listing.get("inputSchema"))
+        header_cache[name] = (tool, found)
+        return found
+
+    def new_session(transport: str, principal: Any = None) -> Session:
+        session = Session(transport)
+        session.principal = principal
+        return session
+
+    async def dispatch_one(
+        envelope: Any,
+        send: Callable[[bytes], Awaitable[None]],
+        connection_id: str,
+        principal: Any = None,
+        meta: dict[str, Any] | None = None,
+    ) -> bytes:
+        return await dispatch_single(
+            server.dispatcher,
+            envelope,
+            session=new_session("http", principal),
+            send=send,
+            connection_id=connection_id,
+            request_timeout=server.limits.request_timeout,
+            meta=meta,
+        )
+
+    async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
+        return await connection.run_request(envelope)
+
+    def start_soon(connection: Connection, fn: Callable[[], Awaitable[object]]) -> None:
+        connection.start_soon(fn)
+
+    return Hooks(
+        serve_connection=server.serve_connection,
+        decode_one=decode_single,
+        dispatch_one=dispatch_one,
+        run_in_session=run_in_session,
+        start_soon=start_soon,
+        new_session=new_session,
+        handshake_versions=tuple(HANDSHAKE_VERSIONS),
+        modern_versions=tuple(MODERN_VERSIONS),
+        tool_header_params=tool_header_params,
+        max_batch_size=server.limits.max_batch_size,
+        write_timeout=server.limits.write_timeout,
+        shutdown_grace=server.limits.shutdown_grace,
+    )
