@@ -1,18 +1,30 @@
-"""Where an HTTP request's server time goes: the HTTP layer alone versus the whole request.
+"""Where an HTTP request's server time goes: trio alone, the HTTP layer, the whole request.
 
-    python -m benchmarks.http_floor
+    python -m benchmarks.http_floor                 # calls/s and server CPU per request
+    python -m benchmarks.http_floor --instructions  # user-space instructions per request
 
-Runs, interleaved and repeated, 16 keep-alive clients (the load client of the suite, modern
-2026-07-28 wire) against (1) ``benchmarks/servers/runtime_http_floor.py``, this runtime's
-HTTP server answering a fixed body, and (2) ``mcp-runtime serve`` with the echo tool; prints
-calls/s and server CPU microseconds per request (utime + stime from /proc), medians.
+Three servers answer the suite's load client (16 keep-alive clients, modern 2026-07-28
+wire): (1) ``benchmarks/servers/trio_floor.py``, trio waking one task per connection and
+answering fixed bytes with no HTTP parsing; (2) ``benchmarks/servers/runtime_http_floor.py``,
+this runtime's HTTP server answering a fixed body; (3) ``mcp-runtime serve`` with the echo
+tool. The default mode prints calls/s and server CPU microseconds per request (utime + stime
+from /proc), medians of interleaved repeats. ``--instructions`` counts the instructions each
+server executes per request under valgrind's callgrind (the difference between a run of 300
+and one of 1,300 requests, 4 clients): a figure that the machine's noise does not move,
+though it leaves out the kernel's share and cache effects.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 
 from . import _procfs as procfs
@@ -20,6 +32,29 @@ from . import _wire as wire
 from .run import OURS, ROOT, SERVERS, http_argv, server_env
 
 REPEATS = 3
+
+
+def _setups(instructions: bool) -> dict[str, Callable[[int], list[str]]]:
+    def ours(port: int) -> list[str]:
+        if not instructions:
+            return http_argv(OURS, "http-json", port)
+        # callgrind must start the interpreter itself, not the console script
+        argv = http_argv(OURS, "http-json", port)
+        return [sys.executable, "-m", "runtime", *argv[argv.index("serve") :]]
+
+    return {
+        "trio alone, fixed bytes": lambda port: [
+            sys.executable,
+            str(SERVERS / "trio_floor.py"),
+            str(port),
+        ],
+        "HTTP layer, fixed answer": lambda port: [
+            sys.executable,
+            str(SERVERS / "runtime_http_floor.py"),
+            str(port),
+        ],
+        "tools/call echo (modern JSON)": ours,
+    }
 
 
 def _measure(argv_for: Callable[[int], list[str]]) -> tuple[float, float]:
@@ -43,15 +78,63 @@ def _measure(argv_for: Callable[[int], list[str]]) -> tuple[float, float]:
         proc.wait()
 
 
+def _instructions_for(argv: list[str], port: int, requests: int) -> int:
+    """Instructions the server executed in all, having answered ``requests``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+            cwd=str(ROOT),
+            env=server_env(OURS),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wire.wait_for_port(port, 300, lambda: proc.poll() is None)
+            clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(4)]
+            res = wire.http_load(clients, wire.echo_template(True), total=requests, time_cap=600)
+            if res.ok != requests:
+                raise wire.BenchError(f"{res.ok} of {requests} answered under callgrind")
+            for client in clients:
+                client.close()
+            proc.send_signal(signal.SIGINT)  # callgrind writes its counts at exit
+            proc.wait(120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with open(out, encoding="utf-8") as counts:
+            found = re.search(r"^summary: (\d+)", counts.read(), re.MULTILINE)
+        if found is None:
+            raise wire.BenchError("no callgrind summary")
+        return int(found.group(1))
+
+
+def _instructions(argv_for: Callable[[int], list[str]]) -> float:
+    """Instructions per request: start-up and shutdown cancel out of the difference."""
+    counts = []
+    for requests in (300, 1_300):
+        port = wire.free_port()
+        counts.append(_instructions_for(argv_for(port), port, requests))
+    return (counts[1] - counts[0]) / 1_000
+
+
 def main() -> None:
-    setups: dict[str, Callable[[int], list[str]]] = {
-        "HTTP layer, fixed answer": lambda port: [
-            sys.executable,
-            str(SERVERS / "runtime_http_floor.py"),
-            str(port),
-        ],
-        "tools/call echo (modern JSON)": lambda port: http_argv(OURS, "http-json", port),
-    }
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.http_floor")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per request under valgrind's callgrind (slow, exact)",
+    )
+    args = parser.parse_args()
+    setups = _setups(args.instructions)
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (Debian/Ubuntu: apt install valgrind)")
+        for name, argv in setups.items():
+            print(f"{name:32s} {_instructions(argv):9,.0f} instructions per request")
+        return
     found: dict[str, list[tuple[float, float]]] = {name: [] for name in setups}
     for _ in range(REPEATS):
         for name, argv in setups.items():
