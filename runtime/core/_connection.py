@@ -23,8 +23,10 @@ Structure (all under the nursery that ``serve`` opens, so nothing outlives the c
 Only the current reader calls ``channel.receive``; a generation hands reading (and the
 rest of a batch it was walking) to the next one before it finishes its request. Output has
 no task of its own: replies go to an outbox and whichever task finds no write in progress
-flushes it in one write. The input side lives in ``_reader`` (``ReaderGenerations``), the
-output side in ``_outbox``; this module holds supervision, the ``Peer`` API and messages.
+flushes it in one write. The input side lives in ``_reader`` (``ReaderGenerations``, built on
+``_runner``'s ``RequestRunning``, which runs each request), the handling of incoming messages
+(admission, notifications, responses) in ``_messages`` (``IncomingMessages``), the output
+side in ``_outbox``; this module holds supervision, the ``Peer`` API and ``run_request``.
 
 Cancellation contract: ``notifications/cancelled`` cancels the scope of a request that
 suspended; its ``finally`` blocks run and no response is sent (MCP basic/utilities/
@@ -50,13 +52,7 @@ from ..framing import escape_excerpt
 from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
-from ._errors import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    REQUEST_TIMEOUT,
-    SERVER_OVERLOADED,
-    JSONRPCError,
-)
+from ._errors import INTERNAL_ERROR, REQUEST_TIMEOUT, JSONRPCError
 from ._jsonrpc import (
     REQUEST_ID_TYPES,
     Envelope,
@@ -67,8 +63,10 @@ from ._jsonrpc import (
     id_key,
 )
 from ._limits import Limits
+from ._messages import IncomingMessages
 from ._outbox import Outbox
-from ._reader import ReaderGenerations, _InFlight
+from ._reader import ReaderGenerations
+from ._runner import _InFlight
 from ._session import Session
 
 __all__ = ["CONNECTION_CLOSED", "Connection"]
@@ -80,16 +78,6 @@ CONNECTION_CLOSED: Final = -32000
 _connection_ids = itertools.count(1)
 
 
-class _CancelledParams(msgspec.Struct):
-    # MCP basic/utilities/cancellation: requestId is required in 2025-11-25 (optional later
-    # for task cancellation, which goes elsewhere).
-    requestId: int | str | float | None = None
-    reason: str | None = None
-
-
-_cancelled_decoder: Final = msgspec.json.Decoder(_CancelledParams)
-
-
 class _Waiter:
     __slots__ = ("error", "event", "result")
 
@@ -99,7 +87,7 @@ class _Waiter:
         self.error: JSONRPCError | None = None
 
 
-class Connection(ReaderGenerations):
+class Connection(ReaderGenerations, IncomingMessages):
     """Serves one message channel until it ends. Also the handlers' ``Peer``."""
 
     def __init__(
@@ -147,7 +135,7 @@ class Connection(ReaderGenerations):
         #: In-flight requests running in other tasks (``run_request``).
         self._outside: set[_InFlight] = set()
         self.close_reason = "running"
-        self._peer = self  # what handlers talk back to (ReaderGenerations makes contexts)
+        self._peer = self  # what handlers talk back to (the mixins make contexts)
 
     # -- Peer -------------------------------------------------------------------------------
 
@@ -372,6 +360,7 @@ class Connection(ReaderGenerations):
         return reply
 
     # -- messages ---------------------------------------------------------------------------
+    # The rest of the message handling is ``IncomingMessages`` (``_messages``).
 
     def _log_bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> None:
         log.warning(
@@ -381,92 +370,3 @@ class Connection(ReaderGenerations):
             exc.message,
             escape_excerpt(bytes(data)),
         )
-
-    @staticmethod
-    def _error_reply(exc: JSONRPCError) -> bytes:
-        request_id = exc.data.get("id") if isinstance(exc.data, dict) else None
-        data = (
-            {k: v for k, v in exc.data.items() if k != "id"} if isinstance(exc.data, dict) else None
-        )
-        return encode_error(request_id, exc.code, exc.message, data or None)
-
-    def _refuse(self, env: Envelope, in_batch: bool) -> bytes | None:
-        """The immediate answer for a request that must not start, or None to admit it."""
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES)
-        if in_batch and env.method == "initialize":
-            # MCP 2025-03-26 basic/lifecycle: initialize MUST NOT be part of a batch.
-            return encode_error(
-                request_id, INVALID_REQUEST, "initialize must not be part of a JSON-RPC batch"
-            )
-        if id_key(request_id) in self._in_flight:
-            return encode_error(
-                request_id, INVALID_REQUEST, f"Duplicate request id {request_id!r} is in flight"
-            )
-        limit = self.limits.max_in_flight
-        if len(self._in_flight) >= limit:
-            return encode_error(
-                request_id,
-                SERVER_OVERLOADED,
-                "Server overloaded: too many requests in flight on this connection",
-                {"maxInFlight": limit},
-            )
-        return None
-
-    async def _on_notification(self, env: Envelope) -> None:
-        assert isinstance(env.method, str)
-        params = None if isinstance(env.params, msgspec.UnsetType) else env.params
-        if env.method == "notifications/cancelled":
-            self._cancel_request(params)
-        ctx = RequestContext(env.method, None, params, self.session, self)
-        await self.dispatcher.dispatch_notification(ctx)
-
-    def _cancel_request(self, params: Raw | None) -> None:
-        if params is None:
-            return
-        try:
-            cancel = _cancelled_decoder.decode(params)
-        except msgspec.DecodeError:
-            log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
-            return
-        if cancel.requestId is None:
-            return
-        entry = self._in_flight.get(id_key(cancel.requestId))
-        # MCP lifecycle: "The initialize request MUST NOT be cancelled by clients"; unknown or
-        # finished ids are ignored (the race with completion is expected).
-        if entry is None or entry.method == "initialize":
-            return
-        log.debug("cancelling conn=%s id=%r reason=%r", self._id, cancel.requestId, cancel.reason)
-        entry.cancelled_by_client = True
-        entry.scope.cancel()
-
-    def _on_response(self, env: Envelope) -> None:
-        if not isinstance(env.id, REQUEST_ID_TYPES):
-            # JSON-RPC 2.0 section 5: a peer answers an unparseable request with id null;
-            # it correlates with nothing of ours.
-            log.info("dropping response without a usable id conn=%s", self._id)
-            return
-        waiter = self._pending.get(id_key(env.id))
-        if waiter is None or waiter.event.is_set():
-            log.info("dropping response to unknown request conn=%s id=%r", self._id, env.id)
-            return
-        if isinstance(env.error, Raw):
-            waiter.error = _decode_error(env.error)
-        else:
-            assert isinstance(env.result, Raw)
-            waiter.result = env.result
-        waiter.event.set()
-
-
-class _ErrorObject(msgspec.Struct):
-    code: int
-    message: str
-    data: Any = None
-
-
-def _decode_error(raw: Raw) -> JSONRPCError:
-    try:
-        err = msgspec.json.decode(raw, type=_ErrorObject)
-    except msgspec.DecodeError:
-        return JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
-    return JSONRPCError(err.code, err.message, err.data)
