@@ -208,7 +208,8 @@ def draw_chart(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
     ax2.set_yticks(list(ys))
     ax2.set_yticklabels(names, fontsize=8)
     ax2.set_title("mcp-runtime vs SDK (x better), red = target")
-    ax2.legend(fontsize=8, loc="lower right")
+    # below the bars, where it can hide no bar or target mark
+    ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
     ax2.grid(axis="x", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
