@@ -118,7 +118,8 @@ def error_code(line: bytes) -> int | None:
     except msgspec.DecodeError:
         return None
     if isinstance(msg, dict) and isinstance(msg.get("error"), dict):
-        return msg["error"].get("code")
+        code = msg["error"].get("code")
+        return code if isinstance(code, int) else None
     return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -525,11 +526,10 @@ def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: 
         time.sleep(0.2)
         before = procfs.status_kib(proc.pid, "VmRSS")
         t = time.perf_counter()
-        refused = []
+        refused: list[str] = []
         if transport == "tcp":
             socks, answered = wire.open_idle_tcp(port, s.idle_conns, 60)
         else:
-            refused: list[str] = []
             socks, answered = wire.open_idle_ws(port, "/mcp", s.idle_conns, 60, refused)
         took = time.perf_counter() - t
         time.sleep(0.5)
@@ -741,7 +741,14 @@ def main(argv: list[str] | None = None) -> int:
                     (
                         "http",
                         [f"{http_mode.replace('-', '_')}_c{n}" for n in (1, 16, 64)],
-                        lambda c, m=http_mode: measure_http(rec, s, r, c, m, "http" in transports),  # noqa: B023 - called in this iteration
+                        functools.partial(
+                            measure_http,
+                            rec,
+                            s,
+                            r,
+                            mode=http_mode,
+                            ours_has_http="http" in transports,
+                        ),
                     )
                 )
             for group, metrics, fn in plan:
@@ -751,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
                     if why := peer_missing(contender):
                         rec.unavailable(r, contender, metrics, why)
                         continue
-                    guarded(rec, r, contender, metrics, lambda fn=fn, c=contender: fn(c))
+                    guarded(rec, r, contender, metrics, functools.partial(fn, contender))
             if "scale" in groups and OURS in contenders:
                 guarded(
                     rec,

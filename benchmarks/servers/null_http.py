@@ -27,13 +27,14 @@ def main() -> None:
     while True:
         for key, _ in sel.select():
             if key.data is None:
-                conn, _ = listener.accept()
-                conn.setblocking(False)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                buffers[conn] = bytearray()
-                sel.register(conn, selectors.EVENT_READ, True)
+                accepted, _ = listener.accept()
+                accepted.setblocking(False)
+                accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                buffers[accepted] = bytearray()
+                sel.register(accepted, selectors.EVENT_READ, True)
                 continue
             conn = key.fileobj
+            assert isinstance(conn, socket.socket)
             data = conn.recv(65536)
             if not data:
                 sel.unregister(conn)

@@ -4,7 +4,13 @@ mcp-runtime serve benchmarks/servers/overload_server.py --max-in-flight 16
 """
 
 import trio
-from mcp_runtime_server import app  # the CLI puts this file's folder on sys.path
+from mcp_runtime_server import (  # type: ignore[import-not-found]  # the CLI puts this
+    app as _app,  # file's folder on sys.path; mypy, run from the repository, does not
+)
+
+from runtime import Server
+
+app: Server = _app
 
 __all__ = ["app"]
 
