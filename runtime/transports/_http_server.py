@@ -96,8 +96,8 @@ async def serve_http_listeners(
 
 async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: trio.Event) -> None:
     """Close connections whose idle/head/body deadline passed. One task for all of them:
-    moving a trio deadline costs as much as a cancel scope, and these deadlines move three
-    times per request, while a sweep a few times a second costs nothing per request."""
+    moving a trio deadline costs as much as a cancel scope, and these deadlines move up to
+    three times per request, while a sweep a few times a second costs nothing per request."""
     shortest = min(limits.header_timeout, limits.keep_alive_timeout, limits.body_timeout)
     interval = max(0.05, min(1.0, shortest / 4))
     while not (shutdown.is_set() and not drivers):
