@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from runtime.transports import EdgePolicy, HttpLimits
-from runtime.transports._http_exchange import Exchange, HttpRequest
+from runtime.transports._http_exchange import Exchange, HttpApp, HttpRequest
 from runtime.transports._http_server import serve_http_listeners
 
 App = Callable[[HttpRequest, Exchange], Awaitable[None]]
@@ -92,14 +92,8 @@ async def test_hanging_up_mid_request_cancels_it_and_closes() -> None:
         seen.append("disconnected" if exchange.disconnected.is_set() else "connected")
         done.set()
 
-    with trio.fail_after(10):
-        async with driver(app) as address:
-            stream = await trio.open_tcp_stream(*address)
-            await stream.send_all(post("/x"))
-            await served.wait()
-            await stream.aclose()
-            await done.wait()
-            assert seen == ["cancelled", "disconnected"]
+    await _post_then_hang_up(app, served, done)
+    assert seen == ["cancelled", "disconnected"]
 
 
 async def test_an_app_waiting_for_the_hang_up_sees_it() -> None:
@@ -114,6 +108,11 @@ async def test_an_app_waiting_for_the_hang_up_sees_it() -> None:
         assert exchange.hung_up_seen
         done.set()
 
+    await _post_then_hang_up(app, served, done)
+
+
+async def _post_then_hang_up(app: HttpApp, served: trio.Event, done: trio.Event) -> None:
+    """POST to ``app``, hang up once it is serving the request, wait until it is done."""
     with trio.fail_after(10):
         async with driver(app) as address:
             stream = await trio.open_tcp_stream(*address)
