@@ -249,6 +249,17 @@ class BodyReader:
         if self._left > max_size:
             raise ProtocolError(413, f"Payload Too Large: body exceeds {max_size} bytes")
 
+    @staticmethod
+    def whole(head: RequestHead, buf: bytearray, max_size: int) -> bytes | None:
+        """The body, taken off ``buf``, when it has a Content-Length within ``max_size`` and
+        all of it is there (the common case: no reader needed); else None."""
+        length = head.content_length
+        if length is None or not 0 < length <= len(buf) or length > max_size:
+            return None
+        body = bytes(buf[:length])
+        del buf[:length]
+        return body
+
     def read(self, buf: bytearray) -> bool:
         """Consume what ``buf`` holds of the body; True once the body is complete."""
         if self.done:

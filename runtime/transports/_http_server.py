@@ -266,11 +266,8 @@ class _Driver(SocketIO):
         return head
 
     async def _read_body(self, head: RequestHead) -> bytes:
-        length = head.content_length
-        buffer = self.parser.buffer
-        if length is not None and 0 < length <= len(buffer) and length <= self.max_body_size:
-            body = bytes(buffer[:length])  # all of it is here already: the common case
-            del buffer[:length]
+        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
+        if body is not None:
             return body
         reader = BodyReader(head, self.max_body_size)
         if reader.done:

@@ -48,6 +48,19 @@ def test_a_request_head_and_its_body() -> None:
     assert second is not None and second.method == "GET" and second.content_length is None
 
 
+def test_a_whole_body_already_read_is_taken_without_a_reader() -> None:
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(BASIC + b"next")
+    head = parser.next_head()
+    assert head is not None
+    assert BodyReader.whole(head, parser.buffer, 4) is None  # over the limit: the reader's 413
+    assert BodyReader.whole(head, parser.buffer, 100) == b"hello" and parser.buffer == b"next"
+    partial = parse(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\nhell")
+    assert partial is not None and BodyReader.whole(partial, bytearray(b"hell"), 100) is None
+    chunked = parse(CHUNKED)
+    assert chunked is not None and BodyReader.whole(chunked, bytearray(CHUNKED), 10**6) is None
+
+
 def test_incomplete_heads_wait_and_leading_empty_lines_are_ignored() -> None:
     parser = RequestParser(16 * 1024, 100)
     parser.feed(b"\r\n\r\nPOST /mcp HTTP/1.1\r\nHost: h\r\n")
