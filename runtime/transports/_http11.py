@@ -61,6 +61,19 @@ class RequestHead:
     keep_alive: bool
     expect_continue: bool
 
+    def copy(self) -> RequestHead:
+        """The same head with lists of its own (a request's head is its own to keep)."""
+        return RequestHead(
+            self.method,
+            self.target,
+            self.version,
+            self.headers.copy(),
+            self.index.copy(),
+            self.content_length,
+            self.keep_alive,
+            self.expect_continue,
+        )
+
 
 class RequestParser:
     """Buffers bytes from the peer and cuts request heads off the front."""
@@ -98,7 +111,18 @@ class RequestParser:
             )
         head = bytes(buf[start:end])
         del buf[: end + 4]
-        return self._parse(head)
+        # A client sends the same head request after request (only Content-Length or an
+        # Mcp-Name may change): a head seen before is not parsed again. The parse depends
+        # on the head's bytes and on the field-count limit alone, checked here.
+        known = _HEADS.get(head)
+        if known is not None and len(known.headers) <= self.max_count:
+            return known.copy()
+        parsed = self._parse(head)
+        if len(head) <= _HEAD_MAX_LENGTH:
+            if len(_HEADS) >= _HEADS_MAX:
+                _HEADS.clear()
+            _HEADS[head] = parsed.copy()
+        return parsed
 
     def _parse(self, head: bytes) -> RequestHead:
         line_end = head.find(b"\r\n")
@@ -134,6 +158,13 @@ class RequestParser:
             many_hosts,
         )
 
+
+#: Request head (bytes) -> its parse, kept private (callers get copies). Bounded like the
+#: field-line memo below: at most 256 heads of at most 1 KiB, cleared when full (about
+#: 0.5 MiB at most); a longer head is parsed each time.
+_HEADS: dict[bytes, RequestHead] = {}
+_HEADS_MAX: Final = 256
+_HEAD_MAX_LENGTH: Final = 1024
 
 #: Field line -> (lower-cased name, value without surrounding whitespace). Bounded in count
 #: (cleared when full: a client sending ever-new lines costs a re-parse) and in line length

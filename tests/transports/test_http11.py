@@ -148,6 +148,32 @@ def test_repeated_field_lines_parse_the_same_each_time_and_the_memo_stays_bounde
     assert f"X-Long: {long_value}" not in _http11._FIELD_LINES
 
 
+def test_a_head_seen_before_parses_the_same_and_the_head_memo_stays_bounded() -> None:
+    request = b"POST /mcp HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nContent-Length: 2\r\n\r\n"
+    first = parse(request)
+    assert first is not None
+    first.headers.append(("x-mine", "v"))  # a request's changes never reach the next one
+    first.index["x-mine"] = "v"
+    again = parse(request)
+    assert again is not None and again is not first
+    assert again.headers == [("host", "h"), ("accept", "*/*"), ("content-length", "2")]
+    assert again.index == {"host": "h", "accept": "*/*", "content-length": "2"}
+    assert (again.method, again.target, again.content_length) == ("POST", "/mcp", 2)
+    # The field-count limit is the parser's own: a head remembered under a higher limit
+    # is still refused by a parser with a lower one.
+    assert status_of(request, max_count=2) == 431
+    for i in range(3 * 256):  # ever-new heads cost no memory
+        head = parse(b"GET /%d HTTP/1.1\r\nHost: h\r\n\r\n" % i)
+        assert head is not None and head.target == f"/{i}"
+    assert len(_http11._HEADS) <= 256
+    long_head = b"GET / HTTP/1.1\r\nHost: h\r\nX-Long: " + b"v" * 1100
+    assert parse(long_head + b"\r\n\r\n") is not None
+    assert long_head not in _http11._HEADS  # heads over 1 KiB are parsed each time
+    # A malformed head is refused every time, never remembered.
+    assert status_of(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400
+    assert status_of(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == 400
+
+
 @given(
     st.sampled_from([100, 200, 201, 202, 204, 304, 400, 404, 500, 599]),
     st.sampled_from([None, "application/json", "text/plain; charset=utf-8"]),
