@@ -62,17 +62,12 @@ class HttpRequest:
     headers: list[tuple[str, str]]
     body: bytes
     connection_id: str
-    _index: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    #: The same by name, repeated fields' values joined with ", " (RFC 9110 5.3).
+    fields: dict[str, str] = field(repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (lower case); repeated fields joined with ", "."""
-        index = self._index
-        if index is None:  # built once: the endpoint asks for a dozen headers per request
-            index = {}
-            for key, value in self.headers:
-                index[key] = f"{index[key]}, {value}" if key in index else value
-            self._index = index
-        return index.get(name)
+        return self.fields.get(name)
 
 
 class Exchange:

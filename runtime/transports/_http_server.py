@@ -236,12 +236,15 @@ class _Driver(SocketIO):
         """The next request head, waiting (idle, then head deadlines) for its bytes."""
         parser = self.parser
         self.phase = "head"  # the last response is complete: errors can be answered again
-        head = parser.next_head()
-        if head is not None:
-            if not first:  # pipelined: let other tasks run between requests
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            return head
-        if not parser.buffer:
+        if parser.buffer:
+            head = parser.next_head()
+            if head is not None:
+                if not first:  # pipelined: let other tasks run between requests
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                return head
+            if self.deadline == math.inf:  # part of the next request came with the last one
+                self.deadline = trio.current_time() + self.limits.header_timeout
+        else:
             if self.shutdown.is_set() or self._eof:
                 return None
             self.phase = "idle"
@@ -258,9 +261,6 @@ class _Driver(SocketIO):
                 return head
             if not first:
                 self.deadline = trio.current_time() + self.limits.header_timeout
-        elif self.deadline == math.inf:  # part of the next request came with the last one
-            self.deadline = trio.current_time() + self.limits.header_timeout
-        self.phase = "head"
         while (head := parser.next_head()) is None:
             await self._wait_data()
         return head
@@ -287,13 +287,14 @@ class _Driver(SocketIO):
         if head is None:
             return False
         request = self._request(head)
-        edge = (request.header("host"), request.header("origin"))
+        header = head.index.get
+        edge = (header("host"), header("origin"))
         if edge != self._edge_passed:  # a keep-alive client sends the same values each time
             reason = self.policy.check(*edge)
             if reason is not None:
                 raise ProtocolError(403, f"Forbidden: {reason}")
             self._edge_passed = edge
-        if self.on_upgrade is not None and (request.header("upgrade") or "").lower() == "websocket":
+        if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
             # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
             # the reader (if one started) has stopped: a cancelled wait reads nothing.
             if self._reader_running:
@@ -325,7 +326,7 @@ class _Driver(SocketIO):
             headers=head.headers,
             body=b"",
             connection_id=self.id,
-            _index=head.index,
+            fields=head.index,
         )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
