@@ -22,7 +22,7 @@ from ._http_auth import Gate
 from ._http_exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
 from ._http_handshake import HandshakeEra
 from ._http_jsonrpc import Invalid, check_message
-from ._http_modern import check_headers, status_of
+from ._http_modern import ModernParams, body_params, check_headers, modern_params, status_of
 from ._http_session import Hooks, SessionRegistry
 from ._http_streams import ResponseStream, answer, id_key, probe, sse_event
 
@@ -68,11 +68,17 @@ class StreamableEndpoint(HandshakeEra):
             raise refusal(503, "Service Unavailable: shutting down")
         gated = self.gate.enabled
         principal, token = await self.gate.check_request(request) if gated else (None, None)
-        accept_json, accept_sse = parse_accept(request.header("accept"))
+        header = request.fields.get
+        accept_json, accept_sse = parse_accept(header("accept"))
         if not (accept_json or accept_sse):
             raise refusal(406, "Not Acceptable: accept application/json and text/event-stream")
-        if media_type(request.header("content-type")) != "application/json":
+        if media_type(header("content-type")) != "application/json":
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
+        if not gated:
+            direct = self._direct_request(request, accept_sse)
+            if direct is not None:
+                await self._dispatch_direct(request, exchange, *direct, accept_json, accept_sse)
+                return
         try:
             message = msgspec.json.decode(request.body)
         except msgspec.DecodeError as exc:
@@ -107,8 +113,8 @@ class StreamableEndpoint(HandshakeEra):
                 request, exchange, principal, message, accept_json, accept_sse, token
             )
             return
-        header = request.header("mcp-protocol-version")
-        if header is not None and header not in self.hooks.handshake_versions:
+        declared = header("mcp-protocol-version")
+        if declared is not None and declared not in self.hooks.handshake_versions:
             raise refusal(
                 400,
                 f'Invalid params: params._meta["{META_VERSION}"] is required',
@@ -153,16 +159,21 @@ class StreamableEndpoint(HandshakeEra):
                 }
             )
             raise HttpError(400, "unsupported protocol version", body)
-        mismatch = check_headers(request, message, meta_version, self.hooks.tool_header_params)
+        is_request = "method" in message and request_id is not None
+        method: str | None = message["method"] if is_request else None
+        params = body_params(request.body)
+        mismatch = check_headers(
+            request, meta_version, method, params, self.hooks.tool_header_params
+        )
         if mismatch is not None:
             raise refusal(400, f"Header mismatch: {mismatch}", -32020, request_id)
-        is_request = "method" in message and request_id is not None
-        if is_request and self.hooks.decode_one is not None and _direct(message, accept_sse):
+        direct = method is not None and _direct(method, params, accept_sse)
+        if direct and self.hooks.decode_one is not None:
             envelope = self.hooks.decode_one(request.body)
             if envelope is not None:
-                meta = message["params"]["_meta"]  # _meta_version found it: a dict in a dict
+                assert params.meta is not None  # _meta_version found it
                 await self._dispatch_direct(
-                    request, exchange, envelope, accept_json, accept_sse, token, meta
+                    request, exchange, envelope, params.meta, accept_json, accept_sse, token
                 )
                 return
         key = id_key(request_id) if is_request else None
@@ -191,15 +202,41 @@ class StreamableEndpoint(HandshakeEra):
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
                 nursery.cancel_scope.cancel()
 
+    def _direct_request(
+        self, request: HttpRequest, accept_sse: bool
+    ) -> tuple[Any, dict[str, Any]] | None:
+        """The envelope and ``params._meta`` of a POST the direct path answers: one
+        well-formed 2026-07-28 request at a version served here, headers matching, decoded
+        once. None for anything else: the general path (``post``) then takes the POST and
+        answers every other shape, each error included."""
+        decode = self.hooks.decode_one
+        envelope = decode(request.body) if decode is not None else None
+        if envelope is None:
+            return None
+        raw = envelope.params
+        params = modern_params(raw) if isinstance(raw, msgspec.Raw) else None
+        meta = params.meta if params is not None else None
+        version = meta.get(META_VERSION) if meta is not None else None
+        if not isinstance(version, str) or version not in self.hooks.modern_versions:
+            return None
+        assert params is not None and meta is not None
+        method = envelope.method
+        if not _direct(method, params, accept_sse):
+            return None
+        mismatch = check_headers(request, version, method, params, self.hooks.tool_header_params)
+        if mismatch is not None:
+            raise refusal(400, f"Header mismatch: {mismatch}", -32020, envelope.id)
+        return envelope, meta
+
     async def _dispatch_direct(
         self,
         request: HttpRequest,
         exchange: Exchange,
         envelope: Any,
+        meta: dict[str, Any],
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
-        meta: dict[str, Any] | None = None,
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
@@ -303,19 +340,19 @@ class _PostChannel:
 
 #: ``_meta`` keys that make a handler send notifications on the request's stream
 #: (2026-07-28 basic/utilities/progress, server/utilities/logging).
-_STREAMING_META: Final = ("progressToken", "io.modelcontextprotocol/logLevel")
+_STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/logLevel"})
 
 
-def _direct(message: dict[str, Any], accept_sse: bool) -> bool:
+def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
     """Whether a modern request can take the direct path: its answer is one message (not
     the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
     (which a JSON-only client would not get anyway)."""
-    if message.get("method") == "subscriptions/listen":
+    if method == "subscriptions/listen":
         return False
     if not accept_sse:
         return True
-    meta = message["params"]["_meta"]  # _meta_version found it: a dict in a dict
-    return not any(key in meta for key in _STREAMING_META)
+    meta = params.meta
+    return meta is None or _STREAMING_META.isdisjoint(meta)
 
 
 def _meta_version(message: Any) -> str | None:

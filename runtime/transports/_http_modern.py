@@ -16,10 +16,18 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ._http_exchange import HttpRequest
 
-__all__ = ["check_headers", "decode_header_value", "status_of"]
+__all__ = [
+    "ModernParams",
+    "body_params",
+    "check_headers",
+    "decode_header_value",
+    "modern_params",
+    "status_of",
+]
 
 #: Methods whose ``params.name`` / ``params.uri`` is mirrored into ``Mcp-Name``.
 NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -65,14 +73,55 @@ def _matches(header: str, value: Any) -> bool:
     return False
 
 
+class ModernParams(msgspec.Struct):
+    """What the 2026-07-28 POST rules read from a request's ``params``: its ``_meta``, the
+    fields mirrored into ``Mcp-Name``, and ``arguments`` (kept raw: decoded only for a tool
+    that mirrors some into ``Mcp-Param-*`` headers)."""
+
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    name: Any = None
+    uri: Any = None
+    arguments: msgspec.Raw | UnsetType = UNSET
+
+
+class _Body(msgspec.Struct):
+    params: ModernParams | None = None
+
+
+_params_decoder: Final = msgspec.json.Decoder(ModernParams)
+_body_decoder: Final = msgspec.json.Decoder(_Body)
+
+
+def modern_params(raw: bytes | msgspec.Raw) -> ModernParams | None:
+    """``params`` (its raw JSON) as :class:`ModernParams`; None when it is not an object
+    with an object (or no) ``_meta``."""
+    try:
+        return _params_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def body_params(body: bytes) -> ModernParams:
+    """The :class:`ModernParams` of a POST body already known to be one JSON-RPC message
+    whose ``params._meta`` is an object."""
+    params = _body_decoder.decode(body).params
+    assert params is not None
+    return params
+
+
 def check_headers(
     request: HttpRequest,
-    message: dict[str, Any],
     meta_version: str,
+    method: str | None,
+    params: ModernParams,
     tool_header_params: Callable[[str], dict[str, tuple[str, ...]]],
 ) -> str | None:
-    """Why the headers do not match the body (for -32020), or None when they do."""
-    version = request.header("mcp-protocol-version")
+    """Why the headers do not match the body (for -32020), or None when they do.
+
+    ``method`` is the request's method, None for a message that is not a request (whose
+    header rules 2026-07-28 does not define beyond the protocol version)."""
+    index = request.fields.get  # (one bound method for the handful of lookups below)
+    version = index("mcp-protocol-version")
     if version is None:
         return "missing MCP-Protocol-Version header"
     if version != meta_version:
@@ -80,36 +129,40 @@ def check_headers(
             f"MCP-Protocol-Version header value {version!r} does not match body value "
             f"{meta_version!r}"
         )
-    method = message.get("method")
-    if "id" not in message or not isinstance(method, str):
-        return None  # header rules for notification POSTs are not defined by 2026-07-28
-    header = request.header("mcp-method")
+    if method is None:
+        return None
+    header = index("mcp-method")
     if header is None:
         return "missing Mcp-Method header"
     if header != method:
         return f"Mcp-Method header value {header!r} does not match body value {method!r}"
-    params = message.get("params")
-    params = params if isinstance(params, dict) else {}
     field = NAMED_METHODS.get(method)
     if field is None:
         return None
-    raw_name = request.header("mcp-name")
+    raw_name = index("mcp-name")
     if raw_name is None:
         return "missing Mcp-Name header"
     name = decode_header_value(raw_name)
     if name is None:
         return "Mcp-Name header value has invalid characters or encoding"
-    if name != params.get(field):
-        return f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}"
+    expected = params.uri if field == "uri" else params.name
+    if name != expected:
+        return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
     if method != "tools/call":
         return None
-    arguments = params.get("arguments")
+    wanted = tool_header_params(name)
+    if not wanted:
+        return None
+    raw_arguments = params.arguments
+    arguments = (
+        msgspec.json.decode(raw_arguments) if isinstance(raw_arguments, msgspec.Raw) else None
+    )
     arguments = arguments if isinstance(arguments, dict) else {}
-    for header_name, path in tool_header_params(name).items():
+    for header_name, path in wanted.items():
         value: Any = arguments
         for step in path:
             value = value.get(step) if isinstance(value, dict) else None
-        raw = request.header(f"mcp-param-{header_name}")
+        raw = index(f"mcp-param-{header_name}")
         if value is None:
             continue  # "Parameter value is null / not in arguments": not expected
         if raw is None:

@@ -143,6 +143,33 @@ async def test_mcp_param_headers_are_validated_against_the_body() -> None:
             assert ok.json()["result"]["content"][0]["text"] == "us-west1:select 1"
 
 
+async def test_header_rules_hold_off_the_direct_path_too() -> None:
+    """A request that streams (a progress token, SSE accepted) and a notification take the
+    general path, not the direct one: the same header rules apply there."""
+    app, _ = make_app()
+    sse = {"accept": "application/json, text/event-stream"}
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            body = _tool_call(1, "run_query", "tok", region="us-west1", query="q")
+            base = {**modern_headers("tools/call", "run_query"), **sse}
+            missing = await request(address, "POST", headers=base, body=body)
+            assert missing.status == 400 and missing.json()["error"]["code"] == -32020
+            assert "Mcp-Param-region" in missing.json()["error"]["message"]
+            wrong_name = {**base, "mcp-name": "add", "mcp-param-region": "us-west1"}
+            wrong = await request(address, "POST", headers=wrong_name, body=body)
+            assert wrong.status == 400 and wrong.json()["error"]["code"] == -32020
+            ok = await request(
+                address, "POST", headers={**base, "mcp-param-region": "us-west1"}, body=body
+            )
+            assert ok.status == 200  # nothing was streamed before the answer: JSON
+            assert ok.json()["result"]["content"][0]["text"] == "us-west1:q"
+            note = modern(None, "notifications/whatever")
+            del note["id"]
+            old = modern_headers("x", **{"mcp-protocol-version": "2025-11-25"})
+            refused = await request(address, "POST", headers=old, body=note)
+            assert refused.status == 400 and refused.json()["error"]["code"] == -32020
+
+
 async def test_unknown_method_gets_404_with_32601() -> None:
     app, _ = make_app()
     with trio.fail_after(10):
