@@ -49,7 +49,8 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection): ``decode_one(body)`` gives an
-    #: opaque envelope when the body is one well-formed request (else None), and
+    #: envelope when the body is one well-formed request (else None): opaque but for its
+    #: ``method``, ``id`` and ``params`` (the raw JSON, ``msgspec.Raw``, when present); and
     #: ``dispatch_one(envelope, send, connection_id, principal, meta)`` runs it in the
     #: calling task and returns the response bytes; ``send(data)`` gets what the handler
     #: sends meanwhile; ``meta`` is the request's ``params._meta`` as the transport decoded
