@@ -162,6 +162,13 @@ class StreamableEndpoint(HandshakeEra):
         is_request = "method" in message and request_id is not None
         method: str | None = message["method"] if is_request else None
         params = body_params(request.body)
+        if params is None or params.meta is None:
+            raise refusal(
+                400,
+                "Invalid params: params._meta must be given once, as an object",
+                -32602,
+                request_id,
+            )
         mismatch = check_headers(
             request, meta_version, method, params, self.hooks.tool_header_params
         )
@@ -171,7 +178,6 @@ class StreamableEndpoint(HandshakeEra):
         if direct and self.hooks.decode_one is not None:
             envelope = self.hooks.decode_one(request.body)
             if envelope is not None:
-                assert params.meta is not None  # _meta_version found it
                 await self._dispatch_direct(
                     request, exchange, envelope, params.meta, accept_json, accept_sse, token
                 )

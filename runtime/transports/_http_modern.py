@@ -101,12 +101,14 @@ def modern_params(raw: bytes | msgspec.Raw) -> ModernParams | None:
         return None
 
 
-def body_params(body: bytes) -> ModernParams:
-    """The :class:`ModernParams` of a POST body already known to be one JSON-RPC message
-    whose ``params._meta`` is an object."""
-    params = _body_decoder.decode(body).params
-    assert params is not None
-    return params
+def body_params(body: bytes) -> ModernParams | None:
+    """The :class:`ModernParams` of a POST body known to be one JSON-RPC message whose
+    ``params._meta`` is an object; None when a typed reading refuses what the untyped one
+    took (a key given twice, once with a value of the wrong type)."""
+    try:
+        return _body_decoder.decode(body).params
+    except msgspec.DecodeError:
+        return None
 
 
 def check_headers(

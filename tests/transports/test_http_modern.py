@@ -170,6 +170,35 @@ async def test_header_rules_hold_off_the_direct_path_too() -> None:
             assert refused.status == 400 and refused.json()["error"]["code"] == -32020
 
 
+async def test_meta_given_twice_gets_400_with_32602_and_the_connection_lives_on() -> None:
+    app, _ = make_app()
+    body = (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":5,"_meta":'
+        b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}'
+    )
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conn = await connect(address)
+            try:
+                await conn.send("POST", "/mcp", headers=modern_headers("tools/list"), body=body)
+                refused = await conn.response()
+                assert refused.status == 400
+                assert refused.json()["error"]["code"] == -32602
+                assert refused.json()["id"] == 5
+                conn.conn.start_next_cycle()  # the same keep-alive connection
+                await conn.send(
+                    "POST",
+                    "/mcp",
+                    headers=modern_headers("tools/list"),
+                    body=modern(6, "tools/list"),
+                )
+                listed = await conn.response()
+                assert listed.status == 200 and listed.json()["id"] == 6
+            finally:
+                await conn.aclose()
+
+
 async def test_unknown_method_gets_404_with_32601() -> None:
     app, _ = make_app()
     with trio.fail_after(10):
