@@ -2,6 +2,7 @@
 
     python -m benchmarks.http_floor                 # calls/s and server CPU per request
     python -m benchmarks.http_floor --instructions  # user-space instructions per request
+    python -m benchmarks.http_floor --opcodes       # Python bytecodes per request, by function
 
 Three servers answer the suite's load client (16 keep-alive clients, modern 2026-07-28
 wire): (1) ``benchmarks/servers/trio_floor.py``, trio waking one task per connection and
@@ -11,12 +12,16 @@ tool. The default mode prints calls/s and server CPU microseconds per request (u
 from /proc), medians of interleaved repeats. ``--instructions`` counts the instructions each
 server executes per request under valgrind's callgrind (the difference between a run of 300
 and one of 1,300 requests, 4 clients): a figure that the machine's noise does not move,
-though it leaves out the kernel's share and cache effects.
+though it leaves out the kernel's share and cache effects. ``--opcodes`` counts the Python
+bytecodes the whole modern request executes (``benchmarks/_opcount.py``: 500 requests, 16
+clients) and prints them per request by module and by function: the interpreter is about
+four fifths of the server's CPU here, so this shows where to cut, exactly and repeatably.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -25,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections import Counter
 from collections.abc import Callable
 
 from . import _procfs as procfs
@@ -120,6 +127,53 @@ def _instructions(argv_for: Callable[[int], list[str]]) -> float:
     return (counts[1] - counts[0]) / 1_000
 
 
+def _opcodes(requests: int = 500, top: int = 40) -> None:
+    """Python bytecodes per modern ``tools/call``, by module and by function."""
+    port = wire.free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "opcodes.json")
+        argv = http_argv(OURS, "http-json", port)
+        argv = [sys.executable, "-m", "benchmarks._opcount", out, *argv[argv.index("serve") :]]
+        proc = subprocess.Popen(argv, cwd=str(ROOT), env=server_env(OURS), stdin=subprocess.DEVNULL)
+        try:
+            wire.wait_for_port(port, 300, lambda: proc.poll() is None)
+            clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(16)]
+            template = wire.echo_template(True)
+            wire.http_load(clients, template, total=200, time_cap=120)  # warm the memos
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+            res = wire.http_load(clients, template, total=requests, time_cap=300)
+            if res.ok != requests:
+                raise wire.BenchError(f"{res.ok} of {requests} answered while tracing")
+            proc.send_signal(signal.SIGUSR2)
+            deadline = time.monotonic() + 60
+            while not os.path.exists(out) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(0.5)  # the dump is written by the server's signal handler
+            with open(out, encoding="utf-8") as f:
+                counts: dict[str, int] = json.load(f)
+        finally:
+            proc.kill()
+            proc.wait()
+    by_module: Counter[str] = Counter()
+    for key, n in counts.items():
+        by_module[_short(key.rsplit(":", 2)[0])] += n
+    print(f"{sum(counts.values()) / requests:,.0f} Python bytecodes per request\n")
+    for module, n in by_module.most_common(25):
+        print(f"{n / requests:8.0f}  {module}")
+    print()
+    for key, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]:
+        path, line, name = key.rsplit(":", 2)
+        print(f"{n / requests:8.1f}  {name} ({_short(path)}:{line})")
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", f"{ROOT}/", "python3.11/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http_floor")
     parser.add_argument(
@@ -127,7 +181,15 @@ def main() -> None:
         action="store_true",
         help="count instructions per request under valgrind's callgrind (slow, exact)",
     )
+    parser.add_argument(
+        "--opcodes",
+        action="store_true",
+        help="count Python bytecodes per request of the whole modern request, by function",
+    )
     args = parser.parse_args()
+    if args.opcodes:
+        _opcodes()
+        return
     setups = _setups(args.instructions)
     if args.instructions:
         if shutil.which("valgrind") is None:
