@@ -90,7 +90,9 @@ class HandshakeEra:
         message: dict[str, Any] | list[Any],
         accept_json: bool,
         accept_sse: bool,
+        envelope: Any = None,
     ) -> None:
+        """``envelope``: ``Hooks.decode_one``'s reading of the body, when the caller has it."""
         headers = [("Mcp-Session-Id", session.id)]
         body = request.body
         batch_errors: list[bytes] = []
@@ -145,8 +147,7 @@ class HandshakeEra:
         stream.batch_errors = batch_errors
         session.in_use += 1
         try:
-            envelope = self._session_direct(session, message, body)
-            if envelope is not None:
+            if self._session_direct(session, message, envelope):
                 stream.lazy_prime = True  # most of these answer as JSON: no event at all
                 await self._run_in_session(
                     exchange, session, stream, envelope, accept_json, accept_sse, headers
@@ -182,19 +183,18 @@ class HandshakeEra:
             keepalive=self.limits.sse_keepalive,
         )
 
-    def _session_direct(self, session: HttpSession, message: Any, body: bytes) -> Any:
-        """The envelope of a single request that can run in the POST's own task (see
-        ``Hooks.run_in_session``), else None (the POST feeds the session's connection)."""
-        if (
-            self.hooks.run_in_session is None
-            or self.hooks.decode_one is None
+    def _session_direct(self, session: HttpSession, message: Any, envelope: Any) -> bool:
+        """Whether a single request (``envelope``: one well-formed request, else None) can
+        run in the POST's own task (see ``Hooks.run_in_session``); else the POST feeds the
+        session's connection."""
+        return not (
+            envelope is None
+            or self.hooks.run_in_session is None
             or session.connection is None
             or session.legacy
             or not isinstance(message, dict)
             or message.get("method") == "initialize"
-        ):
-            return None
-        return self.hooks.decode_one(body)
+        )
 
     async def _run_in_session(
         self,

@@ -74,8 +74,11 @@ class StreamableEndpoint(HandshakeEra):
             raise refusal(406, "Not Acceptable: accept application/json and text/event-stream")
         if media_type(header("content-type")) != "application/json":
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
-        if not gated:
-            direct = self._direct_request(request, accept_sse)
+        # One decode for the fast paths: a modern request, or a request to a session.
+        decode = self.hooks.decode_one
+        envelope = decode(request.body) if decode is not None else None
+        if not gated and envelope is not None:
+            direct = self._direct_request(request, envelope, accept_sse)
             if direct is not None:
                 await self._dispatch_direct(request, exchange, *direct, accept_json, accept_sse)
                 return
@@ -102,7 +105,9 @@ class StreamableEndpoint(HandshakeEra):
             return
         if request.header("mcp-session-id") is not None:
             session = self.session(request, principal)
-            await self.post_session(request, exchange, session, message, accept_json, accept_sse)
+            await self.post_session(
+                request, exchange, session, message, accept_json, accept_sse, envelope
+            )
             return
         if isinstance(message, list):
             raise refusal(
@@ -209,16 +214,12 @@ class StreamableEndpoint(HandshakeEra):
                 nursery.cancel_scope.cancel()
 
     def _direct_request(
-        self, request: HttpRequest, accept_sse: bool
+        self, request: HttpRequest, envelope: Any, accept_sse: bool
     ) -> tuple[Any, dict[str, Any]] | None:
         """The envelope and ``params._meta`` of a POST the direct path answers: one
-        well-formed 2026-07-28 request at a version served here, headers matching, decoded
-        once. None for anything else: the general path (``post``) then takes the POST and
-        answers every other shape, each error included."""
-        decode = self.hooks.decode_one
-        envelope = decode(request.body) if decode is not None else None
-        if envelope is None:
-            return None
+        well-formed 2026-07-28 request (``envelope``, from ``Hooks.decode_one``) at a version
+        served here, headers matching. None for anything else: the general path (``post``)
+        then takes the POST and answers every other shape, each error included."""
         raw = envelope.params
         params = modern_params(raw) if isinstance(raw, msgspec.Raw) else None
         meta = params.meta if params is not None else None
