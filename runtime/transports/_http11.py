@@ -378,24 +378,30 @@ def response_head(
     return "\r\n".join(lines).encode("latin-1")
 
 
-def simple_response_head(status: int, content_type: str | None, length: int, close: bool) -> bytes:
-    """``response_head`` of a whole response with no other fields: the same bytes, the part
-    before the length built once per (status, content type)."""
+def simple_response_head(
+    status: int,
+    content_type: str | None,
+    length: int,
+    close: bool,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> bytes:
+    """``response_head`` of a whole response whose fields are ``headers`` then Content-Type:
+    the same bytes, the part before the length built once per (status, content type,
+    fields)."""
     if status in _NO_BODY_STATUS or status < 200:
-        headers = [("Content-Type", content_type)] if content_type else []
-        return response_head(status, headers, length=length, close=close)
+        fields = [*headers, ("Content-Type", content_type)] if content_type else [*headers]
+        return response_head(status, fields, length=length, close=close)
     return b"%b%d\r\n%b\r\n" % (
-        _simple_prefix(status, content_type),
+        _prefix(status, content_type, headers),
         length,
         b"Connection: close\r\n" if close else b"",
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _simple_prefix(status: int, content_type: str | None) -> bytes:
-    head = response_head(
-        status, [("Content-Type", content_type)] if content_type else [], length=0, close=False
-    )
+@functools.lru_cache(maxsize=256)
+def _prefix(status: int, content_type: str | None, headers: tuple[tuple[str, str], ...]) -> bytes:
+    fields = [*headers, ("Content-Type", content_type)] if content_type else [*headers]
+    head = response_head(status, fields, length=0, close=False)
     return head[: head.rindex(b"Content-Length: ") + 16]
 
 

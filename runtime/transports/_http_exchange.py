@@ -168,10 +168,8 @@ class Exchange:
         self.started = True
         content_type = content_type if body else None
         if headers:
-            hdrs = [*headers, ("Content-Type", content_type)] if content_type else headers
-            data = response_head(
-                status, hdrs, length=len(body), close=self.close_after, version=self._version
-            )
+            fields = tuple(headers)  # the same few per session: their head part is cached
+            data = simple_response_head(status, content_type, len(body), self.close_after, fields)
         else:
             data = simple_response_head(status, content_type, len(body), self.close_after)
         if body and not self._head_only:

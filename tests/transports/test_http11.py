@@ -179,13 +179,29 @@ def test_a_head_seen_before_parses_the_same_and_the_head_memo_stays_bounded() ->
     st.sampled_from([None, "application/json", "text/plain; charset=utf-8"]),
     st.integers(min_value=0, max_value=10**9),
     st.booleans(),
+    st.lists(
+        st.sampled_from([("Mcp-Session-Id", "s-1"), ("Mcp-Session-Id", "s-2"), ("X-A", "b c")]),
+        max_size=2,
+    ),
 )
 def test_simple_response_heads_are_the_general_ones_byte_for_byte(
-    status: int, content_type: str | None, length: int, close: bool
+    status: int,
+    content_type: str | None,
+    length: int,
+    close: bool,
+    extra: list[tuple[str, str]],
 ) -> None:
-    headers = [("Content-Type", content_type)] if content_type else []
-    expected = response_head(status, headers, length=length, close=close)
-    assert simple_response_head(status, content_type, length, close) == expected
+    fields = [*extra, ("Content-Type", content_type)] if content_type else extra
+    expected = response_head(status, fields, length=length, close=close)
+    assert simple_response_head(status, content_type, length, close, tuple(extra)) == expected
+    if not extra:
+        assert simple_response_head(status, content_type, length, close) == expected
+
+
+def test_a_response_field_with_a_line_break_is_refused_every_time() -> None:
+    for _ in range(2):  # never remembered as a valid head part
+        with pytest.raises(ValueError):
+            simple_response_head(200, "application/json", 1, False, (("X-Bad", "a\r\nb"),))
 
 
 CHUNKED = (
