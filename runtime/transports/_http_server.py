@@ -16,6 +16,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
 import trio
@@ -36,6 +37,8 @@ __all__ = ["serve_http_listeners"]
 
 log = logging.getLogger("mcp_runtime.http")
 _ids = itertools.count(1)
+#: Requests in a row that did not wait, after which the reader task stops (see _run_app).
+_EAGER_RUN: Final = 8
 
 
 async def serve_http_listeners(
@@ -148,6 +151,8 @@ class _Driver(SocketIO):
         self.phase = "idle"
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
+        #: Requests in a row answered without waiting while the reader task ran.
+        self._eager_run = 0
         self._scope = trio.CancelScope()
 
     def abort(self) -> None:
@@ -331,8 +336,11 @@ class _Driver(SocketIO):
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the
-        socket buffer), so the first step runs eagerly; the first app that does wait starts
-        the connection's reader task (hang-ups are noticed while apps wait)."""
+        socket buffer), so the first step runs eagerly; an app that does wait starts the
+        connection's reader task (hang-ups are noticed while apps wait). The reader stays
+        while requests keep waiting (starting one costs more than handing data over), and
+        stops after a run of ``_EAGER_RUN`` requests that did not: from then on this task
+        reads for itself again, one scheduler round trip per request less."""
         self._exchange = exchange
         if self._eof:  # the client hung up before the app started
             exchange.hung_up()
@@ -340,10 +348,15 @@ class _Driver(SocketIO):
             done, suspended = eager.start(self._call_app(request, exchange))
             if not done:
                 assert isinstance(suspended, eager.Suspended)
+                self._eager_run = 0
                 self._start_reader()
                 await eager.finish(suspended)
         finally:
             self._exchange = None
+        if done and self._reader_running:
+            self._eager_run += 1
+            if self._eager_run >= _EAGER_RUN:
+                await self._stop_reader()
 
     async def _call_app(self, request: HttpRequest, exchange: Exchange) -> None:
         try:

@@ -25,9 +25,9 @@ _RECEIVE_SIZE: Final = 64 * 1024
 
 class SocketIO:
     """Reads into ``parser`` and writes whole byte strings. The connection's own task
-    reads when it needs data (``_wait_data``); after ``_start_reader`` a reader task reads
-    for the connection's life instead (so a hang-up is seen while an app waits), stopping
-    once ``read_cap`` bytes wait unparsed (backpressure) and handing bytes over."""
+    reads when it needs data (``_wait_data``); between ``_start_reader`` and
+    ``_stop_reader`` (while an app waits) a reader task reads instead, so that a hang-up is
+    seen at once, stopping once ``read_cap`` bytes wait unparsed (backpressure)."""
 
     def __init__(
         self, fd: int, parser: RequestParser, write_timeout: float, *, read_cap: int
@@ -44,9 +44,8 @@ class SocketIO:
         self._broken: BaseException | None = None
         self._exchange: Exchange | None = None
         self._nursery: trio.Nursery | None = None
-        # The reader task, once an app has waited on this connection: it then reads for
-        # the connection's life and hands bytes over (the connection's task parks on
-        # _data_lot).
+        # The reader task, while an app waits: it reads and hands bytes over (should the
+        # connection's task need data meanwhile, it parks on _data_lot).
         self._reader_running = False
         self._unread = 0
         self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
@@ -131,7 +130,17 @@ class SocketIO:
         if not self._reader_running and not self._eof and self._nursery is not None:
             self._reader_running = True
             self._unread = 0
+            self._reader_scope = trio.CancelScope()
+            self._reader_done = trio.Event()
             self._nursery.start_soon(self._reader)
+
+    async def _stop_reader(self) -> None:
+        """Stop the reader task: the connection's task reads for itself again. A cancelled
+        wait reads nothing, so no byte is lost."""
+        if self._reader_running:
+            self._reader_scope.cancel()
+            await self._reader_done.wait()
+            self._reader_running = False
 
     async def _reader(self) -> None:
         """Read until EOF, a broken socket, or cancellation (a cancelled wait reads

@@ -1,4 +1,4 @@
-"""The HTTP driver: one reader per connection (pipelining, hang-ups, backpressure, upgrade)."""
+"""The HTTP driver: pipelining, hang-ups (a reader while an app waits), backpressure, upgrade."""
 
 from __future__ import annotations
 
@@ -109,6 +109,34 @@ async def test_an_app_waiting_for_the_hang_up_sees_it() -> None:
         done.set()
 
     await _post_then_hang_up(app, served, done)
+
+
+async def test_a_hang_up_is_seen_by_a_later_waiting_request_too() -> None:
+    """The reader stops after a run of requests that did not wait; the next app that
+    waits gets a new one, which sees the hang-up."""
+    served = trio.Event()
+    done = trio.Event()
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        if request.path != "/last":
+            if request.path == "/first":
+                await trio.sleep(0.01)  # waits: a reader starts
+            await exchange.respond(200, b"ok", content_type="text/plain")
+            return
+        served.set()
+        await exchange.disconnected.wait()
+        done.set()
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            for path in ["/first"] + ["/quick"] * 8:  # the reader stops after the 8th
+                await stream.send_all(post(path))
+                await read_until(stream, 1, b"\r\n\r\nok")
+            await stream.send_all(post("/last"))
+            await served.wait()
+            await stream.aclose()
+            await done.wait()
 
 
 async def _post_then_hang_up(app: HttpApp, served: trio.Event, done: trio.Event) -> None:
@@ -314,7 +342,14 @@ async def test_answers_that_never_wait_spawn_no_task_and_waiting_ones_get_a_read
                 for _ in range(3):
                     await stream.send_all(post("/wait"))
                     await read_until(stream, 1, b"\r\n\r\nok")
-                assert spawns.count == 1  # the reader, once, for the rest of the connection
+                assert spawns.count == 1  # the reader, kept while requests keep waiting
+                for _ in range(12):  # stopped after 8 that did not; none started again
+                    await stream.send_all(post("/x"))
+                    await read_until(stream, 1, b"\r\n\r\nok")
+                assert spawns.count == 1
+                await stream.send_all(post("/wait"))
+                await read_until(stream, 1, b"\r\n\r\nok")
+                assert spawns.count == 2
             finally:
                 trio.lowlevel.remove_instrument(spawns)
             await stream.aclose()
