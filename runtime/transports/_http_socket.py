@@ -26,8 +26,9 @@ _RECEIVE_SIZE: Final = 64 * 1024
 class SocketIO:
     """Reads into ``parser`` and writes whole byte strings. The connection's own task
     reads when it needs data (``_wait_data``); between ``_start_reader`` and
-    ``_stop_reader`` (while an app waits) a reader task reads instead, so that a hang-up is
-    seen at once, stopping once ``read_cap`` bytes wait unparsed (backpressure)."""
+    ``_stop_reader`` (from an app that waits until the driver sees requests stop waiting) a
+    reader task reads instead, so that a hang-up is seen while an app waits, stopping once
+    ``read_cap`` bytes wait unparsed (backpressure)."""
 
     def __init__(
         self, fd: int, parser: RequestParser, write_timeout: float, *, read_cap: int
@@ -44,8 +45,8 @@ class SocketIO:
         self._broken: BaseException | None = None
         self._exchange: Exchange | None = None
         self._nursery: trio.Nursery | None = None
-        # The reader task, while an app waits: it reads and hands bytes over (should the
-        # connection's task need data meanwhile, it parks on _data_lot).
+        # The reader task, while it runs: it reads and hands bytes over (the connection's
+        # task, when it needs data meanwhile, parks on _data_lot).
         self._reader_running = False
         self._unread = 0
         self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
