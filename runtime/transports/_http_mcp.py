@@ -100,7 +100,7 @@ class StreamableEndpoint(HandshakeEra):
         meta_version = _meta_version(message)
         if meta_version is not None:
             await self.post_modern(
-                request, exchange, message, meta_version, accept_json, accept_sse, token
+                request, exchange, message, meta_version, accept_json, accept_sse, token, envelope
             )
             return
         if request.header("mcp-session-id") is not None:
@@ -139,7 +139,10 @@ class StreamableEndpoint(HandshakeEra):
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
+        envelope: Any = None,
     ) -> None:
+        """A modern POST off the direct fast path (``envelope``: ``Hooks.decode_one``'s
+        reading of the body, None when it is not one well-formed request)."""
         if isinstance(message, list):
             raise refusal(
                 400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
@@ -179,14 +182,11 @@ class StreamableEndpoint(HandshakeEra):
         )
         if mismatch is not None:
             raise refusal(400, f"Header mismatch: {mismatch}", -32020, request_id)
-        direct = method is not None and _direct(method, params, accept_sse)
-        if direct and self.hooks.decode_one is not None:
-            envelope = self.hooks.decode_one(request.body)
-            if envelope is not None:
-                await self._dispatch_direct(
-                    request, exchange, envelope, params.meta, accept_json, accept_sse, token
-                )
-                return
+        if envelope is not None and method is not None and _direct(method, params, accept_sse):
+            await self._dispatch_direct(
+                request, exchange, envelope, params.meta, accept_json, accept_sse, token
+            )
+            return
         key = id_key(request_id) if is_request else None
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
