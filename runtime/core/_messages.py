@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from msgspec import Raw
 
-from ._context import Peer, RequestContext
-from ._dispatch import Dispatcher
+from ._context import RequestContext
 from ._errors import INVALID_REQUEST, SERVER_OVERLOADED, JSONRPCError
 from ._jsonrpc import REQUEST_ID_TYPES, Envelope, RequestId, encode_error, id_key
-from ._limits import Limits
-from ._runner import _InFlight
-from ._session import Session
+from ._runner import ConnectionParts
 
 if TYPE_CHECKING:
     from ._connection import _Waiter
@@ -41,18 +38,12 @@ class _CancelledParams(msgspec.Struct):
 _cancelled_decoder: Final = msgspec.json.Decoder(_CancelledParams)
 
 
-class IncomingMessages:
+class IncomingMessages(ConnectionParts):
     """Admission, notifications and responses for
     :class:`~runtime.core._connection.Connection` (a mixin)."""
 
     if TYPE_CHECKING:  # provided by Connection
-        dispatcher: Dispatcher
-        limits: Limits
-        session: Session
-        _id: str
-        _in_flight: dict[tuple[type, RequestId], _InFlight]
         _pending: dict[tuple[type, RequestId], _Waiter]
-        _peer: Peer  # the connection itself
 
     @staticmethod
     def _error_reply(exc: JSONRPCError) -> bytes:

@@ -27,7 +27,7 @@ from ._limits import Limits
 from ._outbox import Outbox
 from ._session import Session
 
-__all__ = ["RequestRunning"]
+__all__ = ["ConnectionParts", "RequestRunning"]
 
 log = logging.getLogger("mcp_runtime.connection")
 
@@ -84,19 +84,26 @@ class _Runner:
         self.reply: bytes | None = None
 
 
-class RequestRunning:
-    """Running requests and batch items for
-    :class:`~runtime.core._connection.Connection` (a mixin; the base of its reader
-    generations): their first step, and the rest for those that suspended."""
+class ConnectionParts:
+    """What :class:`~runtime.core._connection.Connection` gives the mixins it is built from
+    (declarations for the type checker only)."""
 
-    if TYPE_CHECKING:  # provided by Connection
+    if TYPE_CHECKING:
         dispatcher: Dispatcher
         limits: Limits
         session: Session
         _id: str
         _in_flight: dict[tuple[type, RequestId], _InFlight]
-        _out: Outbox
         _peer: Peer  # the connection itself
+
+
+class RequestRunning(ConnectionParts):
+    """Running requests and batch items for
+    :class:`~runtime.core._connection.Connection` (a mixin; the base of its reader
+    generations): their first step, and the rest for those that suspended."""
+
+    if TYPE_CHECKING:  # provided by Connection
+        _out: Outbox
 
         def _task_done(self) -> None: ...
 
