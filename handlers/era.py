@@ -13,7 +13,6 @@ carry ``ttlMs``/``cacheScope`` (server/utilities/caching).
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Final
 
 import msgspec
@@ -91,7 +90,6 @@ class McpDispatcher(Dispatcher):
     ) -> None:
         super().__init__(requests, notifications)
         self.app = app
-        self._modern: dict[Handler, Handler] = {}
 
     def route(self, ctx: RequestContext) -> Handler | None:
         meta = ctx.meta  # set when the transport decoded params._meta already
@@ -131,16 +129,9 @@ class McpDispatcher(Dispatcher):
         ctx.client_capabilities = capabilities
         if ctx.method in HANDSHAKE_ONLY:
             return None
-        handler = self.requests.get(ctx.method)
-        if handler is None:
-            return None
-        wrapped = self._modern.get(handler)
-        if wrapped is None:  # once per handler, not per request
-            wrapped = self._modern[handler] = functools.partial(self._serve_modern, handler)
-        return wrapped
+        return self.requests.get(ctx.method)  # its result then passes through decorate
 
-    async def _serve_modern(self, handler: Handler, ctx: RequestContext) -> Any:
-        result = await handler(ctx)
+    def decorate(self, ctx: RequestContext, result: Any) -> Any:
         if isinstance(result, dict):
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")

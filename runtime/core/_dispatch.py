@@ -51,6 +51,12 @@ class Dispatcher:
     def route_notification(self, ctx: RequestContext) -> NotificationHandler | None:
         return self.notifications.get(ctx.method)
 
+    def decorate(self, ctx: RequestContext, result: Any) -> Any:
+        """The result of a request served at the modern revision (``ctx.modern``, set by
+        ``route``) as it goes on the wire. The core adds nothing; a dispatcher that chooses
+        eras adds what that revision puts on every result."""
+        return result
+
     async def dispatch(self, ctx: RequestContext) -> bytes:
         """Run the request's handler and return the whole response.
 
@@ -66,6 +72,8 @@ class Dispatcher:
             if handler is None:
                 raise JSONRPCError.method_not_found(ctx.method)
             result = await handler(ctx)
+            if ctx.modern:
+                result = self.decorate(ctx, result)
             return encode_result(request_id, result)
         except JSONRPCError as exc:
             return encode_error(request_id, exc.code, exc.message, exc.data)
