@@ -8,6 +8,7 @@ transport, so a stdio server never imports it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,23 +47,6 @@ def transport_hooks(server: Serving) -> Hooks:
         session.principal = principal
         return session
 
-    async def dispatch_one(
-        envelope: Any,
-        send: Callable[[bytes], Awaitable[None]],
-        connection_id: str,
-        principal: Any = None,
-        meta: dict[str, Any] | None = None,
-    ) -> bytes:
-        return await dispatch_single(
-            server.dispatcher,
-            envelope,
-            session=new_session("http", principal),
-            send=send,
-            connection_id=connection_id,
-            request_timeout=server.limits.request_timeout,
-            meta=meta,
-        )
-
     async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
         return await connection.run_request(envelope)
 
@@ -72,7 +56,9 @@ def transport_hooks(server: Serving) -> Hooks:
     return Hooks(
         serve_connection=server.serve_connection,
         decode_one=decode_single,
-        dispatch_one=dispatch_one,
+        dispatch_one=functools.partial(
+            dispatch_single, server.dispatcher, server.limits.request_timeout
+        ),
         run_in_session=run_in_session,
         start_soon=start_soon,
         new_session=new_session,

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
 import trio
+from msgspec import UNSET
 
 from ._context import RequestContext
 from ._dispatch import Dispatcher
@@ -95,24 +95,29 @@ class _SinglePeer:
 
 async def dispatch_single(
     dispatcher: Dispatcher,
+    request_timeout: float | None,
     envelope: Envelope,
-    *,
-    session: Session,
     send: Callable[[bytes], Awaitable[None]],
     connection_id: str,
-    request_timeout: float | None,
+    principal: Any = None,
     meta: dict[str, Any] | None = None,
+    transport: str = "http",
 ) -> bytes:
-    """Run one request (from :func:`decode_single`) and return its response.
+    """Run one request (from :func:`decode_single`) in a session of its own and return its
+    response.
 
-    ``send`` receives whatever the handler sends meanwhile (notifications); ``meta``, when
-    the caller already decoded the request's ``params._meta``, is that object (era selection
-    then uses it instead of decoding it again). Never raises
-    for handler failures (see ``Dispatcher.dispatch``); cancellation from outside propagates.
+    ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``
+    is who the transport authenticated (the session's ``principal``); ``meta``, when the
+    caller already decoded the request's ``params._meta``, is that object (era selection
+    then uses it instead of decoding it again). Positional, so that a transport's hook can
+    be this function with the first two bound. Never raises for handler failures (see
+    ``Dispatcher.dispatch``); cancellation from outside propagates.
     """
     request_id = envelope.id
     assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
-    params = None if isinstance(envelope.params, msgspec.UnsetType) else envelope.params
+    params = None if envelope.params is UNSET else envelope.params
+    session = Session(transport)
+    session.principal = principal
     ctx = RequestContext(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
     )
