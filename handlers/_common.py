@@ -13,9 +13,17 @@ from runtime._registry import App
 from runtime._signature import Signature
 from runtime._state import params_digest, principal_key
 from runtime._tasks import TaskRecord
-from runtime.core import RequestContext
+from runtime.core import RequestContext, params_error
 
-__all__ = ["InputFields", "call_user_function", "call_with_input", "decode_params", "paginated"]
+__all__ = [
+    "InputFields",
+    "call_user_function",
+    "call_with_input",
+    "decode_params",
+    "input_required",
+    "paginated",
+    "request_meta",
+]
 
 
 class InputFields(msgspec.Struct, kw_only=True):
@@ -47,9 +55,9 @@ async def call_with_input(
         return False, await call_user_function(server, ctx, fn, sig, args, meta)
     responses: dict[str, Any] = {}
     digest: str | None = None
-    who = principal_key(ctx.session.principal)
     if fields.request_state is not None:
         digest = params_digest(salient())
+        who = principal_key(ctx.session.principal)
         sealer = server.state_sealer
         responses.update(sealer.unseal(fields.request_state, ctx.method, digest, who))
     if fields.input_responses:
@@ -59,16 +67,46 @@ async def call_with_input(
             server, ctx, fn, sig, args, meta, InputRound(responses)
         )
     except InputRequired as exc:
-        digest = digest or params_digest(salient())
-        state = server.state_sealer.seal(ctx.method, digest, responses, who)
-        return True, {
-            "resultType": "input_required",
-            "inputRequests": exc.requests,
-            "requestState": state,
-        }
+        return True, input_required(server, ctx, exc, responses, digest, salient)
+
+
+def input_required(
+    server: App,
+    ctx: RequestContext,
+    exc: InputRequired,
+    responses: dict[str, Any],
+    digest: str | None,
+    salient: Callable[[], Any],
+) -> dict[str, Any]:
+    """The ``input_required`` result for a modern request whose handler raised ``exc``:
+    its input requests and a freshly sealed ``requestState`` holding ``responses``."""
+    digest = digest or params_digest(salient())
+    who = principal_key(ctx.session.principal)
+    state = server.state_sealer.seal(ctx.method, digest, responses, who)
+    return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
 
 
 T = TypeVar("T")
+
+_meta_decoder: msgspec.json.Decoder[dict[str, Any] | None] = msgspec.json.Decoder(
+    dict[str, Any] | None
+)
+
+
+def request_meta(
+    ctx: RequestContext, raw: msgspec.Raw | msgspec.UnsetType
+) -> dict[str, Any] | None:
+    """A request's ``params._meta`` (``raw``, as its params struct kept it). A modern
+    request's was decoded already by era selection (``ctx.meta``); a handshake-era one is
+    decoded here, once, only when present. Not an object: -32602 at ``params._meta``."""
+    if ctx.modern:
+        return ctx.meta
+    if raw is msgspec.UNSET:
+        return None
+    try:
+        return _meta_decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise params_error(exc, "params._meta") from None
 
 
 def decode_params(ctx: RequestContext, decoder: msgspec.json.Decoder[T], empty: bytes) -> T:

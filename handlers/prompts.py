@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, Raw, UnsetType
 
 from runtime._registry import App
 from runtime._types import PromptMessage, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, params_error
 
-from ._common import InputFields, call_with_input, decode_params, paginated
+from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 
 __all__ = ["methods", "to_messages"]
 
@@ -21,7 +22,8 @@ __all__ = ["methods", "to_messages"]
 class _GetParams(InputFields, kw_only=True):
     name: str
     arguments: dict[str, str] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    #: Kept raw: decoded by ``request_meta`` (a modern request's is decoded already).
+    meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _ListParams(msgspec.Struct):
@@ -67,7 +69,14 @@ def methods(server: App) -> dict[str, Handler]:
             raise params_error(exc, root="params.arguments") from None
         salient = [prompt.name, params.arguments or {}]
         asking, value = await call_with_input(
-            server, ctx, prompt.fn, sig, args, params.meta, params, lambda: salient
+            server,
+            ctx,
+            prompt.fn,
+            sig,
+            args,
+            request_meta(ctx, params.meta),
+            params,
+            lambda: salient,
         )
         if asking:
             return value  # type: ignore[no-any-return]

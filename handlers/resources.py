@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, Raw, UnsetType
 
 from runtime._contents import to_contents
 from runtime._registry import App
@@ -19,14 +20,15 @@ from runtime.core import (
     ResourceNotFoundError,
 )
 
-from ._common import InputFields, call_with_input, decode_params, paginated
+from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 
 __all__ = ["methods"]
 
 
 class _ReadParams(InputFields, kw_only=True):
     uri: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    #: Kept raw: decoded by ``request_meta`` (a modern request's is decoded already).
+    meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _ListParams(msgspec.Struct):
@@ -72,7 +74,7 @@ def methods(server: App) -> dict[str, Handler]:
             definition.fn,
             definition.signature,
             args,
-            params.meta,
+            request_meta(ctx, params.meta),
             params,
             lambda: uri,
         )

@@ -11,15 +11,25 @@ import logging
 from typing import Any, Final
 
 import msgspec
+import msgspec.structs
 from msgspec import UNSET, Raw, UnsetType
 
+from runtime._input import InputRequired
 from runtime._registry import App, ToolDef
 from runtime._tasks import TaskRecord
 from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
 
 from . import tasks
-from ._common import InputFields, call_user_function, call_with_input, decode_params, paginated
+from ._common import (
+    InputFields,
+    call_user_function,
+    call_with_input,
+    decode_params,
+    input_required,
+    paginated,
+    request_meta,
+)
 
 __all__ = ["methods", "to_content"]
 
@@ -34,7 +44,8 @@ class _CallParams(InputFields, kw_only=True):
     #: 2025-11-25 task augmentation: ``{"ttl": ms}`` asks to run the call as a task.
     task: dict[str, Any] | None = None
     arguments: Raw | UnsetType = UNSET
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    #: Kept raw: decoded by ``request_meta`` (a modern request's is decoded already).
+    meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _ListParams(msgspec.Struct):
@@ -65,6 +76,38 @@ def _error_result(text: str) -> dict[str, Any]:
     return {"content": [TextContent(text=text)], "isError": True}
 
 
+def _failed(ctx: RequestContext, tool: ToolDef, exc: Exception) -> dict[str, Any]:
+    """The ``isError`` result of a tool that raised ``exc`` (logged, never on the wire as a
+    traceback)."""
+    log.warning(
+        "tool failed conn=%s id=%r tool=%s error=%r",
+        ctx.peer.connection_id,
+        ctx.id,
+        tool.name,
+        exc,
+        exc_info=log.isEnabledFor(logging.DEBUG),
+    )
+    return _error_result(f"Error executing tool {tool.name}: {exc}")
+
+
+def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
+    """A tool's return value as its ``CallToolResult``: content blocks, plus
+    ``structuredContent`` when the tool declares an output schema."""
+    if tool.output is not None:
+        structured = tool.output.structured(value)
+        # The text mirror is the JSON of the value itself (a wrapped ``int`` reads "42",
+        # as the official SDK writes it), the structured form carries the wrapper.
+        mirror = structured["result"] if tool.output.wrap else structured
+    elif tool.output_schema is not None:
+        structured = mirror = msgspec.to_builtins(value)
+    else:
+        return {"content": to_content(value), "isError": False}
+    # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for
+    # clients that do not read structured output.
+    text = mirror if isinstance(mirror, str) else _encode(mirror).decode()
+    return {"content": [TextContent(text=text)], "structuredContent": structured, "isError": False}
+
+
 def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
 
@@ -78,6 +121,7 @@ def methods(server: App) -> dict[str, Handler]:
         if tool is None:
             raise JSONRPCError.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
         sig = tool.signature
+        meta = request_meta(ctx, params.meta)
         raw = _EMPTY_ARGS if params.arguments is UNSET else params.arguments
         try:
             args = sig.json_decoder.decode(raw)
@@ -88,14 +132,33 @@ def methods(server: App) -> dict[str, Handler]:
             record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
 
             async def run_task() -> dict[str, Any]:
-                _, result = await execute(ctx, tool, args, params, raw, record)
+                _, result = await execute(ctx, tool, args, params, meta, raw, record)
                 return result
 
             if not ctx.modern:
                 tasks.report_status(ctx.peer, record)
             server.tasks.start(record, run_task)
             return tasks.created(ctx, record)
-        _, result = await execute(ctx, tool, args, params, raw, None)
+        if sig.direct and params.request_state is None and not params.input_responses:
+            # The common shape, an async tool that takes no Context: awaited right here,
+            # without execute's layers (no Context, no input round, no thread). The same
+            # outcomes as execute gives it.
+            try:
+                value = await tool.fn(**msgspec.structs.asdict(args))
+            except InputRequired as exc:  # raised by the tool itself
+                if not ctx.modern:
+                    return _failed(ctx, tool, exc)
+                return input_required(
+                    server, ctx, exc, {}, None, lambda: [tool.name, msgspec.json.decode(raw)]
+                )
+            except JSONRPCError:
+                raise
+            except ToolError as exc:
+                return _error_result(str(exc))
+            except Exception as exc:
+                return _failed(ctx, tool, exc)
+            return shape(tool, value)
+        _, result = await execute(ctx, tool, args, params, meta, raw, None)
         return result
 
     async def execute(
@@ -103,6 +166,7 @@ def methods(server: App) -> dict[str, Handler]:
         tool: ToolDef,
         args: msgspec.Struct,
         params: _CallParams,
+        meta: dict[str, Any] | None,
         raw: bytes | Raw,
         task: TaskRecord | None,
     ) -> tuple[bool, dict[str, Any]]:
@@ -110,11 +174,9 @@ def methods(server: App) -> dict[str, Handler]:
         sig = tool.signature
         try:
             if task is not None:
-                value = await call_user_function(
-                    server, ctx, tool.fn, sig, args, params.meta, task=task
-                )
+                value = await call_user_function(server, ctx, tool.fn, sig, args, meta, task=task)
             elif not ctx.modern:
-                value = await call_user_function(server, ctx, tool.fn, sig, args, params.meta)
+                value = await call_user_function(server, ctx, tool.fn, sig, args, meta)
             else:
                 asking, value = await call_with_input(
                     server,
@@ -122,7 +184,7 @@ def methods(server: App) -> dict[str, Handler]:
                     tool.fn,
                     sig,
                     args,
-                    params.meta,
+                    meta,
                     params,
                     lambda: [tool.name, msgspec.json.decode(raw)],
                 )
@@ -133,31 +195,7 @@ def methods(server: App) -> dict[str, Handler]:
         except ToolError as exc:
             return False, _error_result(str(exc))
         except Exception as exc:
-            log.warning(
-                "tool failed conn=%s id=%r tool=%s error=%r",
-                ctx.peer.connection_id,
-                ctx.id,
-                tool.name,
-                exc,
-                exc_info=log.isEnabledFor(logging.DEBUG),
-            )
-            return False, _error_result(f"Error executing tool {tool.name}: {exc}")
-        if tool.output is not None:
-            structured = tool.output.structured(value)
-            # The text mirror is the JSON of the value itself (a wrapped ``int`` reads "42",
-            # as the official SDK writes it), the structured form carries the wrapper.
-            mirror = structured["result"] if tool.output.wrap else structured
-        elif tool.output_schema is not None:
-            structured = mirror = msgspec.to_builtins(value)
-        else:
-            return False, {"content": to_content(value), "isError": False}
-        # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for
-        # clients that do not read structured output.
-        text = mirror if isinstance(mirror, str) else _encode(mirror).decode()
-        return False, {
-            "content": [TextContent(text=text)],
-            "structuredContent": structured,
-            "isError": False,
-        }
+            return False, _failed(ctx, tool, exc)
+        return False, shape(tool, value)
 
     return {"tools/list": list_tools, "tools/call": call_tool}

@@ -45,6 +45,9 @@ class Signature:
     #: Names of arguments without a default.
     required: tuple[str, ...]
     is_async: bool
+    #: An ``async def`` that takes no Context: a handler may await it directly, with its
+    #: arguments as keywords (no Context, no input round, no thread).
+    direct: bool
 
     def to_kwargs(self, args: msgspec.Struct) -> dict[str, Any]:
         # The struct's fields are exactly the argument names (asdict is implemented in C).
@@ -147,6 +150,7 @@ def inspect_signature(
         decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(struct, strict=not lax)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name}: cannot build a schema for its parameters: {exc}") from None
+    is_async = inspect.iscoroutinefunction(fn)
     descriptions = _arg_descriptions(fn)
     for arg, text in descriptions.items():
         prop = schema["properties"].get(arg)
@@ -160,5 +164,6 @@ def inspect_signature(
         json_decoder=decoder,
         descriptions=descriptions,
         required=tuple(required),
-        is_async=inspect.iscoroutinefunction(fn),
+        is_async=is_async,
+        direct=is_async and context_param is None,
     )

@@ -403,3 +403,27 @@ async def test_cancelled_is_visible_to_cleanup_code() -> None:
             await finished.wait()
             nursery.cancel_scope.cancel()
     assert states == [True]
+
+
+async def test_meta_that_is_not_an_object_is_invalid_params() -> None:
+    """``_meta`` stays raw in the params structs and is decoded once where it is used; a
+    handshake-era ``_meta`` that is not an object is still -32602 naming it."""
+    with trio.fail_after(10):
+        async with open_client(make_app()) as client:
+            for method, params in (
+                ("tools/call", {"name": "refuse", "_meta": "x"}),
+                ("tools/call", {"name": "who", "_meta": [1]}),
+                ("resources/read", {"uri": "bin://blob", "_meta": 3}),
+                ("prompts/get", {"name": "plain", "arguments": {"topic": "t"}, "_meta": "x"}),
+            ):
+                with pytest.raises(JSONRPCError) as info:
+                    await client.request(method, params)
+                assert info.value.code == -32602, method
+                assert info.value.data["path"] == "params._meta", method
+            # null and an object are fine; the tool sees the object
+            who = await client.request(
+                "tools/call", {"name": "who", "_meta": {"progressToken": "p"}}
+            )
+            assert who["isError"] is False
+            plain = await client.request("tools/call", {"name": "refuse", "_meta": None})
+            assert plain["isError"] is True and plain["content"][0]["text"] == "not today"

@@ -235,3 +235,57 @@ async def test_cancelling_the_asking_request_cancels_the_server_request() -> Non
             note = await client.wait_for_notification("notifications/cancelled")
             nursery.cancel_scope.cancel()
     assert note["params"] == {"requestId": 1, "reason": "cancelled"}
+
+
+def _plain_tools_app() -> Server:
+    """Async tools that take no Context: the shape ``tools/call`` awaits directly."""
+    app = Server("plain-tools")
+
+    @app.tool
+    async def ask_both(city: str) -> str:
+        from runtime import InputRequired
+
+        raise InputRequired({"confirm": {"method": "elicitation/create", "params": {}}})
+
+    @app.tool
+    async def broken(city: str) -> str:
+        raise RuntimeError(f"no weather for {city}")
+
+    return app
+
+
+async def test_a_tool_without_context_may_raise_input_required_in_the_modern_era() -> None:
+    with trio.fail_after(10):
+        async with open_client(_plain_tools_app(), protocol_version="2026-07-28") as client:
+            first = await _modern_call(client, "ask_both", {"city": "Oslo"})
+            assert first["resultType"] == "input_required"
+            assert first["inputRequests"] == {
+                "confirm": {"method": "elicitation/create", "params": {}}
+            }
+            # The sealed state is bound to this tool's arguments, as for a Context tool.
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(
+                    client, "ask_both", {"city": "Rome"}, requestState=first["requestState"]
+                )
+            assert info.value.code == -32602 and "different request" in info.value.message
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(client, "ask_both", {"city": "Oslo"}, requestState="forged")
+            assert info.value.code == -32602 and info.value.message == "Invalid requestState"
+
+
+async def test_a_tool_without_context_failing_is_an_error_result_in_both_eras() -> None:
+    with trio.fail_after(10):
+        async with open_client(_plain_tools_app()) as client:
+            asked = await client.call_tool("ask_both", {"city": "Oslo"})
+            broken = await client.call_tool("broken", {"city": "Oslo"})
+        async with open_client(_plain_tools_app(), protocol_version="2026-07-28") as client:
+            modern = await _modern_call(client, "broken", {"city": "Oslo"})
+    # Handshake era: no multi round-trip requests, so asking is a failure of the tool.
+    assert asked["isError"] is True
+    assert asked["content"][0]["text"].startswith("Error executing tool ask_both: ")
+    for result in (broken, modern):
+        assert result["isError"] is True
+        assert result["content"] == [
+            {"type": "text", "text": "Error executing tool broken: no weather for Oslo"}
+        ]
+    assert modern["resultType"] == "complete"
