@@ -81,7 +81,14 @@ async def serve_http(
             streamable = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
             legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
 
+            # The MCP endpoint first (nearly every request), unless a metadata document
+            # is served at that very path.
+            mcp_path = path if path not in gate.metadata else None
+
             async def app(request: HttpRequest, exchange: Exchange) -> None:
+                if request.path == mcp_path:
+                    await streamable(request, exchange)
+                    return
                 document = gate.metadata.get(request.path)
                 if document is not None:
                     # RFC 9728 section 3: public, fetched with GET, no token needed.

@@ -44,15 +44,13 @@ class Gate:
             raise ValueError("pass either auth=AuthConfig(...) or authenticate=..., not both")
         self.auth = auth
         self.hook = hook
+        #: Whether anyone checks (a plain attribute: read on every request).
+        self.enabled = auth is not None or hook is not None
         #: Request path -> RFC 9728 document (root and path-inserted forms).
         self.metadata: dict[str, bytes] = {}
         if auth is not None:
             document = auth.resource_metadata.document_json()
             self.metadata = dict.fromkeys(auth.resource_metadata.well_known_paths(), document)
-
-    @property
-    def enabled(self) -> bool:
-        return self.auth is not None or self.hook is not None
 
     async def check(
         self, authorization: str | None, target: str, headers: Iterable[tuple[str, str]]

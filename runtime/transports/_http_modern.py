@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -47,6 +48,7 @@ _SENTINEL: Final = re.compile(r"=\?base64\?([A-Za-z0-9+/=]*)\?=")
 _MAX_SAFE_INT: Final = 2**53 - 1
 
 
+@functools.lru_cache(maxsize=256)  # a client sends the same few names again and again
 def decode_header_value(value: str) -> str | None:
     """The value a ``Mcp-Name`` / ``Mcp-Param-*`` header stands for, or None when invalid."""
     if not _SAFE.fullmatch(value):
