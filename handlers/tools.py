@@ -7,6 +7,7 @@ model can read and correct (spec: "Tool Execution Errors").
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Final
 
@@ -72,6 +73,11 @@ def to_content(value: Any) -> list[Any]:
     return [TextContent(text=_encode(value).decode())]
 
 
+def _retry_call(name: str, raw: bytes | Raw) -> list[Any]:
+    """What an input-required round binds its requestState to: the tool and its arguments."""
+    return [name, msgspec.json.decode(raw)]
+
+
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [TextContent(text=text)], "isError": True}
 
@@ -129,16 +135,7 @@ def methods(server: App) -> dict[str, Handler]:
             return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
-            record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
-
-            async def run_task() -> dict[str, Any]:
-                _, result = await execute(ctx, tool, args, params, meta, raw, record)
-                return result
-
-            if not ctx.modern:
-                tasks.report_status(ctx.peer, record)
-            server.tasks.start(record, run_task)
-            return tasks.created(ctx, record)
+            return start_task(ctx, tool, args, params, meta, raw, as_task)
         if sig.direct and params.request_state is None and not params.input_responses:
             # The common shape, an async tool that takes no Context: awaited right here,
             # without execute's layers (no Context, no input round, no thread). The same
@@ -149,7 +146,7 @@ def methods(server: App) -> dict[str, Handler]:
                 if not ctx.modern:
                     return _failed(ctx, tool, exc)
                 return input_required(
-                    server, ctx, exc, {}, None, lambda: [tool.name, msgspec.json.decode(raw)]
+                    server, ctx, exc, {}, None, functools.partial(_retry_call, tool.name, raw)
                 )
             except JSONRPCError:
                 raise
@@ -160,6 +157,28 @@ def methods(server: App) -> dict[str, Handler]:
             return shape(tool, value)
         _, result = await execute(ctx, tool, args, params, meta, raw, None)
         return result
+
+    def start_task(
+        ctx: RequestContext,
+        tool: ToolDef,
+        args: msgspec.Struct,
+        params: _CallParams,
+        meta: dict[str, Any] | None,
+        raw: bytes | Raw,
+        as_task: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Run the call as a task (server/tasks): answered at once with the task created.
+        (Apart from call_tool, whose locals would otherwise all become closure cells.)"""
+        record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
+
+        async def run_task() -> dict[str, Any]:
+            _, result = await execute(ctx, tool, args, params, meta, raw, record)
+            return result
+
+        if not ctx.modern:
+            tasks.report_status(ctx.peer, record)
+        server.tasks.start(record, run_task)
+        return tasks.created(ctx, record)
 
     async def execute(
         ctx: RequestContext,
@@ -186,7 +205,7 @@ def methods(server: App) -> dict[str, Handler]:
                     args,
                     meta,
                     params,
-                    lambda: [tool.name, msgspec.json.decode(raw)],
+                    functools.partial(_retry_call, tool.name, raw),
                 )
                 if asking:
                     return True, value

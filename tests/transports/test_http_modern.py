@@ -295,3 +295,18 @@ async def test_closing_the_sse_stream_cancels_the_request() -> None:
             await conn.aclose()
             await until(lambda: seen["cancelled"])
             assert seen["cancelled"] == ["bye"] and not seen["finished"]
+
+
+def test_status_of_reads_the_first_member_after_the_id() -> None:
+    from runtime.core._jsonrpc import encode_error, encode_result
+    from runtime.transports._http_modern import status_of
+
+    # A result whose content mentions "error" anywhere is still a result.
+    assert status_of(encode_result(1, {"text": '"error": {"code": -32601}'})) == 200
+    assert status_of(encode_result('id "error":', {"error": {"code": -32601}})) == 200
+    # An error is mapped, even when its data holds a "result" member or its id the word.
+    assert status_of(encode_error(1, -32601, "Method not found", {"result": 1})) == 404
+    assert status_of(encode_error('"result":', -32020, "Header mismatch")) == 400
+    assert status_of(encode_error(2, -32602, "Invalid params")) == 200
+    # Not a response object at all.
+    assert status_of(b"[]") == 200
