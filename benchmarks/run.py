@@ -1,7 +1,9 @@
 """Run the whole benchmark suite: ``python -m benchmarks.run [--quick] [--profile]``.
 
 Contenders are interleaved (every group of measurements runs each contender in turn, the order
-rotating per repeat) and every measurement is repeated (2 in --quick, 3 otherwise); the table
+rotating per repeat; for HTTP, all contenders' servers of a mode run at once and each client
+count is measured in short slices that rotate through them, so a change in the machine's speed
+hits all alike) and every measurement is repeated (2 in --quick, 3 otherwise); the table
 shows medians of the repeats, absolute figures and ratios against the official SDK. Results go
 to benchmarks/results/ as JSON lines, a Markdown table and a PNG chart.
 
@@ -54,12 +56,14 @@ class Settings:
     imports: int
     idle_conns: int
     hang_timeout: float
+    http_slices: int  # HTTP: each client count is measured in this many slices per contender,
+    http_slice: float  # of this many seconds each, rotating through the contenders
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(2, 0.8, 500, 50_000, 2, 2, 2000, 2.0)
-        return cls(3, 2.5, 3000, 200_000, 3, 5, 2000, 5.0)
+            return cls(2, 0.8, 500, 50_000, 2, 2, 2000, 2.0, 4, 0.4)
+        return cls(3, 2.5, 3000, 200_000, 3, 5, 2000, 5.0, 6, 0.6)
 
 
 @dataclass
@@ -444,49 +448,131 @@ def _probe_http_modern(port: int) -> bool:
         c.close()
 
 
+HTTP_CLIENTS = (1, 16, 64)
+
+
+def http_metrics(mode: str) -> list[str]:
+    return [f"{mode.replace('-', '_')}_c{n}" for n in HTTP_CLIENTS]
+
+
+@dataclass
+class _Sliced:
+    """One contender's share of an interleaved HTTP measurement, summed over its slices."""
+
+    res: wire.LoadResult = field(default_factory=wire.LoadResult)
+    cpu: float = 0.0
+    content_type: str = ""
+    failed: str = ""
+
+    def add(self, part: wire.LoadResult, cpu: float, content_type: str) -> None:
+        self.res.sent += part.sent
+        self.res.ok += part.ok
+        self.res.errors += part.errors
+        self.res.elapsed += part.elapsed
+        self.res.rtts_ns += part.rtts_ns
+        self.res.timed_out |= part.timed_out
+        for code, count in part.error_codes.items():
+            self.res.error_codes[code] = self.res.error_codes.get(code, 0) + count
+        self.cpu += cpu
+        self.content_type = content_type
+
+
 def measure_http(
-    rec: Recorder, s: Settings, r: int, contender: str, mode: str, ours_has_http: bool
+    rec: Recorder, s: Settings, r: int, order: list[str], mode: str, ours_has_http: bool
 ) -> None:
-    metrics = [f"{mode.replace('-', '_')}_c{n}" for n in (1, 16, 64)]
-    if contender == OURS and not ours_has_http:
-        rec.unavailable(
-            r, contender, metrics, "`mcp-runtime serve --transport http` does not exist yet"
-        )
-        return
-    with http_server(contender, mode) as (proc, port):
-        if mode == "http-json":
-            wire_mode = "modern" if _probe_http_modern(port) else "stateless"
-        else:
-            wire_mode = "session"
-        for n, metric in zip((1, 16, 64), metrics, strict=True):
-            clients = _http_clients(port, wire_mode, n)
+    """All contenders' servers run at once; each client count is measured in short slices that
+    rotate through the contenders, so a drift in machine speed hits every contender alike."""
+    metrics = http_metrics(mode)
+    with contextlib.ExitStack() as stack:
+        servers: dict[str, tuple[subprocess.Popen[bytes], int, str]] = {}
+        for contender in order:
+            if why := peer_missing(contender):
+                rec.unavailable(r, contender, metrics, why)
+            elif contender == OURS and not ours_has_http:
+                rec.unavailable(
+                    r, contender, metrics, "`mcp-runtime serve --transport http` is missing"
+                )
+            else:
+                try:
+                    proc, port = stack.enter_context(http_server(contender, mode))
+                    if mode == "http-json":
+                        wire_mode = "modern" if _probe_http_modern(port) else "stateless"
+                    else:
+                        wire_mode = "session"
+                    servers[contender] = (proc, port, wire_mode)
+                except (BenchError, OSError) as exc:
+                    rec.unavailable(
+                        r, contender, metrics, f"error: {type(exc).__name__}: {exc}"[:200]
+                    )
+        for n, metric in zip(HTTP_CLIENTS, metrics, strict=True):
+            _measure_http_sliced(rec, s, r, servers, n, metric)
+
+
+def _measure_http_sliced(
+    rec: Recorder,
+    s: Settings,
+    r: int,
+    servers: dict[str, tuple[subprocess.Popen[bytes], int, str]],
+    n: int,
+    metric: str,
+) -> None:
+    got = {contender: _Sliced() for contender in servers}
+    clients: dict[str, list[wire.HttpClient]] = {}
+    try:
+        for contender, (_, port, wire_mode) in servers.items():
             try:
+                clients[contender] = _http_clients(port, wire_mode, n)
                 wire.http_load(
-                    clients, wire.echo_template(wire_mode == "modern"), total=300, time_cap=0.3
-                )  # warm-up
-                cpu0 = procfs.cpu_seconds(proc.pid)
-                res = wire.http_load(
-                    clients,
+                    clients[contender],
                     wire.echo_template(wire_mode == "modern"),
-                    total=s.pipe_count,
-                    time_cap=s.time_cap,
-                )
-                cpu = procfs.cpu_seconds(proc.pid) - cpu0
-                note = f"{wire_mode} wire, {clients[0].content_type}"
-                if res.errors or res.timed_out:
-                    note += "; " + _load_note(res)
-                rec.add(
-                    r,
-                    contender,
-                    metric,
-                    res.rate,
-                    note,
-                    cpu_10k_s=cpu / res.ok * 10_000 if res.ok else None,
-                    p50_ms=wire.percentile(res.rtts_ns, 50) / 1e6,
-                )
-            finally:
-                for c in clients:
-                    c.close()
+                    total=300,
+                    time_cap=0.3,
+                )  # warm-up
+            except (BenchError, OSError) as exc:
+                got[contender].failed = f"error: {type(exc).__name__}: {exc}"
+        names = list(servers)
+        for k in range(s.http_slices):
+            # Rotate who goes first in each slice.
+            for contender in names[k % len(names) :] + names[: k % len(names)]:
+                share = got[contender]
+                if share.failed:
+                    continue
+                proc, _, wire_mode = servers[contender]
+                try:
+                    cpu0 = procfs.cpu_seconds(proc.pid)
+                    part = wire.http_load(
+                        clients[contender],
+                        wire.echo_template(wire_mode == "modern"),
+                        total=s.pipe_count // s.http_slices,
+                        time_cap=s.http_slice,
+                    )
+                    cpu = procfs.cpu_seconds(proc.pid) - cpu0
+                except (BenchError, OSError) as exc:
+                    share.failed = f"error: {type(exc).__name__}: {exc}"
+                    continue
+                share.add(part, cpu, clients[contender][0].content_type)
+    finally:
+        for group in clients.values():
+            for c in group:
+                c.close()
+    for contender, share in got.items():
+        if share.failed:
+            print(f"  ! {contender}: {share.failed}", flush=True)
+            rec.unavailable(r, contender, [metric], share.failed[:200])
+            continue
+        res = share.res
+        note = f"{servers[contender][2]} wire, {share.content_type}, {s.http_slices} slices"
+        if res.errors or res.timed_out:
+            note += "; " + _load_note(res)
+        rec.add(
+            r,
+            contender,
+            metric,
+            res.rate,
+            note,
+            cpu_10k_s=share.cpu / res.ok * 10_000 if res.ok else None,
+            p50_ms=wire.percentile(res.rtts_ns, 50) / 1e6 if res.rtts_ns else None,
+        )
 
 
 def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: bool) -> None:
@@ -736,21 +822,6 @@ def main(argv: list[str] | None = None) -> int:
                 ("batch", ["batch32"], lambda c: measure_batches(rec, s, r, c)),  # noqa: B023 - called in this iteration
                 ("modern", MODERN_METRICS, lambda c: measure_modern(rec, s, r, c)),  # noqa: B023 - called in this iteration
             ]
-            for http_mode in HTTP_MODES:
-                plan.append(
-                    (
-                        "http",
-                        [f"{http_mode.replace('-', '_')}_c{n}" for n in (1, 16, 64)],
-                        functools.partial(
-                            measure_http,
-                            rec,
-                            s,
-                            r,
-                            mode=http_mode,
-                            ours_has_http="http" in transports,
-                        ),
-                    )
-                )
             for group, metrics, fn in plan:
                 if group not in groups:
                     continue
@@ -759,6 +830,9 @@ def main(argv: list[str] | None = None) -> int:
                         rec.unavailable(r, contender, metrics, why)
                         continue
                     guarded(rec, r, contender, metrics, functools.partial(fn, contender))
+            if "http" in groups:
+                for http_mode in HTTP_MODES:
+                    measure_http(rec, s, r, order, http_mode, "http" in transports)
             if "scale" in groups and OURS in contenders:
                 guarded(
                     rec,
