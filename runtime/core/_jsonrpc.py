@@ -9,7 +9,6 @@ builds no intermediate dicts. Everything here is synchronous and does no I/O.
 from __future__ import annotations
 
 import re
-from enum import Enum
 from typing import Any, Final
 
 import msgspec
@@ -56,10 +55,14 @@ class _IdProbe(msgspec.Struct):
     id: int | str | float | None = None
 
 
-class Kind(Enum):
-    REQUEST = 1
-    NOTIFICATION = 2
-    RESPONSE = 3
+class Kind:
+    """The kinds of JSON-RPC 2.0 message that :func:`classify` tells apart: plain int
+    constants, not an Enum, since they are read on every message and an Enum member costs
+    several times an attribute to look up."""
+
+    REQUEST: Final = 1
+    NOTIFICATION: Final = 2
+    RESPONSE: Final = 3
 
 
 _frame_decoder: Final = msgspec.json.Decoder(Envelope | list[Raw])
@@ -109,7 +112,7 @@ def _invalid(reason: str, request_id: RequestId | None) -> JSONRPCError:
 _STRUCTURED: Final = (ord("{"), ord("["))
 
 
-def classify(env: Envelope) -> Kind:
+def classify(env: Envelope) -> int:
     """Check an envelope against JSON-RPC 2.0 section 4 and return its kind.
 
     Raises JSONRPCError(-32600) naming what is wrong; ``.data["id"]`` carries the id to

@@ -17,7 +17,7 @@ after the grace (plus one second) is cancelled.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import trio
@@ -85,24 +85,25 @@ async def serve_http(
             # is served at that very path.
             mcp_path = path if path not in gate.metadata else None
 
-            async def app(request: HttpRequest, exchange: Exchange) -> None:
-                if request.path == mcp_path:
-                    await streamable(request, exchange)
-                    return
-                document = gate.metadata.get(request.path)
+            def app(request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
+                # Routes by path and returns the endpoint's own coroutine: no frame of its
+                # own on every request.
+                target = request.path
+                if target == mcp_path:
+                    return streamable(request, exchange)
+                document = gate.metadata.get(target)
                 if document is not None:
                     # RFC 9728 section 3: public, fetched with GET, no token needed.
                     if request.method != "GET":
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
-                    await exchange.respond(200, document)
-                elif path is not None and request.path == path:
-                    await streamable(request, exchange)
-                elif sse_path is not None and request.path == sse_path:
-                    await legacy.stream(request, exchange)
-                elif sse_path is not None and request.path == messages_path:
-                    await legacy.messages(request, exchange)
-                else:
-                    raise HttpError(404, "Not Found")
+                    return exchange.respond(200, document)
+                if path is not None and target == path:
+                    return streamable(request, exchange)
+                if sse_path is not None and target == sse_path:
+                    return legacy.stream(request, exchange)
+                if sse_path is not None and target == messages_path:
+                    return legacy.messages(request, exchange)
+                raise HttpError(404, "Not Found")
 
             async with trio.open_nursery() as connections:
                 log.info(

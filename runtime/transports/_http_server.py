@@ -323,16 +323,8 @@ class _Driver(SocketIO):
         else:
             split = urlsplit(target)
             path, query = split.path, dict(parse_qsl(split.query))
-        return HttpRequest(
-            method=head.method,
-            target=target,
-            path=path,
-            query=query,
-            headers=head.headers,
-            body=b"",
-            connection_id=self.id,
-            fields=head.index,
-        )
+        # Positional: a dataclass called with keywords builds a dict of them first.
+        return HttpRequest(head.method, target, path, query, head.headers, b"", self.id, head.index)
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the
