@@ -62,8 +62,8 @@ class Settings:
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(2, 0.8, 500, 50_000, 2, 2, 2000, 2.0, 4, 0.4)
-        return cls(3, 2.5, 3000, 200_000, 3, 5, 2000, 5.0, 6, 0.6)
+            return cls(2, 0.8, 500, 50_000, 3, 2, 2000, 2.0, 4, 0.4)
+        return cls(3, 2.5, 3000, 200_000, 7, 5, 2000, 5.0, 6, 0.6)
 
 
 @dataclass
