@@ -145,6 +145,17 @@ class LoadResult:
     def rate(self) -> float:
         return self.ok / self.elapsed if self.elapsed > 0 else 0.0
 
+    def absorb(self, part: LoadResult) -> None:
+        """Add ``part`` (a later slice of the same measurement) to this result."""
+        self.sent += part.sent
+        self.ok += part.ok
+        self.errors += part.errors
+        self.elapsed += part.elapsed
+        self.rtts_ns += part.rtts_ns
+        self.timed_out |= part.timed_out
+        for code, count in part.error_codes.items():
+            self.error_codes[code] = self.error_codes.get(code, 0) + count
+
 
 # -- stdio -----------------------------------------------------------------------------------
 

@@ -461,20 +461,7 @@ class _Sliced:
 
     res: wire.LoadResult = field(default_factory=wire.LoadResult)
     cpu: float = 0.0
-    content_type: str = ""
     failed: str = ""
-
-    def add(self, part: wire.LoadResult, cpu: float, content_type: str) -> None:
-        self.res.sent += part.sent
-        self.res.ok += part.ok
-        self.res.errors += part.errors
-        self.res.elapsed += part.elapsed
-        self.res.rtts_ns += part.rtts_ns
-        self.res.timed_out |= part.timed_out
-        for code, count in part.error_codes.items():
-            self.res.error_codes[code] = self.res.error_codes.get(code, 0) + count
-        self.cpu += cpu
-        self.content_type = content_type
 
 
 def measure_http(
@@ -517,16 +504,14 @@ def _measure_http_sliced(
     metric: str,
 ) -> None:
     got = {contender: _Sliced() for contender in servers}
+    templates = {c: wire.echo_template(mode == "modern") for c, (_, _, mode) in servers.items()}
     clients: dict[str, list[wire.HttpClient]] = {}
     try:
         for contender, (_, port, wire_mode) in servers.items():
             try:
                 clients[contender] = _http_clients(port, wire_mode, n)
                 wire.http_load(
-                    clients[contender],
-                    wire.echo_template(wire_mode == "modern"),
-                    total=300,
-                    time_cap=0.3,
+                    clients[contender], templates[contender], total=300, time_cap=0.3
                 )  # warm-up
             except (BenchError, OSError) as exc:
                 got[contender].failed = f"error: {type(exc).__name__}: {exc}"
@@ -537,20 +522,20 @@ def _measure_http_sliced(
                 share = got[contender]
                 if share.failed:
                     continue
-                proc, _, wire_mode = servers[contender]
+                pid = servers[contender][0].pid
                 try:
-                    cpu0 = procfs.cpu_seconds(proc.pid)
-                    part = wire.http_load(
-                        clients[contender],
-                        wire.echo_template(wire_mode == "modern"),
-                        total=s.pipe_count // s.http_slices,
-                        time_cap=s.http_slice,
+                    cpu0 = procfs.cpu_seconds(pid)
+                    share.res.absorb(
+                        wire.http_load(
+                            clients[contender],
+                            templates[contender],
+                            total=s.pipe_count // s.http_slices,
+                            time_cap=s.http_slice,
+                        )
                     )
-                    cpu = procfs.cpu_seconds(proc.pid) - cpu0
+                    share.cpu += procfs.cpu_seconds(pid) - cpu0
                 except (BenchError, OSError) as exc:
                     share.failed = f"error: {type(exc).__name__}: {exc}"
-                    continue
-                share.add(part, cpu, clients[contender][0].content_type)
     finally:
         for group in clients.values():
             for c in group:
@@ -561,7 +546,8 @@ def _measure_http_sliced(
             rec.unavailable(r, contender, [metric], share.failed[:200])
             continue
         res = share.res
-        note = f"{servers[contender][2]} wire, {share.content_type}, {s.http_slices} slices"
+        content_type = clients[contender][0].content_type
+        note = f"{servers[contender][2]} wire, {content_type}, {s.http_slices} slices"
         if res.errors or res.timed_out:
             note += "; " + _load_note(res)
         rec.add(

@@ -188,13 +188,7 @@ _error_probe: Final = msgspec.json.Decoder(_ErrorProbe)
 
 def status_of(data: bytes) -> int:
     """The HTTP status for a modern JSON answer: 200, or the spec's status for its error."""
-    # A response names its result right after its id, so the first ``"result":`` (found
-    # near the start) with no ``"error"`` before it settles the norm without scanning the
-    # whole answer; neither can occur, unescaped, inside a JSON string.
-    result_at = data.find(b'"result":')
-    if result_at >= 0 and data.find(b'"error"', 0, result_at) < 0:
-        return 200
-    if data[:1] != b"{" or b'"error"' not in data:  # no error member: a result
+    if data[:1] != b"{" or b'"error"' not in data:  # no error member: a result (the norm)
         return 200
     try:
         error = _error_probe.decode(data).error
