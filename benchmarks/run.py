@@ -2,8 +2,9 @@
 
 Contenders are interleaved (every group of measurements runs each contender in turn, the order
 rotating per repeat; for HTTP, all contenders' servers of a mode run at once and each client
-count is measured in short slices that rotate through them, so a change in the machine's speed
-hits all alike) and every measurement is repeated (2 in --quick, 3 otherwise); the table
+count is measured in short slices that rotate through them, and spawn-to-initialize spawns one
+contender after another, round after round, so a change in the machine's speed hits all alike)
+and every measurement is repeated (2 in --quick, 3 otherwise); the table
 shows medians of the repeats, absolute figures and ratios against the official SDK. Results go
 to benchmarks/results/ as JSON lines, a Markdown table and a PNG chart.
 
@@ -277,7 +278,6 @@ def measure_client_ceiling(rec: Recorder, s: Settings, r: int) -> None:
 
 
 STDIO_METRICS = [
-    "spawn_init_ms",
     "rss_init_mib",
     "seq_p50_us",
     "seq_p99_us",
@@ -301,17 +301,43 @@ def _load_note(res: wire.LoadResult) -> str:
     return "; ".join(parts)
 
 
+def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
+    """Spawn to first ``initialize`` reply, the spawns rotating through the contenders.
+
+    One spawn of each in turn, ``s.spawns`` rounds, so a slow spell of the machine (or a peer's
+    exiting process still on the CPU) falls on every contender alike; the median per contender.
+    """
+    live = [c for c in order if not peer_missing(c)]
+    spawn_ms: dict[str, list[float]] = {c: [] for c in live}
+    failed: dict[str, str] = {}
+    for i in range(s.spawns):
+        for contender in live:
+            if contender in failed:
+                continue
+            try:
+                with stdio_peer(contender, f"spawn{i}") as peer:
+                    peer.handshake()
+                    spawn_ms[contender].append((time.perf_counter() - peer.spawned_at) * 1000)
+            except (BenchError, OSError, ValueError, KeyError) as exc:
+                failed[contender] = f"error: {type(exc).__name__}: {exc}"[:200]
+    for contender in order:
+        if why := peer_missing(contender) or failed.get(contender):
+            rec.unavailable(r, contender, ["spawn_init_ms"], why)
+            continue
+        times = spawn_ms[contender]
+        rec.add(
+            r,
+            contender,
+            "spawn_init_ms",
+            statistics.median(times),
+            f"n={len(times)}, min {min(times):.0f}, max {max(times):.0f}",
+        )
+
+
 def measure_stdio(rec: Recorder, s: Settings, r: int, contender: str) -> None:
-    spawn_ms = []
-    for i in range(s.spawns - 1):
-        with stdio_peer(contender, f"spawn{i}") as peer:
-            peer.handshake()
-            spawn_ms.append((time.perf_counter() - peer.spawned_at) * 1000)
     with stdio_peer(contender, "stdio") as peer:
         reply = peer.handshake()
-        spawn_ms.append((time.perf_counter() - peer.spawned_at) * 1000)
         rss_init = procfs.status_kib(peer.pid, "VmRSS") / 1024
-        rec.add(r, contender, "spawn_init_ms", statistics.median(spawn_ms), f"n={len(spawn_ms)}")
         rec.add(
             r,
             contender,
@@ -803,6 +829,8 @@ def main(argv: list[str] | None = None) -> int:
                     ["ceiling_stdio64", "ceiling_http16"],
                     lambda: measure_client_ceiling(rec, s, r),  # noqa: B023 - called in this iteration
                 )
+            if "stdio" in groups:
+                measure_spawns(rec, s, r, order)
             plan: list[tuple[str, list[str], Callable[[str], None]]] = [
                 ("stdio", STDIO_METRICS, lambda c: measure_stdio(rec, s, r, c)),  # noqa: B023 - called in this iteration
                 ("batch", ["batch32"], lambda c: measure_batches(rec, s, r, c)),  # noqa: B023 - called in this iteration
