@@ -96,7 +96,7 @@ class McpDispatcher(Dispatcher):
         if meta is None:
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
-            if raw is None or _MARKER not in bytes(raw):
+            if raw is None or bytes(raw).find(_MARKER) < 0:  # (``in`` costs more)
                 return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
             meta = _probe.decode(raw).meta
         if not meta or META_PROTOCOL_VERSION not in meta:

@@ -188,7 +188,9 @@ _error_probe: Final = msgspec.json.Decoder(_ErrorProbe)
 
 def status_of(data: bytes) -> int:
     """The HTTP status for a modern JSON answer: 200, or the spec's status for its error."""
-    if data[:1] != b"{" or b'"error"' not in data:  # no error member: a result (the norm)
+    # No error member: a result (the norm). ``find``, not ``in``: on bytes, ``in`` first tries
+    # its operand as an int and builds (then drops) a TypeError, ~1.9k instructions a call.
+    if data[:1] != b"{" or data.find(b'"error"') < 0:
         return 200
     try:
         error = _error_probe.decode(data).error
