@@ -307,11 +307,10 @@ def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None
     One spawn of each in turn, ``s.spawns`` rounds, so a slow spell of the machine (or a peer's
     exiting process still on the CPU) falls on every contender alike; the median per contender.
     """
-    live = [c for c in order if not peer_missing(c)]
-    spawn_ms: dict[str, list[float]] = {c: [] for c in live}
-    failed: dict[str, str] = {}
+    failed = {c: why for c in order if (why := peer_missing(c))}
+    spawn_ms: dict[str, list[float]] = {c: [] for c in order}
     for i in range(s.spawns):
-        for contender in live:
+        for contender in order:
             if contender in failed:
                 continue
             try:
@@ -321,8 +320,8 @@ def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None
             except (BenchError, OSError, ValueError, KeyError) as exc:
                 failed[contender] = f"error: {type(exc).__name__}: {exc}"[:200]
     for contender in order:
-        if why := peer_missing(contender) or failed.get(contender):
-            rec.unavailable(r, contender, ["spawn_init_ms"], why)
+        if contender in failed:
+            rec.unavailable(r, contender, ["spawn_init_ms"], failed[contender])
             continue
         times = spawn_ms[contender]
         rec.add(
