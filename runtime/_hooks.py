@@ -27,7 +27,7 @@ def transport_hooks(server: Serving) -> Hooks:
     from handlers.lifecycle import HANDSHAKE_VERSIONS
 
     from .transports import Hooks
-    from .transports._http_modern import header_params as _header_params
+    from .transports.http import header_params as _header_params
 
     header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
 

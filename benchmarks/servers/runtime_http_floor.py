@@ -11,9 +11,9 @@ import sys
 
 import trio
 
-from runtime.transports._edge import EdgePolicy, HttpLimits
-from runtime.transports._http_exchange import Exchange, HttpRequest
-from runtime.transports._http_server import serve_http_listeners
+from runtime.transports.http._edge import EdgePolicy, HttpLimits
+from runtime.transports.http._exchange import Exchange, HttpRequest
+from runtime.transports.http._server import serve_http_listeners
 
 BODY = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello, benchmark"}]}}'
 

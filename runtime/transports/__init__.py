@@ -14,12 +14,16 @@ from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
 
 if TYPE_CHECKING:
-    from ._edge import EdgePolicy, HttpLimits
-    from ._http import serve_http
-    from ._http_exchange import HttpError
-    from ._http_session import Hooks
-    from ._http_streams import EventStore, MemoryEventStore
     from ._websocket import serve_websocket
+    from .http import (
+        EdgePolicy,
+        EventStore,
+        Hooks,
+        HttpError,
+        HttpLimits,
+        MemoryEventStore,
+        serve_http,
+    )
 
 __all__ = [
     "EdgePolicy",
@@ -38,13 +42,18 @@ __all__ = [
 ]
 
 _LAZY = {
-    "EdgePolicy": "._edge",
-    "HttpLimits": "._edge",
-    "serve_http": "._http",
-    "HttpError": "._http_server",
-    "Hooks": "._http_session",
-    "EventStore": "._http_streams",
-    "MemoryEventStore": "._http_streams",
+    **{
+        name: ".http"
+        for name in (
+            "EdgePolicy",
+            "EventStore",
+            "Hooks",
+            "HttpError",
+            "HttpLimits",
+            "MemoryEventStore",
+            "serve_http",
+        )
+    },
     "serve_websocket": "._websocket",
 }
 

@@ -21,10 +21,7 @@ import trio
 import trio_websocket
 
 from ..auth import AuthConfig
-from ._edge import EdgePolicy, HttpLimits
-from ._http_auth import Authenticate, Gate
-from ._http_exchange import HttpError
-from ._http_session import Hooks
+from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits
 
 __all__ = ["serve_websocket"]
 

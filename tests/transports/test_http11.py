@@ -1,4 +1,4 @@
-"""runtime.transports._http11: the server's own HTTP/1.1 request parser and response heads."""
+"""runtime.transports.http._http11: the server's own HTTP/1.1 request parser and response heads."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.transports import _http11
-from runtime.transports._http11 import (
+from runtime.transports.http import _http11
+from runtime.transports.http._http11 import (
     BodyReader,
     ProtocolError,
     RequestHead,

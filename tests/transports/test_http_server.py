@@ -10,8 +10,8 @@ import pytest
 import trio
 
 from runtime.transports import EdgePolicy, HttpLimits
-from runtime.transports._http_exchange import Exchange, HttpApp, HttpRequest
-from runtime.transports._http_server import serve_http_listeners
+from runtime.transports.http._exchange import Exchange, HttpApp, HttpRequest
+from runtime.transports.http._server import serve_http_listeners
 
 App = Callable[[HttpRequest, Exchange], Awaitable[None]]
 

@@ -18,8 +18,8 @@ from typing import Any, Final, Protocol
 import msgspec
 import trio
 
-from ..framing import encode_sse_comment
-from ._http_exchange import Exchange
+from ...framing import encode_sse_comment
+from ._exchange import Exchange
 
 __all__ = [
     "EventStore",

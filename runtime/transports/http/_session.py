@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from ._edge import HttpLimits
-from ._http_streams import EventStore, Key, ResponseStream, id_key, probe
+from ._streams import EventStore, Key, ResponseStream, id_key, probe
 
 __all__ = ["Hooks", "HttpSession", "SessionRegistry"]
 
@@ -43,7 +43,7 @@ class Hooks:
     modern_versions: tuple[str, ...]
     #: Tool name -> {Mcp-Param header name (lower case): property path in ``arguments``}.
     tool_header_params: Callable[[str], dict[str, tuple[str, ...]]]
-    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer (see _http_jsonrpc).
+    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer (see _jsonrpc).
     max_batch_size: int = 256
     write_timeout: float = 30.0
     shutdown_grace: float = 10.0

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ._auth import Gate
 from ._edge import HttpLimits
-from ._http_auth import Gate
-from ._http_exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
-from ._http_jsonrpc import Invalid, check_batch
-from ._http_session import Hooks, HttpSession, SessionRegistry
-from ._http_streams import ResponseStream, answer, id_key, pump, sse_event
+from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._jsonrpc import Invalid, check_batch
+from ._session import Hooks, HttpSession, SessionRegistry
+from ._streams import ResponseStream, answer, id_key, pump, sse_event
 
 __all__ = ["HandshakeEra"]
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._http_exchange import HttpRequest
+from ._exchange import HttpRequest
 
 __all__ = [
     "ModernParams",

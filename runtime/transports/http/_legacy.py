@@ -13,12 +13,12 @@ import logging
 import msgspec
 import trio
 
-from ..framing import encode_sse_event
+from ...framing import encode_sse_event
+from ._auth import Gate
 from ._edge import HttpLimits
-from ._http_auth import Gate
-from ._http_exchange import Exchange, HttpError, HttpRequest, error_body
-from ._http_session import SessionRegistry
-from ._http_streams import pump
+from ._exchange import Exchange, HttpError, HttpRequest, error_body
+from ._session import SessionRegistry
+from ._streams import pump
 
 __all__ = ["LegacySseEndpoint"]
 

@@ -15,8 +15,8 @@ from typing import Final
 
 import trio
 
+from ._exchange import Exchange
 from ._http11 import RequestParser
-from ._http_exchange import Exchange
 
 __all__ = ["SocketIO"]
 

@@ -21,17 +21,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
-from .. import _eager as eager
+from ... import _eager as eager
 from ._edge import EdgePolicy, HttpLimits
-from ._http11 import BodyReader, ProtocolError, RequestHead, RequestParser, response_head
-from ._http_exchange import (
+from ._exchange import (
     Exchange,
     HttpApp,
     HttpError,
     HttpRequest,
     error_body,
 )
-from ._http_socket import SocketIO
+from ._http11 import BodyReader, ProtocolError, RequestHead, RequestParser, response_head
+from ._socket import SocketIO
 
 __all__ = ["serve_http_listeners"]
 

@@ -5,7 +5,7 @@ Era per request (DESIGN.md "Protocol eras"): a body whose ``params._meta`` carri
 connection per POST, header rules of basic/transports/streamable-http "Request Metadata");
 an ``initialize`` without it opens a handshake-era session; a request carrying
 ``Mcp-Session-Id`` belongs to that session (2025-11-25 basic/transports). The session side
-(initialize, session POSTs, GET, DELETE) is in ``_http_handshake``.
+(initialize, session POSTs, GET, DELETE) is in ``_handshake``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ._auth import Gate
 from ._edge import HttpLimits
-from ._http_auth import Gate
-from ._http_exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
-from ._http_handshake import HandshakeEra
-from ._http_jsonrpc import Invalid, check_message
-from ._http_modern import ModernParams, body_params, check_headers, modern_params, status_of
-from ._http_session import Hooks, SessionRegistry
-from ._http_streams import ResponseStream, answer, id_key, probe, sse_event
+from ._exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
+from ._handshake import HandshakeEra
+from ._jsonrpc import Invalid, check_message
+from ._modern import ModernParams, body_params, check_headers, modern_params, status_of
+from ._session import Hooks, SessionRegistry
+from ._streams import ResponseStream, answer, id_key, probe, sse_event
 
 __all__ = ["StreamableEndpoint", "parse_accept"]
 
@@ -91,7 +91,7 @@ class StreamableEndpoint(HandshakeEra):
         if not isinstance(message, (dict, list)):  # a tuple: faster than a union
             raise refusal(400, "Invalid Request: not a JSON-RPC message", -32600)
         if isinstance(message, dict):
-            # Malformed messages are answered here, on this POST (see _http_jsonrpc).
+            # Malformed messages are answered here, on this POST (see _jsonrpc).
             try:
                 check_message(message)
             except Invalid as exc:

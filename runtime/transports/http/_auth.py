@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
-from ._http_exchange import HttpError, HttpRequest, as_refusal, principal_key
+from ...auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
+from ._exchange import HttpError, HttpRequest, as_refusal, principal_key
 
 __all__ = ["Authenticate", "Gate"]
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import trio
 
-from ..auth import AuthConfig
+from ...auth import AuthConfig
+from ._auth import Authenticate, Gate
 from ._edge import EdgePolicy, HttpLimits
-from ._http_auth import Authenticate, Gate
-from ._http_exchange import Exchange, HttpError, HttpRequest
-from ._http_legacy import LegacySseEndpoint
-from ._http_mcp import StreamableEndpoint
-from ._http_server import serve_http_listeners
-from ._http_session import Hooks, SessionRegistry
-from ._http_streams import EventStore, MemoryEventStore
+from ._exchange import Exchange, HttpError, HttpRequest
+from ._legacy import LegacySseEndpoint
+from ._server import serve_http_listeners
+from ._session import Hooks, SessionRegistry
+from ._streamable import StreamableEndpoint
+from ._streams import EventStore, MemoryEventStore
 
 __all__ = ["serve_http"]
 
@@ -64,7 +64,7 @@ async def serve_http(
     ``auth`` (``runtime.auth.AuthConfig``): every request needs a valid bearer token,
     ``tools/call`` also the tool's scopes; the RFC 9728 metadata document is served without
     authentication at each of ``auth.resource_metadata.well_known_paths()``. Or
-    ``authenticate``, the generic hook (``runtime.transports._http_auth.Authenticate``).
+    ``authenticate``, the generic hook (``runtime.transports.http.Authenticate``).
     With either, a session is bound to the principal that created it.
     """
     limits = limits or HttpLimits()
