@@ -18,58 +18,17 @@ from typing import Any, Final
 import msgspec
 
 from runtime._registry import App
-from runtime.core import (
-    INVALID_PARAMS,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    Dispatcher,
-    Handler,
-    JSONRPCError,
-    NotificationHandler,
-    RequestContext,
+from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
+from runtime.protocol import (
+    CACHEABLE_METHODS,
+    HANDSHAKE_ONLY,
+    META_SERVER_INFO,
+    MODERN_MARKER,
+    MODERN_ONLY,
+    select_era,
 )
 
-from .lifecycle import HANDSHAKE_VERSIONS
-
-__all__ = [
-    "CACHEABLE_METHODS",
-    "META_CLIENT_CAPABILITIES",
-    "META_CLIENT_INFO",
-    "META_LOG_LEVEL",
-    "META_PROTOCOL_VERSION",
-    "META_SERVER_INFO",
-    "MODERN_VERSIONS",
-    "SUPPORTED_VERSIONS",
-    "McpDispatcher",
-]
-
-MODERN_VERSIONS: Final = ("2026-07-28",)
-#: Everything this server speaks, newest first (server/discover ``supportedVersions``).
-SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
-
-META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
-_MARKER: Final = META_PROTOCOL_VERSION.encode()
-
-#: Methods the modern revision removed (2026-07-28 changelog, items 2, 4, 5).
-HANDSHAKE_ONLY: Final = frozenset(
-    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
-)
-#: Methods that exist only in the modern revision.
-MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
-#: Results that implement CacheableResult (2026-07-28 schema.ts).
-CACHEABLE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
+__all__ = ["McpDispatcher"]
 
 
 class _MetaProbe(msgspec.Struct):
@@ -96,37 +55,17 @@ class McpDispatcher(Dispatcher):
         if meta is None:
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
-            if raw is None or bytes(raw).find(_MARKER) < 0:  # (``in`` costs more)
+            if raw is None or MODERN_MARKER not in bytes(raw):
                 return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
             meta = _probe.decode(raw).meta
-        if not meta or META_PROTOCOL_VERSION not in meta:
+        modern = select_era(meta)  # raises for a modern request we cannot serve
+        if modern is None:
             # The marker appeared elsewhere (inside arguments, say): a handshake-era request.
             return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
-        version = meta[META_PROTOCOL_VERSION]
-        if not isinstance(version, str):
-            raise JSONRPCError(
-                INVALID_PARAMS,
-                f"Invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string",
-                {"path": f"params._meta.{META_PROTOCOL_VERSION}"},
-            )
-        if version not in MODERN_VERSIONS:
-            raise JSONRPCError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(SUPPORTED_VERSIONS), "requested": version},
-            )
-        capabilities = meta.get(META_CLIENT_CAPABILITIES)
-        if not isinstance(capabilities, dict):
-            raise JSONRPCError(
-                INVALID_PARAMS,
-                f"Invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] is required "
-                "(an object) on every 2026-07-28 request",
-                {"path": f"params._meta.{META_CLIENT_CAPABILITIES}"},
-            )
         ctx.modern = True
-        ctx.protocol_version = version
+        ctx.protocol_version = modern.version
         ctx.meta = meta
-        ctx.client_capabilities = capabilities
+        ctx.client_capabilities = modern.capabilities
         if ctx.method in HANDSHAKE_ONLY:
             return None
         return self.requests.get(ctx.method)  # its result then passes through decorate

@@ -11,15 +11,12 @@ from typing import Any, Final
 import msgspec
 
 from runtime._registry import App
-from runtime.core import INVALID_REQUEST, Handler, JSONRPCError, NotificationHandler, RequestContext
+from runtime.core import Handler, NotificationHandler, RequestContext
+from runtime.protocol import INITIALIZE, INITIALIZED, SUPPORTED_VERSIONS
 
 from ._common import decode_params
 
-__all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "capabilities", "methods"]
-
-#: Handshake-era revisions this server speaks, newest first.
-HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[0]
+__all__ = ["capabilities", "methods"]
 
 
 class _InitializeParams(msgspec.Struct, rename="camel"):
@@ -60,11 +57,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     async def initialize(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _initialize_decoder, b"{}")
         session = ctx.session
-        if session.protocol_version is not None:
-            raise JSONRPCError(INVALID_REQUEST, "Session is already initialized")
-        requested = params.protocol_version
-        version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
-        session.protocol_version = version
+        version = session.lifecycle.initialize(params.protocol_version)  # -32600 if repeated
         session.client_capabilities = params.capabilities
         session.client_info = params.client_info
         result: dict[str, Any] = {
@@ -77,7 +70,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         return result
 
     async def initialized(ctx: RequestContext) -> None:
-        ctx.session.initialized = True
+        ctx.session.lifecycle.initialized()
 
     async def ping(ctx: RequestContext) -> dict[str, Any]:
         return {}
@@ -85,8 +78,6 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     async def discover(ctx: RequestContext) -> dict[str, Any]:
         # 2026-07-28 server/discover; resultType, serverInfo and cache hints are added by
         # the modern dispatch (handlers.era).
-        from .era import SUPPORTED_VERSIONS
-
         result: dict[str, Any] = {
             "supportedVersions": list(SUPPORTED_VERSIONS),
             "capabilities": capabilities(server, modern=True),
@@ -96,6 +87,6 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         return result
 
     return (
-        {"initialize": initialize, "ping": ping, "server/discover": discover},
-        {"notifications/initialized": initialized},
+        {INITIALIZE: initialize, "ping": ping, "server/discover": discover},
+        {INITIALIZED: initialized},
     )

@@ -10,13 +10,12 @@ from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, 
 from ._registry import App
 from ._tasks import TaskRecord
 from .core import RequestContext, RequestId, Session
+from .protocol import META_CLIENT_INFO, META_LOG_LEVEL
 
 __all__ = ["Context"]
 
 log = logging.getLogger("mcp_runtime.context")
 
-META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 
 # RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
 LOG_LEVELS: Final = (

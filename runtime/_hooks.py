@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .core import Connection, Session, decode_single, dispatch_single
+from .protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 if TYPE_CHECKING:
     from ._serving import Serving
@@ -23,9 +24,6 @@ __all__ = ["transport_hooks"]
 
 def transport_hooks(server: Serving) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
-    from handlers.era import MODERN_VERSIONS
-    from handlers.lifecycle import HANDSHAKE_VERSIONS
-
     from .transports import Hooks
     from .transports.http import header_params as _header_params
 

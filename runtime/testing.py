@@ -24,8 +24,8 @@ import trio.testing
 
 from ._server import Server
 from .core import JSONRPCError, Session
-from .core._jsonrpc import encode_error, encode_notification, encode_request, encode_result
 from .framing import NdjsonFramer
+from .protocol import encode_error, encode_notification, encode_request, encode_result
 from .transports import FramedChannel
 
 __all__ = ["TestClient", "open_client"]

@@ -1,4 +1,4 @@
-"""runtime.core._eager: a coroutine's first step in the caller's task, the rest on demand."""
+"""runtime.eager: a coroutine's first step in the caller's task, the rest on demand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextvars
 import pytest
 import trio
 
-from runtime._eager import Suspended, finish, start
+from runtime.eager import Suspended, finish, start
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="outer")
 

@@ -68,4 +68,4 @@ def test_layer_imports_point_downward(layer: str) -> None:
 
 def test_the_checker_sees_relative_imports() -> None:
     names = _imports(ROOT / "runtime" / "core" / "_connection.py")
-    assert "runtime.framing" in names and "runtime.core._jsonrpc" in names
+    assert "runtime.protocol" in names and "runtime.core._engine" in names

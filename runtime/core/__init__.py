@@ -1,10 +1,11 @@
-"""The core: JSON-RPC model, dispatcher, connection supervisor, limits and errors."""
+"""The core: the connection supervisor, the request engine, the dispatcher, limits.
 
-from ._channel import MessageChannel, Outgoing
-from ._connection import CONNECTION_CLOSED, Connection
-from ._context import Peer, RequestContext
-from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
-from ._errors import (
+The error codes and ``JSONRPCError`` live in ``runtime.protocol``; they are re-exported here
+for code written against earlier releases.
+"""
+
+from ..protocol import (
+    CONNECTION_CLOSED,
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -17,10 +18,15 @@ from ._errors import (
     SERVER_OVERLOADED,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONRPCError,
+    RequestId,
     ResourceNotFoundError,
     ToolError,
+    params_error,
 )
-from ._jsonrpc import RequestId, params_error
+from ._channel import MessageChannel, Outgoing
+from ._connection import Connection
+from ._context import Peer, RequestContext
+from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
 from ._limits import Limits
 from ._session import Session
 from ._single import decode_single, dispatch_single

@@ -1,11 +1,11 @@
-"""The connection supervisor: reader generations that run requests eagerly.
+"""The connection supervisor: one channel served by reader generations that run requests
+eagerly, composed of a reader, a request table and an outbox.
 
 Most requests finish without ever waiting (a tool that computes and returns). For those a
 task and a cancel scope of their own would cost more than the request, so the reader runs
-each request's first step itself (``_eager.start``) and queues the reply. A request that
-suspends turns the reader into that request's task, and a new reader generation goes on
-reading: a "reader generation" is one task under its own cancel scope that reads frames and
-runs requests until one of them suspends, then finishes that request and ends.
+each request's first step itself (the request engine, ``_engine``) and queues the reply. A
+request that suspends turns the reader into that request's task, and a new reader generation
+goes on reading (``_reader``).
 
 Structure (all under the nursery that ``serve`` opens, so nothing outlives the connection)::
 
@@ -20,13 +20,11 @@ Structure (all under the nursery that ``serve`` opens, so nothing outlives the c
         ├── ...
         └── Peer.start_soon tasks
 
-Only the current reader calls ``channel.receive``; a generation hands reading (and the
-rest of a batch it was walking) to the next one before it finishes its request. Output has
-no task of its own: replies go to an outbox and whichever task finds no write in progress
-flushes it in one write. The input side lives in ``_reader`` (``ReaderGenerations``, built on
-``_runner``'s ``RequestRunning``, which runs each request), the handling of incoming messages
-(admission, notifications, responses) in ``_messages`` (``IncomingMessages``), the output
-side in ``_outbox``; this module holds supervision, the ``Peer`` API and ``run_request``.
+Collaborators: the ``Reader`` (input, running requests), the ``RequestTable`` (admission,
+in flight, cancellation, the server's own requests; sans-IO), the session's ``Lifecycle``
+(sans-IO, ``runtime.protocol``) and the ``Outbox`` (output: whichever task finds no write in
+progress flushes the queue in one write). This module holds supervision, the handling of
+incoming notifications and responses, the ``Peer`` API and ``run_request``.
 
 Cancellation contract: ``notifications/cancelled`` cancels the scope of a request that
 suspended; its ``finally`` blocks run and no response is sent (MCP basic/utilities/
@@ -48,37 +46,39 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from ..framing import escape_excerpt
+from ..protocol import (
+    CANCELLED,
+    INVALID_REQUEST,
+    REQUEST_ID_TYPES,
+    Envelope,
+    JSONRPCError,
+    RequestId,
+    connection_closed,
+    encode_notification,
+    encode_request,
+    error_reply,
+    peer_timeout,
+)
+from . import _engine as engine
 from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
-from ._errors import INTERNAL_ERROR, REQUEST_TIMEOUT, JSONRPCError
-from ._jsonrpc import (
-    REQUEST_ID_TYPES,
-    Envelope,
-    RequestId,
-    encode_error,
-    encode_notification,
-    encode_request,
-    id_key,
-)
 from ._limits import Limits
-from ._messages import IncomingMessages
 from ._outbox import Outbox
-from ._reader import ReaderGenerations
-from ._runner import _InFlight
+from ._reader import Reader
+from ._requests import RequestTable
 from ._session import Session
 
-__all__ = ["CONNECTION_CLOSED", "Connection"]
+__all__ = ["Connection"]
 
 log = logging.getLogger("mcp_runtime.connection")
 
-#: Code used for server-to-client requests that die with their connection (as the SDKs do).
-CONNECTION_CLOSED: Final = -32000
 _connection_ids = itertools.count(1)
 
 
 class _Waiter:
+    """A request of ours to the client, waiting for its answer."""
+
     __slots__ = ("error", "event", "result")
 
     def __init__(self) -> None:
@@ -87,7 +87,16 @@ class _Waiter:
         self.error: JSONRPCError | None = None
 
 
-class Connection(ReaderGenerations, IncomingMessages):
+class _ErrorObject(msgspec.Struct):
+    code: int
+    message: str
+    data: Any = None
+
+
+_error_decoder: Final = msgspec.json.Decoder(_ErrorObject)
+
+
+class Connection:
     """Serves one message channel until it ends. Also the handlers' ``Peer``."""
 
     def __init__(
@@ -102,40 +111,43 @@ class Connection(ReaderGenerations, IncomingMessages):
         drain_on_eof: bool = False,
     ) -> None:
         self.channel = channel
-        # Channels that can tell a ready frame from one that needs a read (FramedChannel)
-        # let the reader coalesce the replies to pipelined requests; others flush each one.
-        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
         #: When input ends, wait for every in-flight request (each still bounded by
         #: ``limits.request_timeout``) instead of ``limits.eof_grace``: for channels whose
         #: input ends before their answers are due, like one HTTP POST.
         self.drain_on_eof = drain_on_eof
         self.dispatcher = dispatcher
-        self.limits = limits or Limits()
-        self.session = session or Session()
+        self.limits = limits = limits or Limits()
+        self.session = session = session or Session()
         self._shutdown = shutdown
         self._id = connection_id or f"c{next(_connection_ids)}"
-        self._in_flight: dict[tuple[type, RequestId], _InFlight] = {}
-        self._pending: dict[tuple[type, RequestId], _Waiter] = {}
-        self._next_request_id = itertools.count(1)
-        # Suspended requests and batches (each would have been a task of its own).
-        self._active = 0
+        self._table: RequestTable[_Waiter] = RequestTable(limits.max_in_flight)
+        self._out = Outbox(channel, limits, self._id, self._output_broke)
+        self._reader = Reader(
+            channel=channel,
+            outbox=self._out,
+            table=self._table,  # type: ignore[arg-type]
+            dispatcher=dispatcher,
+            session=session,
+            peer=self,
+            limits=limits,
+            connection_id=self._id,
+            on_notification=self._on_notification,
+            on_response=self._on_response,
+            on_idle=self._on_idle,
+        )
         self._drained: trio.Event | None = None
-        # Output: queued, coalesced, written by whichever task finds no write in progress.
-        self._out = Outbox(channel, self.limits, self._id, self._output_broke)
         self._connection_scope: trio.CancelScope | None = None
         self._requests: trio.Nursery | None = None
-        # Input: the current reader generation's scope; shutdown cancels it only while the
-        # reader waits for input (``_reader_waiting``), never while it runs a request.
-        self._reader_scope: trio.CancelScope | None = None
-        self._reader_waiting = False
-        self._stop_reading = False
-        self._reading_ended: trio.Event | None = None
         #: The connection is ending: requests still running get no reply.
         self._closing = False
         #: In-flight requests running in other tasks (``run_request``).
-        self._outside: set[_InFlight] = set()
-        self.close_reason = "running"
-        self._peer = self  # what handlers talk back to (the mixins make contexts)
+        self._outside: set[RequestContext] = set()
+        self._broke: str | None = None
+
+    @property
+    def close_reason(self) -> str:
+        """Why the connection ended (or "running"): the output broke, else why reading ended."""
+        return self._broke or self._reader.end_reason
 
     # -- Peer -------------------------------------------------------------------------------
 
@@ -146,7 +158,7 @@ class Connection(ReaderGenerations, IncomingMessages):
     @property
     def in_flight(self) -> int:
         """Requests that suspended and have not finished (those that never wait never count)."""
-        return len(self._in_flight)
+        return len(self._table)
 
     async def notify(
         self, method: str, params: Any = None, *, related: RequestId | None = None
@@ -172,9 +184,8 @@ class Connection(ReaderGenerations, IncomingMessages):
         timeout: float = 60.0,
         related: RequestId | None = None,
     ) -> Any:
-        request_id = next(self._next_request_id)
-        key = id_key(request_id)
-        waiter = self._pending[key] = _Waiter()
+        waiter = _Waiter()
+        request_id = self._table.expect(waiter)
         try:
             await self._out.send(encode_request(request_id, method, params), related)
             try:
@@ -185,24 +196,20 @@ class Connection(ReaderGenerations, IncomingMessages):
                 # (MCP basic/utilities/cancellation: either side may cancel its requests).
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await self.notify(
-                        "notifications/cancelled",
-                        {"requestId": request_id, "reason": "cancelled"},
-                        related=related,
+                        CANCELLED, {"requestId": request_id, "reason": "cancelled"}, related=related
                     )
                 raise
             if not waiter.event.is_set():
                 await self.notify(
-                    "notifications/cancelled",
-                    {"requestId": request_id, "reason": "timeout"},
-                    related=related,
+                    CANCELLED, {"requestId": request_id, "reason": "timeout"}, related=related
                 )
-                raise JSONRPCError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+                raise peer_timeout(method)
             if waiter.error is not None:
                 raise waiter.error
             assert waiter.result is not None
             return msgspec.json.decode(waiter.result)
         finally:
-            del self._pending[key]
+            self._table.forget(request_id)
 
     # -- supervision ------------------------------------------------------------------------
 
@@ -239,30 +246,30 @@ class Connection(ReaderGenerations, IncomingMessages):
         watch_scope: trio.CancelScope,
         started: Callable[[Connection], None] | None,
     ) -> None:
-        self._reading_ended = trio.Event()
         async with trio.open_nursery() as requests:
             self._requests = requests
             if self._shutdown is not None:
                 outer.start_soon(self._watch_shutdown, self._shutdown, watch_scope)
-            self._next_reader()
+            self._reader.start(requests)
             if started is not None:
                 started(self)
-            await self._reading_ended.wait()
-            if self.close_reason == "shutdown":
+            await self._reader.ended.wait()
+            reason = self.close_reason
+            if reason == "shutdown":
                 grace = self.limits.shutdown_grace
-            elif self.close_reason == "eof" and self.drain_on_eof:
+            elif reason == "eof" and self.drain_on_eof:
                 grace = math.inf
             else:
                 grace = self.limits.eof_grace
-            if self._active:
+            if self._table.active:
                 with trio.move_on_after(grace):
                     self._drained = trio.Event()
                     await self._drained.wait()
-                if self._active:
+                if self._table.active:
                     log.info(
                         "cancelling requests conn=%s count=%d after grace=%ss",
                         self._id,
-                        self._active,
+                        self._table.active,
                         grace,
                     )
             self._cancel_outside_requests()
@@ -272,38 +279,71 @@ class Connection(ReaderGenerations, IncomingMessages):
         """The connection ends: cancel the requests ``run_request`` runs in other tasks
         (the requests nursery's cancellation does not reach them)."""
         self._closing = True
-        for entry in list(self._outside):
-            entry.scope.cancel()
+        for ctx in list(self._outside):
+            ctx.no_reply = True
+            assert ctx.cancel_scope is not None
+            ctx.cancel_scope.cancel()
 
     async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
         with watch_scope:
             await shutdown.wait()
-            # The reader stops before its next wait for input; if it is waiting right now,
-            # wake it. Its scope is cancelled only then: at any other moment the reader may
-            # be about to hand that scope to a request, which shutdown must not cancel.
-            self._stop_reading = True
-            if self._reader_waiting and self._reader_scope is not None:
-                self._reader_scope.cancel()
+            self._reader.stop()
 
-    def _task_done(self) -> None:
-        self._active -= 1
-        if self._active == 0 and self._drained is not None:
+    def _on_idle(self) -> None:
+        if self._drained is not None:
             self._drained.set()
 
     def _fail_pending(self) -> None:
-        for waiter in self._pending.values():
+        for waiter in self._table.waiting():
             if not waiter.event.is_set():
-                waiter.error = JSONRPCError(CONNECTION_CLOSED, "Connection closed")
+                waiter.error = connection_closed()
                 waiter.event.set()
 
-    # -- output -----------------------------------------------------------------------------
-
     def _output_broke(self, reason: str) -> None:
-        self.close_reason = reason
+        self._broke = reason
         if self._connection_scope is not None:
             self._connection_scope.cancel()
 
-    # -- running a request ------------------------------------------------------------------
+    # -- incoming notifications and responses -------------------------------------------------
+
+    async def _on_notification(self, env: Envelope) -> None:
+        assert isinstance(env.method, str)
+        params = env.params if isinstance(env.params, Raw) else None
+        if env.method == CANCELLED:
+            self._cancel_request(params)
+        ctx = RequestContext(env.method, None, params, self.session, self)
+        await self.dispatcher.dispatch_notification(ctx)
+
+    def _cancel_request(self, params: Raw | None) -> None:
+        try:
+            ctx = self._table.cancel(params, self.session.lifecycle)
+        except JSONRPCError:
+            log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
+            return
+        if ctx is not None:
+            log.debug("cancelling conn=%s id=%r", self._id, ctx.id)
+            assert ctx.cancel_scope is not None
+            ctx.cancel_scope.cancel()
+
+    def _on_response(self, env: Envelope) -> None:
+        waiter = self._table.answered(env.id)
+        if waiter is None or waiter.event.is_set():
+            # JSON-RPC 2.0 section 5: a peer answers an unparseable request with id null;
+            # that, and an id of no request of ours, correlates with nothing.
+            log.info("dropping response to unknown request conn=%s id=%r", self._id, env.id)
+            return
+        if isinstance(env.error, Raw):
+            try:
+                err = _error_decoder.decode(env.error)
+                waiter.error = JSONRPCError(err.code, err.message, err.data)
+            except msgspec.DecodeError:
+                waiter.error = JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
+        else:
+            assert isinstance(env.result, Raw)
+            waiter.result = env.result
+        waiter.event.set()
+
+    # -- running a request from another task ------------------------------------------------
 
     async def run_request(self, env: Envelope) -> bytes | None:
         """Run one request in the calling task as this connection's own, and return its
@@ -320,53 +360,21 @@ class Connection(ReaderGenerations, IncomingMessages):
         assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
         if self._requests is None or self._closing:
             return None
-        refusal = self._refuse(env, in_batch=False)
-        if refusal is not None:
-            return refusal
-        params = None if isinstance(env.params, msgspec.UnsetType) else env.params
-        ctx = RequestContext(env.method, request_id, params, self.session, self)
-        scope = ctx.cancel_scope = trio.CancelScope()
-        if self.limits.request_timeout is not None:
-            scope.deadline = trio.current_time() + self.limits.request_timeout
-        key = id_key(request_id)
-        entry = self._in_flight[key] = _InFlight(scope, env.method)
-        self._outside.add(entry)
-        self._active += 1
-        reply: bytes | None = None
-        try:
-            with scope:
-                reply = await self.dispatcher.dispatch(ctx)
-        except Exception:
-            log.exception(
-                "request failed conn=%s id=%r method=%s", self._id, request_id, env.method
-            )
-            reply = encode_error(request_id, INTERNAL_ERROR, "Internal error")
-        finally:
-            del self._in_flight[key]
-            self._outside.discard(entry)
-            self._task_done()
-        if scope.cancelled_caught:
-            if entry.cancelled_by_client or self._closing:
-                return None
-            log.warning(
-                "request timed out conn=%s id=%r method=%s", self._id, request_id, env.method
-            )
-            return encode_error(
-                request_id,
-                REQUEST_TIMEOUT,
-                "Request timed out",
-                {"timeoutSeconds": self.limits.request_timeout},
-            )
-        return reply
-
-    # -- messages ---------------------------------------------------------------------------
-    # The rest of the message handling is ``IncomingMessages`` (``_messages``).
-
-    def _log_bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> None:
-        log.warning(
-            "bad message conn=%s code=%d reason=%r excerpt=%s",
-            self._id,
-            exc.code,
-            exc.message,
-            escape_excerpt(bytes(data)),
+        refused = self._table.refusal(
+            request_id, env.method, self.session.lifecycle, in_batch=False
         )
+        if refused is not None:
+            return error_reply(refused, request_id)
+        params = env.params if isinstance(env.params, Raw) else None
+        ctx = RequestContext(env.method, request_id, params, self.session, self)
+        ctx.cancel_scope = trio.CancelScope()
+        self._table.enter(ctx)
+        self._outside.add(ctx)
+        self._table.started()
+        try:
+            return await engine.run(self.dispatcher, ctx, self.limits.request_timeout)
+        finally:
+            self._table.leave(ctx)
+            self._outside.discard(ctx)
+            if self._table.finished():
+                self._on_idle()

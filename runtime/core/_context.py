@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import trio
 from msgspec import Raw
 
-from ._jsonrpc import RequestId
+from ..protocol import RequestId
 from ._session import Session
 
 __all__ = ["Peer", "RequestContext"]
@@ -55,6 +55,7 @@ class RequestContext:
         "meta",
         "method",
         "modern",
+        "no_reply",
         "params",
         "peer",
         "protocol_version",
@@ -85,8 +86,12 @@ class RequestContext:
         self.protocol_version: str | None = session.protocol_version
         #: The request's decoded ``params._meta`` when era selection decoded it, else None.
         self.meta: dict[str, Any] | None = None
-        #: The request's own cancel scope (None for notifications).
+        #: The request's own cancel scope (None for notifications, and for a request that
+        #: finished in its first step).
         self.cancel_scope: trio.CancelScope | None = None
+        #: Set when the request must get no reply: the client cancelled it, or its
+        #: connection is ending (MCP basic/utilities/cancellation).
+        self.no_reply = False
         #: Capabilities the client declared (per request in the modern era).
         self.client_capabilities: dict[str, Any] = session.client_capabilities
 

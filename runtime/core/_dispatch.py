@@ -8,9 +8,15 @@ from typing import Any
 
 import msgspec
 
+from ..protocol import (
+    JSONRPCError,
+    encode_result,
+    error_reply,
+    internal_error,
+    method_not_found,
+    params_error,
+)
 from ._context import RequestContext
-from ._errors import INTERNAL_ERROR, JSONRPCError
-from ._jsonrpc import encode_error, encode_result, params_error
 from ._session import Session
 
 __all__ = ["BatchPolicy", "Dispatcher", "Handler", "NotificationHandler"]
@@ -70,16 +76,15 @@ class Dispatcher:
         try:
             handler = self.route(ctx)
             if handler is None:
-                raise JSONRPCError.method_not_found(ctx.method)
+                raise method_not_found(ctx.method)
             result = await handler(ctx)
             if ctx.modern:
                 result = self.decorate(ctx, result)
             return encode_result(request_id, result)
         except JSONRPCError as exc:
-            return encode_error(request_id, exc.code, exc.message, exc.data)
+            return error_reply(exc, request_id)
         except msgspec.ValidationError as exc:
-            err = params_error(exc)
-            return encode_error(request_id, err.code, err.message, err.data)
+            return error_reply(params_error(exc), request_id)
         except Exception:
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
@@ -87,7 +92,7 @@ class Dispatcher:
                 request_id,
                 ctx.method,
             )
-            return encode_error(request_id, INTERNAL_ERROR, "Internal error")
+            return error_reply(internal_error(), request_id)
 
     async def dispatch_notification(self, ctx: RequestContext) -> None:
         """Run a notification handler; notifications are never answered, failures are logged."""

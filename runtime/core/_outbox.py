@@ -15,8 +15,8 @@ from typing import Final
 
 import trio
 
+from ..protocol import RequestId
 from ._channel import MessageChannel, Outgoing
-from ._jsonrpc import RequestId
 from ._limits import Limits
 
 __all__ = ["Outbox"]

@@ -1,142 +1,218 @@
-"""Reader generations: the input side of the connection supervisor.
+"""Reader generations: the input side of a connection.
 
 A reader generation is one task under its own cancel scope that reads frames and runs each
-request's first step itself (``runtime._eager``). A request that finishes there costs no
-task and no cancel scope. A request that suspends makes the generation its task (the scope
-becomes the request's scope: in flight, cancellable, timed) and a new generation reads on;
-batch items run the same way. Running a request (its first step, and the rest for one that
-suspended) is ``_runner``'s ``RequestRunning``, which ``ReaderGenerations`` builds on. See
-``_connection`` for the whole structure.
+request's first step itself (the request engine, ``_engine``). A request that finishes there
+costs no task and no cancel scope. A request that suspends makes the generation its task (the
+scope becomes the request's scope: in flight, cancellable, timed) and a new generation reads
+on; batch items run the same way. Only the current generation calls ``channel.receive``; a
+generation hands reading (and the rest of a batch it was walking) to the next one before it
+finishes its request. See ``_connection`` for the whole task tree.
+
+The reader owns the reading state (the current generation's scope, whether it waits for
+input, why reading ended); what it needs of the rest of the connection it is given: the
+channel, the outbox, the request table, the dispatcher, and the connection's handling of
+notifications and responses.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Awaitable, Callable
 
 import trio
 from msgspec import Raw
 
 from ..framing import FramingError, escape_excerpt
+from ..protocol import (
+    INVALID_REQUEST,
+    REQUEST_ID_TYPES,
+    Envelope,
+    JSONRPCError,
+    Kind,
+    classify,
+    decode_frame,
+    decode_item,
+    error_reply,
+    framing_error,
+    invalid_request,
+)
+from . import _engine as engine
 from ._channel import MessageChannel
+from ._context import Peer, RequestContext
 from ._dispatch import Dispatcher
-from ._errors import INVALID_REQUEST, PARSE_ERROR, JSONRPCError
-from ._jsonrpc import Envelope, Kind, classify, decode_frame, decode_item, encode_error
 from ._limits import Limits
 from ._outbox import Outbox
-from ._runner import RequestRunning, _Batch, _Runner
+from ._requests import Batch, RequestTable
 from ._session import Session
 
-__all__ = ["ReaderGenerations"]
+__all__ = ["Reader"]
 
 log = logging.getLogger("mcp_runtime.connection")
 
 
-class ReaderGenerations(RequestRunning):
-    """The input side of :class:`~runtime.core._connection.Connection` (a mixin): reader
-    generations that read frames and run requests and batch items eagerly."""
+class _Running:
+    """A request (or batch item) that suspended: the generation that started it runs it on."""
 
-    if TYPE_CHECKING:  # provided by Connection
-        channel: MessageChannel
-        dispatcher: Dispatcher
-        limits: Limits
-        session: Session
-        close_reason: str
-        _id: str
-        _receive_nowait: Callable[[], bytes] | None
-        _active: int
-        _out: Outbox
-        _requests: trio.Nursery | None
-        _reader_scope: trio.CancelScope | None
-        _reader_waiting: bool
-        _stop_reading: bool
-        _reading_ended: trio.Event | None
+    __slots__ = ("batch", "ctx", "index", "reply", "suspended")
 
-        def _refuse(self, env: Envelope, in_batch: bool) -> bytes | None: ...
-        def _log_bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> None: ...
-        @staticmethod
-        def _error_reply(exc: JSONRPCError) -> bytes: ...
-        async def _on_notification(self, env: Envelope) -> None: ...
-        def _on_response(self, env: Envelope) -> None: ...
-
-    def _next_reader(
-        self, batch: _Batch | None = None, index: int = 0, frame: bytes | None = None
+    def __init__(
+        self,
+        ctx: RequestContext,
+        suspended: engine.Suspended[bytes],
+        batch: Batch | None,
+        index: int,
     ) -> None:
-        """Start the next reader generation: it walks the rest of ``batch`` from ``index``,
-        handles ``frame``, then reads on. Called with nothing in between the current reader
-        handing off and that reader's request continuing, so there is one reader at a time."""
+        self.ctx = ctx
+        self.suspended = suspended
+        self.batch = batch
+        self.index = index
+        self.reply: bytes | None = None
+
+
+class Reader:
+    """Reads one channel in generations and runs what it reads through the request engine.
+
+    ``on_notification(env)`` and ``on_response(env)`` are the connection's; ``on_idle()`` is
+    called when the last suspended request or batch finished (the drain waits for it).
+    """
+
+    def __init__(
+        self,
+        *,
+        channel: MessageChannel,
+        outbox: Outbox,
+        table: RequestTable[object],
+        dispatcher: Dispatcher,
+        session: Session,
+        peer: Peer,
+        limits: Limits,
+        connection_id: str,
+        on_notification: Callable[[Envelope], Awaitable[None]],
+        on_response: Callable[[Envelope], None],
+        on_idle: Callable[[], None],
+    ) -> None:
+        self._channel = channel
+        # Channels that can tell a ready frame from one that needs a read (FramedChannel)
+        # let the reader coalesce the replies to pipelined requests; others flush each one.
+        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
+        self._out = outbox
+        self._table = table
+        self._dispatcher = dispatcher
+        self._session = session
+        self._peer = peer
+        self._limits = limits
+        self._id = connection_id
+        self._on_notification = on_notification
+        self._on_response = on_response
+        self._on_idle = on_idle
+        self._nursery: trio.Nursery | None = None
+        # The current generation's scope; ``stop`` cancels it only while the reader waits
+        # for input (``_waiting``), never while it runs a request.
+        self._scope: trio.CancelScope | None = None
+        self._waiting = False
+        self._stop = False
+        #: Set once reading has ended; ``end_reason`` says why ("eof", "shutdown",
+        #: "framing-error", "read-timeout", "peer-gone", ...).
+        self.ended = trio.Event()
+        self.end_reason = "running"
+
+    # -- control (from the connection) -------------------------------------------------------
+
+    def start(self, nursery: trio.Nursery) -> None:
+        """Start the first generation in ``nursery`` (suspended requests run there too)."""
+        self._nursery = nursery
+        self._next_generation()
+
+    def stop(self) -> None:
+        """Stop reading before the next wait for input (shutdown); wake the reader if it is
+        waiting right now. Its scope is cancelled only then: at any other moment the reader
+        may be about to hand that scope to a request, which shutdown must not cancel."""
+        self._stop = True
+        if self._waiting and self._scope is not None:
+            self._scope.cancel()
+
+    def _task_done(self) -> None:
+        if self._table.finished():
+            self._on_idle()
+
+    # -- generations ------------------------------------------------------------------------
+
+    def _next_generation(
+        self, batch: Batch | None = None, index: int = 0, frame: bytes | None = None
+    ) -> None:
+        """Start the next generation: it walks the rest of ``batch`` from ``index``, handles
+        ``frame``, then reads on. Called with nothing in between the current generation
+        handing off and its request continuing, so there is one reader at a time."""
         scope = trio.CancelScope()
-        self._reader_scope = scope
-        assert self._requests is not None
-        self._requests.start_soon(self._generation, scope, batch, index, frame)
+        self._scope = scope
+        assert self._nursery is not None
+        self._nursery.start_soon(self._generation, scope, batch, index, frame)
 
     async def _generation(
         self,
         scope: trio.CancelScope,
-        batch: _Batch | None,
+        batch: Batch | None,
         index: int,
         frame: bytes | None,
     ) -> None:
         """Read under ``scope`` until reading ends or a request started here suspends; in the
         second case ``scope`` becomes that request's scope and this task runs it to the end."""
-        runner: _Runner | None = None
+        running: _Running | None = None
         try:
             with scope:
-                runner = await self._read(scope, batch, index, frame)
-                if runner is not None:
+                running = await self._read(scope, batch, index, frame)
+                if running is not None:
                     # Nothing may await between the request's first step and this line:
                     # the trap it yielded is handed back to trio here.
-                    runner.reply = await self._finish(runner)
-            if runner is not None and scope.cancelled_caught:
-                runner.reply = self._cancelled_reply(runner)
+                    running.reply = await engine.finish(running.ctx, running.suspended)
+            if running is not None and scope.cancelled_caught:
+                running.reply = engine.cancelled_reply(
+                    running.ctx, self._limits.request_timeout, by_client=running.ctx.no_reply
+                )
         except BaseException:
-            if runner is not None:
-                self._abandon(runner)
+            if running is not None:
+                self._abandon(running)
             raise
-        if runner is not None:
-            await self._deliver(runner)
-        elif scope.cancelled_caught:
+        if running is not None:
+            await self._deliver(running)
+        elif scope.cancelled_caught and not self.ended.is_set():
             # Shutdown woke the reader while it waited for input (or for room to write
             # what it held back just before ending).
-            assert self._reading_ended is not None
-            if not self._reading_ended.is_set():
-                self.close_reason = "shutdown"
-                await self._end_reading()
+            await self._end("shutdown")
 
     async def _read(
         self,
         scope: trio.CancelScope,
-        batch: _Batch | None,
+        batch: Batch | None,
         index: int,
         frame: bytes | None,
-    ) -> _Runner | None:
-        """Handle frames until a request suspends (its runner is returned; the next
-        generation was started to read on) or this generation is done: reading ended, or
-        was handed to a fresh generation (None)."""
+    ) -> _Running | None:
+        """Handle frames until a request suspends (it is returned; the next generation was
+        started to read on) or this generation is done: reading ended, or was handed to a
+        fresh generation (None)."""
         if batch is not None:
-            runner = await self._walk(scope, batch, index)
-            if runner is not None or self._reader_scope is not scope:
-                return runner
+            running = await self._walk(scope, batch, index)
+            if running is not None or self._scope is not scope:
+                return running
         while True:
             if frame is None:
                 frame = await self._next_frame()
                 if frame is None:
-                    await self._end_reading()
                     return None
-            if self._stop_reading and scope.cancel_called:
+            if self._stop and scope.cancel_called:
                 # Shutdown cancelled this scope while the read was completing anyway. A
                 # request suspending in it would be cancelled at once (and answered as timed
                 # out): the frame goes to a fresh generation, which stops reading after it.
-                self._next_reader(frame=frame)
+                self._next_generation(frame=frame)
                 return None
-            runner = await self._on_frame(scope, frame)
-            if runner is not None or self._reader_scope is not scope:
-                return runner
+            running = await self._on_frame(scope, frame)
+            if running is not None or self._scope is not scope:
+                return running
             frame = None
 
     async def _next_frame(self) -> bytes | None:
-        """The next frame, or None once reading has ended (``close_reason`` says why).
+        """The next frame, or None once reading has ended (``end_reason`` says why).
 
         Replies held back are written before the reader waits for input, so a burst of
         pipelined requests gets one write and a lone request gets its answer at once.
@@ -150,16 +226,16 @@ class ReaderGenerations(RequestRunning):
                     except trio.WouldBlock:
                         pass
                 await self._out.release()
-                if self._stop_reading:
-                    self.close_reason = "shutdown"
+                if self._stop:
+                    await self._end("shutdown")
                     return None
-                self._reader_waiting = True
+                self._waiting = True
                 try:
-                    return await self.channel.receive()
+                    return await self._channel.receive()
                 finally:
-                    self._reader_waiting = False
+                    self._waiting = False
             except trio.EndOfChannel:
-                self.close_reason = "eof"
+                await self._end("eof")
                 return None
             except FramingError as exc:
                 log.warning(
@@ -170,93 +246,111 @@ class ReaderGenerations(RequestRunning):
                     exc.reason,
                     escape_excerpt(exc.excerpt),
                 )
-                code = INVALID_REQUEST if "exceeds" in exc.reason else PARSE_ERROR
-                await self._out.answer(encode_error(None, code, f"Framing error: {exc.reason}"))
+                error = framing_error(exc.reason, oversized="exceeds" in exc.reason)
+                await self._out.answer(error_reply(error))
                 if exc.fatal:
-                    self.close_reason = "framing-error"
+                    await self._end("framing-error")
                     return None
             except trio.TooSlowError as exc:
-                self.close_reason = str(exc) or "read-timeout"
-                log.warning("closing conn=%s reason=%s", self._id, self.close_reason)
+                reason = str(exc) or "read-timeout"
+                log.warning("closing conn=%s reason=%s", self._id, reason)
+                await self._end(reason)
                 return None
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                self.close_reason = "peer-gone"
                 log.info("closing conn=%s reason=read-failed error=%r", self._id, exc)
+                await self._end("peer-gone")
                 return None
 
-    async def _end_reading(self) -> None:
-        self._reader_scope = None
+    async def _end(self, reason: str) -> None:
+        self.end_reason = reason
+        self._scope = None
         try:
             await self._out.release()
         finally:
-            assert self._reading_ended is not None
-            self._reading_ended.set()
+            self.ended.set()
 
-    async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Runner | None:
+    # -- messages ---------------------------------------------------------------------------
+
+    def _bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> bytes:
+        log.warning(
+            "bad message conn=%s code=%d reason=%r excerpt=%s",
+            self._id,
+            exc.code,
+            exc.message,
+            escape_excerpt(bytes(data)),
+        )
+        return error_reply(exc)
+
+    async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
         try:
             message = decode_frame(frame)
             kind = None if isinstance(message, list) else classify(message)
         except JSONRPCError as exc:
-            self._log_bad_message(exc, frame)
-            await self._out.answer(self._error_reply(exc))
+            await self._out.answer(self._bad_message(exc, frame))
             return None
         if isinstance(message, list):
             return await self._on_batch(scope, message)
-        if kind is Kind.REQUEST:
+        if kind == Kind.REQUEST:
             return await self._on_request(scope, message)
-        if kind is Kind.NOTIFICATION:
+        if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
-            self._reader_waiting = True
+            self._waiting = True
             try:
                 await self._on_notification(message)
             finally:
-                self._reader_waiting = False
+                self._waiting = False
         else:
             self._on_response(message)
         return None
 
-    async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Runner | None:
-        refusal = self._refuse(env, in_batch=False)
+    def _refusal(self, env: Envelope, *, in_batch: bool) -> bytes | None:
+        request_id = env.id
+        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
+        refused = self._table.refusal(
+            request_id, env.method, self._session.lifecycle, in_batch=in_batch
+        )
+        return None if refused is None else error_reply(refused, request_id)
+
+    async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
+        refusal = self._refusal(env, in_batch=False)
         if refusal is not None:
             await self._out.answer(refusal)
             return None
-        reply, runner = self._start(scope, env, None, 0)
-        if runner is None:
+        reply, running = self._start(scope, env, None, 0)
+        if running is None:
             assert reply is not None
-            if self._reader_scope is scope:
+            if self._scope is scope:
                 await self._out.answer(reply, env.id)  # type: ignore[arg-type]
             else:
                 # Handed on by _start: this scope is cancelled and must not await again.
                 self._out.hold(reply, env.id)  # type: ignore[arg-type]
             return None
-        self._active += 1
-        self._next_reader()
-        return runner
+        self._table.started()
+        self._next_generation()
+        return running
 
-    async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Runner | None:
-        refusal = self._refuse_batch(items)
+    async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Running | None:
+        refusal = self._batch_refusal(items)
         if refusal is not None:
-            await self._out.answer(refusal)
+            await self._out.answer(error_reply(refusal))
             return None
-        return await self._walk(scope, _Batch(items), 0)
+        return await self._walk(scope, Batch(items), 0)
 
-    def _refuse_batch(self, items: list[Raw]) -> bytes | None:
+    def _batch_refusal(self, items: list[Raw]) -> JSONRPCError | None:
         if not items:
-            return encode_error(None, INVALID_REQUEST, "Invalid Request: empty batch")
-        forbidden = self.dispatcher.batch_policy(self.session)
+            return invalid_request("empty batch")
+        forbidden = self._dispatcher.batch_policy(self._session)
         if forbidden is not None:
-            return encode_error(None, INVALID_REQUEST, forbidden)
-        limit = self.limits.max_batch_size
+            return JSONRPCError(INVALID_REQUEST, forbidden)
+        limit = self._limits.max_batch_size
         if len(items) > limit:
-            return encode_error(
-                None,
-                INVALID_REQUEST,
-                f"Invalid Request: batch of {len(items)} items exceeds the limit of {limit}",
-                {"maxBatchSize": limit},
+            return invalid_request(
+                f"batch of {len(items)} items exceeds the limit of {limit}",
+                data={"maxBatchSize": limit},
             )
         return None
 
-    async def _walk(self, scope: trio.CancelScope, batch: _Batch, first: int) -> _Runner | None:
+    async def _walk(self, scope: trio.CancelScope, batch: Batch, first: int) -> _Running | None:
         """Run the batch's items from ``first`` on, in order (JSON-RPC 2.0 section 6, each item
         isolated from its neighbours). An item that suspends gets this generation; the next
         generation walks on from the item after it. Returns that item's runner, or None when
@@ -268,29 +362,99 @@ class ReaderGenerations(RequestRunning):
                 env = decode_item(item)
                 kind = classify(env)
             except JSONRPCError as exc:
-                self._log_bad_message(exc, item)
-                batch.replies[index] = self._error_reply(exc)
+                batch.replies[index] = self._bad_message(exc, item)
                 continue
-            if kind is Kind.REQUEST:
-                refusal = self._refuse(env, in_batch=True)
+            if kind == Kind.REQUEST:
+                refusal = self._refusal(env, in_batch=True)
                 if refusal is not None:
                     batch.replies[index] = refusal
                     continue
-                reply, runner = self._start(scope, env, batch, index)
-                if runner is None:
+                reply, running = self._start(scope, env, batch, index)
+                if running is None:
                     batch.replies[index] = reply
-                    if self._reader_scope is not scope:
+                    if self._scope is not scope:
                         return None  # handed on by _start: this scope is cancelled
                     continue
                 batch.unfinished += 1
                 if not batch.counted:
                     batch.counted = True
-                    self._active += 1
-                self._next_reader(batch, index + 1)
-                return runner
-            if kind is Kind.NOTIFICATION:
+                    self._table.started()
+                self._next_generation(batch, index + 1)
+                return running
+            if kind == Kind.NOTIFICATION:
                 await self._on_notification(env)
             else:
                 self._on_response(env)
         await self._batch_item_done(batch, in_reader=True)
         return None
+
+    # -- running a request in this generation -----------------------------------------------
+
+    def _start(
+        self, scope: trio.CancelScope, env: Envelope, batch: Batch | None, index: int
+    ) -> tuple[bytes | None, _Running | None]:
+        """Run an admitted request's first step in this generation, under its scope.
+
+        Returns ``(reply, None)`` when it finished there, or ``(None, running)`` when it
+        suspended: then it is in flight with ``scope`` as its cancel scope.
+        """
+        request_id = env.id
+        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
+        params = env.params if isinstance(env.params, Raw) else None
+        ctx = RequestContext(
+            env.method, request_id, params, self._session, self._peer, in_batch=batch is not None
+        )
+        ctx.cancel_scope = scope
+        timeout = self._limits.request_timeout
+        if timeout is not None:
+            # In force from the first step on: handlers may plan by it
+            # (trio.current_effective_deadline()).
+            scope.deadline = trio.current_time() + timeout
+        reply, suspended = engine.start(self._dispatcher, ctx)
+        if suspended is None:
+            if timeout is not None:
+                scope.deadline = math.inf
+                if scope.cancel_called:
+                    # The first step outlasted its deadline and something looked (reading
+                    # ``cancel_called`` past the deadline cancels the scope, for good). The
+                    # reply stands, as it would have in a task of its own that never waited,
+                    # but reading moves to a fresh generation (with the rest of the batch).
+                    self._next_generation(batch, index + 1)
+            # The scope goes on reading and serving other requests: this finished request's
+            # context must not report their cancellation as its own.
+            ctx.cancel_scope = None
+            return reply, None
+        self._table.enter(ctx)
+        return None, _Running(ctx, suspended, batch, index)
+
+    async def _deliver(self, running: _Running) -> None:
+        self._table.leave(running.ctx)
+        batch = running.batch
+        if batch is None:
+            try:
+                if running.reply is not None:
+                    await self._out.send(running.reply, running.ctx.id)
+            finally:
+                self._task_done()
+            return
+        batch.replies[running.index] = running.reply
+        await self._batch_item_done(batch, in_reader=False)
+
+    def _abandon(self, running: _Running) -> None:
+        """Bookkeeping for a request cut short from outside (the connection is ending)."""
+        self._table.leave(running.ctx)
+        batch = running.batch
+        if batch is None or (batch.item_done() and batch.counted):
+            self._task_done()
+
+    async def _batch_item_done(self, batch: Batch, *, in_reader: bool) -> None:
+        """One suspended item (or the walk) finished; the last one sends the batch reply."""
+        if not batch.item_done():
+            return
+        try:
+            reply = batch.reply()
+            if reply is not None:
+                await (self._out.answer(reply) if in_reader else self._out.send(reply))
+        finally:
+            if batch.counted:
+                self._task_done()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import OPERATING, Lifecycle
+
 __all__ = ["Session"]
 
 
@@ -17,10 +19,9 @@ class Session:
     __slots__ = (
         "client_capabilities",
         "client_info",
-        "initialized",
+        "lifecycle",
         "log_level",
         "principal",
-        "protocol_version",
         "state",
         "transport",
     )
@@ -28,11 +29,10 @@ class Session:
     def __init__(self, transport: str = "stream") -> None:
         #: The transport kind: "stdio", "tcp", "unix", "memory", "http", "ws", ...
         self.transport = transport
-        self.protocol_version: str | None = None
+        #: The handshake state machine (``runtime.protocol.Lifecycle``).
+        self.lifecycle = Lifecycle()
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] = {}
-        #: True once ``notifications/initialized`` arrived.
-        self.initialized = False
         #: Minimum level set by ``logging/setLevel`` (None: the client asked for nothing).
         self.log_level: str | None = None
         #: Who is calling, as the transport's authentication established it (for HTTP with
@@ -40,6 +40,16 @@ class Session:
         self.principal: Any = None
         #: Free-form per-session state for handlers and user code.
         self.state: dict[str, Any] = {}
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision ``initialize`` negotiated (None before it, and for modern requests)."""
+        return self.lifecycle.version
+
+    @property
+    def initialized(self) -> bool:
+        """True once ``notifications/initialized`` completed the handshake."""
+        return self.lifecycle.state == OPERATING
 
     def __repr__(self) -> str:
         return f"<Session {self.transport} version={self.protocol_version}>"

@@ -2,9 +2,10 @@
 
 A 2026-07-28 POST carries exactly one request and gets exactly one answer, so the whole
 supervisor (nursery, writer, reader, in-flight table) is overhead there. ``dispatch_single``
-runs the request in the caller's task under its own cancel scope (``request_timeout``),
-with the same outcomes a single-request :class:`Connection` gives: the dispatcher's reply,
-or -32001 when the timeout hits. Cancellation from outside (the client hung up) propagates.
+runs the request in the caller's task through the request engine (``_engine.run``: its own
+cancel scope only with a ``request_timeout``), with the same outcomes a single-request
+:class:`Connection` gives: the dispatcher's reply, or -32001 when the timeout hits.
+Cancellation from outside (the client hung up) propagates.
 """
 
 from __future__ import annotations
@@ -17,20 +18,21 @@ from typing import Any
 import trio
 from msgspec import UNSET
 
-from ._context import RequestContext
-from ._dispatch import Dispatcher
-from ._errors import REQUEST_TIMEOUT, JSONRPCError
-from ._jsonrpc import (
+from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
+    JSONRPCError,
     Kind,
     RequestId,
     classify,
     decode_frame,
-    encode_error,
     encode_notification,
     encode_request,
+    peer_timeout,
 )
+from . import _engine as engine
+from ._context import RequestContext
+from ._dispatch import Dispatcher
 from ._session import Session
 
 __all__ = ["decode_single", "dispatch_single"]
@@ -90,7 +92,7 @@ class _SinglePeer:
         await self._send(encode_request(request_id, method, params))
         await trio.sleep(timeout)
         await self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
-        raise JSONRPCError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+        raise peer_timeout(method)
 
 
 def dispatch_single(
@@ -102,17 +104,16 @@ def dispatch_single(
     principal: Any = None,
     meta: dict[str, Any] | None = None,
     transport: str = "http",
-) -> Awaitable[bytes]:
-    """Run one request (from :func:`decode_single`) in a session of its own; await the
-    result for its response.
+) -> Awaitable[bytes | None]:
+    """Run one request (from :func:`decode_single`) in a session of its own through the
+    request engine; await the result for its response.
 
     ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``
     is who the transport authenticated (the session's ``principal``); ``meta``, when the
     caller already decoded the request's ``params._meta``, is that object (era selection
     then uses it instead of decoding it again). Positional, so that a transport's hook can
     be this function with the first two bound. Never raises for handler failures (see
-    ``Dispatcher.dispatch``); cancellation from outside propagates. Not a coroutine itself:
-    without a timeout it returns the dispatcher's (one frame less per request).
+    ``Dispatcher.dispatch``); cancellation from outside propagates.
     """
     request_id = envelope.id
     assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
@@ -123,24 +124,4 @@ def dispatch_single(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
     )
     ctx.meta = meta
-    if request_timeout is None:  # no scope of its own: cancellation comes from the caller
-        return dispatcher.dispatch(ctx)
-    return _dispatch_timed(dispatcher, ctx, request_timeout, connection_id)
-
-
-async def _dispatch_timed(
-    dispatcher: Dispatcher, ctx: RequestContext, request_timeout: float, connection_id: str
-) -> bytes:
-    request_id = ctx.id
-    assert request_id is not None
-    reply = b""
-    with trio.CancelScope(deadline=trio.current_time() + request_timeout) as scope:
-        reply = await dispatcher.dispatch(ctx)
-    if scope.cancelled_caught:
-        log.warning(
-            "request timed out conn=%s id=%r method=%s", connection_id, request_id, ctx.method
-        )
-        return encode_error(
-            request_id, REQUEST_TIMEOUT, "Request timed out", {"timeoutSeconds": request_timeout}
-        )
-    return reply
+    return engine.run(dispatcher, ctx, request_timeout)

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ...protocol import id_key
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
 from ._jsonrpc import Invalid, check_batch
 from ._session import Hooks, HttpSession, SessionRegistry
-from ._streams import ResponseStream, answer, id_key, pump, sse_event
+from ._streams import ResponseStream, answer, pump, sse_event
 
 __all__ = ["HandshakeEra"]
 

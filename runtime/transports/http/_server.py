@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
-from ... import _eager as eager
+from ... import eager
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import (
     Exchange,

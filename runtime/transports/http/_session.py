@@ -21,8 +21,9 @@ from typing import Any
 
 import trio
 
+from ...protocol import id_key, probe
 from ._edge import HttpLimits
-from ._streams import EventStore, Key, ResponseStream, id_key, probe
+from ._streams import EventStore, Key, ResponseStream
 
 __all__ = ["Hooks", "HttpSession", "SessionRegistry"]
 
@@ -59,7 +60,7 @@ class Hooks:
     dispatch_one: (
         Callable[
             [Any, Callable[[bytes], Awaitable[None]], str, Any, dict[str, Any] | None],
-            Awaitable[bytes],
+            Awaitable[bytes | None],
         ]
         | None
     ) = None
@@ -195,6 +196,7 @@ class HttpSession:
                 stream.pending = set(finals[:1])
                 final: Key | None = finals[0] if finals else None
             else:
+                assert ref is not None  # (without one the message went to the standing stream)
                 final = id_key(ref)
             stream.push(event_id, data, final)
             if stream.done:

@@ -18,6 +18,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ...protocol import id_key, probe
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
@@ -25,7 +26,7 @@ from ._handshake import HandshakeEra
 from ._jsonrpc import Invalid, check_message
 from ._modern import ModernParams, body_params, check_headers, modern_params, status_of
 from ._session import Hooks, SessionRegistry
-from ._streams import ResponseStream, answer, id_key, probe, sse_event
+from ._streams import ResponseStream, answer, sse_event
 
 __all__ = ["StreamableEndpoint", "parse_accept"]
 
@@ -189,7 +190,7 @@ class StreamableEndpoint(HandshakeEra):
                 request, exchange, envelope, params.meta, accept_json, accept_sse, token
             )
             return
-        key = id_key(request_id) if is_request else None
+        key = id_key(request_id) if is_request and request_id is not None else None
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
         )

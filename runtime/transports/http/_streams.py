@@ -13,9 +13,8 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-import msgspec
 import trio
 
 from ...framing import encode_sse_comment
@@ -26,39 +25,12 @@ __all__ = [
     "MemoryEventStore",
     "ResponseStream",
     "answer",
-    "id_key",
-    "probe",
     "sse_event",
 ]
 
 log = logging.getLogger("mcp_runtime.http")
 
 Key = tuple[type, Any]
-
-
-def id_key(request_id: Any) -> Key:
-    """1 and "1" are different JSON-RPC ids."""
-    return (type(request_id), request_id)
-
-
-class _Probe(msgspec.Struct):
-    id: int | str | float | None = None
-    method: str | None = None
-
-
-_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
-
-
-def probe(data: bytes) -> tuple[bool, Any]:
-    """(is_response, id) of an outgoing message; a batch reply gives its first usable id
-    (its items answer requests of one POST, so any of them names that POST's stream)."""
-    try:
-        msg = _probe.decode(data)
-    except msgspec.DecodeError:
-        return False, None
-    if isinstance(msg, list):
-        return True, next((item.id for item in msg if item.id is not None), None)
-    return msg.method is None, msg.id
 
 
 def sse_event(data: bytes | None, event_id: str | None, retry: int | None = None) -> bytes:

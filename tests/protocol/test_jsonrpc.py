@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from runtime.core import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
-from runtime.core._jsonrpc import (
+from runtime.protocol import (
     Kind,
     classify,
     decode_frame,
@@ -73,7 +73,7 @@ def test_invalid_requests(frame: bytes, expected_id: object, fragment: str) -> N
         assert not isinstance(message, list)
         classify(message)
     assert info.value.code == INVALID_REQUEST
-    assert info.value.data["id"] == expected_id
+    assert info.value.request_id == expected_id
     assert fragment in info.value.message
 
 

@@ -1,5 +1,8 @@
 """Eager start: run a coroutine in the current task until it first suspends.
 
+A primitive with no dependency on the rest of the runtime: the request engine
+(``runtime.core``) and the HTTP driver (``runtime.transports.http``) both use it.
+
 Most requests (a tool that computes and returns, a static resource) finish without ever
 waiting. For those, a task and a cancel scope of their own are pure overhead: trio's task
 spawn and a CancelScope enter/exit cost more than the request itself. ``start`` runs the

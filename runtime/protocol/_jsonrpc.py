@@ -4,6 +4,10 @@ The envelope is decoded a single time per frame into :class:`Envelope`; ``params
 ``msgspec.Raw`` slice of the frame until the handler's own precompiled decoder takes it.
 Responses are assembled from pre-encoded pieces (id bytes + result bytes), so the hot path
 builds no intermediate dicts. Everything here is synchronous and does no I/O.
+
+This is the one validator of incoming messages: the stream reader, the HTTP endpoints and the
+WebSocket transport all decode with :func:`decode_frame` / :func:`decode_item` and judge with
+:func:`classify`, so a message gets the same answer on every transport.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
+from ._errors import JSONRPCError, invalid_params, invalid_request, parse_error
 
 __all__ = [
     "REQUEST_ID_TYPES",
@@ -24,12 +28,15 @@ __all__ = [
     "classify",
     "decode_frame",
     "decode_item",
+    "encode",
     "encode_error",
     "encode_notification",
     "encode_request",
     "encode_result",
+    "error_reply",
     "id_key",
     "params_error",
+    "probe",
 ]
 
 # MCP: "Requests MUST include a string or integer ID" (basic/index, 2025-11-25); JSON-RPC 2.0
@@ -84,15 +91,15 @@ def decode_frame(frame: bytes) -> Envelope | list[Raw]:
     """Decode one frame into an envelope or a batch (a list of raw items).
 
     Raises JSONRPCError: -32700 for bytes that are not JSON; -32600 for JSON that is not an
-    object or array, or an object that is not a JSON-RPC 2.0 message (``.data`` holds
-    ``{"id": ...}`` when the id could be recovered).
+    object or array, or an object that is not a JSON-RPC 2.0 message (``.request_id`` is the
+    id to answer with, when it could be recovered).
     """
     try:
         return _frame_decoder.decode(frame)
     except msgspec.ValidationError as exc:
-        raise _invalid(str(exc), _recover_id(frame)) from None
+        raise invalid_request(str(exc), _recover_id(frame)) from None
     except msgspec.DecodeError as exc:
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
+        raise parse_error(exc) from None
 
 
 def decode_item(item: Raw) -> Envelope:
@@ -100,13 +107,9 @@ def decode_item(item: Raw) -> Envelope:
     try:
         return _item_decoder.decode(item)
     except msgspec.ValidationError as exc:
-        raise _invalid(str(exc), _recover_id(item)) from None
+        raise invalid_request(str(exc), _recover_id(item)) from None
     except msgspec.DecodeError as exc:  # pragma: no cover - the batch already parsed as JSON
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
-
-
-def _invalid(reason: str, request_id: RequestId | None) -> JSONRPCError:
-    return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", {"id": request_id})
+        raise parse_error(exc) from None
 
 
 _STRUCTURED: Final = (ord("{"), ord("["))
@@ -115,32 +118,32 @@ _STRUCTURED: Final = (ord("{"), ord("["))
 def classify(env: Envelope) -> int:
     """Check an envelope against JSON-RPC 2.0 section 4 and return its kind.
 
-    Raises JSONRPCError(-32600) naming what is wrong; ``.data["id"]`` carries the id to
+    Raises JSONRPCError(-32600) naming what is wrong; ``.request_id`` carries the id to
     answer with (null when there is none usable).
     """
     # Identity checks against the UNSET singleton: this runs once per message (hot path).
     request_id = None if env.id is UNSET else env.id
     if env.jsonrpc != "2.0":
-        raise _invalid('"jsonrpc" must be exactly "2.0"', request_id)
+        raise invalid_request('"jsonrpc" must be exactly "2.0"', request_id)
     if env.method is not UNSET:
         if env.result is not UNSET or env.error is not UNSET:
-            raise _invalid("a request cannot carry result or error", request_id)
+            raise invalid_request("a request cannot carry result or error", request_id)
         # JSON-RPC 2.0 section 4.2: params, when present, MUST be a structured value.
         # msgspec.Raw is the exact value slice, so its first byte tells the JSON type (read
         # through a memoryview: no copy of a large params object).
         params = env.params
         if params is not UNSET and memoryview(params)[0] not in _STRUCTURED:
-            raise _invalid('"params" must be an object or an array', request_id)
+            raise invalid_request('"params" must be an object or an array', request_id)
         if request_id is None:
             if env.id is UNSET:
                 return Kind.NOTIFICATION
             # MCP basic/index: "the ID MUST NOT be null".
-            raise _invalid('"id" must be a string or a number, not null', None)
+            raise invalid_request('"id" must be a string or a number, not null', None)
         return Kind.REQUEST
     if env.id is UNSET:
-        raise _invalid('missing "method"', None)
+        raise invalid_request('missing "method"', None)
     if (env.result is UNSET) == (env.error is UNSET):
-        raise _invalid('a response carries exactly one of "result" and "error"', request_id)
+        raise invalid_request('a response carries exactly one of "result" and "error"', request_id)
     return Kind.RESPONSE
 
 
@@ -175,6 +178,34 @@ def encode_request(request_id: RequestId, method: str, params: Any = None) -> by
     return head + b',"params":%b}' % encode(params)
 
 
+def error_reply(exc: JSONRPCError, request_id: RequestId | None = None) -> bytes:
+    """The whole reply carrying ``exc``, answering ``request_id`` (default: the id the error
+    recovered, ``exc.request_id``, for errors found before any handler ran)."""
+    answering = exc.request_id if request_id is None else request_id
+    return encode_error(answering, exc.code, exc.message, exc.data)
+
+
+class _Probe(msgspec.Struct):
+    id: int | str | float | None = None
+    method: str | None = None
+
+
+_outgoing_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
+
+
+def probe(data: bytes) -> tuple[bool, RequestId | None]:
+    """``(is_response, id)`` of a message this side encoded. A batch reply gives its first
+    usable id (its items answer requests that arrived together, so any of them names where
+    the batch came from). Something that is not JSON-RPC gives ``(False, None)``."""
+    try:
+        message = _outgoing_probe.decode(data)
+    except msgspec.DecodeError:
+        return False, None
+    if isinstance(message, list):
+        return True, next((item.id for item in message if item.id is not None), None)
+    return message.method is None, message.id
+
+
 _AT_PATH: Final = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
@@ -184,6 +215,4 @@ def params_error(exc: msgspec.ValidationError, root: str = "params") -> JSONRPCE
     match = _AT_PATH.search(text)
     path = root + (match.group("path") if match else "")
     reason = text[: match.start()] if match else text
-    return JSONRPCError(
-        INVALID_PARAMS, f"Invalid params: {reason} at `{path}`", {"path": path, "reason": reason}
-    )
+    return invalid_params(f"{reason} at `{path}`", path, reason=reason)

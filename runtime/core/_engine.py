@@ -1,0 +1,109 @@
+"""The request engine: the one way a request runs, whoever received it.
+
+Every request, from a stream reader, a batch, an HTTP session POST or a single modern POST,
+runs through these functions, so its outcomes are the same everywhere:
+
+- its first step runs eagerly in the caller's task (``runtime.eager``): a request that
+  finishes without waiting costs no task and no cancel scope (:func:`start`);
+- one that suspends goes on in the same task under the scope it started in, and the caller
+  decides what else that task gave up (:func:`finish`);
+- the dispatcher turns handler outcomes into replies (``Dispatcher.dispatch``); an exception
+  that escapes even that is a bug below it, answered -32603 and logged with the request id
+  here, so it never takes a reader (and every later request) down with it;
+- a request whose scope was cancelled is answered -32001 when its ``request_timeout`` passed,
+  and not at all when the client cancelled it (MCP basic/utilities/cancellation) or the
+  connection is ending (:func:`cancelled_reply`).
+
+:func:`run` is all of it for a caller that has a task to spend (an HTTP POST's own task).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+
+import trio
+
+from .. import eager
+from ..protocol import error_reply, internal_error, request_timeout
+from ._context import RequestContext
+from ._dispatch import Dispatcher
+
+__all__ = ["Suspended", "cancelled_reply", "finish", "run", "start"]
+
+log = logging.getLogger("mcp_runtime.connection")
+
+Suspended = eager.Suspended
+
+
+def _crashed(ctx: RequestContext) -> bytes:
+    log.exception(
+        "request failed conn=%s id=%r method=%s", ctx.peer.connection_id, ctx.id, ctx.method
+    )
+    return error_reply(internal_error(), ctx.id)
+
+
+def start(
+    dispatcher: Dispatcher, ctx: RequestContext
+) -> tuple[bytes | None, Suspended[bytes] | None]:
+    """Run the request's first step here: ``(reply, None)`` when it finished, ``(None,
+    suspended)`` when it waits (continue it in this same task with :func:`finish`)."""
+    try:
+        done, outcome = eager.start(dispatcher.dispatch(ctx))
+    except Exception:
+        return _crashed(ctx), None
+    if done:
+        assert isinstance(outcome, bytes)
+        return outcome, None
+    assert isinstance(outcome, eager.Suspended)
+    return None, outcome
+
+
+async def finish(ctx: RequestContext, suspended: Suspended[bytes]) -> bytes:
+    """The rest of a request :func:`start` left suspended, in the task that started it."""
+    try:
+        return await eager.finish(suspended)
+    except Exception:
+        return _crashed(ctx)
+
+
+def cancelled_reply(ctx: RequestContext, timeout: float | None, *, by_client: bool) -> bytes | None:
+    """The reply for a request whose scope was cancelled: none when the client cancelled it
+    (or the connection is ending), else -32001 (its ``request_timeout`` passed)."""
+    if by_client:
+        return None
+    log.warning(
+        "request timed out conn=%s id=%r method=%s", ctx.peer.connection_id, ctx.id, ctx.method
+    )
+    return error_reply(request_timeout(timeout), ctx.id)
+
+
+def run(
+    dispatcher: Dispatcher, ctx: RequestContext, timeout: float | None
+) -> Awaitable[bytes | None]:
+    """Run a whole request in the calling task: its reply, or None when it was cancelled by
+    the client. With a ``timeout`` the request gets a scope of its own (in ``ctx.cancel_scope``
+    when the caller set none); without one, cancellation comes from the caller and the
+    dispatcher's coroutine is returned as it is (no frame of ours per request)."""
+    if timeout is None and ctx.cancel_scope is None:
+        return dispatcher.dispatch(ctx)
+    return _run_scoped(dispatcher, ctx, timeout)
+
+
+async def _run_scoped(
+    dispatcher: Dispatcher, ctx: RequestContext, timeout: float | None
+) -> bytes | None:
+    scope = ctx.cancel_scope
+    if scope is None:
+        scope = ctx.cancel_scope = trio.CancelScope()
+    if timeout is not None:
+        scope.deadline = trio.current_time() + timeout
+    reply: bytes | None = None
+    try:
+        with scope:
+            reply = await dispatcher.dispatch(ctx)
+    except Exception:
+        reply = _crashed(ctx)
+    if scope.cancelled_caught:
+        return cancelled_reply(ctx, timeout, by_client=ctx.no_reply)
+    return reply

@@ -1,0 +1,44 @@
+"""Method names, and which era has which (2026-07-28 changelog; schema.ts of each revision)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CACHEABLE_METHODS",
+    "CANCELLED",
+    "HANDSHAKE_ONLY",
+    "INITIALIZE",
+    "INITIALIZED",
+    "MODERN_ONLY",
+    "NAMED_METHODS",
+    "SUBSCRIPTIONS_LISTEN",
+]
+
+INITIALIZE: Final = "initialize"
+INITIALIZED: Final = "notifications/initialized"
+CANCELLED: Final = "notifications/cancelled"
+SUBSCRIPTIONS_LISTEN: Final = "subscriptions/listen"
+
+#: Methods the modern revision removed (2026-07-28 changelog, items 2, 4, 5): at that
+#: revision they are -32601 like any unknown method.
+HANDSHAKE_ONLY: Final = frozenset(
+    {INITIALIZE, "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+#: Methods that exist only in the modern revision (-32601 in a handshake-era session).
+MODERN_ONLY: Final = frozenset({"server/discover", SUBSCRIPTIONS_LISTEN})
+#: Results that implement CacheableResult (2026-07-28 schema.ts): they carry ``ttlMs`` and
+#: ``cacheScope`` (server/utilities/caching).
+CACHEABLE_METHODS: Final = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+#: Methods whose ``params.name`` / ``params.uri`` a 2026-07-28 HTTP client mirrors into the
+#: ``Mcp-Name`` header (basic/transports/streamable-http, "Request Metadata").
+NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
