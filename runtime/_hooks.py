@@ -12,8 +12,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .core import Connection, Session, decode_single, dispatch_single
-from .protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from .core import Connection, Session, dispatch_single
 
 if TYPE_CHECKING:
     from ._serving import Serving
@@ -53,15 +52,12 @@ def transport_hooks(server: Serving) -> Hooks:
 
     return Hooks(
         serve_connection=server.serve_connection,
-        decode_one=decode_single,
         dispatch_one=functools.partial(
             dispatch_single, server.dispatcher, server.limits.request_timeout
         ),
         run_in_session=run_in_session,
         start_soon=start_soon,
         new_session=new_session,
-        handshake_versions=tuple(HANDSHAKE_VERSIONS),
-        modern_versions=tuple(MODERN_VERSIONS),
         tool_header_params=tool_header_params,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,

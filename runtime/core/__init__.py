@@ -29,7 +29,7 @@ from ._context import Peer, RequestContext
 from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
 from ._limits import Limits
 from ._session import Session
-from ._single import decode_single, dispatch_single
+from ._single import dispatch_single
 
 __all__ = [
     "CONNECTION_CLOSED",
@@ -59,7 +59,6 @@ __all__ = [
     "ResourceNotFoundError",
     "Session",
     "ToolError",
-    "decode_single",
     "dispatch_single",
     "params_error",
 ]

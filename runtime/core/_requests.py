@@ -18,9 +18,8 @@ its state machine): tests feed it requests, cancellations and answers and read t
 
 from __future__ import annotations
 
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-import msgspec
 from msgspec import Raw
 
 from ..protocol import (
@@ -28,6 +27,7 @@ from ..protocol import (
     JSONRPCError,
     Lifecycle,
     RequestId,
+    cancelled_id,
     id_key,
     invalid_request,
     overloaded,
@@ -37,16 +37,6 @@ from ._context import RequestContext
 __all__ = ["Batch", "RequestTable"]
 
 W = TypeVar("W")
-
-
-class _CancelledParams(msgspec.Struct):
-    # MCP basic/utilities/cancellation: requestId is required in 2025-11-25 (optional later
-    # for task cancellation, which goes elsewhere).
-    requestId: int | str | float | None = None
-    reason: str | None = None
-
-
-_cancelled_decoder: Final = msgspec.json.Decoder(_CancelledParams)
 
 
 class Batch:
@@ -119,12 +109,7 @@ class RequestTable(Generic[W]):
     def cancel(self, params: Raw | None, lifecycle: Lifecycle) -> RequestContext | None:
         """The request a ``notifications/cancelled`` names, marked to get no reply (its scope
         is the caller's to cancel); None when there is nothing to cancel."""
-        if params is None:
-            return None
-        try:
-            request_id = _cancelled_decoder.decode(params).requestId
-        except msgspec.DecodeError:
-            raise invalid_request("malformed notifications/cancelled") from None
+        request_id = cancelled_id(params)  # (-32600 when malformed)
         if request_id is None:
             return None
         ctx = self._in_flight.get(id_key(request_id))

@@ -21,11 +21,7 @@ from msgspec import UNSET
 from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
-    JSONRPCError,
-    Kind,
     RequestId,
-    classify,
-    decode_frame,
     encode_notification,
     encode_request,
     peer_timeout,
@@ -35,21 +31,9 @@ from ._context import RequestContext
 from ._dispatch import Dispatcher
 from ._session import Session
 
-__all__ = ["decode_single", "dispatch_single"]
+__all__ = ["dispatch_single"]
 
 log = logging.getLogger("mcp_runtime.connection")
-
-
-def decode_single(body: bytes) -> Envelope | None:
-    """The envelope of ``body`` when it is one well-formed JSON-RPC request, else None
-    (the caller then takes the general path, which answers every other shape)."""
-    try:
-        message = decode_frame(body)
-        if isinstance(message, list) or classify(message) is not Kind.REQUEST:
-            return None
-    except JSONRPCError:
-        return None
-    return message
 
 
 class _SinglePeer:
@@ -105,7 +89,7 @@ def dispatch_single(
     meta: dict[str, Any] | None = None,
     transport: str = "http",
 ) -> Awaitable[bytes | None]:
-    """Run one request (from :func:`decode_single`) in a session of its own through the
+    """Run one request (a classified envelope) in a session of its own through the
     request engine; await the result for its response.
 
     ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``

@@ -49,9 +49,11 @@ from ._errors import (
 )
 from ._jsonrpc import (
     REQUEST_ID_TYPES,
+    BatchItems,
     Envelope,
     Kind,
     RequestId,
+    cancelled_id,
     classify,
     decode_frame,
     decode_item,
@@ -64,8 +66,9 @@ from ._jsonrpc import (
     id_key,
     params_error,
     probe,
+    split_batch,
 )
-from ._lifecycle import INITIALIZING, NEW, OPERATING, Lifecycle
+from ._lifecycle import INITIALIZING, NEW, OPERATING, Lifecycle, batch_refusal
 from ._methods import (
     CACHEABLE_METHODS,
     CANCELLED,
@@ -128,6 +131,7 @@ __all__ = [
     "SUBSCRIPTIONS_LISTEN",
     "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "BatchItems",
     "Envelope",
     "JSONRPCError",
     "Kind",
@@ -136,6 +140,8 @@ __all__ = [
     "RequestId",
     "ResourceNotFoundError",
     "ToolError",
+    "batch_refusal",
+    "cancelled_id",
     "classify",
     "connection_closed",
     "decode_frame",
@@ -164,6 +170,7 @@ __all__ = [
     "probe",
     "request_timeout",
     "select_era",
+    "split_batch",
     "status_of",
     "unsupported_version",
 ]

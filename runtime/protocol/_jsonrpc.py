@@ -22,9 +22,11 @@ from ._errors import JSONRPCError, invalid_params, invalid_request, parse_error
 
 __all__ = [
     "REQUEST_ID_TYPES",
+    "BatchItems",
     "Envelope",
     "Kind",
     "RequestId",
+    "cancelled_id",
     "classify",
     "decode_frame",
     "decode_item",
@@ -37,6 +39,7 @@ __all__ = [
     "id_key",
     "params_error",
     "probe",
+    "split_batch",
 ]
 
 # MCP: "Requests MUST include a string or integer ID" (basic/index, 2025-11-25); JSON-RPC 2.0
@@ -178,10 +181,10 @@ def encode_request(request_id: RequestId, method: str, params: Any = None) -> by
     return head + b',"params":%b}' % encode(params)
 
 
-def error_reply(exc: JSONRPCError, request_id: RequestId | None = None) -> bytes:
+def error_reply(exc: JSONRPCError, request_id: RequestId | UnsetType | None = None) -> bytes:
     """The whole reply carrying ``exc``, answering ``request_id`` (default: the id the error
     recovered, ``exc.request_id``, for errors found before any handler ran)."""
-    answering = exc.request_id if request_id is None else request_id
+    answering = exc.request_id if request_id is None or request_id is UNSET else request_id
     return encode_error(answering, exc.code, exc.message, exc.data)
 
 
@@ -204,6 +207,68 @@ def probe(data: bytes) -> tuple[bool, RequestId | None]:
     if isinstance(message, list):
         return True, next((item.id for item in message if item.id is not None), None)
     return message.method is None, message.id
+
+
+class BatchItems:
+    """A batch split item by item (JSON-RPC 2.0 section 6: each item is judged alone)."""
+
+    __slots__ = ("envelopes", "errors", "raws", "request_ids")
+
+    def __init__(self) -> None:
+        #: The well-formed items: their raw bytes and envelopes, in order.
+        self.raws: list[bytes] = []
+        self.envelopes: list[Envelope] = []
+        #: Ids of the well-formed requests among them.
+        self.request_ids: list[RequestId] = []
+        #: The error replies for the malformed items.
+        self.errors: list[bytes] = []
+
+
+def split_batch(items: list[Raw], max_batch_size: int) -> BatchItems:
+    """Judge every item of a batch. Raises -32600 for a batch refused whole: empty (JSON-RPC
+    2.0 section 6: "an Array with at least one value") or over ``max_batch_size``."""
+    if not items:
+        raise invalid_request("empty batch")
+    if len(items) > max_batch_size:
+        raise invalid_request(
+            f"batch of {len(items)} items exceeds the limit of {max_batch_size}",
+            data={"maxBatchSize": max_batch_size},
+        )
+    split = BatchItems()
+    for item in items:
+        try:
+            env = decode_item(item)
+            kind = classify(env)
+        except JSONRPCError as exc:
+            split.errors.append(error_reply(exc))
+            continue
+        split.raws.append(bytes(item))
+        split.envelopes.append(env)
+        if kind == Kind.REQUEST:
+            assert isinstance(env.id, REQUEST_ID_TYPES)
+            split.request_ids.append(env.id)
+    return split
+
+
+class _CancelledParams(msgspec.Struct):
+    # MCP basic/utilities/cancellation: requestId is required in 2025-11-25 (optional
+    # later, for task cancellation, which goes elsewhere).
+    requestId: int | str | float | None = None
+    reason: str | None = None
+
+
+_cancelled_decoder: Final = msgspec.json.Decoder(_CancelledParams)
+
+
+def cancelled_id(params: Raw | None) -> RequestId | None:
+    """The id a ``notifications/cancelled`` names (None: none given). Raises -32600 for
+    params that are not a cancellation (notifications get no answer: callers log it)."""
+    if params is None:
+        return None
+    try:
+        return _cancelled_decoder.decode(params).requestId
+    except msgspec.DecodeError:
+        raise invalid_request("malformed notifications/cancelled params") from None
 
 
 _AT_PATH: Final = re.compile(r" - at `\$(?P<path>[^`]*)`$")

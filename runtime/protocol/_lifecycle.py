@@ -36,7 +36,7 @@ from ._errors import INVALID_REQUEST, JSONRPCError, invalid_request
 from ._methods import INITIALIZE
 from ._versions import BATCH_REVISION, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-__all__ = ["INITIALIZING", "NEW", "OPERATING", "Lifecycle"]
+__all__ = ["INITIALIZING", "NEW", "OPERATING", "Lifecycle", "batch_refusal"]
 
 NEW: Final = "new"
 INITIALIZING: Final = "initializing"
@@ -88,9 +88,16 @@ class Lifecycle:
 
     def batches(self, *, http: bool) -> str | None:
         """Why a batch is refused in this state (None: allowed)."""
-        if not http or self.version == BATCH_REVISION:
-            return None
-        return (
-            f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
-            f"{self.version} (only {BATCH_REVISION})"
-        )
+        return batch_refusal(self.version, http=http)
+
+
+def batch_refusal(version: str | None, *, http: bool) -> str | None:
+    """Why a JSON-RPC batch is refused at revision ``version`` (None: allowed): streams take
+    batches in every revision, HTTP only at ``BATCH_REVISION`` (2025-03-26 added them,
+    2025-06-18 removed them; changelog item 1)."""
+    if not http or version == BATCH_REVISION:
+        return None
+    return (
+        f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
+        f"{version} (only {BATCH_REVISION})"
+    )

@@ -16,20 +16,24 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-import msgspec
 import trio
 import trio_websocket
 
 from ..auth import AuthConfig
-from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits
+from ..protocol import (
+    REQUEST_ID_TYPES,
+    Envelope,
+    JSONRPCError,
+    decode_frame,
+    error_reply,
+    forbidden,
+)
+from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits, calls_in
 
 __all__ = ["serve_websocket"]
 
 log = logging.getLogger("mcp_runtime.websocket")
 SUBPROTOCOL: Final = "mcp"
-#: JSON-RPC error for a ``tools/call`` whose tool needs scopes the upgrade's token lacks
-#: (HTTP answers 403 ``insufficient_scope``; a WebSocket can only answer in-band).
-FORBIDDEN: Final = -32003
 _ids = itertools.count(1)
 _BUSY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 31\r\n"
@@ -82,24 +86,24 @@ class _WebSocketChannel:
         if self._gate is None or self._gate.auth is None or b"tools/call" not in data:
             return None
         try:
-            message = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            return None  # the core answers parse errors
-        items = message if isinstance(message, list) else [message]
-        error = self._gate.authorization_error(self._principal, items)
+            message = decode_frame(data)
+        except JSONRPCError:
+            return None  # the core answers it
+        error = self._gate.authorization_error(self._principal, calls_in(message))
         if error is None:
             return None
-        request_id = message.get("id") if isinstance(message, dict) else None
-        body = {
-            "jsonrpc": "2.0",
-            "id": request_id if isinstance(request_id, int | str | float) else None,
-            "error": {
-                "code": FORBIDDEN,
-                "message": "Forbidden: insufficient_scope",
-                "data": {"status": error.status, "wwwAuthenticate": error.www_authenticate},
-            },
-        }
-        return msgspec.json.encode(body)
+        # -32003: HTTP answers 403 ``insufficient_scope``; a WebSocket can only answer in-band.
+        request_id = message.id if isinstance(message, Envelope) else None
+        if not isinstance(request_id, REQUEST_ID_TYPES):
+            request_id = None
+        refused = forbidden(
+            "Forbidden: insufficient_scope",
+            status=error.status,
+            wwwAuthenticate=error.www_authenticate,
+        )
+        return error_reply(
+            refused, request_id if isinstance(request_id, REQUEST_ID_TYPES) else None
+        )
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         try:

@@ -298,8 +298,7 @@ async def test_closing_the_sse_stream_cancels_the_request() -> None:
 
 
 def test_status_of_reads_the_first_member_after_the_id() -> None:
-    from runtime.protocol import encode_error, encode_result
-    from runtime.transports.http._modern import status_of
+    from runtime.protocol import encode_error, encode_result, status_of
 
     # A result whose content mentions "error" anywhere is still a result.
     assert status_of(encode_result(1, {"text": '"error": {"code": -32601}'})) == 200

@@ -16,7 +16,7 @@ Other packages import only the names re-exported here.
 
 from __future__ import annotations
 
-from ._auth import Authenticate, Gate
+from ._auth import Authenticate, Gate, calls_in
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import HttpError
 from ._modern import header_params
@@ -33,6 +33,7 @@ __all__ = [
     "HttpError",
     "HttpLimits",
     "MemoryEventStore",
+    "calls_in",
     "header_params",
     "serve_http",
 ]

@@ -16,13 +16,49 @@ server takes one or the other.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
+import msgspec
+from msgspec import Raw
+
 from ...auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
+from ...protocol import Envelope, JSONRPCError, decode_item
 from ._exchange import HttpError, HttpRequest, as_refusal, principal_key
 
-__all__ = ["Authenticate", "Gate"]
+__all__ = ["Authenticate", "Gate", "calls_in"]
+
+
+class _Named(msgspec.Struct):
+    name: Any = None
+
+
+_named: Final = msgspec.json.Decoder(_Named)
+
+
+def calls_in(message: Envelope | list[Raw]) -> list[Envelope]:
+    """The envelopes of a decoded body (``runtime.protocol.decode_frame``): itself, or each
+    batch item that decodes (the others are answered as errors elsewhere)."""
+    if not isinstance(message, list):
+        return [message]
+    found = []
+    for item in message:
+        try:
+            found.append(decode_item(item))
+        except JSONRPCError:
+            continue
+    return found
+
+
+def _tool_name(env: Envelope) -> str | None:
+    if env.method != "tools/call" or not isinstance(env.params, Raw):
+        return None
+    try:
+        name = _named.decode(env.params).name
+    except msgspec.DecodeError:
+        return None
+    return name if isinstance(name, str) else None
+
 
 #: ``authenticate(headers) -> principal``; raise (or return) an HttpError / AuthError to
 #: refuse (e.g. 401 with ``WWW-Authenticate``). Headers are lower-cased names.
@@ -78,23 +114,20 @@ class Gate:
     async def check_request(self, request: HttpRequest) -> tuple[Any, Any]:
         return await self.check(request.header("authorization"), request.target, request.headers)
 
-    def authorization_error(self, principal: Any, messages: Iterable[Any]) -> AuthError | None:
+    def authorization_error(self, principal: Any, messages: Iterable[Envelope]) -> AuthError | None:
         """The 403 for the first ``tools/call`` in ``messages`` whose tool needs scopes the
         principal lacks, else None."""
         if self.auth is None or not isinstance(principal, AccessToken):
             return None
         for message in messages:
-            if not isinstance(message, dict) or message.get("method") != "tools/call":
-                continue
-            params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            if isinstance(name, str):
+            name = _tool_name(message)
+            if name is not None:
                 refusal = authorize(self.auth, principal, tool=name)
                 if refusal is not None:
                     return refusal
         return None
 
-    def check_tools(self, principal: Any, messages: Iterable[Any]) -> None:
+    def check_tools(self, principal: Any, messages: Iterable[Envelope]) -> None:
         """Raise the 403 ``insufficient_scope`` refusal for a ``tools/call`` the principal
         may not make (each item of a batch is checked)."""
         refusal = self.authorization_error(principal, messages)

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import msgspec
 import trio
 
+from ...protocol import INVALID_REQUEST, JSONRPCError, encode_error, error_reply
 from ._http11 import RequestHead, chunk, end_chunks, response_head, simple_response_head
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "parse_accept",
     "principal_key",
     "refusal",
+    "rejection",
 ]
 
 
@@ -243,12 +244,10 @@ def principal_key(principal: object) -> object:
 HttpApp = Callable[[HttpRequest, Exchange], Awaitable[None]]
 
 
-def error_body(message: str, code: int = -32600, request_id: Any = None) -> bytes:
+def error_body(message: str, code: int = INVALID_REQUEST, request_id: Any = None) -> bytes:
     """A JSON-RPC error response; no id unless known (what the spec allows on an HTTP
     error)."""
-    return msgspec.json.encode(
-        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    )
+    return encode_error(request_id, code, message)
 
 
 @functools.lru_cache(maxsize=64)  # clients send the same few Accept values every time
@@ -269,6 +268,19 @@ def media_type(value: str | None) -> str:
     return (value or "").split(";")[0].strip().lower()
 
 
-def refusal(status: int, message: str, code: int = -32600, request_id: Any = None) -> HttpError:
+def refusal(
+    status: int, message: str, code: int = INVALID_REQUEST, request_id: Any = None
+) -> HttpError:
     """The HttpError answering with ``status`` and a JSON-RPC error body."""
     return HttpError(status, message, error_body(message, code, request_id))
+
+
+def rejection(
+    status: int,
+    error: JSONRPCError,
+    request_id: Any = None,
+    headers: list[tuple[str, str]] | None = None,
+) -> HttpError:
+    """The HttpError answering with ``status`` and ``error`` as its JSON-RPC body (answering
+    ``request_id``, else the id the error recovered)."""
+    return HttpError(status, error.message, error_reply(error, request_id), headers)

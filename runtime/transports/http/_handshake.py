@@ -9,15 +9,28 @@ MCP 2025-11-25 basic/transports, "Session Management" and "Resumability and Rede
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 import trio
+from msgspec import Raw
 
-from ...protocol import id_key
+from ...protocol import (
+    CANCELLED,
+    HANDSHAKE_VERSIONS,
+    INITIALIZE,
+    Envelope,
+    JSONRPCError,
+    Kind,
+    batch_refusal,
+    cancelled_id,
+    error_reply,
+    id_key,
+    overloaded,
+    split_batch,
+)
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
-from ._jsonrpc import Invalid, check_batch
 from ._session import Hooks, HttpSession, SessionRegistry
 from ._streams import ResponseStream, answer, pump, sse_event
 
@@ -25,19 +38,18 @@ __all__ = ["HandshakeEra"]
 
 log = logging.getLogger("mcp_runtime.http")
 
-#: 2025-03-26 is the one handshake revision that allows JSON-RPC batches.
-BATCH_REVISION: Final = "2025-03-26"
-
 
 class HandshakeEra:
-    """The session side of ``StreamableEndpoint`` (a mixin)."""
+    """The session side of the Streamable HTTP endpoint (``StreamableEndpoint.sessions``):
+    ``initialize``, POSTs to a session, its GET stream and DELETE."""
 
-    if TYPE_CHECKING:  # provided by StreamableEndpoint
-        hooks: Hooks
-        limits: HttpLimits
-        registry: SessionRegistry
-        shutdown: trio.Event
-        gate: Gate
+    def __init__(
+        self, hooks: Hooks, limits: HttpLimits, registry: SessionRegistry, gate: Gate
+    ) -> None:
+        self.hooks = hooks
+        self.limits = limits
+        self.registry = registry
+        self.gate = gate
 
     async def principal(self, request: HttpRequest) -> Any:
         """The session key of the request's principal (None without auth); refusals raise."""
@@ -59,7 +71,7 @@ class HandshakeEra:
         version = request.header("mcp-protocol-version")
         # 2025-06-18+ "Protocol Version Header": an invalid or unsupported one gets 400;
         # when absent the server assumes 2025-03-26 (nothing to check).
-        if version is not None and version not in self.hooks.handshake_versions:
+        if version is not None and version not in HANDSHAKE_VERSIONS:
             raise refusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
         session.touch()
         return session
@@ -69,16 +81,19 @@ class HandshakeEra:
         request: HttpRequest,
         exchange: Exchange,
         principal: Any,
-        message: dict[str, Any],
+        message: Envelope,
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
     ) -> None:
         session = self.registry.create(principal, token=token)
         if session is None:
-            raise refusal(503, "Service Unavailable: too many sessions", -32010)
+            error = overloaded("too many sessions", maxSessions=self.limits.max_sessions)
+            raise HttpError(503, "Service Unavailable: too many sessions", error_reply(error))
         try:
-            await self.post_session(request, exchange, session, message, accept_json, accept_sse)
+            await self.post_session(
+                request, exchange, session, message, Kind.REQUEST, accept_json, accept_sse
+            )
         finally:
             if session.protocol_version is None:  # initialize failed: no session
                 session.end()
@@ -88,58 +103,51 @@ class HandshakeEra:
         request: HttpRequest,
         exchange: Exchange,
         session: HttpSession,
-        message: dict[str, Any] | list[Any],
+        message: Envelope | list[Raw],
+        kind: int | None,
         accept_json: bool,
         accept_sse: bool,
-        envelope: Any = None,
     ) -> None:
-        """``envelope``: ``Hooks.decode_one``'s reading of the body, when the caller has it."""
+        """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
+        envelope of ``kind`` (already classified) or a batch (judged here, item by item)."""
         headers = [("Mcp-Session-Id", session.id)]
         body = request.body
         batch_errors: list[bytes] = []
         if isinstance(message, list):
-            revision = session.protocol_version
-            if revision != BATCH_REVISION:
-                raise refusal(
-                    400,
-                    f"Invalid Request: JSON-RPC batches are not allowed in protocol revision "
-                    f"{revision} (only {BATCH_REVISION})",
-                )
+            forbidden = batch_refusal(session.protocol_version, http=True)
+            if forbidden is not None:
+                raise refusal(400, forbidden)
             # Batch-level errors (empty, too large) have no id to route by: they are this
             # POST's answer (400 with the JSON-RPC error body, 2025-03-26 basic/transports).
             try:
-                checked = check_batch(body, message, self.hooks.max_batch_size)
-            except Invalid as exc:
-                raise HttpError(400, str(exc), exc.reply, headers) from None
-            if not checked.valid:  # nothing acceptable: the item errors are the answer
+                split = split_batch(message, self.hooks.max_batch_size)
+            except JSONRPCError as exc:
+                raise HttpError(400, exc.message, error_reply(exc), headers) from None
+            if not split.raws:  # nothing acceptable: the item errors are the answer
                 raise HttpError(
-                    400, "Invalid Request", b"[" + b",".join(checked.errors) + b"]", headers
+                    400, "Invalid Request", b"[" + b",".join(split.errors) + b"]", headers
                 )
-            items: list[Any] = checked.messages
-            keys = [id_key(request_id) for request_id in checked.request_ids]
-            batch_errors = checked.errors
+            envelopes = split.envelopes
+            keys = [id_key(request_id) for request_id in split.request_ids]
+            batch_errors = split.errors
             if batch_errors:
-                body = b"[" + b",".join(checked.valid) + b"]"
+                body = b"[" + b",".join(split.raws) + b"]"
                 if not keys:  # only notifications/responses are left: nothing to splice into
                     raise HttpError(
                         400, "Invalid Request", b"[" + b",".join(batch_errors) + b"]", headers
                     )
         else:
-            items = [message]
-            # post() validated the message: a request is one with a method and an id.
-            is_request = "method" in message and "id" in message
-            keys = [id_key(message["id"])] if is_request else []
+            envelopes = [message]
+            keys = [id_key(message.id)] if kind == Kind.REQUEST else []  # type: ignore[arg-type]
         if not keys:
             session.in_use += 1
             try:
                 await session.feed(body)
             finally:
                 session.in_use -= 1
-            for item in items:
-                if isinstance(item, dict) and item.get("method") == "notifications/cancelled":
-                    params = item.get("params")
-                    if isinstance(params, dict) and params.get("requestId") is not None:
-                        session.cancelled(params["requestId"])
+            for envelope in envelopes:
+                if envelope.method == CANCELLED:
+                    self._cancelled(session, envelope)
             await exchange.respond(202, b"", headers=headers)
             return
         stream = session.open_stream(keys)
@@ -148,10 +156,10 @@ class HandshakeEra:
         stream.batch_errors = batch_errors
         session.in_use += 1
         try:
-            if self._session_direct(session, message, envelope):
+            if isinstance(message, Envelope) and self._session_direct(session, message):
                 stream.lazy_prime = True  # most of these answer as JSON: no event at all
                 await self._run_in_session(
-                    exchange, session, stream, envelope, accept_json, accept_sse, headers
+                    exchange, session, stream, message, accept_json, accept_sse, headers
                 )
                 return
             prime_id = await session.prime(stream)
@@ -184,17 +192,25 @@ class HandshakeEra:
             keepalive=self.limits.sse_keepalive,
         )
 
-    def _session_direct(self, session: HttpSession, message: Any, envelope: Any) -> bool:
-        """Whether a single request (``envelope``: one well-formed request, else None) can
-        run in the POST's own task (see ``Hooks.run_in_session``); else the POST feeds the
-        session's connection."""
+    @staticmethod
+    def _cancelled(session: HttpSession, envelope: Envelope) -> None:
+        """The client cancelled a request of this session: its POST stream may end."""
+        params = envelope.params if isinstance(envelope.params, Raw) else None
+        try:
+            request_id = cancelled_id(params)
+        except JSONRPCError:
+            return  # malformed: the session's connection logs it
+        if request_id is not None:
+            session.cancelled(request_id)
+
+    def _session_direct(self, session: HttpSession, message: Envelope) -> bool:
+        """Whether a single request can run in the POST's own task (see
+        ``Hooks.run_in_session``); else the POST feeds the session's connection."""
         return not (
-            envelope is None
-            or self.hooks.run_in_session is None
+            self.hooks.run_in_session is None
             or session.connection is None
             or session.legacy
-            or not isinstance(message, dict)
-            or message.get("method") == "initialize"
+            or message.method == INITIALIZE
         )
 
     async def _run_in_session(

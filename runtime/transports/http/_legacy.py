@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-import msgspec
 import trio
 
 from ...framing import encode_sse_event
-from ._auth import Gate
+from ...protocol import PARSE_ERROR, JSONRPCError, decode_frame
+from ._auth import Gate, calls_in
 from ._edge import HttpLimits
-from ._exchange import Exchange, HttpError, HttpRequest, error_body
+from ._exchange import Exchange, HttpError, HttpRequest, rejection
 from ._session import SessionRegistry
 from ._streams import pump
 
@@ -80,12 +80,12 @@ class LegacySseEndpoint:
         ):
             raise HttpError(404, "Not Found: unknown or ended session")
         try:
-            message = msgspec.json.decode(request.body)
-        except msgspec.DecodeError as exc:
-            raise HttpError(
-                400, f"Parse error: {exc}", error_body(f"Parse error: {exc}", -32700)
-            ) from None
-        self.gate.check_tools(token, message if isinstance(message, list) else [message])
+            message = decode_frame(request.body)
+        except JSONRPCError as exc:
+            if exc.code == PARSE_ERROR:  # not JSON: answered here, on this POST
+                raise rejection(400, exc) from None
+            message = []  # JSON, but not JSON-RPC: the session answers on its stream
+        self.gate.check_tools(token, calls_in(message))
         session.touch()
         await session.feed(request.body)
         await exchange.respond(202, b"Accepted", content_type="text/plain")

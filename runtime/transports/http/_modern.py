@@ -3,8 +3,7 @@
 basic/transports/streamable-http, "Request Metadata" and "Server Validation": the
 ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-{Name}`` headers
 must be present and match the body (after Base64-sentinel decoding), else 400 with
--32020 ``HeaderMismatch``. Unknown method: 404 with -32601; unsupported version: 400 with
--32022 (the transport maps the dispatcher's JSON-RPC error to the status here).
+-32020 ``HeaderMismatch``. The status of every other error is ``runtime.protocol.http_status``.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ...protocol import NAMED_METHODS
 from ._exchange import HttpRequest
 
 __all__ = [
@@ -27,21 +27,8 @@ __all__ = [
     "check_headers",
     "decode_header_value",
     "modern_params",
-    "status_of",
 ]
 
-#: Methods whose ``params.name`` / ``params.uri`` is mirrored into ``Mcp-Name``.
-NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-#: JSON-RPC error code -> HTTP status (2026-07-28 streamable-http; "Backward Compatibility"
-#: lists 400 for the modern protocol errors, "Protocol Version Header" 404 for -32601).
-ERROR_STATUS: Final = {
-    -32700: 400,
-    -32600: 400,
-    -32601: 404,
-    -32020: 400,
-    -32021: 400,
-    -32022: 400,
-}
 # RFC 9110 field-value characters the spec allows unencoded: visible ASCII, space, tab.
 _SAFE: Final = re.compile(r"[\x20-\x7e\t]*")
 _SENTINEL: Final = re.compile(r"=\?base64\?([A-Za-z0-9+/=]*)\?=")
@@ -177,29 +164,6 @@ def check_headers(
         if not _matches(decoded, value):
             return f"Mcp-Param-{header_name} header value {decoded!r} does not match the body"
     return None
-
-
-class _ErrorProbe(msgspec.Struct):
-    error: dict[str, Any] | None = None
-
-
-_error_probe: Final = msgspec.json.Decoder(_ErrorProbe)
-
-
-def status_of(data: bytes) -> int:
-    """The HTTP status for a modern JSON answer: 200, or the spec's status for its error."""
-    # No error member: a result (the norm). ``find``, not ``in``: on bytes, ``in`` first tries
-    # its operand as an int and builds (then drops) a TypeError, ~1.9k instructions a call.
-    if data[:1] != b"{" or data.find(b'"error"') < 0:
-        return 200
-    try:
-        error = _error_probe.decode(data).error
-    except msgspec.DecodeError:
-        return 200
-    if not error:
-        return 200
-    code = error.get("code")
-    return ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
 
 
 def header_params(schema: Any) -> dict[str, tuple[str, ...]]:

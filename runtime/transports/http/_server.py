@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from ... import eager
+from ...protocol import INVALID_REQUEST, error_reply, internal_error
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import (
     Exchange,
@@ -111,13 +112,13 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
                 driver.expire()
 
 
-class _Driver(SocketIO):
+class _Driver:
     """One connection: this task reads, parses requests and runs the app. While an app
     waits on something (a slow tool, an SSE stream), a reader task reads on (ahead: a
     pipelined next request waits in the parser) so that a client hanging up mid-request is
     noticed at once (``Exchange.hung_up``); an app that answers without waiting needs none.
 
-    Socket I/O is :class:`SocketIO`'s (straight to the descriptor). One cancel scope
+    Socket I/O is its :class:`SocketIO`'s (straight to the descriptor). One cancel scope
     spans the connection; ``deadline`` is the current phase's timeout (idle, head, body;
     none while the application runs), enforced by ``_sweep_deadlines``.
     """
@@ -133,12 +134,16 @@ class _Driver(SocketIO):
         shutdown: trio.Event,
         on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None,
     ) -> None:
-        super().__init__(
+        self.io = io = SocketIO(
             stream.socket.fileno(),
             RequestParser(limits.max_header_size, limits.max_header_count),
             write_timeout,
             read_cap=limits.max_header_size + max_body_size,
         )
+        self.parser = io.parser
+        #: What an ``Exchange`` writes with (the socket's, not a frame of ours per write).
+        self.write = io.write
+        self.write_timeout = write_timeout
         self.stream = stream
         self.app = app
         self.policy = policy
@@ -172,17 +177,15 @@ class _Driver(SocketIO):
         failed: Exception | None = None
         try:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
+                self.io.nursery = nursery
                 try:
                     await self._serve()
                 except Exception as exc:  # raised as itself, not in a nursery's group
                     failed = exc
                 finally:
-                    self._reader_scope.cancel()
+                    self.io.close()
         finally:
-            # From now on the descriptor number may belong to another connection: nothing
-            # (a session's writer task, say) may write to it any more.
-            self._closed = True
+            self.io.close()
             await trio.aclose_forcefully(self.stream)
         if failed is not None:
             raise failed
@@ -224,10 +227,10 @@ class _Driver(SocketIO):
             # 2026-07-28 "Cancellation": closing the response stream cancels the request.
             log.info("client closed the stream: cancelled conn=%s", self.id)
 
-    async def _reject(self, status: int, reason: str, code: int = -32600) -> None:
+    async def _reject(self, status: int, reason: str, code: int = INVALID_REQUEST) -> None:
         """Answer with an error and close (used before the app sees the request)."""
         log.info("http reject conn=%s status=%d reason=%s", self.id, status, reason)
-        if self.phase == "app" or self._broken is not None:
+        if self.phase == "app" or self.io.broken is not None:
             return  # a response may have started: nothing more can be said
         body = error_body(reason, code)
         head = response_head(
@@ -250,14 +253,14 @@ class _Driver(SocketIO):
             if self.deadline == math.inf:  # part of the next request came with the last one
                 self.deadline = trio.current_time() + self.limits.header_timeout
         else:
-            if self.shutdown.is_set() or self._eof:
+            if self.shutdown.is_set() or self.io.eof:
                 return None
             self.phase = "idle"
             wait = self.limits.header_timeout if first else self.limits.keep_alive_timeout
             self.deadline = trio.current_time() + wait
             while not parser.buffer:
                 try:
-                    await self._wait_data()
+                    await self.io.wait_data()
                 except trio.BrokenResourceError:
                     return None  # the client closed an idle connection
             self.phase = "head"
@@ -267,7 +270,7 @@ class _Driver(SocketIO):
             if not first:
                 self.deadline = trio.current_time() + self.limits.header_timeout
         while (head := parser.next_head()) is None:
-            await self._wait_data()
+            await self.io.wait_data()
         return head
 
     async def _read_body(self, head: RequestHead) -> bytes:
@@ -282,7 +285,7 @@ class _Driver(SocketIO):
         self.phase = "body"
         self.deadline = trio.current_time() + self.limits.body_timeout
         while not reader.read(self.parser.buffer):
-            await self._wait_data()
+            await self.io.wait_data()
             self.deadline = trio.current_time() + self.limits.body_timeout
         return bytes(reader.body)
 
@@ -302,9 +305,7 @@ class _Driver(SocketIO):
         if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
             # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
             # the reader (if one started) has stopped: a cancelled wait reads nothing.
-            if self._reader_running:
-                self._reader_scope.cancel()
-                await self._reader_done.wait()
+            await self.io.stop_reader()
             self.deadline = math.inf
             self.phase = "app"
             await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
@@ -333,22 +334,23 @@ class _Driver(SocketIO):
         while requests keep waiting (starting one costs more than handing data over), and
         stops after a run of ``_EAGER_RUN`` requests that did not: from then on this task
         reads for itself again, one scheduler round trip per request less."""
-        self._exchange = exchange
-        if self._eof:  # the client hung up before the app started
+        io = self.io
+        io.exchange = exchange
+        if io.eof:  # the client hung up before the app started
             exchange.hung_up()
         try:
             done, suspended = eager.start(self._call_app(request, exchange))
             if not done:
                 assert isinstance(suspended, eager.Suspended)
                 self._eager_run = 0
-                self._start_reader()
+                io.start_reader()
                 await eager.finish(suspended)
         finally:
-            self._exchange = None
-        if done and self._reader_running:
+            io.exchange = None
+        if done and io.reader_running:
             self._eager_run += 1
             if self._eager_run >= _EAGER_RUN:
-                await self._stop_reader()
+                await io.stop_reader()
 
     async def _call_app(self, request: HttpRequest, exchange: Exchange) -> None:
         try:
@@ -363,4 +365,4 @@ class _Driver(SocketIO):
             log.exception("http app failed conn=%s", self.id)
             if not exchange.started:
                 exchange.close_after = True
-                await exchange.respond(500, error_body("Internal error", -32603))
+                await exchange.respond(500, error_reply(internal_error()))

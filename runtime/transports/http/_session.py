@@ -39,24 +39,19 @@ class Hooks:
     serve_connection: Callable[..., Awaitable[None]]
     #: Makes a fresh protocol session object (``runtime.core.Session``) for a transport name.
     new_session: Callable[[str, Any], Any]
-    #: Handshake-era revisions, newest first; and the modern (per-request) revisions.
-    handshake_versions: tuple[str, ...]
-    modern_versions: tuple[str, ...]
     #: Tool name -> {Mcp-Param header name (lower case): property path in ``arguments``}.
     tool_header_params: Callable[[str], dict[str, tuple[str, ...]]]
-    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer (see _jsonrpc).
+    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer.
     max_batch_size: int = 256
     write_timeout: float = 30.0
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
-    #: The fast path for one modern POST (no Connection): ``decode_one(body)`` gives an
-    #: envelope when the body is one well-formed request (else None): opaque but for its
-    #: ``method``, ``id`` and ``params`` (the raw JSON, ``msgspec.Raw``, when present); and
-    #: ``dispatch_one(envelope, send, connection_id, principal, meta)`` runs it in the
-    #: calling task and returns the response bytes; ``send(data)`` gets what the handler
-    #: sends meanwhile; ``meta`` is the request's ``params._meta`` as the transport decoded
-    #: it (so that era selection need not decode it again).
-    decode_one: Callable[[bytes], Any] | None = None
+    #: The fast path for one modern POST (no Connection):
+    #: ``dispatch_one(envelope, send, connection_id, principal, meta)`` runs one request (a
+    #: classified ``runtime.protocol.Envelope``) in the calling task and returns the response
+    #: bytes; ``send(data)`` gets what the handler sends meanwhile; ``meta`` is the request's
+    #: ``params._meta`` as the transport decoded it (so that era selection need not decode it
+    #: again).
     dispatch_one: (
         Callable[
             [Any, Callable[[bytes], Awaitable[None]], str, Any, dict[str, Any] | None],

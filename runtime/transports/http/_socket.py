@@ -25,8 +25,8 @@ _RECEIVE_SIZE: Final = 64 * 1024
 
 class SocketIO:
     """Reads into ``parser`` and writes whole byte strings. The connection's own task
-    reads when it needs data (``_wait_data``); between ``_start_reader`` and
-    ``_stop_reader`` (from an app that waits until the driver sees requests stop waiting) a
+    reads when it needs data (``wait_data``); between ``start_reader`` and
+    ``stop_reader`` (from an app that waits until the driver sees requests stop waiting) a
     reader task reads instead, so that a hang-up is seen while an app waits, stopping once
     ``read_cap`` bytes wait unparsed (backpressure)."""
 
@@ -43,8 +43,8 @@ class SocketIO:
         # a hang-up); bytes read since the connection's task last needed data.
         self._eof = False
         self._broken: BaseException | None = None
-        self._exchange: Exchange | None = None
-        self._nursery: trio.Nursery | None = None
+        self.exchange: Exchange | None = None
+        self.nursery: trio.Nursery | None = None
         # The reader task, while it runs: it reads and hands bytes over (the connection's
         # task, when it needs data meanwhile, parks on _data_lot).
         self._reader_running = False
@@ -53,6 +53,26 @@ class SocketIO:
         self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for it
         self._reader_scope = trio.CancelScope()
         self._reader_done = trio.Event()
+
+    @property
+    def eof(self) -> bool:
+        """The client closed its side."""
+        return self._eof
+
+    @property
+    def broken(self) -> BaseException | None:
+        """Why the socket broke, if it did."""
+        return self._broken
+
+    @property
+    def reader_running(self) -> bool:
+        return self._reader_running
+
+    def close(self) -> None:
+        """From now on the descriptor number may belong to another connection: nothing (a
+        session's writer task, say) may write to it any more."""
+        self._closed = True
+        self._reader_scope.cancel()
 
     async def write(self, data: bytes) -> None:
         """Write all of ``data``; TooSlowError after ``write_timeout`` without progress
@@ -104,11 +124,11 @@ class SocketIO:
             self._unread += len(data)
         else:
             self._eof = True
-            if self._exchange is not None:
-                self._exchange.hung_up()
+            if self.exchange is not None:
+                self.exchange.hung_up()
         return True
 
-    async def _wait_data(self) -> None:
+    async def wait_data(self) -> None:
         """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
         broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
         if self._broken is not None:
@@ -127,15 +147,15 @@ class SocketIO:
         if self._broken is not None:
             raise trio.BrokenResourceError from self._broken
 
-    def _start_reader(self) -> None:
-        if not self._reader_running and not self._eof and self._nursery is not None:
+    def start_reader(self) -> None:
+        if not self._reader_running and not self._eof and self.nursery is not None:
             self._reader_running = True
             self._unread = 0
             self._reader_scope = trio.CancelScope()
             self._reader_done = trio.Event()
-            self._nursery.start_soon(self._reader)
+            self.nursery.start_soon(self._reader)
 
-    async def _stop_reader(self) -> None:
+    async def stop_reader(self) -> None:
         """Stop the reader task: the connection's task reads for itself again. A cancelled
         wait reads nothing, so no byte is lost."""
         if self._reader_running:

@@ -18,13 +18,39 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ...protocol import id_key, probe
-from ._auth import Gate
+from ...protocol import (
+    HANDSHAKE_VERSIONS,
+    INITIALIZE,
+    META_PROTOCOL_VERSION,
+    MODERN_MARKER,
+    SUBSCRIPTIONS_LISTEN,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Envelope,
+    JSONRPCError,
+    Kind,
+    classify,
+    decode_frame,
+    header_mismatch,
+    http_status,
+    id_key,
+    invalid_params,
+    probe,
+    select_era,
+    status_of,
+)
+from ._auth import Gate, calls_in
 from ._edge import HttpLimits
-from ._exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
+from ._exchange import (
+    Exchange,
+    HttpError,
+    HttpRequest,
+    media_type,
+    parse_accept,
+    refusal,
+    rejection,
+)
 from ._handshake import HandshakeEra
-from ._jsonrpc import Invalid, check_message
-from ._modern import ModernParams, body_params, check_headers, modern_params, status_of
+from ._modern import ModernParams, check_headers, modern_params
 from ._session import Hooks, SessionRegistry
 from ._streams import ResponseStream, answer, sse_event
 
@@ -32,12 +58,13 @@ __all__ = ["StreamableEndpoint", "parse_accept"]
 
 log = logging.getLogger("mcp_runtime.http")
 
-META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 _post_ids = itertools.count(1)
+_NOT_A_BATCH: Final = "Invalid Request: a POST carries one JSON-RPC message, not a batch"
 
 
-class StreamableEndpoint(HandshakeEra):
-    """The Streamable HTTP endpoint: POST in either era; GET and DELETE of sessions."""
+class StreamableEndpoint:
+    """The Streamable HTTP endpoint: POST in either era; GET and DELETE of sessions (the
+    handshake-era side, ``sessions``)."""
 
     def __init__(
         self,
@@ -49,24 +76,28 @@ class StreamableEndpoint(HandshakeEra):
     ) -> None:
         self.hooks = hooks
         self.limits = limits
-        self.registry = registry
         self.shutdown = shutdown
         self.gate = gate
+        self.sessions = HandshakeEra(hooks, limits, registry, gate)
 
     def __call__(self, request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
-        # The method's own coroutine, returned: no frame of this one on every request.
         method = request.method
         if method == "POST":
             return self.post(request, exchange)
         if method == "GET":
-            return self.get(request, exchange)
+            return self.sessions.get(request, exchange)
         if method == "DELETE":
-            return self.delete(request, exchange)
+            return self.sessions.delete(request, exchange)
         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET, POST, DELETE")])
 
     # -- POST -------------------------------------------------------------------------------
 
     async def post(self, request: HttpRequest, exchange: Exchange) -> None:
+        """Decode the body once (``runtime.protocol``), judge it, then route it by era: a
+        modern request, a request to a session, or an ``initialize`` opening one. A body that
+        is not acceptable JSON-RPC is answered here, on this POST, with 400 (2025-03-26
+        basic/transports: "If the server cannot accept the input, it MUST return an HTTP
+        error status code"; the body is the JSON-RPC error, id null unless recovered)."""
         if self.shutdown.is_set():
             raise refusal(503, "Service Unavailable: shutting down")
         gated = self.gate.enabled
@@ -77,58 +108,39 @@ class StreamableEndpoint(HandshakeEra):
             raise refusal(406, "Not Acceptable: accept application/json and text/event-stream")
         if media_type(header("content-type")) != "application/json":
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
-        # One decode for the fast paths: a modern request, or a request to a session.
-        decode = self.hooks.decode_one
-        envelope = decode(request.body) if decode is not None else None
-        if not gated and envelope is not None:
-            direct = self._direct_request(request, envelope, accept_sse)
-            if direct is not None:
-                await self._dispatch_direct(request, exchange, *direct, accept_json, accept_sse)
-                return
         try:
-            message = msgspec.json.decode(request.body)
-        except msgspec.DecodeError as exc:
-            raise refusal(400, f"Parse error: {exc}", -32700) from None
-        if not isinstance(message, (dict, list)):  # a tuple: faster than a union
-            raise refusal(400, "Invalid Request: not a JSON-RPC message", -32600)
-        if isinstance(message, dict):
-            # Malformed messages are answered here, on this POST (see _jsonrpc).
-            try:
-                check_message(message)
-            except Invalid as exc:
-                raise HttpError(400, str(exc), exc.reply) from None
+            message = decode_frame(request.body)
+            kind = None if isinstance(message, list) else classify(message)
+        except JSONRPCError as exc:
+            raise rejection(400, exc) from None
         # Per-tool scopes, once the body has named the tool(s) (each item of a batch).
         if gated:
-            self.gate.check_tools(token, message if isinstance(message, list) else [message])
-        meta_version = _meta_version(message)
-        if meta_version is not None:
-            await self.post_modern(
-                request, exchange, message, meta_version, accept_json, accept_sse, token, envelope
-            )
-            return
+            self.gate.check_tools(token, calls_in(message))
+        if isinstance(message, Envelope):
+            params = _modern_params(message)
+            if params is not None:
+                await self.post_modern(
+                    request, exchange, message, kind, params, accept_json, accept_sse, token
+                )
+                return
         if request.header("mcp-session-id") is not None:
-            session = self.session(request, principal)
-            await self.post_session(
-                request, exchange, session, message, accept_json, accept_sse, envelope
+            session = self.sessions.session(request, principal)
+            await self.sessions.post_session(
+                request, exchange, session, message, kind, accept_json, accept_sse
             )
             return
         if isinstance(message, list):
-            raise refusal(
-                400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
-            )
-        if message.get("method") == "initialize" and "id" in message:
-            await self.initialize(
+            raise refusal(400, _NOT_A_BATCH)
+        if message.method == INITIALIZE and kind == Kind.REQUEST:
+            await self.sessions.initialize(
                 request, exchange, principal, message, accept_json, accept_sse, token
             )
             return
         declared = header("mcp-protocol-version")
-        if declared is not None and declared not in self.hooks.handshake_versions:
-            raise refusal(
-                400,
-                f'Invalid params: params._meta["{META_VERSION}"] is required',
-                -32602,
-                message.get("id"),
-            )
+        if declared is not None and declared not in HANDSHAKE_VERSIONS:
+            # A modern client (by its header) whose body carries no protocol version.
+            error = invalid_params(f'params._meta["{META_PROTOCOL_VERSION}"] is required')
+            raise rejection(400, error, message.id)
         raise refusal(400, "Bad Request: missing Mcp-Session-Id header (send initialize first)")
 
     # -- modern (2026-07-28) ----------------------------------------------------------------
@@ -137,60 +149,37 @@ class StreamableEndpoint(HandshakeEra):
         self,
         request: HttpRequest,
         exchange: Exchange,
-        message: dict[str, Any] | list[Any],
-        meta_version: str,
+        message: Envelope,
+        kind: int | None,
+        params: ModernParams,
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
-        envelope: Any = None,
     ) -> None:
-        """A modern POST off the direct fast path (``envelope``: ``Hooks.decode_one``'s
-        reading of the body, None when it is not one well-formed request)."""
-        if isinstance(message, list):
-            raise refusal(
-                400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
-            )
-        request_id = message.get("id")
-        if meta_version not in self.hooks.modern_versions:
-            body = msgspec.json.encode(
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "error": {
-                        "code": -32022,
-                        "message": f"Unsupported protocol version: {meta_version}",
-                        "data": {
-                            "supported": [
-                                *self.hooks.modern_versions,
-                                *self.hooks.handshake_versions,
-                            ],
-                            "requested": meta_version,
-                        },
-                    },
-                }
-            )
-            raise HttpError(400, "unsupported protocol version", body)
-        is_request = "method" in message and request_id is not None
-        method: str | None = message["method"] if is_request else None
-        params = body_params(request.body)
-        if params is None or params.meta is None:
-            raise refusal(
-                400,
-                "Invalid params: params._meta must be given once, as an object",
-                -32602,
-                request_id,
-            )
-        mismatch = check_headers(
-            request, meta_version, method, params, self.hooks.tool_header_params
-        )
+        """A modern POST: the header rules, then the direct path (one request answered from
+        this task) or a one-POST connection (notifications, responses, listen streams,
+        requests that stream notifications)."""
+        assert params.meta is not None
+        request_id = message.id
+        try:
+            modern = select_era(params.meta)
+        except JSONRPCError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                raise rejection(http_status(exc.code), exc, request_id) from None
+            modern = None  # no client capabilities: the dispatcher answers its -32602
+        version = modern.version if modern else params.meta[META_PROTOCOL_VERSION]
+        is_request = kind == Kind.REQUEST
+        method = message.method if is_request else None
+        assert method is None or isinstance(method, str)
+        mismatch = check_headers(request, version, method, params, self.hooks.tool_header_params)
         if mismatch is not None:
-            raise refusal(400, f"Header mismatch: {mismatch}", -32020, request_id)
-        if envelope is not None and method is not None and _direct(method, params, accept_sse):
+            raise rejection(400, header_mismatch(mismatch), request_id)
+        if method is not None and _direct(method, params, accept_sse):
             await self._dispatch_direct(
-                request, exchange, envelope, params.meta, accept_json, accept_sse, token
+                request, exchange, message, params.meta, accept_json, accept_sse, token
             )
             return
-        key = id_key(request_id) if is_request and request_id is not None else None
+        key = id_key(request_id) if is_request else None  # type: ignore[arg-type]
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
         )
@@ -215,28 +204,6 @@ class StreamableEndpoint(HandshakeEra):
                 # 2026-07-28 "Cancellation": closing the response stream cancels the request.
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
                 nursery.cancel_scope.cancel()
-
-    def _direct_request(
-        self, request: HttpRequest, envelope: Any, accept_sse: bool
-    ) -> tuple[Any, dict[str, Any]] | None:
-        """The envelope and ``params._meta`` of a POST the direct path answers: one
-        well-formed 2026-07-28 request (``envelope``, from ``Hooks.decode_one``) at a version
-        served here, headers matching. None for anything else: the general path (``post``)
-        then takes the POST and answers every other shape, each error included."""
-        raw = envelope.params
-        params = modern_params(raw) if isinstance(raw, msgspec.Raw) else None
-        meta = params.meta if params is not None else None
-        version = meta.get(META_VERSION) if meta is not None else None
-        if not isinstance(version, str) or version not in self.hooks.modern_versions:
-            return None
-        assert params is not None and meta is not None
-        method = envelope.method
-        if not _direct(method, params, accept_sse):
-            return None
-        mismatch = check_headers(request, version, method, params, self.hooks.tool_header_params)
-        if mismatch is not None:
-            raise refusal(400, f"Header mismatch: {mismatch}", -32020, envelope.id)
-        return envelope, meta
 
     async def _dispatch_direct(
         self,
@@ -357,7 +324,7 @@ def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
     """Whether a modern request can take the direct path: its answer is one message (not
     the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
     (which a JSON-only client would not get anyway)."""
-    if method == "subscriptions/listen":
+    if method == SUBSCRIPTIONS_LISTEN:
         return False
     if not accept_sse:
         return True
@@ -365,10 +332,25 @@ def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
     return meta is None or _STREAMING_META.isdisjoint(meta)
 
 
-def _meta_version(message: Any) -> str | None:
-    if not isinstance(message, dict):
+def _modern_params(message: Envelope) -> ModernParams | None:
+    """What the 2026-07-28 rules read from a message's params, when it is a modern message
+    (``params._meta`` names a protocol version as a string), else None.
+
+    A modern-looking body whose typed reading fails (``_meta`` given twice, once not an
+    object: a generic reading would take the last) is refused with 400 and -32602.
+    """
+    raw = message.params
+    if not isinstance(raw, msgspec.Raw) or MODERN_MARKER not in bytes(raw):
+        return None  # the common handshake-era case: no decoding at all
+    params = modern_params(raw)
+    if params is None:
+        loose = msgspec.json.decode(raw)
+        meta = loose.get("_meta") if isinstance(loose, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
+            error = invalid_params("params._meta must be given once, as an object")
+            raise rejection(400, error, message.id)
         return None
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else None
+    meta = params.meta
+    if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
+        return None  # the marker sat elsewhere (in arguments, say): handshake era
+    return params
