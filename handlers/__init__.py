@@ -4,8 +4,8 @@ request context. Never imports transports.
 
 from __future__ import annotations
 
-from runtime._registry import App
 from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
+from runtime.features import App
 
 from . import completion, era, lifecycle, logging, prompts, resources, subscriptions, tasks, tools
 from .era import McpDispatcher

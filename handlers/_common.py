@@ -8,12 +8,16 @@ from typing import Any, TypeVar
 import msgspec
 
 from runtime._context import Context
-from runtime._input import InputRequired, InputRound
-from runtime._registry import App
-from runtime._signature import Signature
-from runtime._state import params_digest, principal_key
-from runtime._tasks import TaskRecord
 from runtime.core import RequestContext, params_error
+from runtime.features import (
+    App,
+    InputRequired,
+    InputRound,
+    Signature,
+    TaskRecord,
+    params_digest,
+    principal_key,
+)
 
 __all__ = [
     "InputFields",

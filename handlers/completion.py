@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from runtime._registry import App
 from runtime.core import Handler, JSONRPCError, RequestContext
+from runtime.features import App
 
 from ._common import decode_params
 

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 import msgspec
 
-from runtime._registry import App
 from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
+from runtime.features import App
 from runtime.protocol import (
     CACHEABLE_METHODS,
     HANDSHAKE_ONLY,

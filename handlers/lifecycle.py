@@ -10,8 +10,8 @@ from typing import Any, Final
 
 import msgspec
 
-from runtime._registry import App
 from runtime.core import Handler, NotificationHandler, RequestContext
+from runtime.features import App
 from runtime.protocol import INITIALIZE, INITIALIZED, SUPPORTED_VERSIONS
 
 from ._common import decode_params

@@ -6,8 +6,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from runtime._registry import App
 from runtime.core import Handler, RequestContext
+from runtime.features import App
 
 from ._common import decode_params
 

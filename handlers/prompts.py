@@ -10,9 +10,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime._registry import App
-from runtime._types import PromptMessage, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, params_error
+from runtime.features import App, PromptMessage, TextContent
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 

@@ -9,8 +9,6 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime._contents import to_contents
-from runtime._registry import App
 from runtime.core import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
@@ -19,6 +17,7 @@ from runtime.core import (
     RequestContext,
     ResourceNotFoundError,
 )
+from runtime.features import App, to_contents
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 

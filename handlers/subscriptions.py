@@ -22,8 +22,6 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from runtime._broadcast import TASK_KEY, Change, ListKind, Subscriber
-from runtime._registry import App, Registry
 from runtime.core import (
     MISSING_CLIENT_CAPABILITY,
     RESOURCE_NOT_FOUND,
@@ -33,6 +31,7 @@ from runtime.core import (
     Peer,
     RequestContext,
 )
+from runtime.features import TASK_KEY, App, Change, ListKind, Registry, Subscriber
 
 from ._common import decode_params
 from .lifecycle import capabilities

@@ -20,10 +20,8 @@ from typing import Any, Final
 
 import msgspec
 
-from runtime._registry import App
-from runtime._state import principal_key
-from runtime._tasks import TERMINAL, TaskRecord
 from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, Peer, RequestContext
+from runtime.features import TERMINAL, App, TaskRecord, principal_key
 
 from ._common import decode_params
 

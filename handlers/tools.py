@@ -15,11 +15,18 @@ import msgspec
 import msgspec.structs
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime._input import InputRequired
-from runtime._registry import App, ToolDef
-from runtime._tasks import TaskRecord
-from runtime._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
+from runtime.features import (
+    App,
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    InputRequired,
+    ResourceLink,
+    TaskRecord,
+    TextContent,
+    ToolDef,
+)
 
 from . import tasks
 from ._common import (

@@ -16,20 +16,20 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._context import Context
-    from ._input import InputRequired
     from ._server import Lifespan, Server
-    from ._types import (
+    from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
+    from .features import (
         Annotations,
         AudioContent,
         BlobResourceContents,
         EmbeddedResource,
         ImageContent,
+        InputRequired,
         PromptMessage,
         ResourceLink,
         TextContent,
         TextResourceContents,
     )
-    from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
 
 __all__ = [
     "Annotations",
@@ -57,14 +57,14 @@ _LAZY = {
     "Context": "._context",
     "Server": "._server",
     "Lifespan": "._server",
-    "InputRequired": "._input",
+    "InputRequired": ".features",
     "JSONRPCError": ".core",
     "Limits": ".core",
     "ResourceNotFoundError": ".core",
     "Session": ".core",
     "ToolError": ".core",
     **{
-        name: "._types"
+        name: ".features"
         for name in (
             "Annotations",
             "AudioContent",

@@ -5,11 +5,17 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from ._contents import to_contents
-from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
-from ._registry import App
-from ._tasks import TaskRecord
 from .core import RequestContext, RequestId, Session
+from .features import (
+    INPUT_METHODS,
+    App,
+    InputRequired,
+    InputRound,
+    TaskRecord,
+    check_capability,
+    required_capability,
+    to_contents,
+)
 from .protocol import META_CLIENT_INFO, META_LOG_LEVEL
 
 __all__ = ["Context"]

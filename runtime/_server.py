@@ -16,15 +16,24 @@ from typing import Any, Literal, TypeVar, overload
 import trio
 
 from ._context import Context
-from ._output import output_spec
-from ._pagination import CursorCodec
-from ._registry import Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._serving import Serving
-from ._signature import doc_summary, inspect_signature
-from ._state import StateSealer
-from ._tasks import TaskTable
-from ._uritemplate import UriTemplate, is_template
 from .core import Dispatcher, Limits
+from .features import (
+    Completer,
+    CursorCodec,
+    PromptDef,
+    Registry,
+    ResourceDef,
+    StateSealer,
+    TaskTable,
+    TemplateDef,
+    ToolDef,
+    UriTemplate,
+    doc_summary,
+    inspect_signature,
+    is_template,
+    output_spec,
+)
 
 __all__ = ["Lifespan", "Server"]
 

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar,
 
 import trio
 
-from ._registry import Registry
-from ._tasks import TaskTable
 from .core import (
     Connection,
     Dispatcher,
@@ -23,6 +21,7 @@ from .core import (
     MessageChannel,
     Session,
 )
+from .features import Registry, TaskTable
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
 

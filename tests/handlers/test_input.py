@@ -11,7 +11,7 @@ import trio
 
 from runtime import Context, JSONRPCError, Server
 from runtime._cli import load_target
-from runtime._state import StateSealer
+from runtime.features import StateSealer
 from runtime.testing import open_client
 
 APP = load_target("examples/elicitation.py")
@@ -132,8 +132,8 @@ async def test_modern_without_the_capability_is_refused() -> None:
 
 
 def test_state_is_bound_to_the_principal() -> None:
-    from runtime._state import principal_key
     from runtime.auth import AccessToken
+    from runtime.features import principal_key
 
     alice = principal_key(AccessToken(subject="alice", scopes=frozenset(), client_id="app"))
     mallory = principal_key(AccessToken(subject="mallory", scopes=frozenset(), client_id="app"))

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from runtime import JSONRPCError, Server
-from runtime._pagination import CursorCodec
+from runtime.features import CursorCodec
 from runtime.testing import open_client
 
 

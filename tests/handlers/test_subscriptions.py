@@ -15,8 +15,8 @@ import trio.testing
 
 import handlers.subscriptions as subscriptions
 from runtime import Context, JSONRPCError, Limits, Server
-from runtime._broadcast import Broadcast
 from runtime.core import Session
+from runtime.features import Broadcast
 from runtime.testing import TestClient, open_client
 from runtime.transports import FramedChannel, make_framer
 

@@ -182,7 +182,7 @@ async def test_legacy_status_notifications() -> None:
 
 
 async def test_task_ids_are_visible_only_to_their_owner() -> None:
-    from runtime._tasks import TaskTable
+    from runtime.features import TaskTable
 
     table = TaskTable(max_tasks=2)
     async with trio.open_nursery() as nursery:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._uritemplate import (
+from runtime.features._uritemplate import (
     MAX_TEMPLATE_LENGTH,
     MAX_URI_LENGTH,
     UriTemplate,

@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import Final, TypeVar
 
-from .core import JSONRPCError
+from ..protocol import JSONRPCError
 
 __all__ = ["CursorCodec"]
 

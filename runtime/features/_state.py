@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .core import INVALID_PARAMS, JSONRPCError
+from ..protocol import INVALID_PARAMS, JSONRPCError
 
 __all__ = ["StateSealer", "params_digest", "principal_key"]
 

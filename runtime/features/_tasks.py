@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import trio
 
-from .core import INVALID_PARAMS, SERVER_OVERLOADED, JSONRPCError
+from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
 
 __all__ = ["TERMINAL", "TaskRecord", "TaskTable"]
 
@@ -158,11 +158,7 @@ class TaskTable:
             raise RuntimeError("tasks need a serving server (no task nursery is open)")
         self.purge()
         if len(self._tasks) >= self.max_tasks:
-            raise JSONRPCError(
-                SERVER_OVERLOADED,
-                "Server overloaded: too many tasks",
-                {"maxTasks": self.max_tasks},
-            )
+            raise overloaded("too many tasks", maxTasks=self.max_tasks)
         # The receiver may override the requested TTL (2025-11-25 tasks); we cap it.
         ttl = self.default_ttl_ms if ttl_ms is None else max(0, min(ttl_ms, self.max_ttl_ms))
         record = TaskRecord(owner, ttl, self.poll_interval_ms)
@@ -215,8 +211,9 @@ class TaskTable:
             except Exception:
                 # Never let one task's failure take down the nursery the others share.
                 log.exception("task failed task=%s", record.task_id)
-                record.error = {"code": -32603, "message": "Internal error"}
-                record.set_status("failed", "Internal error")
+                error = internal_error()
+                record.error = {"code": error.code, "message": error.message}
+                record.set_status("failed", error.message)
             else:
                 record.result = result
                 record.set_status("completed")

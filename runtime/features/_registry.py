@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
+from ..protocol import JSONRPCError, ResourceNotFoundError
 from ._broadcast import Broadcast
 from ._output import OutputSpec
 from ._pagination import CursorCodec
@@ -19,7 +20,6 @@ from ._signature import Signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate
-from .core import JSONRPCError, ResourceNotFoundError
 
 __all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
 

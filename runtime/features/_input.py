@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .core import MISSING_CLIENT_CAPABILITY, JSONRPCError
+from ..protocol import MISSING_CLIENT_CAPABILITY, JSONRPCError
 
 __all__ = ["INPUT_METHODS", "InputRequired", "InputRound", "required_capability"]
 

@@ -1,0 +1,86 @@
+"""Feature support: what the MCP handlers (``handlers/``) and the user's face (``Server``,
+``Context``) share, below both.
+
+- ``_registry``: the registered tools, resources, templates and prompts, built once at
+  registration (decoders, schemas, list entries), and the ``App`` protocol handlers are
+  written against.
+- ``_signature``, ``_output``, ``_contents``, ``_types``: from Python functions and values
+  to MCP schemas and content.
+- ``_broadcast``: list-changed and resource-updated fan-out to sessions and listens.
+- ``_tasks``: the task table (both task protocols). ``_input``, ``_state``: multi round-trip
+  input requests and their sealed ``requestState``. ``_pagination``: cursors.
+  ``_uritemplate``: RFC 6570 resource templates.
+
+No I/O of its own beyond trio primitives; it imports ``runtime.protocol`` and nothing above.
+Other packages import the names re-exported here, never the private modules.
+"""
+
+from ._broadcast import LIST_KINDS, TASK_KEY, Broadcast, Change, ListKind, Subscriber
+from ._contents import to_contents
+from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
+from ._output import OutputSpec, output_spec
+from ._pagination import CursorCodec
+from ._registry import App, Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
+from ._signature import Signature, doc_summary, inspect_signature
+from ._state import StateSealer, params_digest, principal_key
+from ._tasks import TERMINAL, TaskRecord, TaskTable
+from ._types import (
+    Annotations,
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+from ._uritemplate import UriTemplate, UriTemplateError, is_template
+
+__all__ = [
+    "INPUT_METHODS",
+    "LIST_KINDS",
+    "TASK_KEY",
+    "TERMINAL",
+    "Annotations",
+    "App",
+    "AudioContent",
+    "BlobResourceContents",
+    "Broadcast",
+    "Change",
+    "Completer",
+    "ContentBlock",
+    "CursorCodec",
+    "EmbeddedResource",
+    "ImageContent",
+    "InputRequired",
+    "InputRound",
+    "ListKind",
+    "OutputSpec",
+    "PromptDef",
+    "PromptMessage",
+    "Registry",
+    "ResourceDef",
+    "ResourceLink",
+    "Signature",
+    "StateSealer",
+    "Subscriber",
+    "TaskRecord",
+    "TaskTable",
+    "TemplateDef",
+    "TextContent",
+    "TextResourceContents",
+    "ToolDef",
+    "UriTemplate",
+    "UriTemplateError",
+    "check_capability",
+    "doc_summary",
+    "inspect_signature",
+    "is_template",
+    "output_spec",
+    "params_digest",
+    "principal_key",
+    "required_capability",
+    "to_contents",
+]
