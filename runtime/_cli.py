@@ -13,9 +13,8 @@ import importlib
 import importlib.util
 import logging
 import os
-import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -24,7 +23,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["load_target", "main", "run_with_signals"]
+__all__ = ["load_target", "main"]
 
 log = logging.getLogger("mcp_runtime.cli")
 _DEFAULT_NAMES = ("app", "server", "mcp")
@@ -188,35 +187,6 @@ def load_target(target: str) -> Server:
         raise UsageError(f"{spec}:{name} is a {type(obj).__name__}, not a runtime.Server")
     wanted = repr(attr) if attr else "app, server or mcp"
     raise UsageError(f"{spec!r} has no {wanted}; name the object as {spec}:NAME")
-
-
-async def run_with_signals(
-    server: Server, serve: Callable[..., Any], options: dict[str, Any]
-) -> None:
-    """Serve; the first SIGINT/SIGTERM starts a graceful shutdown, a second one cancels."""
-    import trio
-
-    async with trio.open_nursery() as nursery:
-
-        async def watch_signals() -> None:
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                received = 0
-                async for signum in signals:
-                    received += 1
-                    if received == 1:
-                        log.info(
-                            "shutting down signal=%s grace=%ss",
-                            signal.Signals(signum).name,
-                            server.limits.shutdown_grace,
-                        )
-                        server.shutdown()
-                    else:
-                        log.warning("second signal: cancelling now")
-                        nursery.cancel_scope.cancel()
-
-        nursery.start_soon(watch_signals)
-        await serve(**options)
-        nursery.cancel_scope.cancel()
 
 
 def _configure_logging(level: str) -> None:

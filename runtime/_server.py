@@ -1,23 +1,36 @@
 """``Server``: the user's app object: decorators to register features, ``serve_*`` to run.
 
-This module and ``_serving`` (the ``serve_*`` side, a mixin of ``Server``) are the
-composition root: the one place in ``runtime`` that imports the ``handlers`` package (which
-implements MCP semantics against the registry) and wires it to the core dispatcher and the
-transports. See docs/architecture.md.
+A facade over its collaborators: the ``Registry`` (what is registered, ``runtime.features``),
+the ``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``), the dispatcher built by
+the composition root (``_compose``, which joins the MCP handlers to it) and the transports
+(``runtime.transports``), each wired here in one ``serve_*`` method. See
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import itertools
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
+from ._compose import build_dispatcher
 from ._context import Context
-from ._serving import Serving
-from .core import Dispatcher, Limits
+from ._lifetime import Lifetime, run_with_signals
+from .core import Connection, Dispatcher, Limits, MessageChannel, Session
+from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
+from .transports import open_unix_listener as _open_unix_listener
+
+if TYPE_CHECKING:
+    # The network transports and auth load on first use (start-up time of stdio servers).
+    from .auth import AuthConfig
+    from .transports import EventStore, HttpLimits
 from .features import (
     Completer,
     CursorCodec,
@@ -42,9 +55,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 C = TypeVar("C", bound=Completer)
+P = ParamSpec("P")
+R = TypeVar("R")
+_stream_ids = itertools.count(1)
 
 
-class Server(Serving):
+def _holding_running(
+    method: Callable[Concatenate[Server, P], Awaitable[R]],
+) -> Callable[Concatenate[Server, P], Awaitable[R]]:
+    """Run a ``serve_*`` method inside the server's ``Lifetime.running`` (lifespan, count)."""
+
+    @functools.wraps(method)
+    async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with self._lifetime.running():
+            return await method(self, *args, **kwargs)
+
+    return serve
+
+
+class Server:
     """An MCP server. Register features with the decorators, then serve it.
 
     >>> app = Server("demo")
@@ -107,12 +136,25 @@ class Server(Serving):
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
-        self._shutdown_events: set[trio.Event] = set()
         self._lifespan = lifespan
         #: What ``lifespan`` yielded, while serving (else None).
         self.state: Any = None
-        self._serving = 0
-        self._all_served: trio.Event | None = None
+        self._lifetime = Lifetime(
+            self.tasks, self.registry.changes, self._open_lifespan, self._set_state
+        )
+
+    def __repr__(self) -> str:
+        reg = self.registry
+        return (
+            f"<Server {self.name!r} {self.version} tools={len(reg.tools)} "
+            f"resources={len(reg.resources) + len(reg.templates)} prompts={len(reg.prompts)}>"
+        )
+
+    def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
+        return None if self._lifespan is None else self._lifespan(self)
+
+    def _set_state(self, state: Any) -> None:
+        self.state = state
 
     # -- registration -----------------------------------------------------------------------
 
@@ -385,8 +427,6 @@ class Server(Serving):
     @property
     def dispatcher(self) -> Dispatcher:
         if self._dispatcher is None:
-            from handlers import build_dispatcher
-
             self._dispatcher = build_dispatcher(self)
         return self._dispatcher
 
@@ -403,3 +443,264 @@ class Server(Serving):
         if self.website_url is not None:
             info["websiteUrl"] = self.website_url
         return info
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Begin a graceful shutdown of everything this server is serving: stop reading and
+        accepting, give in-flight requests ``limits.shutdown_grace`` seconds, then cancel.
+        Safe to call from any task of the server's trio run.
+        """
+        self._lifetime.shutdown()
+
+    @_holding_running
+    async def serve_connection(
+        self,
+        channel: MessageChannel,
+        *,
+        session: Session | None = None,
+        connection_id: str | None = None,
+        shutdown: trio.Event | None = None,
+        drain_on_eof: bool = False,
+        started: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """Serve one already-open message channel until it ends (any transport).
+
+        ``drain_on_eof``: when input ends, wait for in-flight requests to finish instead of
+        giving them ``limits.eof_grace`` (for a channel carrying a single HTTP POST).
+        ``started(connection)`` is called with the ``Connection`` once it serves.
+        """
+        connection = Connection(
+            channel,
+            self.dispatcher,
+            limits=self.limits,
+            session=session,
+            shutdown=shutdown,
+            connection_id=connection_id,
+            drain_on_eof=drain_on_eof,
+        )
+        await connection.serve(started=started)
+
+    @_holding_running
+    async def serve_stdio(
+        self,
+        *,
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve stdin/stdout until stdin reaches EOF or :meth:`shutdown` is called.
+
+        While serving, anything else written to stdout (``print``) goes to stderr.
+        """
+        limits = self.limits
+        with self._lifetime.shutdown_signal() as shutdown:
+            async with open_stdio_channel(
+                framing=framing,
+                max_frame_size=limits.max_frame_size,
+                read_timeout=limits.read_timeout,
+                idle_timeout=limits.idle_timeout,
+            ) as channel:
+                task_status.started()
+                await self.serve_connection(
+                    channel, session=Session("stdio"), connection_id="stdio", shutdown=shutdown
+                )
+
+    @_holding_running
+    async def serve_tcp(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept TCP connections until cancelled or shut down; each is its own session.
+
+        Reports the bound socket address (``(host, port, ...)``) through ``task_status``, so
+        ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port.
+        """
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        address = listeners[0].socket.getsockname()
+        await self._serve_listeners(listeners, framing, "tcp", address, task_status)
+
+    @_holding_running
+    async def serve_unix(
+        self,
+        path: str,
+        *,
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections on a Unix socket at ``path`` (removed again on exit)."""
+        listener = await _open_unix_listener(path)
+        try:
+            await self._serve_listeners([listener], framing, "unix", path, task_status)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    @_holding_running
+    async def serve_http(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str | None = "/mcp",
+        sse_path: str | None = "/sse",
+        messages_path: str = "/messages",
+        allowed_origins: Iterable[str] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        http_limits: HttpLimits | None = None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
+        auth: AuthConfig | None = None,
+        event_store: EventStore | None = None,
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
+        session era) at ``path``, and legacy HTTP+SSE (2024-11-05) at ``sse_path`` with
+        POSTs to ``messages_path`` (None turns either off). Until cancelled or
+        :meth:`shutdown`; reports the bound address through ``task_status``.
+
+        Host/Origin allow-lists default to the loopback names when bound to loopback
+        (others get 403). ``authenticate(headers)`` returns the principal or raises
+        ``runtime.transports.HttpError`` (e.g. 401); sessions are bound to their principal.
+        ``auth`` (``runtime.auth.AuthConfig``) makes it an OAuth 2.1 resource server instead:
+        bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
+        paths; sessions are bound to the token's subject and client id.
+        """
+        with self._lifetime.shutdown_signal() as shutdown:
+            from ._compose import transport_hooks
+            from .transports import serve_http as _serve_http
+
+            await _serve_http(
+                transport_hooks(self),
+                port=port,
+                host=host,
+                path=path,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits,
+                max_body_size=self.limits.max_frame_size,
+                authenticate=authenticate,
+                auth=auth,
+                event_store=event_store,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
+
+    async def serve_sse(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/sse",
+        messages_path: str = "/messages",
+        **options: Any,
+    ) -> None:
+        """Serve only the legacy 2024-11-05 HTTP+SSE transport (see :meth:`serve_http`)."""
+        await self.serve_http(
+            port, host=host, path=None, sse_path=path, messages_path=messages_path, **options
+        )
+
+    @_holding_running
+    async def serve_websocket(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        allowed_origins: Iterable[str] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        http_limits: HttpLimits | None = None,
+        auth: AuthConfig | None = None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
+        task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve MCP over WebSocket (subprotocol ``mcp``) at ``path`` until cancelled or
+        :meth:`shutdown` (connections then close with 1001 after the grace period).
+        ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
+        with self._lifetime.shutdown_signal() as shutdown:
+            from ._compose import transport_hooks
+            from .transports import serve_websocket as _serve_websocket
+
+            await _serve_websocket(
+                transport_hooks(self),
+                port=port,
+                host=host,
+                path=path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits,
+                max_message_size=self.limits.max_frame_size,
+                auth=auth,
+                authenticate=authenticate,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
+
+    async def _serve_listeners(
+        self,
+        listeners: list[trio.SocketListener],
+        framing: FramingName,
+        transport: str,
+        address: Any,
+        task_status: trio.TaskStatus[Any],
+    ) -> None:
+        make_framer(framing, 1)  # reject a bad framing name before accepting anything
+        limits = self.limits
+        stack = contextlib.ExitStack()
+        shutdown = stack.enter_context(self._lifetime.shutdown_signal())
+
+        async def handle(stream: trio.SocketStream) -> None:
+            channel = FramedChannel(
+                stream,
+                stream,
+                make_framer(framing, limits.max_frame_size),
+                read_timeout=limits.read_timeout,
+                idle_timeout=limits.idle_timeout,
+            )
+            await self.serve_connection(
+                channel,
+                session=Session(transport),
+                connection_id=f"{transport}-{next(_stream_ids)}",
+                shutdown=shutdown,
+            )
+
+        try:
+            async with trio.open_nursery() as connections:
+                with trio.CancelScope() as accept_scope:
+
+                    async def stop_accepting() -> None:
+                        await shutdown.wait()
+                        accept_scope.cancel()
+
+                    connections.start_soon(stop_accepting)
+                    log.info("listening transport=%s address=%s", transport, address)
+                    task_status.started(address)
+                    await trio.serve_listeners(handle, listeners, handler_nursery=connections)
+        finally:
+            stack.close()
+            with trio.CancelScope(shield=True):
+                for listener in listeners:
+                    await listener.aclose()
+
+    def run(
+        self,
+        transport: Literal["stdio", "tcp", "unix", "http", "sse", "ws"] = "stdio",
+        **options: Any,
+    ) -> None:
+        """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._lifetime``)."""
+
+        serve: dict[str, Callable[..., Any]] = {
+            "stdio": self.serve_stdio,
+            "tcp": self.serve_tcp,
+            "unix": self.serve_unix,
+            "http": self.serve_http,
+            "sse": self.serve_sse,
+            "ws": self.serve_websocket,
+        }
+        trio.run(
+            run_with_signals, self.shutdown, self.limits.shutdown_grace, serve[transport], options
+        )

@@ -1,9 +1,10 @@
-"""How the network transports reach the server: the :class:`Hooks` they are given.
+"""The composition root: where a ``Server`` meets the MCP handlers and the transports.
 
-Transports never import the core or the handlers (DESIGN.md "Layers"); what they need from
-a server (serving a connection, the one-request fast paths, the protocol versions, the
-per-tool ``Mcp-Param`` rules) comes through here. Loaded on first use of a network
-transport, so a stdio server never imports it.
+The one module of ``runtime`` that imports ``handlers`` (``build_dispatcher``, on the first
+request, so that ``import runtime`` stays light), and the one that tells the network
+transports what they need of a server (``transport_hooks``: serving a connection, the
+one-request fast path, the per-tool ``Mcp-Param`` rules), since transports never import the
+core or the handlers (DESIGN.md "Layers"). ``tests/test_layers.py`` holds it to that.
 """
 
 from __future__ import annotations
@@ -15,13 +16,21 @@ from typing import TYPE_CHECKING, Any
 from .core import Connection, Session, dispatch_single
 
 if TYPE_CHECKING:
-    from ._serving import Serving
+    from ._server import Server
+    from .core import Dispatcher
     from .transports import Hooks
 
-__all__ = ["transport_hooks"]
+__all__ = ["build_dispatcher", "transport_hooks"]
 
 
-def transport_hooks(server: Serving) -> Hooks:
+def build_dispatcher(server: Server) -> Dispatcher:
+    """The method tables of every MCP feature, for ``server`` (era selection included)."""
+    import handlers
+
+    return handlers.build_dispatcher(server)
+
+
+def transport_hooks(server: Server) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
     from .transports import Hooks
     from .transports.http import header_params as _header_params
