@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from runtime._context import Context
+from runtime import Context
 from runtime.core import RequestContext, params_error
 from runtime.features import (
     App,

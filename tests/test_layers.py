@@ -1,23 +1,53 @@
-"""DESIGN.md layering: dependencies point downward only. Checked on the import statements."""
+"""DESIGN.md layering, checked on the import statements of every product module.
+
+- dependencies point downward only (``FORBIDDEN``); ``runtime.protocol`` imports nothing of
+  ours and no third-party package but msgspec; ``runtime.framing`` not even msgspec;
+- only the composition root (``runtime._compose``) imports ``handlers``;
+- no module reaches into another package's private (``_``) modules;
+- no import cycles among the modules of ``runtime/`` and ``handlers/``.
+
+Imports under ``if TYPE_CHECKING:`` are type annotations, not dependencies at run time: they
+count for the direction rules but not for cycles.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("runtime", "handlers")
+COMPOSITION_ROOT = "runtime._compose"
 
 # package prefix -> prefixes it must never import
 FORBIDDEN = {
     "runtime.framing": ("runtime", "handlers", "trio", "msgspec"),
+    "runtime.protocol": ("runtime", "handlers", "trio"),
+    "runtime.eager": ("runtime", "handlers"),
+    "runtime.features": ("runtime.core", "runtime.transports", "handlers", "runtime._server"),
     "runtime.transports": ("runtime.core", "handlers", "runtime._server", "runtime._context"),
-    "runtime.core": ("runtime.transports", "handlers", "runtime._server", "runtime._context"),
-    "handlers": ("runtime.transports", "runtime._server", "runtime._cli"),
+    "runtime.core": (
+        "runtime.transports",
+        "runtime.features",
+        "handlers",
+        "runtime._server",
+        "runtime._context",
+    ),
+    "handlers": ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
 }
-# runtime.framing may import itself.
-ALLOWED_SELF = {"runtime.framing": "runtime.framing"}
+# A layer may import itself.
+ALLOWED_SELF = {
+    "runtime.framing": "runtime.framing",
+    "runtime.protocol": "runtime.protocol",
+    "runtime.eager": "runtime.eager",
+    "runtime.features": "runtime.features",
+}
+#: What runtime.protocol may import beyond the standard library and itself.
+PROTOCOL_THIRD_PARTY = {"msgspec"}
 
 
 def _module_name(path: Path) -> str:
@@ -27,43 +57,198 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> list[str]:
+def _product_files() -> list[Path]:
+    return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+
+
+MODULES = {_module_name(path): path for path in _product_files()}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(tree: ast.AST, typing_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node, with whether it sits under ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(tree):
+        inner = typing_only or (isinstance(child, ast.If) and _is_type_checking(child))
+        yield child, inner
+        yield from _walk(child, inner)
+
+
+def _imports(path: Path, *, runtime_only: bool = False) -> list[str]:
+    """Absolute names of what ``path`` imports; ``from X import a`` gives ``X`` and, when
+    ``X.a`` is a module of ours, ``X.a`` too."""
     tree = ast.parse(path.read_text())
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node, typing_only in _walk(tree):
+        if runtime_only and typing_only:
+            continue
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - node.level + 1]
-                found.append(".".join([*base, node.module] if node.module else base))
-            elif node.module:
-                found.append(node.module)
+                origin = ".".join([*base, node.module] if node.module else base)
+            else:
+                assert node.module is not None
+                origin = node.module
+            submodules = [f"{origin}.{alias.name}" for alias in node.names]
+            own = [name for name in submodules if name in MODULES]
+            if node.module is not None or not own:
+                found.append(origin)
+            found.extend(own)
     return found
 
 
-def _files(prefix: str) -> list[Path]:
-    directory = ROOT.joinpath(*prefix.split("."))
-    return sorted(directory.rglob("*.py"))
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_layer_imports_point_downward(layer: str) -> None:
-    files = _files(layer)
+    files = [path for name, path in MODULES.items() if _within(name, layer)]
     assert files, layer
     violations = []
     for path in files:
         for name in _imports(path):
             own = ALLOWED_SELF.get(layer)
-            if own and (name == own or name.startswith(own + ".")):
+            if own and _within(name, own):
                 continue
             for banned in FORBIDDEN[layer]:
-                if name == banned or name.startswith(banned + "."):
+                if _within(name, banned):
                     violations.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not violations, violations
+
+
+def test_protocol_imports_only_itself_msgspec_and_the_standard_library() -> None:
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    violations = []
+    for name, path in MODULES.items():
+        if not _within(name, "runtime.protocol"):
+            continue
+        for imported in _imports(path):
+            top = imported.split(".")[0]
+            if _within(imported, "runtime.protocol") or top in stdlib:
+                continue
+            if top not in PROTOCOL_THIRD_PARTY:
+                violations.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not violations, violations
+
+
+def test_only_the_composition_root_imports_handlers() -> None:
+    importers = {
+        name
+        for name, path in MODULES.items()
+        if name.startswith("runtime")
+        and any(_within(imported, "handlers") for imported in _imports(path))
+    }
+    assert importers == {COMPOSITION_ROOT}
+
+
+def _owner(module: str) -> str:
+    """The package a module belongs to (itself for a package's ``__init__``)."""
+    path = MODULES.get(module)
+    if path is not None and path.name == "__init__.py":
+        return module
+    return module.rsplit(".", 1)[0]
+
+
+def test_no_private_reach_ins_across_packages() -> None:
+    """A module may import its own package's private modules (and a package its own), never
+    another package's: those export what others need under public names."""
+    violations = []
+    for name, path in MODULES.items():
+        mine = _owner(name)
+        for imported in _imports(path):
+            if imported not in MODULES:
+                continue
+            parts = imported.split(".")
+            private = [i for i, part in enumerate(parts) if part.startswith("_")]
+            if not private:
+                continue
+            container = ".".join(parts[: private[0]])  # the package that owns the private part
+            if container != mine:
+                violations.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not violations, violations
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        edges = {i for i in _imports(path, runtime_only=True) if i in MODULES and i != name}
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph.get(node, ()):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _package_edges_removed(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A package's ``__init__`` re-exporting its own modules, and those modules importing
+    their siblings, is one unit: only edges that leave the importer's package and come back
+    can make a loop between modules. Edges from a module to its own package's ``__init__``
+    are dropped (Python has already started importing the package by then)."""
+    pruned: dict[str, set[str]] = {}
+    for node, edges in graph.items():
+        keep = set()
+        for target in edges:
+            target_is_package = MODULES[target].name == "__init__.py"
+            if target_is_package and _within(node, target):
+                continue
+            keep.add(target)
+        pruned[node] = keep
+    return pruned
+
+
+def test_no_import_cycles() -> None:
+    cycles = _cycles(_package_edges_removed(_graph()))
+    assert not cycles, cycles
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_checker_sees_relative_imports() -> None:
