@@ -55,7 +55,9 @@ def make_app(page_size: int | None = None) -> Server:
     @app.tool
     async def summarize(text: str, ctx: Context) -> str:
         roots = await ctx.list_roots()
-        reply = await ctx.sample(text, max_tokens=10)
+        reply = await ctx.sample(
+            [{"role": "user", "content": {"type": "text", "text": text}}], max_tokens=10
+        )
         return f"{reply['content']['text']} ({len(roots)} roots)"
 
     for index in range(5):
