@@ -311,3 +311,22 @@ def test_import_runtime_does_not_import_pydantic() -> None:
     code = "import runtime, runtime.testing, sys; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_pydantic_value_without_a_data_annotation_still_encodes() -> None:
+    app = Server("loose")
+
+    @app.tool
+    async def loose():  # type: ignore[no-untyped-def]
+        return Greeting(text="hi", shouted=True)
+
+    @app.tool(output_schema={"type": "object"})
+    async def declared() -> Any:
+        return Greeting(text="yo", shouted=False)
+
+    with trio.fail_after(10):
+        async with open_client(app) as client:
+            unstructured = await client.call_tool("loose")
+            passed_through = await client.call_tool("declared")
+    assert unstructured.text == '{"text":"hi","shouted":true}' and not unstructured.is_error
+    assert passed_through.structured == {"text": "yo", "shouted": False}
