@@ -28,7 +28,9 @@ async def test_tools_drive_the_application_and_shutdown_ends_it() -> None:
             address = await nursery.start(run)
             first = await call(address, "submit", word="trio")
             second = await call(address, "submit", word="nursery")
-            assert first == {"id": 1, "word": "trio", "status": "queued", "result": None}
+            # A worker may pick the job up before the answer is encoded.
+            assert first["id"] == 1 and first["word"] == "trio" and first["result"] is None
+            assert first["status"] in ("queued", "running")
             assert second["id"] == 2
             # Poll as an MCP client would (the server's state has no event to wait on).
             while (await call(address, "status", job_id=2))["status"] != "done":  # noqa: ASYNC110
