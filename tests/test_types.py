@@ -330,3 +330,22 @@ async def test_pydantic_value_without_a_data_annotation_still_encodes() -> None:
             passed_through = await client.call_tool("declared")
     assert unstructured.text == '{"text":"hi","shouted":true}' and not unstructured.is_error
     assert passed_through.structured == {"text": "yo", "shouted": False}
+
+
+async def test_field_default_factory_gives_a_fresh_value_per_call() -> None:
+    app = Server("factory")
+
+    factory = pydantic.Field(default_factory=list)
+
+    @app.tool
+    async def tag(name: str, tags: list[str] = factory) -> list[str]:
+        tags.append(name)
+        return tags
+
+    with trio.fail_after(10):
+        async with open_client(app) as client:
+            first = await client.call_tool("tag", {"name": "a"})
+            second = await client.call_tool("tag", {"name": "b"})
+            (tool,) = await client.list_tools()
+    assert first.text == "a" and second.text == "b"  # not ["a", "b"]: no shared default
+    assert tool.input_schema["required"] == ["name"]

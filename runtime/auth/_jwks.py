@@ -143,14 +143,26 @@ class RemoteJWKS:
                 "User-Agent: mcp-runtime\r\nConnection: close\r\n\r\n"
             )
             await stream.send_all(request.encode("ascii"))
-            chunks: list[bytes] = []
-            size = 0
+            data = b""
             while chunk := await stream.receive_some(65536):
-                size += len(chunk)
-                if size > self.max_bytes:
+                data += chunk
+                if len(data) > self.max_bytes:
                     raise JWKSFetchError(f"{self.uri}: response larger than {self.max_bytes} bytes")
-                chunks.append(bytes(chunk))
-        return b"".join(chunks)
+                if _complete(data):
+                    break  # a server that keeps the connection open despite "close"
+        return data
+
+
+_CONTENT_LENGTH: Final = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)[ \t]*\r\n", re.IGNORECASE)
+
+
+def _complete(data: bytes) -> bool:
+    """True once a response with a Content-Length has all of its body."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    match = _CONTENT_LENGTH.search(data, 0, end + 2)
+    return match is not None and len(data) - end - 4 >= int(match.group(1))
 
 
 def _parse_response(raw: bytes, uri: str) -> tuple[int, dict[str, str], bytes]:

@@ -18,6 +18,8 @@ class JWKSEndpoint:
     cache_control: str | None = "max-age=600"
     chunked: bool = False
     status: int = 200
+    #: Keep the connection open after answering (a server ignoring "Connection: close").
+    linger: bool = False
     #: Request lines received, in order.
     requests: list[str] = field(default_factory=list)
     port: int = 0
@@ -51,6 +53,8 @@ class JWKSEndpoint:
                 payload = body
             head.append("Connection: close")
             await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+            if self.linger:
+                await trio.sleep_forever()
 
 
 @asynccontextmanager

@@ -100,6 +100,13 @@ async def test_remote_jwks_errors_name_the_uri() -> None:
                 await small()
 
 
+async def test_a_server_that_keeps_the_connection_open(rsa_key: SigningKey) -> None:
+    with trio.fail_after(5):
+        async with serve_jwks(JWKSEndpoint(jwks(rsa_key), linger=True)) as end:
+            document = await RemoteJWKS(end.uri, timeout=2)()
+    assert document == jwks(rsa_key)
+
+
 def test_remote_jwks_requires_https_off_loopback() -> None:
     with pytest.raises(ValueError, match="must use https"):
         RemoteJWKS("http://auth.example.com/jwks.json")
