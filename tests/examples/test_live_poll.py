@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from trio_websocket import ConnectionRejected, WebSocketConnection, open_websock
 from tests.transports.app import serving
 
 PAGE = "http://127.0.0.1:8080"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -93,3 +96,45 @@ def test_the_page_speaks_the_same_protocol() -> None:
     for needle in needles:
         assert needle in page
     assert PAGE in live_poll.PAGE_ORIGINS
+
+
+def _node_with_ws() -> tuple[str, dict[str, str]] | None:
+    """``node`` and a NODE_PATH holding the ``ws`` package (.ci/run installs both), or None."""
+    node = shutil.which("node")
+    node_path = os.environ.get("NODE_PATH", str(ROOT / ".ci" / "node" / "node_modules"))
+    if node is None or not (Path(node_path) / "ws").is_dir():
+        return None
+    return node, {**os.environ, "NODE_PATH": node_path}
+
+
+async def test_the_browser_page_votes_and_redraws() -> None:
+    """examples/web/poll.html's own script, run by Node against the served example."""
+    found = _node_with_ws()
+    if found is None:
+        assert not os.environ.get("CI"), "CI installs node and the ws package (.ci/run)"
+        pytest.skip("node with the ws package is not installed (see .ci/run)")
+    node, env = found
+    page = ROOT / "examples" / "web" / "poll.html"
+    with trio.fail_after(20):
+        async with serving(live_poll.app, "ws", allowed_origins=[PAGE]) as (host, port):
+            result = await trio.run_process(
+                [
+                    node,
+                    str(Path(__file__).with_name("poll_page.js")),
+                    str(page),
+                    f"ws://{host}:{port}/mcp",
+                    PAGE,
+                ],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=env,
+            )
+    assert result.returncode == 0, result.stderr.decode()
+    shown = json.loads(result.stdout)
+    assert shown == {
+        "question": live_poll.QUESTION,
+        "total": "1 votes",
+        "buttons": ["trio (1)", "asyncio (0)", "threads (0)"],
+    }
+    assert live_poll.VOTES["trio"] == 1
