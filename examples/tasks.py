@@ -45,7 +45,6 @@ async def deploy(environment: str, ctx: Context) -> str:
 async def forever() -> str:
     """Runs until cancelled: only sensible as a task."""
     await trio.sleep_forever()
-    return "unreachable"
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from runtime.features import (
     TaskRecord,
     TextContent,
     ToolDef,
+    enc_hook,
 )
 
 from . import tasks
@@ -62,7 +63,8 @@ class _ListParams(msgspec.Struct):
 
 _call_decoder: Final = msgspec.json.Decoder(_CallParams)
 _list_decoder: Final = msgspec.json.Decoder(_ListParams)
-_encode: Final = msgspec.json.Encoder().encode
+# enc_hook: a pydantic model returned without a data annotation still encodes (as its JSON).
+_encode: Final = msgspec.json.Encoder(enc_hook=enc_hook).encode
 
 
 def to_content(value: Any) -> list[Any]:
@@ -112,7 +114,7 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
         # as the official SDK writes it), the structured form carries the wrapper.
         mirror = structured["result"] if tool.output.wrap else structured
     elif tool.output_schema is not None:
-        structured = mirror = msgspec.to_builtins(value)
+        structured = mirror = msgspec.to_builtins(value, enc_hook=enc_hook)
     else:
         return {"content": to_content(value), "isError": False}
     # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for

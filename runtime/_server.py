@@ -199,8 +199,11 @@ class Server:
 
         The signature's type hints become the ``inputSchema`` (unless ``input_schema`` is
         given, which is passed through untouched) and a precompiled validator; the docstring
-        gives the description and, from an ``Args:`` section, argument descriptions. Sync
-        functions run in a worker thread. Returns the function unchanged.
+        gives the description and, from its arguments section (Google ``Args:``, NumPy
+        ``Parameters``, or Sphinx ``:param x:``), argument descriptions. Parameter types: see
+        docs/types.md (msgspec Structs, dataclasses, TypedDict, attrs, pydantic v2 models,
+        Enum, Literal, constraints). Sync functions run in a worker thread. Returns the
+        function unchanged.
 
         Structured output: a return annotation that is data (a Struct, dataclass, dict,
         ``int``, ``list[...]``, ...) becomes the ``outputSchema`` and the result carries

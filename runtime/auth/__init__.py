@@ -32,6 +32,7 @@ from ._metadata import WELL_KNOWN_PREFIX, ProtectedResourceMetadata, well_known_
 from ._token import AccessToken, TokenVerifier
 
 if TYPE_CHECKING:
+    from ._jwks import JWKSFetchError, RemoteJWKS
     from ._jwt import JWKSFetcher, JWTVerifier
 
 __all__ = [
@@ -39,9 +40,11 @@ __all__ = [
     "AccessToken",
     "AuthConfig",
     "AuthError",
+    "JWKSFetchError",
     "JWKSFetcher",
     "JWTVerifier",
     "ProtectedResourceMetadata",
+    "RemoteJWKS",
     "TokenVerifier",
     "authenticate",
     "authorize",
@@ -57,4 +60,8 @@ def __getattr__(name: str) -> Any:
         from . import _jwt
 
         return getattr(_jwt, name)
+    if name in ("RemoteJWKS", "JWKSFetchError"):
+        from . import _jwks
+
+        return getattr(_jwks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,9 +8,10 @@ token must be issued for *this* server), algorithms are an explicit allow-list t
 ``none`` and never mixes HMAC with public keys, each key only verifies the algorithms its type
 allows (no algorithm confusion), and JWKS keys are chosen by ``kid``.
 
-No network code lives here: a JWKS is handed in, or fetched through the caller's
-``jwks_fetcher`` at most once per ``jwks_refresh_interval`` seconds when a token names a key we
-do not hold (signing-key rotation at the authorization server).
+No network code lives here: a JWKS is handed in, or fetched through ``jwks_fetcher`` (or
+``jwks_uri``: ``RemoteJWKS`` in ``_jwks.py``, cached by ``Cache-Control: max-age``) at most once
+per ``jwks_refresh_interval`` seconds when a token names a key we do not hold (signing-key
+rotation at the authorization server), and again whenever the fetcher's copy has expired.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class JWTVerifier:
         issuer: str | None = None,
         jwks: Mapping[str, Any] | None = None,
         jwks_fetcher: JWKSFetcher | None = None,
+        jwks_uri: str | None = None,
         public_key: str | bytes | None = None,
         secret: str | bytes | None = None,
         algorithms: Iterable[str] | None = None,
@@ -101,6 +103,12 @@ class JWTVerifier:
         jwks_refresh_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if jwks_uri is not None:
+            if jwks_fetcher is not None:
+                raise ValueError("give jwks_uri or jwks_fetcher, not both")
+            from ._jwks import RemoteJWKS
+
+            jwks_fetcher = RemoteJWKS(jwks_uri, clock=clock)
         sources = sum(
             (
                 jwks is not None or jwks_fetcher is not None,
@@ -294,17 +302,29 @@ class JWTVerifier:
         if kid is not None and not isinstance(kid, str):
             return None
         key = self._lookup(kid)
-        if key is None and self._fetcher is not None:
-            await self._refresh(kid)
+        if self._fetcher is not None and (
+            key is None or (_expired(self._fetcher) and self._may_fetch())
+        ):
+            await self._refresh(kid, forced=key is not None)
             key = self._lookup(kid)
         return key
 
-    async def _refresh(self, kid: str | None) -> None:
+    def _may_fetch(self) -> bool:
+        last = self._last_fetch
+        return last is None or self._clock() - last >= self._refresh_interval
+
+    async def _refresh(self, kid: str | None, *, forced: bool = False) -> None:
+        """Fetch the JWKS: for an unknown ``kid`` (rate-limited), or ``forced`` when the
+        fetcher says its copy is past its max-age (``RemoteJWKS.expired``)."""
         async with self._refresh_lock:
-            if self._lookup(kid) is not None:
+            if forced and not _expired(self._fetcher):
+                return  # another task refreshed it while we waited for the lock
+            if not forced and self._lookup(kid) is not None:
                 return  # another task fetched it while we waited for the lock
             now = self._clock()
-            if self._last_fetch is not None and now - self._last_fetch < self._refresh_interval:
+            # Both kinds are rate-limited: an authorization server that is down costs one
+            # fetch per interval, and the keys we hold keep verifying meanwhile.
+            if not self._may_fetch():
                 log.debug("auth.jwks_refresh_skipped reason=rate_limited")
                 return
             self._last_fetch = now
@@ -320,6 +340,11 @@ class JWTVerifier:
                 log.warning("auth.jwks_refresh_failed reason=unusable_document")
                 return
             log.info("auth.jwks_refreshed keys=%d", len(self._all))
+
+
+def _expired(fetcher: object) -> bool:
+    """A fetcher that caches (``RemoteJWKS``) says when its copy is stale; others never are."""
+    return bool(getattr(fetcher, "expired", False))
 
 
 def _typ_matches(typ: Any, expected: str) -> bool:

@@ -15,6 +15,7 @@ No I/O of its own beyond trio primitives; it imports ``runtime.protocol`` and no
 Other packages import the names re-exported here, never the private modules.
 """
 
+from ._annotations import enc_hook
 from ._broadcast import LIST_KINDS, TASK_KEY, Broadcast, Change, ListKind, Subscriber
 from ._contents import to_contents
 from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
@@ -76,6 +77,7 @@ __all__ = [
     "UriTemplateError",
     "check_capability",
     "doc_summary",
+    "enc_hook",
     "inspect_signature",
     "is_template",
     "output_spec",

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ._annotations import ACCEPTED, SchemaBuilder, enc_hook
 from ._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 __all__ = ["OutputSpec", "output_spec"]
@@ -42,7 +43,9 @@ class OutputSpec:
     wrap: bool
 
     def structured(self, value: Any) -> Any:
-        builtins = msgspec.to_builtins(value)
+        # enc_hook: a pydantic model (returned, or nested in a Struct) serializes as its own
+        # JSON form (model_dump(mode="json")), the form its schema describes.
+        builtins = msgspec.to_builtins(value, enc_hook=enc_hook)
         return {"result": builtins} if self.wrap else builtins
 
 
@@ -67,14 +70,18 @@ def output_spec(fn: Callable[..., Any], *, name: str, required: bool = False) ->
     annotation = hints.get("return", inspect.Signature.empty)
     if _is_unstructured(annotation):
         return None
+    hook = SchemaBuilder()
     try:
-        (ref,), components = msgspec.json.schema_components(
-            [annotation], ref_template="#/$defs/{name}"
+        (ref,), found = msgspec.json.schema_components(
+            [annotation], ref_template="#/$defs/{name}", schema_hook=hook
         )
+        components = hook.merge(dict(found))
     except (TypeError, ValueError) as exc:
         if not required:
             return None
-        raise TypeError(f"{name}: cannot build an output schema: {exc}") from None
+        raise TypeError(
+            f"{name}: the return annotation {annotation!r} has no JSON Schema ({exc}); {ACCEPTED}"
+        ) from None
     if "$ref" in ref:
         top_name = ref["$ref"].rsplit("/", 1)[1]
         top = dict(components.pop(top_name))

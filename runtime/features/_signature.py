@@ -20,10 +20,22 @@ import msgspec
 import msgspec.structs
 import trio
 
+from ._annotations import ACCEPTED, SchemaBuilder, dec_hook, normalize
+
 __all__ = ["Signature", "doc_summary", "inspect_signature"]
 
-_ARGS_HEADER: Final = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
-_ARG_LINE: Final = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+# Docstring sections that hold argument descriptions, in the three common styles:
+# Google ("Args:" and indented "name (type): text"), NumPy ("Parameters" over a dashed rule,
+# then "name : type" and indented text) and Sphinx/reST (":param name: text").
+_GOOGLE_ARGS: Final = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
+_GOOGLE_ARG: Final = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_GOOGLE_SECTION: Final = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?|"
+    r"Attributes|Keyword Args|Keyword Arguments|Other Parameters|See Also|Warnings?)\s*:\s*$"
+)
+_NUMPY_RULE: Final = re.compile(r"^\s*-{3,}\s*$")
+_NUMPY_ARG: Final = re.compile(r"^([\w*, ]+?)\s*(:.*)?$")
+_SPHINX_FIELD: Final = re.compile(r"^\s*:(\w+)(\s+[^:]*)?:\s*(.*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +60,8 @@ class Signature:
     #: An ``async def`` that takes no Context: a handler may await it directly, with its
     #: arguments as keywords (no Context, no input round, no thread).
     direct: bool
+    #: True when a parameter's type is validated by a hook (a pydantic model).
+    hooked: bool = False
 
     def to_kwargs(self, args: msgspec.Struct) -> dict[str, Any]:
         # The struct's fields are exactly the argument names (asdict is implemented in C).
@@ -65,47 +79,109 @@ class Signature:
 
     def convert(self, values: dict[str, Any], *, strict: bool = True) -> msgspec.Struct:
         """Validate already-decoded values (e.g. URI template variables, which are strings)."""
-        return msgspec.convert(values, self.struct, strict=strict)
+        return msgspec.convert(
+            values, self.struct, strict=strict, dec_hook=dec_hook if self.hooked else None
+        )
 
 
 def doc_summary(fn: Callable[..., Any]) -> str | None:
-    """The docstring without its Args/Returns sections, or None."""
+    """The docstring without its argument/return sections (any of the three styles), or
+    None."""
     doc = inspect.getdoc(fn)
     if not doc:
         return None
-    lines: list[str] = []
-    for line in doc.splitlines():
-        if _ARGS_HEADER.match(line) or re.match(r"^\s*(Returns|Raises|Yields)\s*:\s*$", line):
+    lines = doc.splitlines()
+    kept: list[str] = []
+    for index, line in enumerate(lines):
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if (
+            _GOOGLE_SECTION.match(line)
+            or (line.strip() and _NUMPY_RULE.match(following))
+            or _SPHINX_FIELD.match(line)
+        ):
             break
-        lines.append(line)
-    text = "\n".join(lines).strip()
+        kept.append(line)
+    text = "\n".join(kept).strip()
     return text or None
 
 
-def _arg_descriptions(fn: Callable[..., Any]) -> dict[str, str]:
-    doc = inspect.getdoc(fn) or ""
+def arg_descriptions(doc: str) -> dict[str, str]:
+    """Argument descriptions from a docstring in Google, NumPy or Sphinx style."""
+    lines = doc.splitlines()
     out: dict[str, str] = {}
-    in_args = False
+    # Sphinx: ":param name: text" or ":param type name: text", continued by indented lines.
     current: str | None = None
-    for line in doc.splitlines():
-        if _ARGS_HEADER.match(line):
-            in_args = True
+    for line in lines:
+        field = _SPHINX_FIELD.match(line)
+        if field:
+            current = None
+            words = (field.group(2) or "").split()
+            if words and field.group(1) in ("param", "parameter", "arg", "argument", "key"):
+                current = words[-1].lstrip("*")
+                out[current] = field.group(3).strip()
+        elif current and line[:1].isspace() and line.strip():
+            out[current] = f"{out[current]} {line.strip()}".strip()
+        elif not line.strip():
+            current = None
+    for index, line in enumerate(lines):
+        if _GOOGLE_ARGS.match(line):
+            out.update(_google_args(lines[index + 1 :], len(line) - len(line.lstrip())))
+        elif (
+            line.strip() in ("Parameters", "Other Parameters", "Arguments")
+            and index + 1 < len(lines)
+            and _NUMPY_RULE.match(lines[index + 1])
+        ):
+            out.update(_numpy_args(lines[index + 2 :], len(line) - len(line.lstrip())))
+    return out
+
+
+def _google_args(lines: list[str], indent: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current: str | None = None
+    item_indent: int | None = None
+    for line in lines:
+        if not line.strip():
             continue
-        if not in_args:
-            continue
-        if line and not line[0].isspace():
+        depth = len(line) - len(line.lstrip())
+        if depth <= indent:
             break  # the next section
-        match = _ARG_LINE.match(line)
-        if match and (len(line) - len(line.lstrip())) <= 4:
+        match = _GOOGLE_ARG.match(line)
+        if match and (item_indent is None or depth <= item_indent):
+            item_indent = depth
             current = match.group(1).lstrip("*")
             out[current] = match.group(3).strip()
-        elif current and line.strip():
+        elif current:
             out[current] = f"{out[current]} {line.strip()}".strip()
     return out
 
 
-def _inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    (ref,), components = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
+def _numpy_args(lines: list[str], indent: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current: str | None = None
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth <= indent:
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if _NUMPY_RULE.match(following):
+                break  # the next section
+            match = _NUMPY_ARG.match(line.strip())
+            if match is None:
+                break
+            names = [name.strip().lstrip("*") for name in match.group(1).split(",")]
+            current = names[0]
+            out[current] = ""
+        elif current:
+            out[current] = f"{out[current]} {line.strip()}".strip()
+    return {name: text for name, text in out.items() if text}
+
+
+def _inline_schema(struct: type[msgspec.Struct], hook: SchemaBuilder) -> dict[str, Any]:
+    (ref,), components = msgspec.json.schema_components(
+        [struct], ref_template="#/$defs/{name}", schema_hook=hook
+    )
+    components = hook.merge(dict(components))
     name = ref["$ref"].rsplit("/", 1)[1]
     top = dict(components.pop(name))
     top.pop("title", None)
@@ -123,9 +199,17 @@ def inspect_signature(
     """Build the argument struct, schema and decoder for ``fn``.
 
     Raises TypeError for signatures that cannot be served (``*args``/``**kwargs``,
-    positional-only parameters, or types msgspec cannot describe).
+    positional-only parameters, or a type without a JSON Schema: the message names the
+    parameter and lists what to use instead).
     """
-    hints = typing.get_type_hints(fn, include_extras=True)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        # A type defined inside a function, under ``from __future__ import annotations``.
+        raise TypeError(
+            f"{name}: cannot resolve its type hints ({exc}); define the types they name at "
+            "module level"
+        ) from None
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     names: list[str] = []
     required: list[str] = []
@@ -137,21 +221,29 @@ def inspect_signature(
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"{name}: parameter {param.name!r} must be a named parameter")
+        try:
+            annotation, default = normalize(annotation, param.default)
+        except TypeError as exc:
+            raise TypeError(f"{name}: parameter {param.name!r}: {exc}") from None
         names.append(param.name)
-        if param.default is inspect.Parameter.empty:
+        if default is inspect.Parameter.empty:
             fields.append((param.name, annotation))
             required.append(param.name)
         else:
-            fields.append((param.name, annotation, param.default))
+            fields.append((param.name, annotation, default))
     struct_name = "".join(part.capitalize() for part in re.split(r"\W+", name) if part) or "Args"
     struct = msgspec.defstruct(f"{struct_name}Arguments", fields, kw_only=True)
+    hook = SchemaBuilder()
     try:
-        schema = _inline_schema(struct)
-        decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(struct, strict=not lax)
+        schema = _inline_schema(struct, hook)
+        # The hook only when a custom type needs it: plain signatures decode without it.
+        decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            struct, strict=not lax, dec_hook=dec_hook if hook.defs else None
+        )
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name}: cannot build a schema for its parameters: {exc}") from None
+        raise TypeError(_unsupported(name, fields, exc)) from None
     is_async = inspect.iscoroutinefunction(fn)
-    descriptions = _arg_descriptions(fn)
+    descriptions = arg_descriptions(inspect.getdoc(fn) or "")
     for arg, text in descriptions.items():
         prop = schema["properties"].get(arg)
         if isinstance(prop, dict) and "description" not in prop:
@@ -166,4 +258,21 @@ def inspect_signature(
         required=tuple(required),
         is_async=is_async,
         direct=is_async and context_param is None,
+        hooked=bool(hook.defs),
     )
+
+
+def _unsupported(
+    name: str, fields: list[tuple[str, Any] | tuple[str, Any, Any]], exc: Exception
+) -> str:
+    """The registration error for a signature without a JSON Schema: which parameter, which
+    type, and what to use instead."""
+    for field in fields:
+        try:
+            msgspec.json.schema(field[1], schema_hook=SchemaBuilder())
+        except (TypeError, ValueError) as field_exc:
+            return (
+                f"{name}: parameter {field[0]!r} is annotated {field[1]!r}, which has no "
+                f"JSON Schema ({field_exc}); {ACCEPTED}"
+            )
+    return f"{name}: cannot build a schema for its parameters: {exc}; {ACCEPTED}"
