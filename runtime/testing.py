@@ -77,6 +77,9 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] |
 
 #: A list helper stops after this many pages (a server whose cursors never end is a bug).
 MAX_PAGES = 1000
+#: ``call_tool`` answers at most this many 2026-07-28 input rounds (a tool that never stops
+#: asking is a bug).
+MAX_INPUT_ROUNDS = 100
 
 
 class _Message(msgspec.Struct):
@@ -444,7 +447,11 @@ class TestClient:
             params["_meta"] = request_meta
         try:
             result = await self.request("tools/call", params)
+            rounds = 0
             while self.modern_meta is not None and result.get("resultType") == "input_required":
+                rounds += 1
+                if rounds > MAX_INPUT_ROUNDS:
+                    raise AssertionError(f"{name} asked for input {MAX_INPUT_ROUNDS} times")
                 requests: dict[str, Any] = result.get("inputRequests") or {}
                 if not all(item.get("method") in self._handlers for item in requests.values()):
                     break

@@ -188,6 +188,26 @@ async def test_modern_input_without_a_handler_is_returned_as_is() -> None:
     assert request["method"] == "elicitation/create"
 
 
+async def test_a_tool_that_never_stops_asking_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runtime.testing
+
+    monkeypatch.setattr(runtime.testing, "MAX_INPUT_ROUNDS", 3)
+    app = Server("asks")
+
+    @app.tool
+    async def nag(ctx: Context) -> str:
+        for index in range(10):
+            await ctx.elicit(f"again {index}?", {"type": "object", "properties": {}})
+        return "done"
+
+    async def yes(params: dict[str, Any]) -> dict[str, Any]:
+        return accept({})
+
+    with trio.fail_after(10), pytest.raises(AssertionError, match="asked for input 3 times"):
+        async with open_client(app, protocol_version="2026-07-28", elicitation=yes) as client:
+            await client.call_tool("nag")
+
+
 async def test_a_failed_assertion_comes_out_plain() -> None:
     with trio.fail_after(10), pytest.raises(AssertionError) as info:
         async with open_client(make_app()) as client:
