@@ -36,9 +36,12 @@ def main() -> int:
         _counts.clear()
 
     def dump(signum: int, frame: FrameType | None) -> None:
+        # A snapshot first (one C call, no opcode events): counting this very function's
+        # code objects must not change the dict being read.
+        snapshot = list(_counts.items())
         found = {
             f"{code.co_filename}:{code.co_firstlineno}:{code.co_qualname}": n
-            for code, n in _counts.items()
+            for code, n in snapshot
         }
         with open(out, "w", encoding="utf-8") as f:
             json.dump(found, f)

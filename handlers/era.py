@@ -51,7 +51,9 @@ class McpDispatcher(Dispatcher):
         self.app = app
 
     def route(self, ctx: RequestContext) -> Handler | None:
-        meta = ctx.meta  # set when the transport decoded params._meta already
+        if ctx.modern:  # the transport read the era already (``dispatch_single``)
+            return None if ctx.method in HANDSHAKE_ONLY else self.requests.get(ctx.method)
+        meta = ctx.meta
         if meta is None:
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.

@@ -21,6 +21,7 @@ from msgspec import UNSET
 from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
+    ModernRequest,
     RequestId,
     encode_notification,
     encode_request,
@@ -86,18 +87,19 @@ def dispatch_single(
     send: Callable[[bytes], Awaitable[None]],
     connection_id: str,
     principal: Any = None,
-    meta: dict[str, Any] | None = None,
+    modern: ModernRequest | None = None,
     transport: str = "http",
 ) -> Awaitable[bytes | None]:
     """Run one request (a classified envelope) in a session of its own through the
     request engine; await the result for its response.
 
     ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``
-    is who the transport authenticated (the session's ``principal``); ``meta``, when the
-    caller already decoded the request's ``params._meta``, is that object (era selection
-    then uses it instead of decoding it again). Positional, so that a transport's hook can
-    be this function with the first two bound. Never raises for handler failures (see
-    ``Dispatcher.dispatch``); cancellation from outside propagates.
+    is who the transport authenticated (the session's ``principal``); ``modern``, when the
+    caller already read the request's era from its ``params._meta`` (``select_era``), is that
+    reading: the dispatcher then serves it at that revision without reading it again.
+    Positional, so that a transport's hook can be this function with the first two bound.
+    Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
+    outside propagates.
     """
     request_id = envelope.id
     assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
@@ -107,5 +109,9 @@ def dispatch_single(
     ctx = RequestContext(
         envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
     )
-    ctx.meta = meta
+    if modern is not None:
+        ctx.modern = True
+        ctx.protocol_version = modern.version
+        ctx.meta = modern.meta
+        ctx.client_capabilities = modern.capabilities
     return engine.run(dispatcher, ctx, request_timeout)

@@ -9,8 +9,9 @@ also carry ``io.modelcontextprotocol/clientCapabilities`` (basic/index, "Request
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
+
+import msgspec
 
 from ._errors import JSONRPCError, invalid_params, unsupported_version
 from ._versions import (
@@ -27,15 +28,16 @@ __all__ = ["MODERN_MARKER", "ModernRequest", "select_era"]
 MODERN_MARKER: Final = META_PROTOCOL_VERSION.encode()
 
 
-class ModernRequest(NamedTuple):
-    """What a 2026-07-28 request says about itself in ``params._meta``."""
+class ModernRequest(msgspec.Struct, frozen=True):
+    """What a 2026-07-28 request says about itself in ``params._meta``. (A Struct: built in
+    C, once per modern request.)"""
 
     version: str
     capabilities: dict[str, Any]
-    meta: Mapping[str, Any]
+    meta: dict[str, Any]
 
 
-def select_era(meta: Mapping[str, Any] | None) -> ModernRequest | None:
+def select_era(meta: dict[str, Any] | None) -> ModernRequest | None:
     """The modern reading of a request's decoded ``params._meta``, or None when the request
     belongs to the handshake era (no ``_meta``, or no protocol version in it).
 

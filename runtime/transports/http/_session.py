@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from ...protocol import id_key, probe
+from ...protocol import ModernRequest, id_key, probe
 from ._edge import HttpLimits
 from ._streams import EventStore, Key, ResponseStream
 
@@ -47,14 +47,14 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, meta)`` runs one request (a
+    #: ``dispatch_one(envelope, send, connection_id, principal, modern)`` runs one request (a
     #: classified ``runtime.protocol.Envelope``) in the calling task and returns the response
-    #: bytes; ``send(data)`` gets what the handler sends meanwhile; ``meta`` is the request's
-    #: ``params._meta`` as the transport decoded it (so that era selection need not decode it
-    #: again).
+    #: bytes; ``send(data)`` gets what the handler sends meanwhile; ``modern`` is the era the
+    #: transport read from its ``_meta`` (``runtime.protocol.select_era``; None: let the
+    #: dispatcher read it).
     dispatch_one: (
         Callable[
-            [Any, Callable[[bytes], Awaitable[None]], str, Any, dict[str, Any] | None],
+            [Any, Callable[[bytes], Awaitable[None]], str, Any, ModernRequest | None],
             Awaitable[bytes | None],
         ]
         | None

@@ -28,6 +28,7 @@ from ...protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    ModernRequest,
     classify,
     decode_frame,
     header_mismatch,
@@ -176,7 +177,7 @@ class StreamableEndpoint:
             raise rejection(400, header_mismatch(mismatch), request_id)
         if method is not None and _direct(method, params, accept_sse):
             await self._dispatch_direct(
-                request, exchange, message, params.meta, accept_json, accept_sse, token
+                request, exchange, message, modern, accept_json, accept_sse, token
             )
             return
         key = id_key(request_id) if is_request else None  # type: ignore[arg-type]
@@ -210,7 +211,7 @@ class StreamableEndpoint:
         request: HttpRequest,
         exchange: Exchange,
         envelope: Any,
-        meta: dict[str, Any],
+        modern: ModernRequest | None,
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
@@ -257,7 +258,7 @@ class StreamableEndpoint:
         reply: bytes | None = None
         try:
             reply = await self.hooks.dispatch_one(
-                envelope, send, f"http-post-{next(_post_ids)}", token, meta
+                envelope, send, f"http-post-{next(_post_ids)}", token, modern
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
