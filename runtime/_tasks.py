@@ -90,10 +90,21 @@ class TaskRecord:
         return self.responses[key]
 
     def provide(self, responses: dict[str, Any]) -> None:
-        """Accept answers; keys that are not outstanding are ignored (SEP-2663)."""
+        """Accept answers; keys that are not outstanding are ignored (SEP-2663).
+
+        Answered keys leave ``input_requests`` here, before tasks/update is acknowledged,
+        so a tasks/get right after the ack never lists them (SEP-2663 partial fulfilment);
+        when none is left the task is ``working`` again at once.
+        """
         accepted = {k: v for k, v in responses.items() if k in self.input_requests}
-        if accepted:
-            self.responses.update(accepted)
+        if not accepted:
+            return
+        self.responses.update(accepted)
+        for key in accepted:
+            del self.input_requests[key]
+        if not self.input_requests and self.status == "input_required":
+            self.set_status("working")  # wakes the waiters too
+        else:
             self.updated_at = time.time()
             self._changed.set()
             self._changed = trio.Event()
