@@ -42,6 +42,7 @@ async def call_with_input(
     meta: dict[str, Any] | None,
     fields: InputFields,
     salient: Callable[[], Any],
+    defer_task: bool = False,
 ) -> tuple[bool, Any]:
     """Call a user function that may ask for input; returns ``(input_required, value)``.
 
@@ -64,7 +65,7 @@ async def call_with_input(
         responses.update(fields.input_responses)
     try:
         return False, await call_user_function(
-            server, ctx, fn, sig, args, meta, InputRound(responses)
+            server, ctx, fn, sig, args, meta, InputRound(responses), defer_task=defer_task
         )
     except InputRequired as exc:
         return True, input_required(server, ctx, exc, responses, digest, salient)
@@ -127,13 +128,14 @@ async def call_user_function(
     meta: dict[str, Any] | None,
     round: InputRound | None = None,
     task: TaskRecord | None = None,
+    defer_task: bool = False,
 ) -> Any:
     """Call a registered function with validated arguments (and its Context, if it takes one);
     see ``Signature.call`` for threads and cancellation."""
     kwargs = sig.to_kwargs(args)
     if sig.context_param is None:
         return await sig.call(fn, kwargs)
-    context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task)
+    context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task, defer_task)
     try:
         return await sig.call(fn, kwargs)
     finally:

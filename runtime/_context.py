@@ -6,7 +6,14 @@ import logging
 from typing import Any, Final
 
 from ._contents import to_contents
-from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
+from ._input import (
+    INPUT_METHODS,
+    BecomeTask,
+    InputRequired,
+    InputRound,
+    check_capability,
+    required_capability,
+)
 from ._registry import App
 from ._tasks import TaskRecord
 from .core import RequestContext, RequestId, Session
@@ -38,7 +45,16 @@ class Context:
     they raise nothing when the connection is closing (the output is dropped and logged).
     """
 
-    __slots__ = ("_closed", "_last_progress", "_meta", "_request", "_round", "server", "task")
+    __slots__ = (
+        "_closed",
+        "_defer_task",
+        "_last_progress",
+        "_meta",
+        "_request",
+        "_round",
+        "server",
+        "task",
+    )
 
     def __init__(
         self,
@@ -47,8 +63,11 @@ class Context:
         meta: dict[str, Any] | None = None,
         round: InputRound | None = None,
         task: TaskRecord | None = None,
+        defer_task: bool = False,
     ) -> None:
         self._request = request
+        #: True while a deferred-task tool runs in its request (become_task may hand off).
+        self._defer_task = defer_task
         self._round = round
         #: The task this call runs as (tasks extension / 2025-11-25 tasks), else None.
         self.task = task
@@ -212,12 +231,15 @@ class Context:
         request = self._request
         if self.task is not None and request.modern:
             # Tasks extension: the task moves to input_required and the answer arrives
-            # through tasks/update (SEP-2663), not through a retry.
+            # through tasks/update (SEP-2663), not through a retry. An answer gathered in
+            # an input round before the call became a task (become_task) comes back as is.
             if self._round is None:
                 self._round = InputRound({})
-            return await self.task.input(
-                key or self._round.next_key(method), {"method": method, "params": params}
-            )
+            name = key or self._round.next_key(method)
+            if name in self._round.responses:
+                return self._round.responses[name]
+            answers = await self.task.inputs({name: {"method": method, "params": params}})
+            return answers[name]
         if not request.modern:
             return await request.peer.request(method, params, timeout=timeout, related=request.id)
         if request.method not in INPUT_METHODS or self._round is None:
@@ -226,6 +248,55 @@ class Context:
         if name in self._round.responses:
             return self._round.responses[name]
         raise InputRequired({name: {"method": method, "params": params}})
+
+    async def ask_all(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Ask several things at once and return every answer, by key.
+
+        ``requests`` maps keys to input requests (``{"method": ..., "params": ...}``, as
+        ``InputRequired`` takes them). Modern era: one ``input_required`` round lists them
+        all (2026-07-28 basic/patterns/mrtr); a retry that answers only some of them gets
+        the rest asked again. As a task, the task waits in ``input_required`` until all are
+        answered (tasks/update may answer them one at a time). Handshake era: the requests
+        go to the client one after the other. -32021 when a capability is missing.
+        """
+        for asked in requests.values():
+            check_capability(
+                self.client_capabilities,
+                required_capability(asked["method"], asked.get("params", {})),
+            )
+        request = self._request
+        if not request.modern:
+            return {
+                key: await request.peer.request(
+                    value["method"], value.get("params", {}), timeout=300.0, related=request.id
+                )
+                for key, value in requests.items()
+            }
+        if self._round is None:
+            if self.task is None:
+                raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
+            self._round = InputRound({})
+        known = self._round.responses
+        missing = {key: value for key, value in requests.items() if key not in known}
+        if missing:
+            if self.task is None:
+                raise InputRequired(missing)
+            known.update(await self.task.inputs(missing))
+        return {key: known[key] for key in requests}
+
+    async def become_task(self) -> None:
+        """Continue this ``tools/call`` as a task (tools registered with
+        ``@app.tool(task=..., defer_task=True)``).
+
+        Until this call the tool runs in its request, so it may first ask for input in
+        ordinary ``input_required`` rounds; here the request answers ``CreateTaskResult``
+        and the tool runs again from the top as the task, every earlier ``ask`` returning
+        its answer at once (2026-07-28 tasks extension, "MRTR then task" composition).
+        Already a task, or a client without task support: returns at once and the call
+        goes on as it is.
+        """
+        if self.task is None and self._request.modern and self._defer_task:
+            raise BecomeTask(dict(self._round.responses) if self._round is not None else {})
 
     async def elicit(
         self, message: str, schema: dict[str, Any], *, key: str | None = None

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from .core import MISSING_CLIENT_CAPABILITY, JSONRPCError
 
-__all__ = ["INPUT_METHODS", "InputRequired", "InputRound", "required_capability"]
+__all__ = ["INPUT_METHODS", "BecomeTask", "InputRequired", "InputRound", "required_capability"]
 
 #: Requests that may answer with an InputRequiredResult (2026-07-28 mrtr, "Supported
 #: Requests"); any other request asking for input is a server bug.
@@ -31,6 +31,16 @@ class InputRequired(Exception):
     def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
         super().__init__(f"input required: {sorted(requests)}")
         self.requests = requests
+
+
+class BecomeTask(Exception):
+    """Raised by ``Context.become_task`` in a deferred-task tool: the request answers
+    ``CreateTaskResult`` and the tool runs again as the task with ``responses`` (the answers
+    its input rounds gathered so far)."""
+
+    def __init__(self, responses: dict[str, Any]) -> None:
+        super().__init__("become a task")
+        self.responses = responses
 
 
 class InputRound:

@@ -82,6 +82,8 @@ class ToolDef:
     #: Task support: None (never), "optional" or "required" (2025-11-25 execution.taskSupport;
     #: in 2026-07-28 any task-capable tool runs as a task for clients with the extension).
     task_support: str | None = None
+    #: Modern era: run in the request until ``ctx.become_task()`` (input rounds first).
+    defer_task: bool = False
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

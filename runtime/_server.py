@@ -125,6 +125,7 @@ class Server(Serving):
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         task: Literal["optional", "required"] | None = None,
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
@@ -142,6 +143,7 @@ class Server(Serving):
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         task: Literal["optional", "required"] | None = None,
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. Use as ``@app.tool`` or ``@app.tool(name=..., ...)``.
@@ -161,6 +163,9 @@ class Server(Serving):
         ``task``: the tool may run as a task ("optional") or must ("required", 2025-11-25
         clients must then ask for a task). Modern clients that declare the
         ``io.modelcontextprotocol/tasks`` extension get a task handle at once and poll it.
+        ``defer_task=True``: for those clients the tool starts in its request instead (it
+        may ask for input in ``input_required`` rounds there) and becomes the task when it
+        calls ``await ctx.become_task()``.
         """
 
         def register(func: F) -> F:
@@ -188,6 +193,7 @@ class Server(Serving):
                     output=output,
                     output_schema=output_schema,
                     task_support=task,
+                    defer_task=defer_task,
                 )
             )
             return func
