@@ -16,6 +16,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._context import Context
+    from ._header import Header
     from ._input import InputRequired
     from ._server import Lifespan, Server
     from ._types import (
@@ -29,14 +30,23 @@ if TYPE_CHECKING:
         TextContent,
         TextResourceContents,
     )
-    from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
+    from .core import (
+        MISSING_CLIENT_CAPABILITY,
+        JSONRPCError,
+        Limits,
+        ResourceNotFoundError,
+        Session,
+        ToolError,
+    )
 
 __all__ = [
+    "MISSING_CLIENT_CAPABILITY",
     "Annotations",
     "AudioContent",
     "BlobResourceContents",
     "Context",
     "EmbeddedResource",
+    "Header",
     "ImageContent",
     "InputRequired",
     "JSONRPCError",
@@ -55,11 +65,13 @@ __all__ = [
 
 _LAZY = {
     "Context": "._context",
+    "Header": "._header",
     "Server": "._server",
     "Lifespan": "._server",
     "InputRequired": "._input",
     "JSONRPCError": ".core",
     "Limits": ".core",
+    "MISSING_CLIENT_CAPABILITY": ".core",
     "ResourceNotFoundError": ".core",
     "Session": ".core",
     "ToolError": ".core",
