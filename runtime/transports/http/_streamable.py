@@ -32,6 +32,7 @@ __all__ = ["StreamableEndpoint", "parse_accept"]
 log = logging.getLogger("mcp_runtime.http")
 
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _post_ids = itertools.count(1)
 
 
@@ -179,6 +180,15 @@ class StreamableEndpoint(HandshakeEra):
                 -32602,
                 request_id,
             )
+        if is_request and not isinstance(params.meta.get(META_CAPABILITIES), dict):
+            # 2026-07-28 basic/index: every request carries its client capabilities; a
+            # request without them is malformed request metadata: 400, as a missing _meta.
+            raise refusal(
+                400,
+                f'Invalid params: params._meta["{META_CAPABILITIES}"] is required (an object)',
+                -32602,
+                request_id,
+            )
         mismatch = check_headers(
             request, meta_version, method, params, self.hooks.tool_header_params
         )
@@ -229,6 +239,8 @@ class StreamableEndpoint(HandshakeEra):
         if not isinstance(version, str) or version not in self.hooks.modern_versions:
             return None
         assert params is not None and meta is not None
+        if not isinstance(meta.get(META_CAPABILITIES), dict):
+            return None  # the general path refuses it (400)
         method = envelope.method
         if not _direct(method, params, accept_sse):
             return None

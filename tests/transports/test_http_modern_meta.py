@@ -1,0 +1,45 @@
+"""2026-07-28 POSTs whose request metadata is wrong: the status and the error, on the wire
+(basic/transports/streamable-http "Server Validation"; basic/index "Request Metadata")."""
+
+from __future__ import annotations
+
+import trio
+
+from .app import MODERN, make_app, modern_headers, serving
+from .http_client import request
+
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+VERSION = "io.modelcontextprotocol/protocolVersion"
+
+
+def _body(meta: dict[str, object]) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta}}
+
+
+async def test_meta_without_client_capabilities_is_400_with_32602() -> None:
+    # C1: was -32602 with HTTP 200. Malformed request metadata is a bad request, like a
+    # missing _meta (which was already 400), on the direct path and the streaming one.
+    app, _ = make_app()
+    accepts = ({}, {"accept": "application/json, text/event-stream"})
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            for accept in accepts:
+                for caps in ({}, {CAPS: ["sampling"]}):
+                    meta = {VERSION: MODERN, **caps}
+                    response = await request(
+                        address,
+                        "POST",
+                        headers={**modern_headers("tools/list"), **accept},
+                        body=_body(meta),
+                    )
+                    assert response.status == 400, (accept, caps, response.body)
+                    error = response.json()["error"]
+                    assert error["code"] == -32602 and response.json()["id"] == 7
+                    assert CAPS in error["message"]
+            ok = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/list"),
+                body=_body({VERSION: MODERN, CAPS: {}}),
+            )
+            assert ok.status == 200
