@@ -43,3 +43,28 @@ async def test_meta_without_client_capabilities_is_400_with_32602() -> None:
                 body=_body({VERSION: MODERN, CAPS: {}}),
             )
             assert ok.status == 200
+
+
+async def test_header_and_body_versions_that_disagree_are_32020_before_the_version() -> None:
+    # C2: the body's v999.0.0 was judged first (-32022); a header that disagrees with the
+    # body is a HeaderMismatch whatever the body says.
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/list"),
+                body=_body({VERSION: "v999.0.0", CAPS: {}}),
+            )
+            assert response.status == 400
+            assert response.json()["error"]["code"] == -32020
+            same = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/list", **{"mcp-protocol-version": "v999.0.0"}),
+                body=_body({VERSION: "v999.0.0", CAPS: {}}),
+            )
+            assert same.status == 400
+            error = same.json()["error"]
+            assert error["code"] == -32022 and MODERN in error["data"]["supported"]

@@ -151,6 +151,23 @@ class StreamableEndpoint(HandshakeEra):
                 400, "Invalid Request: a POST carries one JSON-RPC message, not a batch", -32600
             )
         request_id = message.get("id")
+        is_request = "method" in message and request_id is not None
+        method: str | None = message["method"] if is_request else None
+        params = body_params(request.body)
+        if params is None or params.meta is None:
+            raise refusal(
+                400,
+                "Invalid params: params._meta must be given once, as an object",
+                -32602,
+                request_id,
+            )
+        mismatch = check_headers(
+            request, meta_version, method, params, self.hooks.tool_header_params
+        )
+        if mismatch is not None:
+            raise refusal(400, f"Header mismatch: {mismatch}", -32020, request_id)
+        # The version is judged after the header rules: a header that disagrees with the body
+        # is -32020 whatever the body says (2026-07-28 streamable-http "Server Validation").
         if meta_version not in self.hooks.modern_versions:
             body = msgspec.json.encode(
                 {
@@ -170,16 +187,6 @@ class StreamableEndpoint(HandshakeEra):
                 }
             )
             raise HttpError(400, "unsupported protocol version", body)
-        is_request = "method" in message and request_id is not None
-        method: str | None = message["method"] if is_request else None
-        params = body_params(request.body)
-        if params is None or params.meta is None:
-            raise refusal(
-                400,
-                "Invalid params: params._meta must be given once, as an object",
-                -32602,
-                request_id,
-            )
         if is_request and not isinstance(params.meta.get(META_CAPABILITIES), dict):
             # 2026-07-28 basic/index: every request carries its client capabilities; a
             # request without them is malformed request metadata: 400, as a missing _meta.
@@ -189,11 +196,6 @@ class StreamableEndpoint(HandshakeEra):
                 -32602,
                 request_id,
             )
-        mismatch = check_headers(
-            request, meta_version, method, params, self.hooks.tool_header_params
-        )
-        if mismatch is not None:
-            raise refusal(400, f"Header mismatch: {mismatch}", -32020, request_id)
         if envelope is not None and method is not None and _direct(method, params, accept_sse):
             await self._dispatch_direct(
                 request, exchange, envelope, params.meta, accept_json, accept_sse, token
