@@ -23,7 +23,14 @@ import msgspec
 from runtime._registry import App
 from runtime._state import principal_key
 from runtime._tasks import TERMINAL, TaskRecord
-from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, Peer, RequestContext
+from runtime.core import (
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    Handler,
+    JSONRPCError,
+    Peer,
+    RequestContext,
+)
 
 from ._common import decode_params
 
@@ -49,6 +56,22 @@ class _ListParams(msgspec.Struct):
 _id_decoder: Final = msgspec.json.Decoder(_TaskIdParams)
 _update_decoder: Final = msgspec.json.Decoder(_UpdateParams)
 _list_decoder: Final = msgspec.json.Decoder(_ListParams)
+
+
+def declares_extension(ctx: RequestContext) -> bool:
+    """Whether this (modern) request's client capabilities declare the tasks extension."""
+    extensions = ctx.client_capabilities.get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def missing_extension() -> JSONRPCError:
+    """-32021 naming the tasks extension (2026-07-28 basic/index "Missing Required Client
+    Capabilities"; SEP-2663 "Required Capabilities")."""
+    return JSONRPCError(
+        MISSING_CLIENT_CAPABILITY,
+        f"Missing required client capability: the {EXTENSION} extension",
+        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    )
 
 
 def wants_task(
@@ -106,18 +129,27 @@ def methods(server: App) -> dict[str, Handler]:
     def find(ctx: RequestContext, task_id: str) -> TaskRecord:
         return table.get(task_id, owner(ctx))
 
+    def gate(ctx: RequestContext) -> None:
+        if ctx.modern and not declares_extension(ctx):
+            # SEP-2663: tasks/get, tasks/update and tasks/cancel belong to the extension; a
+            # request that does not declare it gets -32021 before its params are read.
+            raise missing_extension()
+
     async def get(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
         return find(ctx, params.taskId).wire(legacy=not ctx.modern)
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         if not ctx.modern:
             raise JSONRPCError.method_not_found(ctx.method)
+        gate(ctx)
         params = decode_params(ctx, _update_decoder, b"{}")
         find(ctx, params.taskId).provide(params.inputResponses)
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
         record = find(ctx, params.taskId)
         if record.status in TERMINAL:

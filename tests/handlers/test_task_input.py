@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
-from runtime import Context, Server
+from runtime import Context, JSONRPCError, Server
 from runtime._tasks import TaskRecord
 from runtime.testing import open_client
 
@@ -180,3 +181,25 @@ async def test_deferred_task_in_the_handshake_era_is_a_task_from_the_start() -> 
             )
             result = await client.request("tasks/result", {"taskId": created["task"]["taskId"]})
             assert result["content"][0]["text"] == "task done for Bo (task=True)"
+
+
+async def test_tasks_methods_need_the_extension_declared() -> None:
+    # C3: was -32602 "Unknown task"; the methods belong to the extension (SEP-2663).
+    with trio.fail_after(10):
+        async with open_client(
+            app, protocol_version="2026-07-28", capabilities=TASKS_EXT
+        ) as client:
+            created = await client.call_tool("pair")
+        async with open_client(app, protocol_version="2026-07-28") as client:
+            for method, params in (
+                ("tasks/get", {"taskId": created["taskId"]}),
+                ("tasks/update", {"taskId": created["taskId"], "inputResponses": {}}),
+                ("tasks/cancel", {"taskId": created["taskId"]}),
+                ("tasks/get", {}),
+            ):
+                with pytest.raises(JSONRPCError) as info:
+                    await client.request(method, params)
+                assert info.value.code == -32021, method
+                assert info.value.data == {
+                    "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+                }
