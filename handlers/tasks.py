@@ -84,9 +84,14 @@ def wants_task(
             raise JSONRPCError.method_not_found("tools/call (as a task)")
         return None
     if ctx.modern:
-        extensions = ctx.client_capabilities.get("extensions")
-        # Never return a task to a client that did not declare the extension (SEP-2663).
-        return {} if isinstance(extensions, dict) and EXTENSION in extensions else None
+        if declares_extension(ctx):
+            return {}
+        # Never return a task to a client that did not declare the extension (SEP-2663);
+        # a tool that can only run as one is refused before it runs ("Required
+        # Capabilities": -32021 naming the extension).
+        if support == "required":
+            raise missing_extension()
+        return None
     if task_param is None:
         if support == "required":
             raise JSONRPCError.method_not_found("tools/call (this tool must run as a task)")

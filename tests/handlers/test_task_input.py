@@ -203,3 +203,19 @@ async def test_tasks_methods_need_the_extension_declared() -> None:
                 assert info.value.data == {
                     "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
                 }
+
+
+async def test_a_required_task_tool_is_refused_without_the_extension() -> None:
+    # C5: it used to run synchronously for a client that cannot hold a task.
+    with trio.fail_after(10):
+        async with open_client(
+            app, protocol_version="2026-07-28", capabilities={"elicitation": {}}
+        ) as client:
+            with pytest.raises(JSONRPCError) as info:
+                await client.call_tool("ask_then_work")
+            assert info.value.code == -32021
+            assert info.value.data == {
+                "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+            }
+            inline = await client.call_tool("pair")  # optional: runs inline
+            assert inline["resultType"] == "input_required"
