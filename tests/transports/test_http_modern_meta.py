@@ -68,3 +68,28 @@ async def test_header_and_body_versions_that_disagree_are_32020_before_the_versi
             assert same.status == 400
             error = same.json()["error"]
             assert error["code"] == -32022 and MODERN in error["data"]["supported"]
+
+
+async def test_mcp_name_is_checked_on_task_methods() -> None:
+    # C4: Mcp-Name was not checked on tasks/* (SEP-2663 names them by task id).
+    app, _ = make_app()
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tasks/get",
+        "params": {"taskId": "t-1", "_meta": {VERSION: MODERN, CAPS: caps}},
+    }
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            for name in (None, "t-2"):
+                response = await request(
+                    address, "POST", headers=modern_headers("tasks/get", name), body=body
+                )
+                assert response.status == 400, (name, response.body)
+                assert response.json()["error"]["code"] == -32020
+            unknown = await request(
+                address, "POST", headers=modern_headers("tasks/get", "t-1"), body=body
+            )
+            # The headers match: the request reaches the handler, which knows no such task.
+            assert unknown.status == 200 and unknown.json()["error"]["code"] == -32602

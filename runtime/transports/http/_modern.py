@@ -30,8 +30,17 @@ __all__ = [
     "status_of",
 ]
 
-#: Methods whose ``params.name`` / ``params.uri`` is mirrored into ``Mcp-Name``.
-NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods whose ``params.name`` / ``params.uri`` / ``params.taskId`` is mirrored into
+#: ``Mcp-Name`` (SEP-2243 "Standard Headers"; the tasks extension, SEP-2663 "Streamable
+#: HTTP: Routing Headers", adds its task methods, named by task id).
+NAMED_METHODS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 #: JSON-RPC error code -> HTTP status (2026-07-28 streamable-http; "Backward Compatibility"
 #: lists 400 for the modern protocol errors, "Protocol Version Header" 404 for -32601).
 ERROR_STATUS: Final = {
@@ -83,6 +92,7 @@ class ModernParams(msgspec.Struct):
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
     name: Any = None
     uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
     arguments: msgspec.Raw | UnsetType = UNSET
 
 
@@ -149,7 +159,8 @@ def check_headers(
     name = decode_header_value(raw_name)
     if name is None:
         return "Mcp-Name header value has invalid characters or encoding"
-    expected = params.uri if field == "uri" else params.name
+    by_uri = field == "uri"
+    expected = params.uri if by_uri else params.task_id if field == "taskId" else params.name
     if name != expected:
         return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
     if method != "tools/call":
