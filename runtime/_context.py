@@ -12,6 +12,7 @@ from ._input import (
     InputRequired,
     InputRound,
     check_capability,
+    check_response,
     required_capability,
 )
 from ._registry import App
@@ -237,16 +238,16 @@ class Context:
                 self._round = InputRound({})
             name = key or self._round.next_key(method)
             if name in self._round.responses:
-                return self._round.responses[name]
+                return check_response(name, method, self._round.responses[name])
             answers = await self.task.inputs({name: {"method": method, "params": params}})
-            return answers[name]
+            return answers[name]  # checked by tasks/update
         if not request.modern:
             return await request.peer.request(method, params, timeout=timeout, related=request.id)
         if request.method not in INPUT_METHODS or self._round is None:
             raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
         name = key or self._round.next_key(method)
         if name in self._round.responses:
-            return self._round.responses[name]
+            return check_response(name, method, self._round.responses[name])
         raise InputRequired({name: {"method": method, "params": params}})
 
     async def ask_all(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -282,7 +283,9 @@ class Context:
             if self.task is None:
                 raise InputRequired(missing)
             known.update(await self.task.inputs(missing))
-        return {key: known[key] for key in requests}
+        return {
+            key: check_response(key, value["method"], known[key]) for key, value in requests.items()
+        }
 
     async def become_task(self) -> None:
         """Continue this ``tools/call`` as a task (tools registered with

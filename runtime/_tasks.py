@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 
 import trio
 
+from ._input import check_response
 from .core import INVALID_PARAMS, SERVER_OVERLOADED, JSONRPCError
 
 __all__ = ["TERMINAL", "TaskRecord", "TaskTable"]
@@ -104,13 +105,18 @@ class TaskRecord:
         return {key: self.responses[key] for key in requests}
 
     def provide(self, responses: dict[str, Any]) -> None:
-        """Accept answers; keys that are not outstanding are ignored (SEP-2663).
+        """Accept answers; keys that are not outstanding are ignored (SEP-2663), an answer
+        that is not a result of the method asked is -32602 and none of them is accepted.
 
         Answered keys leave ``input_requests`` here, before tasks/update is acknowledged,
         so a tasks/get right after the ack never lists them (SEP-2663 partial fulfilment);
         when none is left the task is ``working`` again at once.
         """
-        accepted = {k: v for k, v in responses.items() if k in self.input_requests}
+        accepted = {
+            key: check_response(key, self.input_requests[key].get("method", ""), value)
+            for key, value in responses.items()
+            if key in self.input_requests
+        }
         if not accepted:
             return
         self.responses.update(accepted)
