@@ -145,6 +145,18 @@ class Context:
         """The request's ``params._meta`` (empty when absent)."""
         return self._meta
 
+    async def close_sse_stream(self) -> bool:
+        """End this request's SSE response stream now, before the answer (Streamable HTTP,
+        handshake era: 2025-11-25 basic/transports "Resumability and Redelivery", SEP-1699
+        polling). The request runs on; the client reconnects with ``GET`` and
+        ``Last-Event-ID`` after the stream's ``retry`` interval and receives what this
+        request sends from then on, its answer included. Returns False where there is no
+        such stream (other transports, the 2026-07-28 era, a JSON answer)."""
+        close = self._request.session.close_stream
+        if close is None or self._request.modern or self._request.id is None:
+            return False
+        return close(self._request.id)
+
     @property
     def lifespan_state(self) -> Any:
         """What the server's ``lifespan`` yielded (None without one)."""
