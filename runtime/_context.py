@@ -200,7 +200,9 @@ class Context:
             requested = self._meta.get(META_LOG_LEVEL)
             threshold = requested if requested in LOG_LEVELS else None
         else:
-            threshold = self._request.session.log_level
+            # Before logging/setLevel: the server's documented default (2025-11-25
+            # server/utilities/logging leaves the initial level to the server).
+            threshold = self._request.session.log_level or self.server.default_log_level
         if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}

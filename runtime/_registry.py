@@ -37,6 +37,8 @@ class App(Protocol):
     name: str
     version: str
     instructions: str | None
+    #: The handshake-era log level before the client's ``logging/setLevel`` (None: none).
+    default_log_level: str | None
 
     @property
     def registry(self) -> Registry: ...

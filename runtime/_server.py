@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import trio
 
-from ._context import Context
+from ._context import LOG_LEVELS, Context
 from ._output import output_spec
 from ._pagination import CursorCodec
 from ._registry import Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
@@ -62,6 +62,7 @@ class Server(Serving):
         state_secret: bytes | None = None,
         state_ttl: float = 600.0,
         lifespan: Lifespan | None = None,
+        default_log_level: str | None = "debug",
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
@@ -78,9 +79,18 @@ class Server(Serving):
         ``lifespan(app)``: an async context manager factory, entered once when serving
         starts and exited when it ends (``_running``); what it yields is ``app.state``
         and ``ctx.lifespan_state``.
+
+        ``default_log_level``: in the handshake era, the level ``ctx.log`` (``ctx.info``,
+        ...) sends at until the client calls ``logging/setLevel``. The default, "debug",
+        sends every message, as the official SDK does; None sends nothing until the client
+        sets a level. (2026-07-28 requests log only when they carry
+        ``io.modelcontextprotocol/logLevel``, whatever this says.)
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
+        if default_log_level is not None and default_log_level not in LOG_LEVELS:
+            raise ValueError(f"default_log_level must be one of {', '.join(LOG_LEVELS)}")
+        self.default_log_level = default_log_level
         self.name = name
         self.version = version
         self.title = title
