@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import trio
 
@@ -25,6 +25,9 @@ from ._state import StateSealer
 from ._tasks import TaskTable
 from ._uritemplate import UriTemplate, is_template
 from .core import Dispatcher, Limits
+
+if TYPE_CHECKING:
+    from .transports import EventStore, HttpLimits
 
 __all__ = ["Lifespan", "Server"]
 
@@ -63,6 +66,8 @@ class Server(Serving):
         state_ttl: float = 600.0,
         lifespan: Lifespan | None = None,
         default_log_level: str | None = "debug",
+        http_limits: HttpLimits | None = None,
+        event_store: EventStore | None = None,
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
@@ -85,12 +90,20 @@ class Server(Serving):
         sends every message, as the official SDK does; None sends nothing until the client
         sets a level. (2026-07-28 requests log only when they carry
         ``io.modelcontextprotocol/logLevel``, whatever this says.)
+
+        ``http_limits`` (``runtime.transports.HttpLimits``: body and head sizes, sessions,
+        the SSE ``retry`` interval ``sse_retry_ms``, replay buffer, ...) and
+        ``event_store`` (where resumable SSE events wait for ``Last-Event-ID``): what the
+        HTTP, SSE and WebSocket transports use when ``serve_*`` is not given its own, so a
+        file served with ``mcp-runtime serve`` can set them.
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
         if default_log_level is not None and default_log_level not in LOG_LEVELS:
             raise ValueError(f"default_log_level must be one of {', '.join(LOG_LEVELS)}")
         self.default_log_level = default_log_level
+        self.http_limits = http_limits
+        self.event_store = event_store
         self.name = name
         self.version = version
         self.title = title

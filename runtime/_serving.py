@@ -65,6 +65,8 @@ class Serving:
         _all_served: trio.Event | None
         _shutdown_events: set[trio.Event]
         _lifespan: Lifespan | None
+        http_limits: HttpLimits | None
+        event_store: EventStore | None
 
         @property
         def dispatcher(self) -> Dispatcher: ...
@@ -279,11 +281,11 @@ class Serving:
                 messages_path=messages_path,
                 allowed_origins=allowed_origins,
                 allowed_hosts=allowed_hosts,
-                limits=http_limits,
+                limits=http_limits or self.http_limits,
                 max_body_size=self.limits.max_frame_size,
                 authenticate=authenticate,
                 auth=auth,
-                event_store=event_store,
+                event_store=event_store or self.event_store,
                 shutdown=shutdown,
                 task_status=task_status,
             )
@@ -330,7 +332,7 @@ class Serving:
                 path=path,
                 allowed_origins=allowed_origins,
                 allowed_hosts=allowed_hosts,
-                limits=http_limits,
+                limits=http_limits or self.http_limits,
                 max_message_size=self.limits.max_frame_size,
                 auth=auth,
                 authenticate=authenticate,

@@ -67,3 +67,25 @@ async def test_without_a_resumable_stream_it_is_a_no_op() -> None:
         async with open_client(app) as client:  # an in-memory stream: nothing to close
             result = await client.call_tool("poll_me")
     assert result["content"][0]["text"] == "closed=False"
+
+
+async def test_the_served_file_sets_the_retry_interval_and_the_store() -> None:
+    from runtime.transports import HttpLimits, MemoryEventStore
+
+    store = MemoryEventStore(10)
+    configured = Server("configured", http_limits=HttpLimits(sse_retry_ms=123), event_store=store)
+
+    @configured.tool
+    async def tick(ctx: Context) -> str:
+        await ctx.report_progress(1)
+        return "ok"
+
+    with trio.fail_after(10):
+        async with serving(configured) as address:
+            headers = await _session(address)
+            accept = {"accept": "application/json, text/event-stream"}
+            response = await request(
+                address, "POST", headers={**headers, **accept}, body=call(3, "tick", "t")
+            )
+            assert store._counters  # the events went to the given store
+    assert response.body.startswith(b"id: ") and b"\nretry: 123\n" in response.body
