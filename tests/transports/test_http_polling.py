@@ -89,3 +89,31 @@ async def test_the_served_file_sets_the_retry_interval_and_the_store() -> None:
             )
             assert store._counters  # the events went to the given store
     assert response.body.startswith(b"id: ") and b"\nretry: 123\n" in response.body
+
+
+async def test_prefer_sse_answers_every_session_request_as_a_stream() -> None:
+    from runtime.transports import HttpLimits
+
+    eager = Server("eager", http_limits=HttpLimits(prefer_sse=True))
+
+    @eager.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    both = {"accept": "application/json, text/event-stream"}
+    with trio.fail_after(10):
+        async with serving(eager) as address:
+            headers = await _session(address)
+            streamed = await request(
+                address, "POST", headers={**headers, **both}, body=call(4, "add", a=1, b=2)
+            )
+            assert streamed.headers["content-type"] == "text/event-stream"
+            assert streamed.body.startswith(b"id: ")  # resumable: a priming event first
+            assert sse_messages(streamed.body)[-1]["result"]["content"][0]["text"] == "3"
+            json_only = await request(
+                address,
+                "POST",
+                headers={**headers, "accept": "application/json"},
+                body=call(5, "add", a=1, b=2),
+            )
+            assert json_only.headers["content-type"] == "application/json"

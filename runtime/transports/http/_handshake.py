@@ -93,6 +93,8 @@ class HandshakeEra:
         envelope: Any = None,
     ) -> None:
         """``envelope``: ``Hooks.decode_one``'s reading of the body, when the caller has it."""
+        if accept_sse and self.limits.prefer_sse:
+            accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
         body = request.body
         batch_errors: list[bytes] = []
