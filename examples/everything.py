@@ -36,8 +36,15 @@ from runtime import (
     TextContent,
     TextResourceContents,
 )
+from runtime.transports import HttpLimits
 
-app = Server("mcp-runtime-everything", "1.0.0")
+app = Server(
+    "mcp-runtime-everything",
+    "1.0.0",
+    # Session answers stream as SSE (resumable), and clients reconnect 100 ms after a
+    # stream closes (test_reconnection below).
+    http_limits=HttpLimits(sse_retry_ms=100, prefer_sse=True),
+)
 
 #: A 1x1 PNG and a minimal WAV file, base64.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="  # noqa: E501
@@ -195,6 +202,16 @@ async def test_tool_with_logging(ctx: Context) -> str:
     await trio.sleep(0.05)
     await ctx.info("Tool execution completed")
     return "Tool with logging executed successfully"
+
+
+@app.tool
+async def test_reconnection(ctx: Context) -> str:
+    """Close this call's SSE stream part-way; the client resumes it with Last-Event-ID."""
+    await ctx.info("Before disconnect")
+    await ctx.close_sse_stream()
+    await trio.sleep(0.2)  # the client reconnects meanwhile
+    await ctx.info("After reconnect")
+    return "Reconnection test completed"
 
 
 @app.tool
