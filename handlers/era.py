@@ -20,6 +20,7 @@ import msgspec
 from runtime._registry import App
 from runtime.core import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
     Dispatcher,
     Handler,
@@ -57,6 +58,8 @@ _MARKER: Final = META_PROTOCOL_VERSION.encode()
 HANDSHAKE_ONLY: Final = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
+#: Handshake-era requests served before initialize (2025-11-25 basic/lifecycle).
+BEFORE_INITIALIZE: Final = frozenset({"initialize", "ping"})
 #: Methods that exist only in the modern revision.
 MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
 #: Results that implement CacheableResult (2026-07-28 schema.ts).
@@ -97,11 +100,11 @@ class McpDispatcher(Dispatcher):
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
             if raw is None or bytes(raw).find(_MARKER) < 0:  # (``in`` costs more)
-                return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
+                return self._handshake_route(ctx)
             meta = _probe.decode(raw).meta
         if not meta or META_PROTOCOL_VERSION not in meta:
             # The marker appeared elsewhere (inside arguments, say): a handshake-era request.
-            return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
+            return self._handshake_route(ctx)
         version = meta[META_PROTOCOL_VERSION]
         if not isinstance(version, str):
             raise JSONRPCError(
@@ -130,6 +133,25 @@ class McpDispatcher(Dispatcher):
         if ctx.method in HANDSHAKE_ONLY:
             return None
         return self.requests.get(ctx.method)  # its result then passes through decorate
+
+    def _handshake_route(self, ctx: RequestContext) -> Handler | None:
+        if ctx.method in MODERN_ONLY:
+            return None
+        handler = self.requests.get(ctx.method)
+        if (
+            handler is not None
+            and ctx.session.protocol_version is None
+            and ctx.method not in BEFORE_INITIALIZE
+        ):
+            # 2025-11-25 basic/lifecycle: before the server answered initialize, a client
+            # sends nothing but pings. A handshake-era request outside a session is
+            # refused (the connection lives on), as the official SDK refuses it.
+            raise JSONRPCError(
+                INVALID_REQUEST,
+                f"Invalid Request: {ctx.method} before initialize (send initialize first, "
+                "or the 2026-07-28 per-request _meta)",
+            )
+        return handler
 
     def decorate(self, ctx: RequestContext, result: Any) -> Any:
         if isinstance(result, dict):
