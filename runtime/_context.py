@@ -53,6 +53,7 @@ class Context:
         "_meta",
         "_request",
         "_round",
+        "_state",
         "server",
         "task",
     )
@@ -67,6 +68,7 @@ class Context:
         defer_task: bool = False,
     ) -> None:
         self._request = request
+        self._state: dict[str, Any] | None = None
         #: True while a deferred-task tool runs in its request (become_task may hand off).
         self._defer_task = defer_task
         self._round = round
@@ -144,6 +146,20 @@ class Context:
     def meta(self) -> dict[str, Any]:
         """The request's ``params._meta`` (empty when absent)."""
         return self._meta
+
+    @property
+    def request_state(self) -> dict[str, Any]:
+        """The handler's own data for this request, kept across input rounds: read and
+        change it freely (JSON values). In the 2026-07-28 era it travels, integrity
+        protected and expiring with the rest, in the ``requestState`` of an
+        ``input_required`` result and comes back on the client's retry (basic/patterns/
+        mrtr); in the handshake era and in a task the call never leaves the server, so it
+        is a plain dict for the call's life. Sealed state is limited to 256 KiB."""
+        if self._round is not None:
+            return self._round.state
+        if self._state is None:
+            self._state = {}
+        return self._state
 
     async def close_sse_stream(self) -> bool:
         """End this request's SSE response stream now, before the answer (Streamable HTTP,

@@ -53,10 +53,12 @@ class BecomeTask(Exception):
 class InputRound:
     """The answers a modern retry brought (sealed earlier ones plus ``inputResponses``)."""
 
-    __slots__ = ("calls", "responses")
+    __slots__ = ("calls", "responses", "state")
 
-    def __init__(self, responses: dict[str, Any]) -> None:
+    def __init__(self, responses: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         self.responses = responses
+        #: The handler's own data, sealed into the next requestState (Context.request_state).
+        self.state: dict[str, Any] = state if state is not None else {}
         self.calls = 0
 
     def next_key(self, method: str) -> str:
