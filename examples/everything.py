@@ -359,9 +359,12 @@ async def test_input_required_result_list_roots(ctx: Context) -> str:
 
 @app.tool
 async def test_input_required_result_request_state(ctx: Context) -> str:
-    """One round whose answer comes back with the sealed requestState."""
+    """One round; the handler's own note travels in the sealed requestState and back."""
+    if "asked_at" not in ctx.request_state:
+        ctx.request_state["asked_at"] = "round 1"
     answer = await ctx.elicit("Please confirm", form(ok={"type": "boolean"}), key="confirm")
-    return f"state-ok: confirmed={answer.get('content', {}).get('ok')}"
+    ok = ctx.request_state.get("asked_at") == "round 1"  # came back with the retry
+    return f"{'state-ok' if ok else 'state-lost'}: confirmed={answer.get('content', {}).get('ok')}"
 
 
 @app.tool
