@@ -3,7 +3,8 @@
     python -m tests.conformance [--only NAME ...] [--keep DIR]
 
 Serves the fixture over Streamable HTTP on a free 127.0.0.1 port with ``mcp-runtime serve``
-(one server per run, so one run's list changes and tasks never reach another), runs every
+(one server per run, so one run's list changes and tasks never reach another; ``--jobs``
+runs at once), runs every
 combination below with the pinned suites (``tests/conformance/v*/``, installed by
 ``npm ci``) on Node 22, reads each run's ``checks.json``, prints one table and exits 1 on
 any failure, warning, skip or check the suite could not exercise, other than the one
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,8 +204,9 @@ def read_checks(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def execute(run: Run, node: str, work: Path) -> None:
-    out_dir = work / re.sub(r"[^a-z0-9.-]+", "_", run.name.lower())
-    log_path = out_dir.with_suffix(".server.log")
+    slug = re.sub(r"[^a-z0-9.-]+", "_", run.name.lower())
+    out_dir = work / slug
+    log_path = work / f"{slug}.server.log"  # (not with_suffix: the names hold dots)
     out_dir.mkdir(parents=True)
     started = time.monotonic()
     with Fixture(log_path) as server:
@@ -216,7 +219,7 @@ def execute(run: Run, node: str, work: Path) -> None:
         except subprocess.TimeoutExpired:
             run.error = f"timed out after {RUN_TIMEOUT:.0f} s"
         else:
-            (out_dir.with_suffix(".suite.log")).write_text(done.stdout + done.stderr)
+            (work / f"{slug}.suite.log").write_text(done.stdout + done.stderr)
     run.seconds = time.monotonic() - started
     run.checks = read_checks(out_dir)
     if not run.checks and run.error is None:
@@ -250,6 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.conformance", description=__doc__)
     parser.add_argument("--only", action="append", help="run only runs whose name has this")
     parser.add_argument("--keep", type=Path, help="keep results and server logs in this folder")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=4,
+        help="runs at once, each with its own server (default 4: most of a run is waiting)",
+    )
     args = parser.parse_args(argv)
     ci = os.environ.get("CI") == "true"
     node = find_node()
@@ -264,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
     started = time.monotonic()
     try:
-        for run in runs:
-            execute(run, node, work)
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for future in [pool.submit(execute, run, node, work) for run in runs]:
+                future.result()
     finally:
         if args.keep:
             shutil.copytree(work, args.keep, dirs_exist_ok=True)
