@@ -7,7 +7,8 @@ Serves the fixture over Streamable HTTP on a free 127.0.0.1 port with ``mcp-runt
 runs at once), runs every
 combination below with the pinned suites (``tests/conformance/v*/``, installed by
 ``npm ci``) on Node 22, reads each run's ``checks.json``, prints one table and exits 1 on
-any failure, warning, skip or check the suite could not exercise, other than the one
+any failure, warning, skip, check the suite could not exercise or error logged by the
+fixture server, other than the one
 documented fault of the suite itself and the one scenario it skips for every server
 (``docs/conformance.md``). Under ``CI=true`` a missing Node 22 or
 suite is a failure, never a skip.
@@ -72,6 +73,8 @@ class Run:
     checks: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    #: Error-level lines and tracebacks the fixture server logged during the run.
+    server_errors: list[str] = field(default_factory=list)
 
     def tally(self) -> Counter[str]:
         counts: Counter[str] = Counter()
@@ -222,6 +225,11 @@ def execute(run: Run, node: str, work: Path) -> None:
             (work / f"{slug}.suite.log").write_text(done.stdout + done.stderr)
     run.seconds = time.monotonic() - started
     run.checks = read_checks(out_dir)
+    run.server_errors = [
+        line
+        for line in log_path.read_text(errors="replace").splitlines()
+        if "level=ERROR" in line or line.startswith("Traceback")
+    ]
     if not run.checks and run.error is None:
         run.error = "the suite reported no checks"
 
@@ -287,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         if run.error:
             failed = True
             print(f"ERROR {run.name}: {run.error}")
+        for line in run.server_errors:
+            failed = True
+            print(f"SERVER {run.name}: {line[:300]}")
         for check in run.problems():
             failed = True
             status = "UNTESTABLE" if (check.get("details") or {}).get("untestable") else None
