@@ -46,6 +46,7 @@ async def call_with_input(
     meta: dict[str, Any] | None,
     fields: InputFields,
     salient: Callable[[], Any],
+    defer_task: bool = False,
 ) -> tuple[bool, Any]:
     """Call a user function that may ask for input; returns ``(input_required, value)``.
 
@@ -58,20 +59,23 @@ async def call_with_input(
     if not ctx.modern:
         return False, await call_user_function(server, ctx, fn, sig, args, meta)
     responses: dict[str, Any] = {}
+    data: dict[str, Any] = {}
     digest: str | None = None
     if fields.request_state is not None:
         digest = params_digest(salient())
         who = principal_key(ctx.session.principal)
         sealer = server.state_sealer
-        responses.update(sealer.unseal(fields.request_state, ctx.method, digest, who))
+        sealed, data = sealer.unseal_all(fields.request_state, ctx.method, digest, who)
+        responses.update(sealed)
     if fields.input_responses:
         responses.update(fields.input_responses)
+    round = InputRound(responses, data)
     try:
         return False, await call_user_function(
-            server, ctx, fn, sig, args, meta, InputRound(responses)
+            server, ctx, fn, sig, args, meta, round, defer_task=defer_task
         )
     except InputRequired as exc:
-        return True, input_required(server, ctx, exc, responses, digest, salient)
+        return True, input_required(server, ctx, exc, responses, digest, salient, round.state)
 
 
 def input_required(
@@ -81,12 +85,14 @@ def input_required(
     responses: dict[str, Any],
     digest: str | None,
     salient: Callable[[], Any],
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``input_required`` result for a modern request whose handler raised ``exc``:
-    its input requests and a freshly sealed ``requestState`` holding ``responses``."""
+    its input requests and a freshly sealed ``requestState`` holding ``responses`` and the
+    handler's ``data`` (``Context.request_state``)."""
     digest = digest or params_digest(salient())
     who = principal_key(ctx.session.principal)
-    state = server.state_sealer.seal(ctx.method, digest, responses, who)
+    state = server.state_sealer.seal(ctx.method, digest, responses, who, data)
     return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
 
 
@@ -131,13 +137,14 @@ async def call_user_function(
     meta: dict[str, Any] | None,
     round: InputRound | None = None,
     task: TaskRecord | None = None,
+    defer_task: bool = False,
 ) -> Any:
     """Call a registered function with validated arguments (and its Context, if it takes one);
     see ``Signature.call`` for threads and cancellation."""
     kwargs = sig.to_kwargs(args)
     if sig.context_param is None:
         return await sig.call(fn, kwargs)
-    context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task)
+    context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task, defer_task)
     try:
         return await sig.call(fn, kwargs)
     finally:

@@ -58,12 +58,12 @@ class McpDispatcher(Dispatcher):
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
             if raw is None or MODERN_MARKER not in bytes(raw):
-                return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
+                return self._handshake_route(ctx)
             meta = _probe.decode(raw).meta
         modern = select_era(meta)  # raises for a modern request we cannot serve
         if modern is None:
             # The marker appeared elsewhere (inside arguments, say): a handshake-era request.
-            return None if ctx.method in MODERN_ONLY else self.requests.get(ctx.method)
+            return self._handshake_route(ctx)
         ctx.modern = True
         ctx.protocol_version = modern.version
         ctx.meta = meta
@@ -71,6 +71,16 @@ class McpDispatcher(Dispatcher):
         if ctx.method in HANDSHAKE_ONLY:
             return None
         return self.requests.get(ctx.method)  # its result then passes through decorate
+
+    def _handshake_route(self, ctx: RequestContext) -> Handler | None:
+        if ctx.method in MODERN_ONLY:
+            return None
+        handler = self.requests.get(ctx.method)
+        if handler is not None:
+            refused = ctx.session.lifecycle.before_initialize(ctx.method)
+            if refused is not None:
+                raise refused
+        return handler
 
     def decorate(self, ctx: RequestContext, result: Any) -> Any:
         if isinstance(result, dict):

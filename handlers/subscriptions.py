@@ -1,4 +1,4 @@
-"""Change notifications in both eras, fed by the registry's :class:`~runtime._broadcast.Broadcast`.
+"""Change notifications in both eras, fed by the registry's :class:`~runtime.features.Broadcast`.
 
 Handshake era (MCP 2025-11-25 server/resources "Subscriptions", server/tools|prompts|resources
 "List Changed Notification"): once a session is initialized, a per-connection task delivers
@@ -123,7 +123,7 @@ def _offered(server: App) -> set[ListKind]:
 async def _deliver(subscriber: Subscriber, peer: Peer) -> None:
     """A handshake session's delivery task: unsolicited notifications (``related=None``, the
     session's standalone stream on HTTP). Waiting on a full write queue only delays this
-    session; its changes coalesce meanwhile (runtime._broadcast)."""
+    session; its changes coalesce meanwhile (runtime.features)."""
     try:
         while True:
             for change in await subscriber.receive():

@@ -1,4 +1,4 @@
-"""Tasks, both protocols over one table (runtime._tasks).
+"""Tasks, both protocols over one table (runtime.features).
 
 2026-07-28: the extension ``io.modelcontextprotocol/tasks`` (SEP-2663). Server-directed: a
 task-capable tool becomes a task for a client that declared the extension in that
@@ -20,8 +20,9 @@ from typing import Any, Final
 
 import msgspec
 
-from runtime.core import INVALID_PARAMS, Handler, JSONRPCError, Peer, RequestContext
+from runtime.core import Handler, Peer, RequestContext
 from runtime.features import TERMINAL, App, TaskRecord, principal_key
+from runtime.protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
 
 from ._common import decode_params
 
@@ -49,6 +50,22 @@ _update_decoder: Final = msgspec.json.Decoder(_UpdateParams)
 _list_decoder: Final = msgspec.json.Decoder(_ListParams)
 
 
+def declares_extension(ctx: RequestContext) -> bool:
+    """Whether this (modern) request's client capabilities declare the tasks extension."""
+    extensions = ctx.client_capabilities.get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def missing_extension() -> JSONRPCError:
+    """-32021 naming the tasks extension (2026-07-28 basic/index "Missing Required Client
+    Capabilities"; SEP-2663 "Required Capabilities")."""
+    return JSONRPCError(
+        MISSING_CLIENT_CAPABILITY,
+        f"Missing required client capability: the {EXTENSION} extension",
+        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    )
+
+
 def wants_task(
     ctx: RequestContext, support: str | None, task_param: dict[str, Any] | None
 ) -> dict[str, Any] | None:
@@ -59,9 +76,14 @@ def wants_task(
             raise JSONRPCError.method_not_found("tools/call (as a task)")
         return None
     if ctx.modern:
-        extensions = ctx.client_capabilities.get("extensions")
-        # Never return a task to a client that did not declare the extension (SEP-2663).
-        return {} if isinstance(extensions, dict) and EXTENSION in extensions else None
+        if declares_extension(ctx):
+            return {}
+        # Never return a task to a client that did not declare the extension (SEP-2663);
+        # a tool that can only run as one is refused before it runs ("Required
+        # Capabilities": -32021 naming the extension).
+        if support == "required":
+            raise missing_extension()
+        return None
     if task_param is None:
         if support == "required":
             raise JSONRPCError.method_not_found("tools/call (this tool must run as a task)")
@@ -104,18 +126,27 @@ def methods(server: App) -> dict[str, Handler]:
     def find(ctx: RequestContext, task_id: str) -> TaskRecord:
         return table.get(task_id, owner(ctx))
 
+    def gate(ctx: RequestContext) -> None:
+        if ctx.modern and not declares_extension(ctx):
+            # SEP-2663: tasks/get, tasks/update and tasks/cancel belong to the extension; a
+            # request that does not declare it gets -32021 before its params are read.
+            raise missing_extension()
+
     async def get(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
         return find(ctx, params.taskId).wire(legacy=not ctx.modern)
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         if not ctx.modern:
             raise JSONRPCError.method_not_found(ctx.method)
+        gate(ctx)
         params = decode_params(ctx, _update_decoder, b"{}")
         find(ctx, params.taskId).provide(params.inputResponses)
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
         record = find(ctx, params.taskId)
         if record.status in TERMINAL:

@@ -19,9 +19,11 @@ from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
 from runtime.features import (
     App,
     AudioContent,
+    BecomeTask,
     EmbeddedResource,
     ImageContent,
     InputRequired,
+    InputRound,
     ResourceLink,
     TaskRecord,
     TextContent,
@@ -144,6 +146,14 @@ def methods(server: App) -> dict[str, Handler]:
             return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
+            if ctx.modern and tool.defer_task:
+                # Input rounds in the request first; ctx.become_task() hands over.
+                try:
+                    _, result = await execute(ctx, tool, args, params, meta, raw, None, True)
+                except BecomeTask as handoff:
+                    gathered = InputRound(handoff.responses)
+                    return start_task(ctx, tool, args, params, meta, raw, as_task, gathered)
+                return result
             return start_task(ctx, tool, args, params, meta, raw, as_task)
         if sig.direct and params.request_state is None and not params.input_responses:
             # The common shape, an async tool that takes no Context: awaited right here,
@@ -175,13 +185,15 @@ def methods(server: App) -> dict[str, Handler]:
         meta: dict[str, Any] | None,
         raw: bytes | Raw,
         as_task: dict[str, Any],
+        gathered: InputRound | None = None,
     ) -> dict[str, Any]:
         """Run the call as a task (server/tasks): answered at once with the task created.
-        (Apart from call_tool, whose locals would otherwise all become closure cells.)"""
+        (Apart from call_tool, whose locals would otherwise all become closure cells.)
+        ``gathered``: the answers of input rounds run before the call became a task."""
         record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
 
         async def run_task() -> dict[str, Any]:
-            _, result = await execute(ctx, tool, args, params, meta, raw, record)
+            _, result = await execute(ctx, tool, args, params, meta, raw, record, round=gathered)
             return result
 
         if not ctx.modern:
@@ -197,12 +209,17 @@ def methods(server: App) -> dict[str, Handler]:
         meta: dict[str, Any] | None,
         raw: bytes | Raw,
         task: TaskRecord | None,
+        defer_task: bool = False,
+        round: InputRound | None = None,
     ) -> tuple[bool, dict[str, Any]]:
-        """Run the tool; ``(True, input_required_result)`` or ``(False, call_tool_result)``."""
+        """Run the tool; ``(True, input_required_result)`` or ``(False, call_tool_result)``.
+        With ``defer_task``, BecomeTask from the tool propagates to the caller."""
         sig = tool.signature
         try:
             if task is not None:
-                value = await call_user_function(server, ctx, tool.fn, sig, args, meta, task=task)
+                value = await call_user_function(
+                    server, ctx, tool.fn, sig, args, meta, round, task=task
+                )
             elif not ctx.modern:
                 value = await call_user_function(server, ctx, tool.fn, sig, args, meta)
             else:
@@ -215,10 +232,11 @@ def methods(server: App) -> dict[str, Handler]:
                     meta,
                     params,
                     functools.partial(_retry_call, tool.name, raw),
+                    defer_task,
                 )
                 if asking:
                     return True, value
-        except JSONRPCError:
+        except (JSONRPCError, BecomeTask):
             raise
         except ToolError as exc:
             return False, _error_result(str(exc))

@@ -16,6 +16,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._context import Context
+    from ._header import Header
     from ._server import Lifespan, Server
     from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
     from .features import (
@@ -30,13 +31,16 @@ if TYPE_CHECKING:
         TextContent,
         TextResourceContents,
     )
+    from .protocol import MISSING_CLIENT_CAPABILITY
 
 __all__ = [
+    "MISSING_CLIENT_CAPABILITY",
     "Annotations",
     "AudioContent",
     "BlobResourceContents",
     "Context",
     "EmbeddedResource",
+    "Header",
     "ImageContent",
     "InputRequired",
     "JSONRPCError",
@@ -55,11 +59,13 @@ __all__ = [
 
 _LAZY = {
     "Context": "._context",
+    "Header": "._header",
     "Server": "._server",
     "Lifespan": "._server",
     "InputRequired": ".features",
     "JSONRPCError": ".core",
     "Limits": ".core",
+    "MISSING_CLIENT_CAPABILITY": ".protocol",
     "ResourceNotFoundError": ".core",
     "Session": ".core",
     "ToolError": ".core",

@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("MAX_CONNECTIONS"),
         help="concurrent HTTP/WebSocket connections (default 1000; past it: 503)",
     )
+    serve.add_argument(
+        "--sse-retry-ms",
+        type=_positive_int,
+        metavar="N",
+        default=_env("SSE_RETRY_MS"),
+        help="the SSE retry interval sent to HTTP clients (default 1000 ms)",
+    )
     serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=_port, default=_env("PORT", "0"))
     serve.add_argument("--socket", metavar="PATH", default=_env("SOCKET"))
@@ -236,10 +243,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             value = getattr(args, flag)
             if value is not None:
                 options[flag] = [item.strip() for item in value.split(",") if item.strip()]
+        http_changes: dict[str, Any] = {}
         if args.max_connections is not None:
+            http_changes["max_connections"] = int(args.max_connections)
+        if args.sse_retry_ms is not None:
+            http_changes["sse_retry_ms"] = int(args.sse_retry_ms)
+        if http_changes:
             from .transports import HttpLimits
 
-            options["http_limits"] = HttpLimits(max_connections=int(args.max_connections))
+            base = server.http_limits or HttpLimits()
+            options["http_limits"] = dataclasses.replace(base, **http_changes)
     elif args.transport == "unix":
         options.update(path=args.socket)
     try:

@@ -9,10 +9,12 @@ from .core import RequestContext, RequestId, Session
 from .features import (
     INPUT_METHODS,
     App,
+    BecomeTask,
     InputRequired,
     InputRound,
     TaskRecord,
     check_capability,
+    check_response,
     required_capability,
     to_contents,
 )
@@ -43,7 +45,17 @@ class Context:
     they raise nothing when the connection is closing (the output is dropped and logged).
     """
 
-    __slots__ = ("_closed", "_last_progress", "_meta", "_request", "_round", "server", "task")
+    __slots__ = (
+        "_closed",
+        "_defer_task",
+        "_last_progress",
+        "_meta",
+        "_request",
+        "_round",
+        "_state",
+        "server",
+        "task",
+    )
 
     def __init__(
         self,
@@ -52,8 +64,12 @@ class Context:
         meta: dict[str, Any] | None = None,
         round: InputRound | None = None,
         task: TaskRecord | None = None,
+        defer_task: bool = False,
     ) -> None:
         self._request = request
+        self._state: dict[str, Any] | None = None
+        #: True while a deferred-task tool runs in its request (become_task may hand off).
+        self._defer_task = defer_task
         self._round = round
         #: The task this call runs as (tasks extension / 2025-11-25 tasks), else None.
         self.task = task
@@ -131,6 +147,32 @@ class Context:
         return self._meta
 
     @property
+    def request_state(self) -> dict[str, Any]:
+        """The handler's own data for this request, kept across input rounds: read and
+        change it freely (JSON values). In the 2026-07-28 era it travels, integrity
+        protected and expiring with the rest, in the ``requestState`` of an
+        ``input_required`` result and comes back on the client's retry (basic/patterns/
+        mrtr); in the handshake era and in a task the call never leaves the server, so it
+        is a plain dict for the call's life. Sealed state is limited to 256 KiB."""
+        if self._round is not None:
+            return self._round.state
+        if self._state is None:
+            self._state = {}
+        return self._state
+
+    async def close_sse_stream(self) -> bool:
+        """End this request's SSE response stream now, before the answer (Streamable HTTP,
+        handshake era: 2025-11-25 basic/transports "Resumability and Redelivery", SEP-1699
+        polling). The request runs on; the client reconnects with ``GET`` and
+        ``Last-Event-ID`` after the stream's ``retry`` interval and receives what this
+        request sends from then on, its answer included. Returns False where there is no
+        such stream (other transports, the 2026-07-28 era, a JSON answer)."""
+        close = self._request.session.close_stream
+        if close is None or self._request.modern or self._request.id is None:
+            return False
+        return close(self._request.id)
+
+    @property
     def lifespan_state(self) -> Any:
         """What the server's ``lifespan`` yielded (None without one)."""
         return getattr(self.server, "state", None)
@@ -173,7 +215,9 @@ class Context:
             requested = self._meta.get(META_LOG_LEVEL)
             threshold = requested if requested in LOG_LEVELS else None
         else:
-            threshold = self._request.session.log_level
+            # Before logging/setLevel: the server's documented default (2025-11-25
+            # server/utilities/logging leaves the initial level to the server).
+            threshold = self._request.session.log_level or self.server.default_log_level
         if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -217,20 +261,74 @@ class Context:
         request = self._request
         if self.task is not None and request.modern:
             # Tasks extension: the task moves to input_required and the answer arrives
-            # through tasks/update (SEP-2663), not through a retry.
+            # through tasks/update (SEP-2663), not through a retry. An answer gathered in
+            # an input round before the call became a task (become_task) comes back as is.
             if self._round is None:
                 self._round = InputRound({})
-            return await self.task.input(
-                key or self._round.next_key(method), {"method": method, "params": params}
-            )
+            name = key or self._round.next_key(method)
+            if name in self._round.responses:
+                return check_response(name, method, self._round.responses[name])
+            answers = await self.task.inputs({name: {"method": method, "params": params}})
+            return answers[name]  # checked by tasks/update
         if not request.modern:
             return await request.peer.request(method, params, timeout=timeout, related=request.id)
         if request.method not in INPUT_METHODS or self._round is None:
             raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
         name = key or self._round.next_key(method)
         if name in self._round.responses:
-            return self._round.responses[name]
+            return check_response(name, method, self._round.responses[name])
         raise InputRequired({name: {"method": method, "params": params}})
+
+    async def ask_all(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Ask several things at once and return every answer, by key.
+
+        ``requests`` maps keys to input requests (``{"method": ..., "params": ...}``, as
+        ``InputRequired`` takes them). Modern era: one ``input_required`` round lists them
+        all (2026-07-28 basic/patterns/mrtr); a retry that answers only some of them gets
+        the rest asked again. As a task, the task waits in ``input_required`` until all are
+        answered (tasks/update may answer them one at a time). Handshake era: the requests
+        go to the client one after the other. -32021 when a capability is missing.
+        """
+        for asked in requests.values():
+            check_capability(
+                self.client_capabilities,
+                required_capability(asked["method"], asked.get("params", {})),
+            )
+        request = self._request
+        if not request.modern:
+            return {
+                key: await request.peer.request(
+                    value["method"], value.get("params", {}), timeout=300.0, related=request.id
+                )
+                for key, value in requests.items()
+            }
+        if self._round is None:
+            if self.task is None:
+                raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
+            self._round = InputRound({})
+        known = self._round.responses
+        missing = {key: value for key, value in requests.items() if key not in known}
+        if missing:
+            if self.task is None:
+                raise InputRequired(missing)
+            known.update(await self.task.inputs(missing))
+        return {
+            key: check_response(key, value["method"], known[key]) for key, value in requests.items()
+        }
+
+    async def become_task(self) -> None:
+        """Continue this ``tools/call`` as a task (tools registered with
+        ``@app.tool(task=..., defer_task=True)``).
+
+        Until this call the tool runs in its request, so it may first ask for input in
+        ordinary ``input_required`` rounds; here the request answers ``CreateTaskResult``
+        and the tool runs again from the top as the task, every earlier ``ask`` returning
+        its answer at once (2026-07-28 tasks extension, "MRTR then task" composition).
+        Already a task, or a client without task support: returns at once and the call
+        goes on as it is.
+        """
+        if self.task is None and self._request.modern and self._defer_task:
+            raise BecomeTask(dict(self._round.responses) if self._round is not None else {})
 
     async def elicit(
         self, message: str, schema: dict[str, Any], *, key: str | None = None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar,
 import trio
 
 from ._compose import build_dispatcher
-from ._context import Context
+from ._context import LOG_LEVELS, Context
 from ._lifetime import Lifetime, run_with_signals
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
@@ -100,6 +100,9 @@ class Server:
         state_secret: bytes | None = None,
         state_ttl: float = 600.0,
         lifespan: Lifespan | None = None,
+        default_log_level: str | None = "debug",
+        http_limits: HttpLimits | None = None,
+        event_store: EventStore | None = None,
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
@@ -116,9 +119,26 @@ class Server:
         ``lifespan(app)``: an async context manager factory, entered once when serving
         starts and exited when it ends (``_running``); what it yields is ``app.state``
         and ``ctx.lifespan_state``.
+
+        ``default_log_level``: in the handshake era, the level ``ctx.log`` (``ctx.info``,
+        ...) sends at until the client calls ``logging/setLevel``. The default, "debug",
+        sends every message, as the official SDK does; None sends nothing until the client
+        sets a level. (2026-07-28 requests log only when they carry
+        ``io.modelcontextprotocol/logLevel``, whatever this says.)
+
+        ``http_limits`` (``runtime.transports.HttpLimits``: body and head sizes, sessions,
+        the SSE ``retry`` interval ``sse_retry_ms``, replay buffer, ...) and
+        ``event_store`` (where resumable SSE events wait for ``Last-Event-ID``): what the
+        HTTP, SSE and WebSocket transports use when ``serve_*`` is not given its own, so a
+        file served with ``mcp-runtime serve`` can set them.
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
+        if default_log_level is not None and default_log_level not in LOG_LEVELS:
+            raise ValueError(f"default_log_level must be one of {', '.join(LOG_LEVELS)}")
+        self.default_log_level = default_log_level
+        self.http_limits = http_limits
+        self.event_store = event_store
         self.name = name
         self.version = version
         self.title = title
@@ -131,7 +151,7 @@ class Server:
         self.cursors = CursorCodec(page_size)
         self._completer: Completer | None = None
         self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
-        #: Tasks (both task protocols): bounded, with TTLs; see ``runtime._tasks``.
+        #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
@@ -176,6 +196,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         task: Literal["optional", "required"] | None = None,
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
@@ -193,6 +214,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         task: Literal["optional", "required"] | None = None,
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. Use as ``@app.tool`` or ``@app.tool(name=..., ...)``.
@@ -215,6 +237,9 @@ class Server:
         ``task``: the tool may run as a task ("optional") or must ("required", 2025-11-25
         clients must then ask for a task). Modern clients that declare the
         ``io.modelcontextprotocol/tasks`` extension get a task handle at once and poll it.
+        ``defer_task=True``: for those clients the tool starts in its request instead (it
+        may ask for input in ``input_required`` rounds there) and becomes the task when it
+        calls ``await ctx.become_task()``.
         """
 
         def register(func: F) -> F:
@@ -242,6 +267,7 @@ class Server:
                     output=output,
                     output_schema=output_schema,
                     task_support=task,
+                    defer_task=defer_task,
                 )
             )
             return func
@@ -414,7 +440,7 @@ class Server:
     def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions and listens subscribed to ``uri`` that it changed
         (``notifications/resources/updated``). Synchronous and never blocks: changes coalesce
-        per subscriber (runtime._broadcast). Call it from any task of the server's trio run,
+        per subscriber (runtime.features). Call it from any task of the server's trio run,
         or from a sync tool's worker thread (it hops to the trio thread).
         """
         self.registry.changes.resource_updated(uri)
@@ -584,11 +610,11 @@ class Server:
                 messages_path=messages_path,
                 allowed_origins=allowed_origins,
                 allowed_hosts=allowed_hosts,
-                limits=http_limits,
+                limits=http_limits or self.http_limits,
                 max_body_size=self.limits.max_frame_size,
                 authenticate=authenticate,
                 auth=auth,
-                event_store=event_store,
+                event_store=event_store or self.event_store,
                 shutdown=shutdown,
                 task_status=task_status,
             )
@@ -635,7 +661,7 @@ class Server:
                 path=path,
                 allowed_origins=allowed_origins,
                 allowed_hosts=allowed_hosts,
-                limits=http_limits,
+                limits=http_limits or self.http_limits,
                 max_message_size=self.limits.max_frame_size,
                 auth=auth,
                 authenticate=authenticate,

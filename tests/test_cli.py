@@ -189,3 +189,50 @@ def test_max_connections_flag_limits_http_connections() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+SERVE_HTTP = ("serve", "tests/servers/wire.py", "--transport", "http", "--port", "0")
+
+
+def test_sse_retry_flag_sets_the_retry_interval() -> None:
+    import http.client
+    import json
+    import time
+
+    process = subprocess.Popen(
+        cli(*SERVE_HTTP, "--sse-retry-ms", "77"),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 15
+        line = b""
+        while b"listening" not in line and time.monotonic() < deadline:
+            line = process.stderr.readline()
+        port = int(line.decode().rsplit(",", 1)[1].strip(" )\n").split(")")[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+        }
+        accept = "application/json, text/event-stream"
+        conn.request(
+            "POST", "/mcp", json.dumps(init), {"accept": accept, "content-type": "application/json"}
+        )
+        response = conn.getresponse()
+        response.read()
+        session = response.getheader("mcp-session-id")
+        assert session
+        headers = {"mcp-session-id": session, "accept": "text/event-stream"}
+        conn.request("GET", "/mcp", headers={**headers, "mcp-protocol-version": "2025-11-25"})
+        stream = conn.getresponse()
+        assert stream.status == 200
+        assert b"retry: 77" in stream.fp.readline() + stream.fp.readline() + stream.fp.readline()
+        conn.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol import OPERATING, Lifecycle
@@ -19,6 +20,7 @@ class Session:
     __slots__ = (
         "client_capabilities",
         "client_info",
+        "close_stream",
         "lifecycle",
         "log_level",
         "principal",
@@ -40,6 +42,10 @@ class Session:
         self.principal: Any = None
         #: Free-form per-session state for handlers and user code.
         self.state: dict[str, Any] = {}
+        #: Set by a transport whose responses are resumable streams (Streamable HTTP
+        #: sessions): ends the response stream of the request with this id early; the
+        #: client resumes it with Last-Event-ID. Returns False when there is none.
+        self.close_stream: Callable[[Any], bool] | None = None
 
     @property
     def protocol_version(self) -> str | None:

@@ -18,7 +18,15 @@ Other packages import the names re-exported here, never the private modules.
 from ._annotations import enc_hook
 from ._broadcast import LIST_KINDS, TASK_KEY, Broadcast, Change, ListKind, Subscriber
 from ._contents import to_contents
-from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
+from ._input import (
+    INPUT_METHODS,
+    BecomeTask,
+    InputRequired,
+    InputRound,
+    check_capability,
+    check_response,
+    required_capability,
+)
 from ._output import OutputSpec, output_spec
 from ._pagination import CursorCodec
 from ._registry import App, Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
@@ -47,6 +55,7 @@ __all__ = [
     "Annotations",
     "App",
     "AudioContent",
+    "BecomeTask",
     "BlobResourceContents",
     "Broadcast",
     "Change",
@@ -76,6 +85,7 @@ __all__ = [
     "UriTemplate",
     "UriTemplateError",
     "check_capability",
+    "check_response",
     "doc_summary",
     "enc_hook",
     "inspect_signature",

@@ -12,9 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..protocol import MISSING_CLIENT_CAPABILITY, JSONRPCError
+from ..protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
 
-__all__ = ["INPUT_METHODS", "InputRequired", "InputRound", "required_capability"]
+__all__ = [
+    "INPUT_METHODS",
+    "BecomeTask",
+    "InputRequired",
+    "InputRound",
+    "check_response",
+    "required_capability",
+]
 
 #: Requests that may answer with an InputRequiredResult (2026-07-28 mrtr, "Supported
 #: Requests"); any other request asking for input is a server bug.
@@ -33,13 +40,25 @@ class InputRequired(Exception):
         self.requests = requests
 
 
+class BecomeTask(Exception):
+    """Raised by ``Context.become_task`` in a deferred-task tool: the request answers
+    ``CreateTaskResult`` and the tool runs again as the task with ``responses`` (the answers
+    its input rounds gathered so far)."""
+
+    def __init__(self, responses: dict[str, Any]) -> None:
+        super().__init__("become a task")
+        self.responses = responses
+
+
 class InputRound:
     """The answers a modern retry brought (sealed earlier ones plus ``inputResponses``)."""
 
-    __slots__ = ("calls", "responses")
+    __slots__ = ("calls", "responses", "state")
 
-    def __init__(self, responses: dict[str, Any]) -> None:
+    def __init__(self, responses: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         self.responses = responses
+        #: The handler's own data, sealed into the next requestState (Context.request_state).
+        self.state: dict[str, Any] = state if state is not None else {}
         self.calls = 0
 
     def next_key(self, method: str) -> str:
@@ -74,3 +93,41 @@ def check_capability(capabilities: dict[str, Any], path: tuple[str, ...]) -> Non
                 {"requiredCapabilities": required},
             )
         node = node[part]
+
+
+_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
+
+
+def _response_problem(method: str, value: Any) -> str | None:
+    """Why ``value`` is not a result of ``method`` (the client's answer), or None."""
+    if not isinstance(value, dict):
+        return f"expected the {method} result object, got {type(value).__name__}"
+    if method == "elicitation/create":
+        # ElicitResult: action, and for "accept" an object of field values.
+        if value.get("action") not in _ACTIONS:
+            return 'action must be "accept", "decline" or "cancel"'
+        content = value.get("content")
+        if content is not None and not isinstance(content, dict):
+            return "content must be an object"
+    elif method == "sampling/createMessage":
+        # CreateMessageResult: a message (role, content) from the client's model.
+        if not isinstance(value.get("content"), dict | list) or "role" not in value:
+            return "a CreateMessageResult needs role and content"
+    elif method == "roots/list" and not isinstance(value.get("roots"), list):
+        return "a ListRootsResult needs a roots array"
+    return None
+
+
+def check_response(key: str, method: str, value: Any) -> Any:
+    """``value``, the client's answer to the input request ``key`` (a ``method`` request),
+    or -32602 when it is not a result of that method: an answer reaches the handler only
+    in the shape it asked for (2026-07-28 basic/patterns/mrtr: input responses are
+    client-supplied input; SEP-2322 "validate InputResponses")."""
+    problem = _response_problem(method, value)
+    if problem is not None:
+        raise JSONRPCError(
+            INVALID_PARAMS,
+            f"Invalid params: inputResponses[{key!r}]: {problem}",
+            {"key": key[:100], "method": method},
+        )
+    return value

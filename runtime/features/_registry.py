@@ -37,6 +37,8 @@ class App(Protocol):
     name: str
     version: str
     instructions: str | None
+    #: The handshake-era log level before the client's ``logging/setLevel`` (None: none).
+    default_log_level: str | None
 
     @property
     def registry(self) -> Registry: ...
@@ -82,6 +84,8 @@ class ToolDef:
     #: Task support: None (never), "optional" or "required" (2025-11-25 execution.taskSupport;
     #: in 2026-07-28 any task-capable tool runs as a task for clients with the extension).
     task_support: str | None = None
+    #: Modern era: run in the request until ``ctx.become_task()`` (input rounds first).
+    defer_task: bool = False
     listing: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

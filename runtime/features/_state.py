@@ -35,6 +35,8 @@ class _Payload(msgspec.Struct, forbid_unknown_fields=True):
     responses: dict[str, Any]
     #: The authenticated principal the state was issued to (None: unauthenticated).
     principal: str | None = None
+    #: What the handler keeps between rounds (``Context.request_state``).
+    data: dict[str, Any] = {}
 
 
 _decoder: Final = msgspec.json.Decoder(_Payload)
@@ -94,11 +96,20 @@ class StateSealer:
         return int(now // self._rotate)
 
     def seal(
-        self, method: str, digest: str, responses: dict[str, Any], principal: str | None = None
+        self,
+        method: str,
+        digest: str,
+        responses: dict[str, Any],
+        principal: str | None = None,
+        data: dict[str, Any] | None = None,
     ) -> str:
+        """Seal the state of one input round: the answers so far and the handler's own
+        ``data``. ValueError when it would exceed what ``unseal`` accepts (256 KiB)."""
         now = time.time()
         expires = now + self.ttl_seconds
-        payload = _b64(_encode(_Payload(method, digest, expires, responses, principal)))
+        payload = _b64(_encode(_Payload(method, digest, expires, responses, principal, data or {})))
+        if len(payload) > _MAX_STATE - 200:  # (room for the key id and the MAC)
+            raise ValueError(f"requestState would exceed {_MAX_STATE} bytes")
         epoch = self._epoch(now)
         signed = f"{epoch}.{payload}".encode()
         return f"{payload}.{epoch}.{_b64(hmac.new(self._key(epoch), signed, 'sha256').digest())}"
@@ -108,6 +119,12 @@ class StateSealer:
     ) -> dict[str, Any]:
         """The input responses carried by ``state``; raises -32602 for state that is forged,
         expired, or was issued for another request or another principal."""
+        return self.unseal_all(state, method, digest, principal)[0]
+
+    def unseal_all(
+        self, state: str, method: str, digest: str, principal: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(responses, data)`` carried by ``state``, checked as :meth:`unseal` does."""
         try:
             if len(state) > _MAX_STATE:
                 raise ValueError("too large")
@@ -130,4 +147,4 @@ class StateSealer:
         if payload.principal != principal:
             # 2026-07-28 mrtr: reject state presented by a different principal.
             raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
-        return payload.responses
+        return payload.responses, payload.data

@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 import trio
 
 from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
+from ._input import check_response
 
 __all__ = ["TERMINAL", "TaskRecord", "TaskTable"]
 
@@ -55,6 +56,8 @@ class TaskRecord:
         self.scope = trio.CancelScope()
         self.done = trio.Event()
         self._changed = trio.Event()
+        #: Set (and replaced) whenever tasks/update delivers answers.
+        self._answered = trio.Event()
         self.listeners: list[Callable[[TaskRecord], None]] = []
 
     @property
@@ -80,23 +83,51 @@ class TaskRecord:
 
     async def input(self, key: str, request: dict[str, Any]) -> Any:
         """Wait for the client's answer to ``request`` (delivered by tasks/update)."""
-        while key not in self.responses:
-            self.input_requests[key] = request
-            self.set_status("input_required", "waiting for input")
-            await self.wait_changed()
-        self.input_requests.pop(key, None)
-        if not self.input_requests and self.status == "input_required":
-            self.set_status("working")
-        return self.responses[key]
+        return (await self.inputs({key: request}))[key]
+
+    async def inputs(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Wait until every request in ``requests`` is answered (by tasks/update) and return
+        the answers by key. Several waiters may wait at once (a handler asking in parallel):
+        they wake only when answers arrive, never on each other's status updates."""
+        pending = {key: value for key, value in requests.items() if key not in self.responses}
+        if pending:
+            self.input_requests.update(pending)
+            if self.status != "input_required":
+                self.set_status("input_required", "waiting for input")
+            elif self.status not in TERMINAL:
+                # More requests on a task already waiting: the status stays, the task
+                # changed (listeners see the new inputRequests); waiters are not woken.
+                self.updated_at = time.time()
+                for listener in list(self.listeners):
+                    listener(self)
+            while any(key not in self.responses for key in requests):
+                await self._answered.wait()
+        return {key: self.responses[key] for key in requests}
 
     def provide(self, responses: dict[str, Any]) -> None:
-        """Accept answers; keys that are not outstanding are ignored (SEP-2663)."""
-        accepted = {k: v for k, v in responses.items() if k in self.input_requests}
-        if accepted:
-            self.responses.update(accepted)
+        """Accept answers; keys that are not outstanding are ignored (SEP-2663), an answer
+        that is not a result of the method asked is -32602 and none of them is accepted.
+
+        Answered keys leave ``input_requests`` here, before tasks/update is acknowledged,
+        so a tasks/get right after the ack never lists them (SEP-2663 partial fulfilment);
+        when none is left the task is ``working`` again at once.
+        """
+        accepted = {
+            key: check_response(key, self.input_requests[key].get("method", ""), value)
+            for key, value in responses.items()
+            if key in self.input_requests
+        }
+        if not accepted:
+            return
+        self.responses.update(accepted)
+        for key in accepted:
+            del self.input_requests[key]
+        if not self.input_requests and self.status == "input_required":
+            self.set_status("working")
+        else:
             self.updated_at = time.time()
-            self._changed.set()
-            self._changed = trio.Event()
+        self._answered.set()
+        self._answered = trio.Event()
 
     def wire(self, *, legacy: bool) -> dict[str, Any]:
         """The task object: SEP-2663 ``DetailedTask``, or the 2025-11-25 ``Task``."""

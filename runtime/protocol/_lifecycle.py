@@ -17,6 +17,10 @@ OPERATING      the handshake is complete.
 
 Rules applied per request (``admit``):
 
+- Before ``initialize`` a handshake-era client sends nothing but pings (2025-11-25
+  basic/lifecycle): any other known request is refused with -32600 and the connection lives
+  on, as the official SDK refuses it (``before_initialize``, applied by the dispatcher once it
+  knows the request is not a modern one).
 - ``initialize`` MUST NOT be part of a JSON-RPC batch (2025-03-26 basic/lifecycle) and is
   answered once per session: a second one is -32600.
 - Methods of one era are unknown in the other (-32601, decided by the dispatcher with
@@ -33,10 +37,13 @@ from __future__ import annotations
 from typing import Final
 
 from ._errors import INVALID_REQUEST, JSONRPCError, invalid_request
-from ._methods import INITIALIZE
+from ._methods import INITIALIZE, PING
 from ._versions import BATCH_REVISION, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 __all__ = ["INITIALIZING", "NEW", "OPERATING", "Lifecycle", "batch_refusal"]
+
+#: Handshake-era requests served before ``initialize``.
+BEFORE_INITIALIZE: Final = frozenset({INITIALIZE, PING})
 
 NEW: Final = "new"
 INITIALIZING: Final = "initializing"
@@ -62,6 +69,16 @@ class Lifecycle:
         """The refusal for a request that must not start in this state, or None."""
         if method == INITIALIZE and in_batch:
             return invalid_request("initialize must not be part of a JSON-RPC batch")
+        return None
+
+    def before_initialize(self, method: str) -> JSONRPCError | None:
+        """The refusal of a handshake-era request that needs the session ``initialize``
+        opens, while there is none yet; None when it may be served."""
+        if self.version is None and method not in BEFORE_INITIALIZE:
+            return invalid_request(
+                f"{method} before initialize (send initialize first, or the 2026-07-28 "
+                "per-request _meta)"
+            )
         return None
 
     def initialize(self, requested: str) -> str:

@@ -12,10 +12,12 @@ __all__ = [
     "INITIALIZED",
     "MODERN_ONLY",
     "NAMED_METHODS",
+    "PING",
     "SUBSCRIPTIONS_LISTEN",
 ]
 
 INITIALIZE: Final = "initialize"
+PING: Final = "ping"
 INITIALIZED: Final = "notifications/initialized"
 CANCELLED: Final = "notifications/cancelled"
 SUBSCRIPTIONS_LISTEN: Final = "subscriptions/listen"
@@ -23,7 +25,7 @@ SUBSCRIPTIONS_LISTEN: Final = "subscriptions/listen"
 #: Methods the modern revision removed (2026-07-28 changelog, items 2, 4, 5): at that
 #: revision they are -32601 like any unknown method.
 HANDSHAKE_ONLY: Final = frozenset(
-    {INITIALIZE, "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+    {INITIALIZE, PING, "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
 #: Methods that exist only in the modern revision (-32601 in a handshake-era session).
 MODERN_ONLY: Final = frozenset({"server/discover", SUBSCRIPTIONS_LISTEN})
@@ -39,6 +41,15 @@ CACHEABLE_METHODS: Final = frozenset(
         "resources/read",
     }
 )
-#: Methods whose ``params.name`` / ``params.uri`` a 2026-07-28 HTTP client mirrors into the
-#: ``Mcp-Name`` header (basic/transports/streamable-http, "Request Metadata").
-NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods whose ``params.name`` / ``params.uri`` / ``params.taskId`` a 2026-07-28 HTTP
+#: client mirrors into the ``Mcp-Name`` header (SEP-2243 "Standard Headers"; the tasks
+#: extension, SEP-2663 "Streamable HTTP: Routing Headers", adds its task methods, named by
+#: task id).
+NAMED_METHODS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}

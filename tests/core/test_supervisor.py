@@ -48,6 +48,7 @@ async def test_thousand_slow_requests_are_answered_or_refused_at_once() -> None:
     try:
         with trio.fail_after(20):
             async with open_memory_peer(app) as peer:
+                await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
                 before = tracemalloc.get_traced_memory()[0]
                 for i in range(1000):
                     await peer.send(_call(i, "slow", tag=str(i), seconds=30.0))
@@ -75,6 +76,7 @@ async def test_cancelled_request_stops_and_gets_no_response() -> None:
     app, started, finished = _server()
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
+            await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
             await peer.send(_call("victim", "slow", tag="victim"))
             await trio.testing.wait_all_tasks_blocked()
             assert started == ["victim"]
@@ -98,6 +100,7 @@ async def test_request_timeout_answers_minus_32001() -> None:
     app, _started, finished = _server(request_timeout=0.2)
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
+            await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
             await peer.send(_call(1, "slow", tag="t", seconds=30.0))
             reply = await peer.receive()
             assert reply["id"] == 1
@@ -114,6 +117,7 @@ async def test_batch_item_timeout_and_failure_spoil_only_themselves() -> None:
 
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
+            await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
             await peer.send(
                 [
                     _call(1, "slow", tag="x", seconds=30.0),
@@ -134,6 +138,7 @@ async def test_duplicate_in_flight_id_is_refused() -> None:
     app, _started, _finished = _server()
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
+            await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
             await peer.send(_call(7, "slow", tag="a"))
             await peer.send(_call(7, "echo", text="b"))
             reply = await peer.receive()
@@ -145,6 +150,8 @@ async def test_one_connection_failing_does_not_disturb_another() -> None:
     app, _started, _finished = _server()
     with trio.fail_after(10):
         async with open_memory_peer(app) as good, open_memory_peer(app) as bad:
+            await good.initialize()
+            await bad.initialize()
             await good.send(_call(1, "slow", tag="g", seconds=0.3))
             await bad.send_bytes(b"\xff\xfe garbage \x00\n")
             assert (await bad.receive())["error"]["code"] == -32700
@@ -157,6 +164,7 @@ async def test_graceful_shutdown_lets_in_flight_finish_then_cancels() -> None:
     app, _started, finished = _server(shutdown_grace=0.5)
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
+            await peer.initialize()  # 2025-11-25 lifecycle: requests follow it
             await peer.send(_call("quick", "slow", tag="quick", seconds=0.1))
             await peer.send(_call("long", "slow", tag="long", seconds=30.0))
             await trio.testing.wait_all_tasks_blocked()
@@ -175,6 +183,7 @@ async def test_tcp_shutdown_drains_within_grace() -> None:
             address = await nursery.start(app.serve_tcp)
             stream = await trio.open_tcp_stream(*address[:2])
             peer = RawPeer(stream, stream, "ndjson")
+            await peer.initialize()
             await peer.send(_call("q", "slow", tag="q", seconds=0.3))
             await peer.send(_call("l", "slow", tag="l", seconds=30.0))
             await trio.testing.wait_all_tasks_blocked()

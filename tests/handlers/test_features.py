@@ -210,7 +210,9 @@ async def test_context_sees_the_session() -> None:
 async def test_logging_respects_set_level() -> None:
     async with open_client(make_app()) as client:
         await client.call_tool("logs")
-        assert client.notifications == []  # no level set: nothing is sent
+        # No level set: the server's default ("debug") lets everything through.
+        assert [n["params"]["level"] for n in client.notifications] == ["debug", "warning"]
+        client.notifications.clear()
         await client.request("logging/setLevel", {"level": "info"})
         await client.call_tool("logs")
         note = await client.wait_for_notification("notifications/message")

@@ -67,7 +67,10 @@ def test_eof_with_a_request_in_flight_still_exits_within_one_second() -> None:
     )
     try:
         assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        process.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize",'
+            b'"params":{"protocolVersion":"2025-11-25","capabilities":{}}}\n'
+        )
         process.stdin.flush()
         process.stdout.readline()
         process.stdin.write(

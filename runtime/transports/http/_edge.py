@@ -166,6 +166,11 @@ class HttpLimits:
     sse_keepalive: float = 15.0
     #: ``retry`` (milliseconds) sent on SSE streams so clients know when to reconnect.
     sse_retry_ms: int = 1000
+    #: Handshake-era session POSTs: answer every request of a client that accepts
+    #: ``text/event-stream`` as a (resumable) SSE stream, as the official SDK does, instead
+    #: of plain JSON when the answer is the only message (2025-11-25 basic/transports
+    #: leaves the choice to the server; JSON is the cheaper default).
+    prefer_sse: bool = False
     #: Messages queued for one response stream before it is cut (the client may resume).
     stream_queue_size: int = 1024
     #: Seconds between WebSocket pings; None disables them.

@@ -110,6 +110,8 @@ class HandshakeEra:
     ) -> None:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
         envelope of ``kind`` (already classified) or a batch (judged here, item by item)."""
+        if accept_sse and self.limits.prefer_sse:
+            accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
         body = request.body
         batch_errors: list[bytes] = []

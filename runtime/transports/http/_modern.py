@@ -70,6 +70,7 @@ class ModernParams(msgspec.Struct):
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
     name: Any = None
     uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
     arguments: msgspec.Raw | UnsetType = UNSET
 
 
@@ -136,7 +137,8 @@ def check_headers(
     name = decode_header_value(raw_name)
     if name is None:
         return "Mcp-Name header value has invalid characters or encoding"
-    expected = params.uri if field == "uri" else params.name
+    by_uri = field == "uri"
+    expected = params.uri if by_uri else params.task_id if field == "taskId" else params.name
     if name != expected:
         return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
     if method != "tools/call":

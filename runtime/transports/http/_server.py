@@ -361,6 +361,11 @@ class _Driver:
                 await exchange.respond(exc.status, body, headers=exc.headers)
             else:
                 log.warning("http error after response start conn=%s: %s", self.id, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            # The client went away while the app was writing (a GET stream it closed, say):
+            # routine, not an application failure.
+            log.info("client gone while answering conn=%s: %s", self.id, exc)
+            exchange.close_after = True
         except Exception:
             log.exception("http app failed conn=%s", self.id)
             if not exchange.started:

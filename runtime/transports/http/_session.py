@@ -114,6 +114,17 @@ class HttpSession:
         self.connection: Any = None
         #: A 2024-11-05 HTTP+SSE session (reachable only through its messages URL).
         self.legacy = False
+        # Handlers may end their own POST's SSE stream early (Context.close_sse_stream).
+        core.close_stream = self.cut_stream
+
+    def cut_stream(self, request_id: Any) -> bool:
+        """End the HTTP response of ``request_id``'s POST stream now; the stream lives on
+        for ``Last-Event-ID`` (see ``ResponseStream.cut``). False when there is none (a
+        2024-11-05 session answers on its one GET stream)."""
+        stream = self._by_key.get(id_key(request_id))
+        if stream is None or self.legacy:
+            return False
+        return stream.cut()
 
     @property
     def protocol_version(self) -> str | None:

@@ -32,7 +32,6 @@ from ...protocol import (
     classify,
     decode_frame,
     header_mismatch,
-    http_status,
     id_key,
     invalid_params,
     probe,
@@ -162,19 +161,23 @@ class StreamableEndpoint:
         requests that stream notifications)."""
         assert params.meta is not None
         request_id = message.id
-        try:
-            modern = select_era(params.meta)
-        except JSONRPCError as exc:
-            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-                raise rejection(http_status(exc.code), exc, request_id) from None
-            modern = None  # no client capabilities: the dispatcher answers its -32602
-        version = modern.version if modern else params.meta[META_PROTOCOL_VERSION]
         is_request = kind == Kind.REQUEST
         method = message.method if is_request else None
         assert method is None or isinstance(method, str)
+        version = params.meta[META_PROTOCOL_VERSION]  # a string (``_modern_params``)
         mismatch = check_headers(request, version, method, params, self.hooks.tool_header_params)
         if mismatch is not None:
             raise rejection(400, header_mismatch(mismatch), request_id)
+        # The version is judged after the header rules: a header that disagrees with the body
+        # is -32020 whatever the body says (2026-07-28 streamable-http "Server Validation").
+        try:
+            modern = select_era(params.meta)
+        except JSONRPCError as exc:
+            if is_request or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                # A request without client capabilities is malformed request metadata
+                # (2026-07-28 basic/index): 400, as for a missing _meta.
+                raise rejection(400, exc, request_id) from None
+            modern = None  # a notification without capabilities: nothing to answer
         if method is not None and _direct(method, params, accept_sse):
             await self._dispatch_direct(
                 request, exchange, message, modern, accept_json, accept_sse, token

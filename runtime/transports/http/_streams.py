@@ -133,6 +133,27 @@ class ResponseStream:
         #: Called once when a message is queued while nothing answers from the stream yet
         #: (a request running in the POST's own task: its notifications need a writer).
         self.on_message: Callable[[], None] | None = None
+        #: ``cut()`` asked the HTTP response carrying this stream to end (SEP-1699 polling);
+        #: ``_cut_scope`` is the wait that response is in, if any.
+        self.cut_requested = False
+        self._cut_scope: trio.CancelScope | None = None
+
+    def cut(self) -> bool:
+        """End the HTTP response that carries this stream now, as a server may close a
+        POST's SSE stream before the answer (2025-11-25 basic/transports, "the server MAY
+        close the connection before sending the response"; SEP-1699 polling). The stream
+        lives on: its later events go to the store and to a client that resumes with
+        ``Last-Event-ID``. False when the stream is complete already."""
+        if self.done:
+            return False
+        self.cut_requested = True
+        if self._cut_scope is not None:
+            self._cut_scope.cancel()
+        return True
+
+    def _take_cut(self) -> bool:
+        cut, self.cut_requested, self._cut_scope = self.cut_requested, False, None
+        return cut
 
     def _channels(
         self,
@@ -197,6 +218,10 @@ async def answer(
     first: tuple[str | None, bytes] | None = None
     with trio.CancelScope() as scope:
         exchange.cancel_on_disconnect(scope)
+        if accept_sse:  # (a JSON answer cannot be cut short: the client waits for it)
+            stream._cut_scope = scope
+            if stream.cut_requested:
+                scope.cancel()
         try:
             first = stream.receive.receive_nowait()
         except trio.WouldBlock:
@@ -208,7 +233,15 @@ async def answer(
             first = None
         finally:
             exchange.forget(scope)
-    if scope.cancelled_caught:
+    stream._cut_scope = None
+    if first is None and stream.cut_requested:
+        # Cut before the first message: the priming event alone, so the client holds an
+        # event id to resume from.
+        stream._take_cut()
+        opening = sse_event(None, prime_id, retry_ms) if prime_id is not None else b""
+        await exchange.start_stream(200, "text/event-stream", headers, first=opening, end=True)
+        return
+    if scope.cancelled_caught and first is None:
         if on_disconnect is not None:
             await on_disconnect()
         return
@@ -259,6 +292,9 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     interval = keepalive if keepalive > 0 else math.inf
     with trio.CancelScope() as scope:
         exchange.cancel_on_disconnect(scope)
+        stream._cut_scope = scope
+        if stream.cut_requested:
+            scope.cancel()
         try:
             while True:
                 with trio.move_on_after(interval) as quiet:
@@ -277,6 +313,8 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                     return False
         finally:
             exchange.forget(scope)
+    if stream._take_cut():
+        return True  # the server ended the response (the stream lives on for resumption)
     return not scope.cancelled_caught
 
 
