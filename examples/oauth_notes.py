@@ -7,7 +7,7 @@ Tokens are JWTs checked locally: ``JWTVerifier(jwks_uri=...)`` fetches the autho
 server's signing keys itself, caches them by ``Cache-Control: max-age`` and refetches when a
 token names a new key (rotation). Tools see the caller as ``ctx.principal``.
 
-Run it (needs the ``auth`` extra: ``pip install 'mcp-runtime[auth]'``)::
+Run it (needs the ``auth`` extra: ``pip install 'trio-mcp-runtime[auth]'``)::
 
     OAUTH_ISSUER=https://auth.example.com \\
     OAUTH_JWKS_URI=https://auth.example.com/.well-known/jwks.json \\

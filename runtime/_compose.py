@@ -1,7 +1,10 @@
 """The composition root: where a ``Server`` meets the MCP handlers and the transports.
 
 The one module of ``runtime`` that imports ``handlers`` (``build_dispatcher``, on the first
-request, so that ``import runtime`` stays light), and the one that tells the network
+request, so that ``import runtime`` stays light). The handlers are imported under a name of
+their own, ``runtime._handlers`` (``load_handlers``), never as a top-level ``handlers``: a
+user's own ``handlers`` package or ``handlers.py`` next to their server must not stand in for
+them. This module is also the one that tells the network
 transports what they need of a server (``transport_hooks``: serving a connection, the
 one-request fast path, the per-tool ``Mcp-Param`` rules), since transports never import the
 core or the handlers (DESIGN.md "Layers"). ``tests/test_layers.py`` holds it to that.
@@ -10,8 +13,13 @@ core or the handlers (DESIGN.md "Layers"). ``tests/test_layers.py`` holds it to 
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
+import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
 
 from .core import Connection, Session, dispatch_single
 
@@ -20,14 +28,48 @@ if TYPE_CHECKING:
     from .core import Dispatcher
     from .transports import Hooks
 
-__all__ = ["build_dispatcher", "transport_hooks"]
+__all__ = ["HANDLERS", "build_dispatcher", "load_handlers", "transport_hooks"]
+
+#: The import name of the MCP handlers package.
+HANDLERS: Final = "runtime._handlers"
+
+
+def load_handlers() -> ModuleType:
+    """The MCP handlers package, imported as ``runtime._handlers``.
+
+    A wheel installs the repository's ``handlers/`` folder inside the runtime package under
+    that name (pyproject.toml, ``package-dir``); a checkout or an editable install keeps it
+    at the top of the repository, beside ``runtime/``, and it is loaded from there under the
+    same name. Raises ImportError when neither is present (a broken installation).
+    """
+    module = sys.modules.get(HANDLERS)
+    if module is not None:
+        return module
+    try:
+        return importlib.import_module(HANDLERS)
+    except ModuleNotFoundError as exc:
+        if exc.name != HANDLERS:
+            raise
+    folder = Path(__file__).resolve().parent.parent / "handlers"
+    spec = importlib.util.spec_from_file_location(
+        HANDLERS, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None or not folder.is_dir():
+        raise ImportError(f"the MCP handlers package is missing (looked in {folder})")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[HANDLERS] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[HANDLERS]
+        raise
+    return module
 
 
 def build_dispatcher(server: Server) -> Dispatcher:
     """The method tables of every MCP feature, for ``server`` (era selection included)."""
-    import handlers
-
-    return handlers.build_dispatcher(server)
+    build: Callable[[Server], Dispatcher] = load_handlers().build_dispatcher
+    return build(server)
 
 
 def transport_hooks(server: Server) -> Hooks:
