@@ -8,13 +8,17 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import importlib
 import importlib.util
+import json
 import logging
 import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -37,10 +41,6 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _env(name: str, default: Any = None) -> Any:
-    return os.environ.get(f"MCP_RUNTIME_{name}", default)
 
 
 def _positive_int(text: str) -> int:
@@ -68,69 +68,183 @@ _positive_int.__name__ = "positive integer"
 _positive_float.__name__ = "positive number"
 _port.__name__ = "port (0-65535)"
 
+_NETWORK = ("tcp", "http", "sse", "ws")
+_WEB = ("http", "sse", "ws")
+_STREAMS = ("stdio", "tcp", "unix")
+#: ``--port`` when none is given: the README's and the peers' 8000 for the web transports, an
+#: ephemeral port (printed at start-up) for raw TCP.
+_DEFAULT_PORTS = {"tcp": 0, "http": 8000, "sse": 8000, "ws": 8000}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flag:
+    """One ``serve`` flag: its ``MCP_RUNTIME_*`` variable, default, and where it applies."""
+
+    name: str
+    help: str
+    default: Any = None
+    type: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    #: The transports it applies to (None: all); given for another one, it is refused.
+    transports: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return "MCP_RUNTIME_" + self.dest.upper()
+
+
+_FLAGS = (
+    _Flag("transport", "how clients connect", "stdio", choices=_TRANSPORTS),
+    _Flag("host", "address to bind", "127.0.0.1", transports=_NETWORK),
+    _Flag(
+        "port",
+        "port to bind (default 8000 for http, sse and ws; for tcp a free port, printed)",
+        type=_port,
+        metavar="N",
+        transports=_NETWORK,
+    ),
+    _Flag(
+        "path",
+        "endpoint path (default /mcp; /sse for --transport sse)",
+        transports=_WEB,
+    ),
+    _Flag("socket", "the Unix socket's path", metavar="PATH", transports=("unix",)),
+    _Flag(
+        "framing",
+        "message framing on streams: newline-delimited JSON or LSP-style Content-Length",
+        "ndjson",
+        choices=("ndjson", "content-length"),
+        transports=_STREAMS,
+    ),
+    _Flag(
+        "allowed-origins",
+        "comma-separated Origin allow-list, e.g. https://app.example (default: loopback)",
+        metavar="LIST",
+        transports=_WEB,
+    ),
+    _Flag(
+        "allowed-hosts",
+        "comma-separated Host allow-list, name or name:port (default: loopback names)",
+        metavar="LIST",
+        transports=_WEB,
+    ),
+    _Flag(
+        "max-connections",
+        "concurrent HTTP/WebSocket connections; past it, 503 (default 1000)",
+        type=_positive_int,
+        metavar="N",
+        transports=_WEB,
+    ),
+    _Flag(
+        "sse-retry-ms",
+        "the SSE retry interval sent to HTTP clients (default 1000)",
+        type=_positive_int,
+        metavar="N",
+        transports=("http", "sse"),
+    ),
+    _Flag(
+        "max-in-flight",
+        "requests running at once per connection; past it, -32010 (default 64)",
+        type=_positive_int,
+        metavar="N",
+    ),
+    _Flag(
+        "request-timeout",
+        "seconds a request may run before -32001 (default: no limit)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "log-level",
+        "debug logs one line per request (method, id, duration, outcome; never arguments)",
+        "info",
+        choices=("debug", "info", "warning", "error", "critical"),
+    ),
+    _Flag(
+        "log-format",
+        "log lines as key=value text or as JSON objects",
+        "text",
+        choices=("text", "json"),
+    ),
+)
+
+
+def _help(flag: _Flag) -> str:
+    default = "" if flag.default is None else f" (default {flag.default})"
+    where = (
+        "" if flag.transports is None else f"; only with --transport {'|'.join(flag.transports)}"
+    )
+    return f"{flag.help}{default}{where}; env {flag.env}"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mcp-runtime", description="A trio-native runtime for MCP servers.")
     parser.add_argument("--version", action="version", version=f"mcp-runtime {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    serve = commands.add_parser("serve", help="serve an MCP server object")
+    serve = commands.add_parser(
+        "serve",
+        help="serve an MCP server object",
+        description="Serve an MCP server object. Every flag can also come from its "
+        "MCP_RUNTIME_* environment variable; the command line wins.",
+    )
     serve.add_argument(
         "target",
         metavar="TARGET",
         help="path/file.py[:obj] or package.module[:obj]; without :obj, finds app, server or mcp",
     )
-    serve.add_argument("--transport", choices=_TRANSPORTS, default=_env("TRANSPORT", "stdio"))
-    serve.add_argument(
-        "--path",
-        default=_env("PATH"),
-        help="HTTP/WebSocket endpoint path (default /mcp; /sse for --transport sse)",
-    )
-    serve.add_argument(
-        "--allowed-origins",
-        metavar="LIST",
-        default=_env("ALLOWED_ORIGINS"),
-        help="comma-separated Origin allow-list, e.g. https://app.example (default: loopback)",
-    )
-    serve.add_argument(
-        "--allowed-hosts",
-        metavar="LIST",
-        default=_env("ALLOWED_HOSTS"),
-        help="comma-separated Host allow-list, name or name:port (default: loopback names)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=_positive_int,
-        metavar="N",
-        default=_env("MAX_CONNECTIONS"),
-        help="concurrent HTTP/WebSocket connections (default 1000; past it: 503)",
-    )
-    serve.add_argument(
-        "--sse-retry-ms",
-        type=_positive_int,
-        metavar="N",
-        default=_env("SSE_RETRY_MS"),
-        help="the SSE retry interval sent to HTTP clients (default 1000 ms)",
-    )
-    serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=_port, default=_env("PORT", "0"))
-    serve.add_argument("--socket", metavar="PATH", default=_env("SOCKET"))
-    serve.add_argument(
-        "--framing", choices=("ndjson", "content-length"), default=_env("FRAMING", "ndjson")
-    )
-    serve.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error", "critical"),
-        type=str.lower,
-        default=_env("LOG_LEVEL", "info"),
-    )
-    serve.add_argument("--max-in-flight", type=_positive_int, default=_env("MAX_IN_FLIGHT"))
-    serve.add_argument(
-        "--request-timeout",
-        type=_positive_float,
-        metavar="SECONDS",
-        default=_env("REQUEST_TIMEOUT"),
-    )
+    for flag in _FLAGS:
+        serve.add_argument(
+            f"--{flag.name}",
+            dest=flag.dest,
+            type=(str.lower if flag.dest == "log_level" else flag.type),
+            choices=flag.choices,
+            metavar=flag.metavar,
+            default=None,
+            help=_help(flag),
+        )
     return parser
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Every flag's value: the command line's, else its environment variable's (checked like
+    the flag; an error names the variable), else the default. Flags given on the command line
+    for a transport they do not apply to are refused."""
+    values: dict[str, Any] = {}
+    for flag in _FLAGS:
+        given = getattr(args, flag.dest)
+        if given is None and flag.env in os.environ:
+            raw = os.environ[flag.env]
+            try:
+                given = flag.type(raw)
+            except ValueError:
+                kind = getattr(flag.type, "__name__", "value")
+                raise UsageError(
+                    f"invalid {flag.env} {raw!r} (--{flag.name}): expected a {kind}"
+                ) from None
+            if flag.choices is not None and given not in flag.choices:
+                raise UsageError(
+                    f"invalid {flag.env} {raw!r} (--{flag.name}): choose from "
+                    + ", ".join(flag.choices)
+                )
+        values[flag.dest] = flag.default if given is None else given
+    transport = values["transport"]
+    for flag in _FLAGS:
+        applies = flag.transports is None or transport in flag.transports
+        if getattr(args, flag.dest) is not None and not applies:
+            raise UsageError(
+                f"--{flag.name} does not apply to --transport {transport} "
+                f"(only {', '.join(flag.transports or ())})"
+            )
+    if values["port"] is None and transport in _DEFAULT_PORTS:
+        values["port"] = _DEFAULT_PORTS[transport]
+    if transport == "unix" and not values["socket"]:
+        raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
+    return values
 
 
 def _import_file(path: Path) -> Any:
@@ -196,12 +310,96 @@ def load_target(target: str) -> Server:
     raise UsageError(f"{spec!r} has no {wanted}; name the object as {spec}:NAME")
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=level.upper(),
-        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message (and the traceback, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _configure_logging(level: str, log_format: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+        )
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the served file is imported for stdio, its module-level ``print()`` (and
+    anything else writing to file descriptor 1) goes to stderr: stdout is the protocol's."""
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    saved = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+        sys.stdout = saved
+
+
+def _url(transport: str, settings: dict[str, Any], address: Any) -> str:
+    """Where clients connect, from the address the transport reported."""
+    if transport == "unix":
+        return f"unix:{settings['socket']}"
+    host, port = address[0], address[1]
+    host = f"[{host}]" if ":" in host else host
+    if transport == "tcp":
+        return f"tcp://{host}:{port}"
+    if transport == "sse":
+        path = settings["path"] or "/sse"
+        return (
+            f"http://{host}:{port}{path} (legacy HTTP+SSE; POST to http://{host}:{port}/messages)"
+        )
+    scheme = "ws" if transport == "ws" else "http"
+    return f"{scheme}://{host}:{port}{settings['path'] or '/mcp'}"
+
+
+def _summary(server: Server) -> str:
+    reg = server.registry
+    counts = (
+        (len(reg.tools), "tool"),
+        (len(reg.resources) + len(reg.templates), "resource"),
+        (len(reg.prompts), "prompt"),
     )
+    parts = [f"{n} {name}{'' if n == 1 else 's'}" for n, name in counts]
+    return f"{server.name} {server.version} ({', '.join(parts)})"
+
+
+def _bind_error(exc: OSError, transport: str, settings: dict[str, Any]) -> str:
+    """One line naming the address and the fix, for the usual reasons a server cannot start."""
+    if transport == "unix":
+        where = f"--socket {settings['socket']}"
+        if isinstance(exc, FileNotFoundError):
+            return f"cannot create {where}: its directory does not exist"
+        return f"cannot listen on {where}: {exc.strerror or exc}"
+    where = f"{settings['host']}:{settings['port']}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where} is already in use: stop the other server or choose another --port"
+    if exc.errno == errno.EACCES:
+        return f"no permission to bind {where}: choose a --port above 1023"
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"cannot bind --host {settings['host']!r}: {exc.strerror or exc}; "
+            "use an address of this machine, e.g. 127.0.0.1"
+        )
+    return f"cannot serve on {where}: {exc.strerror or exc}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -210,53 +408,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":
         parser.print_help(sys.stderr)
         return 2
-    for flag, allowed in (
-        ("transport", _TRANSPORTS),
-        ("framing", ("ndjson", "content-length")),
-        ("log_level", ("debug", "info", "warning", "error", "critical")),
-    ):
-        if getattr(args, flag) not in allowed:  # a bad MCP_RUNTIME_* value: argparse skips it
-            parser.error(f"invalid {flag.replace('_', '-')} {getattr(args, flag)!r}")
-    _configure_logging(args.log_level)
     try:
-        server = load_target(args.target)
-        if args.transport == "unix" and not args.socket:
-            raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
+        settings = _settings(args)
+    except UsageError as exc:
+        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+        return 2
+    transport = settings["transport"]
+    _configure_logging(settings["log_level"], settings["log_format"])
+    try:
+        if transport == "stdio":
+            with _stdout_to_stderr():
+                server = load_target(args.target)
+        else:
+            server = load_target(args.target)
         changes: dict[str, Any] = {}
-        if args.max_in_flight is not None:
-            changes["max_in_flight"] = int(args.max_in_flight)
-        if args.request_timeout is not None:
-            changes["request_timeout"] = float(args.request_timeout)
+        if settings["max_in_flight"] is not None:
+            changes["max_in_flight"] = int(settings["max_in_flight"])
+        if settings["request_timeout"] is not None:
+            changes["request_timeout"] = float(settings["request_timeout"])
         if changes:
             server.limits = dataclasses.replace(server.limits, **changes)
     except (UsageError, ValueError) as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
-    options: dict[str, Any] = {"framing": args.framing}
-    if args.transport == "tcp":
-        options.update(port=int(args.port), host=args.host)
-    elif args.transport in ("http", "sse", "ws"):
-        options = {"port": int(args.port), "host": args.host}
-        if args.path:
-            options["path"] = args.path
-        for flag in ("allowed_origins", "allowed_hosts"):
-            value = getattr(args, flag)
-            if value is not None:
-                options[flag] = [item.strip() for item in value.split(",") if item.strip()]
-        http_changes: dict[str, Any] = {}
-        if args.max_connections is not None:
-            http_changes["max_connections"] = int(args.max_connections)
-        if args.sse_retry_ms is not None:
-            http_changes["sse_retry_ms"] = int(args.sse_retry_ms)
-        if http_changes:
-            from .transports import HttpLimits
+    options = _serve_options(server, transport, settings)
 
-            base = server.http_limits or HttpLimits()
-            options["http_limits"] = dataclasses.replace(base, **http_changes)
-    elif args.transport == "unix":
-        options.update(path=args.socket)
+    def announce(address: Any) -> None:
+        if transport == "stdio":
+            if sys.stdin.isatty():
+                print(
+                    f"mcp-runtime: serving {_summary(server)} over stdio: waiting for an MCP "
+                    "client on stdin (this is not an interactive prompt; Ctrl-D ends it)",
+                    file=sys.stderr,
+                )
+            return
+        url = _url(transport, settings, address)
+        print(f"mcp-runtime: serving {_summary(server)} on {url}", file=sys.stderr, flush=True)
+
     try:
-        server.run(args.transport, **options)
+        server.run(transport, started=announce, **options)
     except KeyboardInterrupt:  # pragma: no cover - a signal outside the trio run
         return 130
     except (OSError, BaseExceptionGroup) as exc:
@@ -265,9 +455,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not all(isinstance(cause, OSError) for cause in causes):
             raise
         for cause in causes:
-            print(f"mcp-runtime: error: {cause}", file=sys.stderr)
+            assert isinstance(cause, OSError)
+            print(f"mcp-runtime: error: {_bind_error(cause, transport, settings)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The ``serve_*`` keyword arguments for ``transport`` from the resolved settings."""
+    if transport in ("stdio", "unix"):
+        options: dict[str, Any] = {"framing": settings["framing"]}
+        if transport == "unix":
+            options["path"] = settings["socket"]
+        return options
+    options = {"port": int(settings["port"]), "host": settings["host"]}
+    if transport == "tcp":
+        options["framing"] = settings["framing"]
+        return options
+    if settings["path"]:
+        options["path"] = settings["path"]
+    for name in ("allowed_origins", "allowed_hosts"):
+        value = settings[name]
+        if value is not None:
+            options[name] = [item.strip() for item in value.split(",") if item.strip()]
+    http_changes: dict[str, Any] = {}
+    if settings["max_connections"] is not None:
+        http_changes["max_connections"] = int(settings["max_connections"])
+    if settings["sse_retry_ms"] is not None:
+        http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
+    if http_changes:
+        from .transports import HttpLimits
+
+        base = server.http_limits or HttpLimits()
+        options["http_limits"] = dataclasses.replace(base, **http_changes)
+    return options
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -134,8 +134,10 @@ async def run_with_signals(
     grace: float,
     serve: Callable[..., Any],
     options: dict[str, Any],
+    started: Callable[[Any], None] | None = None,
 ) -> None:
-    """Serve; the first SIGINT/SIGTERM starts a graceful shutdown (``shutdown()``, then
+    """Serve (``serve(**options, task_status=...)``); ``started`` gets what it reports once it
+    serves. The first SIGINT/SIGTERM starts a graceful shutdown (``shutdown()``, then
     ``grace`` seconds for in-flight requests), a second one cancels at once."""
     async with trio.open_nursery() as nursery:
 
@@ -155,6 +157,13 @@ async def run_with_signals(
                         log.warning("second signal: cancelling now")
                         nursery.cancel_scope.cancel()
 
+        async def serving(task_status: trio.TaskStatus[Any]) -> None:
+            try:
+                await serve(**options, task_status=task_status)
+            finally:
+                nursery.cancel_scope.cancel()
+
         nursery.start_soon(watch_signals)
-        await serve(**options)
-        nursery.cancel_scope.cancel()
+        address = await nursery.start(serving)
+        if started is not None:
+            started(address)

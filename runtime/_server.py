@@ -294,6 +294,12 @@ class Server:
         ``BlobResourceContents`` or a list of those, or any JSON-encodable value.
         ``ttl_ms``/``cache_scope`` set this resource's 2026-07-28 cache hints.
         """
+        if not isinstance(uri, str):
+            # ``@app.resource`` without a URI would silently register nothing.
+            raise TypeError(
+                "@app.resource needs the resource's URI: @app.resource('config://app') "
+                "(or a template such as @app.resource('notes://{name}'))"
+            )
         cache: tuple[int, str] | None = None
         if ttl_ms is not None or cache_scope is not None:
             default_ttl, default_scope = self.cache_hint("resources/read")
@@ -718,9 +724,13 @@ class Server:
     def run(
         self,
         transport: Literal["stdio", "tcp", "unix", "http", "sse", "ws"] = "stdio",
+        *,
+        started: Callable[[Any], None] | None = None,
         **options: Any,
     ) -> None:
-        """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._lifetime``)."""
+        """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._lifetime``).
+        ``started(address)`` is called once the transport serves (the bound address, or None
+        for stdio)."""
 
         serve: dict[str, Callable[..., Any]] = {
             "stdio": self.serve_stdio,
@@ -731,5 +741,10 @@ class Server:
             "ws": self.serve_websocket,
         }
         trio.run(
-            run_with_signals, self.shutdown, self.limits.shutdown_grace, serve[transport], options
+            run_with_signals,
+            self.shutdown,
+            self.limits.shutdown_grace,
+            serve[transport],
+            options,
+            started,
         )

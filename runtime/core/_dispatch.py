@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ from ._session import Session
 __all__ = ["BatchPolicy", "Dispatcher", "Handler", "NotificationHandler"]
 
 log = logging.getLogger("mcp_runtime.dispatch")
+request_log = logging.getLogger("mcp_runtime.requests")
 
 Handler = Callable[[RequestContext], Awaitable[Any]]
 NotificationHandler = Callable[[RequestContext], Awaitable[None]]
@@ -50,6 +52,10 @@ class Dispatcher:
         self.requests = dict(requests)
         self.notifications = dict(notifications or {})
         self.batch_policy = batch_policy
+        #: One debug line per request (method, id, era, duration, outcome; never arguments)
+        #: when the ``mcp_runtime.requests`` logger is at DEBUG as the dispatcher is built
+        #: (``--log-level debug``); otherwise the hot path pays one attribute read.
+        self.trace = request_log.isEnabledFor(logging.DEBUG)
 
     def route(self, ctx: RequestContext) -> Handler | None:
         return self.requests.get(ctx.method)
@@ -73,6 +79,8 @@ class Dispatcher:
         """
         request_id = ctx.id
         assert request_id is not None
+        started = time.perf_counter() if self.trace else 0.0
+        outcome = "cancelled"
         try:
             handler = self.route(ctx)
             if handler is None:
@@ -80,12 +88,17 @@ class Dispatcher:
             result = await handler(ctx)
             if ctx.modern:
                 result = self.decorate(ctx, result)
+            outcome = "ok"
             return encode_result(request_id, result)
         except JSONRPCError as exc:
+            outcome = f"error code={exc.code}"
             return error_reply(exc, request_id)
         except msgspec.ValidationError as exc:
-            return error_reply(params_error(exc), request_id)
+            error = params_error(exc)
+            outcome = f"error code={error.code}"
+            return error_reply(error, request_id)
         except Exception:
+            outcome = "crashed"
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
@@ -93,6 +106,17 @@ class Dispatcher:
                 ctx.method,
             )
             return error_reply(internal_error(), request_id)
+        finally:
+            if self.trace:
+                request_log.debug(
+                    "request conn=%s id=%r method=%s era=%s duration_ms=%.3f outcome=%s",
+                    ctx.peer.connection_id,
+                    request_id,
+                    ctx.method,
+                    "modern" if ctx.modern else "handshake",
+                    (time.perf_counter() - started) * 1000,
+                    outcome,
+                )
 
     async def dispatch_notification(self, ctx: RequestContext) -> None:
         """Run a notification handler; notifications are never answered, failures are logged."""
