@@ -237,8 +237,7 @@ def test_json_log_format_gives_one_object_per_line() -> None:
     entries = [json.loads(line) for line in out.stderr.splitlines()]
     assert {"time", "level", "logger", "message"} <= set(entries[0])
     assert any(
-        (e["logger"] == "mcp_runtime.connection"
-        and "bad message" in e["message"])
+        (e["logger"] == "mcp_runtime.connection" and "bad message" in e["message"])
         or "framing" in e["message"]
         for e in entries
     )
