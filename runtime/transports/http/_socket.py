@@ -41,32 +41,22 @@ class SocketIO:
         self._write_lock = trio.StrictFIFOLock()
         # Reader state: EOF seen, or the socket broke; the exchange being answered (told of
         # a hang-up); bytes read since the connection's task last needed data.
-        self._eof = False
-        self._broken: BaseException | None = None
+        # Read by the driver on every request (plain attributes: no call each time).
+        #: The client closed its side.
+        self.eof = False
+        #: Why the socket broke, if it did.
+        self.broken: BaseException | None = None
         self.exchange: Exchange | None = None
         self.nursery: trio.Nursery | None = None
         # The reader task, while it runs: it reads and hands bytes over (the connection's
         # task, when it needs data meanwhile, parks on _data_lot).
-        self._reader_running = False
+        #: The reader task runs (between ``start_reader`` and ``stop_reader``).
+        self.reader_running = False
         self._unread = 0
         self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
         self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for it
         self._reader_scope = trio.CancelScope()
         self._reader_done = trio.Event()
-
-    @property
-    def eof(self) -> bool:
-        """The client closed its side."""
-        return self._eof
-
-    @property
-    def broken(self) -> BaseException | None:
-        """Why the socket broke, if it did."""
-        return self._broken
-
-    @property
-    def reader_running(self) -> bool:
-        return self._reader_running
 
     def close(self) -> None:
         """From now on the descriptor number may belong to another connection: nothing (a
@@ -117,13 +107,13 @@ class SocketIO:
         except BlockingIOError:
             return False
         except OSError as exc:
-            self._broken = exc
+            self.broken = exc
             data = b""
         if data:
             self.parser.feed(data)
             self._unread += len(data)
         else:
-            self._eof = True
+            self.eof = True
             if self.exchange is not None:
                 self.exchange.hung_up()
         return True
@@ -131,11 +121,11 @@ class SocketIO:
     async def wait_data(self) -> None:
         """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
         broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
-        if self._broken is not None:
-            raise trio.BrokenResourceError from self._broken
-        if self._eof:
+        if self.broken is not None:
+            raise trio.BrokenResourceError from self.broken
+        if self.eof:
             raise trio.BrokenResourceError("the client closed the connection")
-        if self._reader_running:
+        if self.reader_running:
             self._unread = 0
             self._drain_lot.unpark_all()
             await self._data_lot.park()
@@ -144,12 +134,12 @@ class SocketIO:
                 await trio.lowlevel.wait_readable(self._fd)
                 if self._read_now():
                     break
-        if self._broken is not None:
-            raise trio.BrokenResourceError from self._broken
+        if self.broken is not None:
+            raise trio.BrokenResourceError from self.broken
 
     def start_reader(self) -> None:
-        if not self._reader_running and not self._eof and self.nursery is not None:
-            self._reader_running = True
+        if not self.reader_running and not self.eof and self.nursery is not None:
+            self.reader_running = True
             self._unread = 0
             self._reader_scope = trio.CancelScope()
             self._reader_done = trio.Event()
@@ -158,10 +148,10 @@ class SocketIO:
     async def stop_reader(self) -> None:
         """Stop the reader task: the connection's task reads for itself again. A cancelled
         wait reads nothing, so no byte is lost."""
-        if self._reader_running:
+        if self.reader_running:
             self._reader_scope.cancel()
             await self._reader_done.wait()
-            self._reader_running = False
+            self.reader_running = False
 
     async def _reader(self) -> None:
         """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
@@ -169,7 +159,7 @@ class SocketIO:
         cap = self._read_cap
         try:
             with self._reader_scope:
-                while not self._eof and self._broken is None:
+                while not self.eof and self.broken is None:
                     await trio.lowlevel.wait_readable(self._fd)
                     if not self._read_now():
                         continue
