@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from runtime import Context
-from runtime.core import RequestContext, params_error
+from runtime.core import RequestContext
 from runtime.features import (
     App,
     InputRequired,
@@ -18,6 +18,7 @@ from runtime.features import (
     params_digest,
     principal_key,
 )
+from runtime.protocol import params_error
 
 __all__ = [
     "InputFields",

@@ -14,8 +14,9 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from runtime.core import Handler, JSONRPCError, RequestContext
+from runtime.core import Handler, RequestContext
 from runtime.features import App
+from runtime.protocol import JSONRPCError
 
 from ._common import decode_params
 

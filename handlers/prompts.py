@@ -10,8 +10,9 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime.core import Handler, JSONRPCError, RequestContext, params_error
+from runtime.core import Handler, RequestContext
 from runtime.features import App, PromptMessage, TextContent
+from runtime.protocol import JSONRPCError, params_error
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 

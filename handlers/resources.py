@@ -9,15 +9,9 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime.core import (
-    INVALID_PARAMS,
-    RESOURCE_NOT_FOUND,
-    Handler,
-    JSONRPCError,
-    RequestContext,
-    ResourceNotFoundError,
-)
+from runtime.core import Handler, RequestContext
 from runtime.features import App, to_contents
+from runtime.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, JSONRPCError, ResourceNotFoundError
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 

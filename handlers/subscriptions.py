@@ -22,16 +22,9 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from runtime.core import (
-    MISSING_CLIENT_CAPABILITY,
-    RESOURCE_NOT_FOUND,
-    Handler,
-    JSONRPCError,
-    NotificationHandler,
-    Peer,
-    RequestContext,
-)
+from runtime.core import Handler, NotificationHandler, Peer, RequestContext
 from runtime.features import TASK_KEY, App, Change, ListKind, Registry, Subscriber
+from runtime.protocol import MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, JSONRPCError
 
 from ._common import decode_params
 from .lifecycle import capabilities

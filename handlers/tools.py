@@ -15,7 +15,7 @@ import msgspec
 import msgspec.structs
 from msgspec import UNSET, Raw, UnsetType
 
-from runtime.core import Handler, JSONRPCError, RequestContext, ToolError
+from runtime.core import Handler, RequestContext
 from runtime.features import (
     App,
     AudioContent,
@@ -30,6 +30,7 @@ from runtime.features import (
     ToolDef,
     enc_hook,
 )
+from runtime.protocol import JSONRPCError, ToolError
 
 from . import tasks
 from ._common import (

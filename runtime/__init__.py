@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._context import Context
     from ._header import Header
     from ._server import Lifespan, Server
-    from .core import JSONRPCError, Limits, ResourceNotFoundError, Session, ToolError
+    from .core import Limits, Session
     from .features import (
         Annotations,
         AudioContent,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         TextContent,
         TextResourceContents,
     )
-    from .protocol import MISSING_CLIENT_CAPABILITY
+    from .protocol import MISSING_CLIENT_CAPABILITY, JSONRPCError, ResourceNotFoundError, ToolError
 
 __all__ = [
     "MISSING_CLIENT_CAPABILITY",
@@ -63,12 +63,12 @@ _LAZY = {
     "Server": "._server",
     "Lifespan": "._server",
     "InputRequired": ".features",
-    "JSONRPCError": ".core",
+    "JSONRPCError": ".protocol",
     "Limits": ".core",
     "MISSING_CLIENT_CAPABILITY": ".protocol",
-    "ResourceNotFoundError": ".core",
+    "ResourceNotFoundError": ".protocol",
     "Session": ".core",
-    "ToolError": ".core",
+    "ToolError": ".protocol",
     **{
         name: ".features"
         for name in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from .core import RequestContext, RequestId, Session
+from .core import RequestContext, Session
 from .features import (
     INPUT_METHODS,
     App,
@@ -18,7 +18,7 @@ from .features import (
     required_capability,
     to_contents,
 )
-from .protocol import META_CLIENT_INFO, META_LOG_LEVEL
+from .protocol import META_CLIENT_INFO, META_LOG_LEVEL, RequestId
 
 __all__ = ["Context"]
 

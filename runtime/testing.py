@@ -36,9 +36,9 @@ import trio
 import trio.testing
 
 from ._server import Server
-from .core import JSONRPCError, Session
+from .core import Session
 from .framing import NdjsonFramer
-from .protocol import encode_error, encode_notification, encode_request, encode_result
+from .protocol import JSONRPCError, encode_error, encode_notification, encode_request, encode_result
 from .transports import FramedChannel
 
 __all__ = [

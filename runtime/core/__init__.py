@@ -1,28 +1,9 @@
-"""The core: the connection supervisor, the request engine, the dispatcher, limits.
+"""The core: the connection supervisor, the one request engine, the dispatcher, limits.
 
-The error codes and ``JSONRPCError`` live in ``runtime.protocol``; they are re-exported here
-for code written against earlier releases.
+The wire rules these drive (envelope, error codes, versions, the lifecycle) are
+``runtime.protocol``'s.
 """
 
-from ..protocol import (
-    CONNECTION_CLOSED,
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    PARSE_ERROR,
-    REQUEST_TIMEOUT,
-    RESOURCE_NOT_FOUND,
-    SERVER_OVERLOADED,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    JSONRPCError,
-    RequestId,
-    ResourceNotFoundError,
-    ToolError,
-    params_error,
-)
 from ._channel import MessageChannel, Outgoing
 from ._connection import Connection
 from ._context import Peer, RequestContext
@@ -32,33 +13,16 @@ from ._session import Session
 from ._single import dispatch_single
 
 __all__ = [
-    "CONNECTION_CLOSED",
-    "HEADER_MISMATCH",
-    "INTERNAL_ERROR",
-    "INVALID_PARAMS",
-    "INVALID_REQUEST",
-    "METHOD_NOT_FOUND",
-    "MISSING_CLIENT_CAPABILITY",
-    "PARSE_ERROR",
-    "REQUEST_TIMEOUT",
-    "RESOURCE_NOT_FOUND",
-    "SERVER_OVERLOADED",
-    "UNSUPPORTED_PROTOCOL_VERSION",
     "BatchPolicy",
     "Connection",
     "Dispatcher",
     "Handler",
-    "JSONRPCError",
     "Limits",
     "MessageChannel",
     "NotificationHandler",
     "Outgoing",
     "Peer",
     "RequestContext",
-    "RequestId",
-    "ResourceNotFoundError",
     "Session",
-    "ToolError",
     "dispatch_single",
-    "params_error",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,6 +26,9 @@ QUICKSTART = ROOT / "examples" / "quickstart.py"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # An in-tree build leaves build/lib behind, and a later build would package its stale
+    # files: start and end without one.
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
     subprocess.run(
         [
             sys.executable,
@@ -41,6 +45,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         timeout=300,
     )
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
     (found,) = out.glob("*.whl")
     return found
 

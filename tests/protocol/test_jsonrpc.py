@@ -5,8 +5,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from runtime.core import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
 from runtime.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JSONRPCError,
     Kind,
     classify,
     decode_frame,
