@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from ._context import RequestContext
-from ._errors import INTERNAL_ERROR, JSONRPCError
+from ._errors import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError
 from ._jsonrpc import encode_error, encode_result, params_error
 from ._session import Session
 
@@ -80,7 +80,18 @@ class Dispatcher:
         except msgspec.ValidationError as exc:
             err = params_error(exc)
             return encode_error(request_id, err.code, err.message, err.data)
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, RecursionError) and "deserializing" in str(exc):
+                # params the envelope decoder followed but a handler's decoder, deeper in the
+                # stack, could not (msgspec says "while deserializing"): the peer's input,
+                # not a handler bug, so -32602 and one log line without a traceback.
+                log.warning(
+                    "params nested too deeply conn=%s id=%r method=%s",
+                    ctx.peer.connection_id,
+                    request_id,
+                    ctx.method,
+                )
+                return encode_error(request_id, INVALID_PARAMS, "Invalid params: nested too deeply")
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,

@@ -18,6 +18,7 @@ from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCError
 
 __all__ = [
     "REQUEST_ID_TYPES",
+    "TOO_DEEP",
     "Envelope",
     "Kind",
     "RequestId",
@@ -76,8 +77,15 @@ def _recover_id(frame: bytes | Raw) -> RequestId | None:
     """Best-effort id of an invalid request, so its error can still be correlated."""
     try:
         return _probe_decoder.decode(frame).id
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
+
+
+#: What a value nested deeper than the decoder can follow is answered with. msgspec follows
+#: nesting on the C stack and raises RecursionError past the interpreter's recursion limit
+#: (about 1,000 levels less the caller's depth): the JSON is well-formed but cannot be
+#: parsed here, so -32700 with id null (an id inside it cannot be read either).
+TOO_DEEP: Final = "Parse error: JSON nested too deeply"
 
 
 def decode_frame(frame: bytes) -> Envelope | list[Raw]:
@@ -93,6 +101,8 @@ def decode_frame(frame: bytes) -> Envelope | list[Raw]:
         raise _invalid(str(exc), _recover_id(frame)) from None
     except msgspec.DecodeError as exc:
         raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
+    except RecursionError:
+        raise JSONRPCError(PARSE_ERROR, TOO_DEEP) from None
 
 
 def decode_item(item: Raw) -> Envelope:
@@ -103,6 +113,8 @@ def decode_item(item: Raw) -> Envelope:
         raise _invalid(str(exc), _recover_id(item)) from None
     except msgspec.DecodeError as exc:  # pragma: no cover - the batch already parsed as JSON
         raise JSONRPCError(PARSE_ERROR, f"Parse error: {exc}") from None
+    except RecursionError:  # the item is decoded deeper in the stack than its batch was
+        raise JSONRPCError(PARSE_ERROR, TOO_DEEP) from None
 
 
 def _invalid(reason: str, request_id: RequestId | None) -> JSONRPCError:

@@ -89,7 +89,7 @@ class IncomingMessages(ConnectionParts):
             return
         try:
             cancel = _cancelled_decoder.decode(params)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
             log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
             return
         if cancel.requestId is None:
@@ -130,6 +130,6 @@ class _ErrorObject(msgspec.Struct):
 def _decode_error(raw: Raw) -> JSONRPCError:
     try:
         err = msgspec.json.decode(raw, type=_ErrorObject)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
     return JSONRPCError(err.code, err.message, err.data)
