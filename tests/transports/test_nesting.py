@@ -14,7 +14,8 @@ from trio_websocket import open_websocket_url
 
 from ..peers import ROOT, TRANSPORTS, open_peer, open_stdio_peer
 from ..servers.wire import app as wire_app
-from .app import init_body, make_app, serving
+from .app import init_body, make_app, modern, modern_headers, serving
+from .http_client import connect
 
 DEPTHS = [1000, 100_000]
 
@@ -123,6 +124,45 @@ async def test_stdio_server_lives_on_and_logs_one_line(depth: int) -> None:
             stderr = err_path.read_text()
     assert "Traceback" not in stderr, stderr
     assert len([line for line in stderr.splitlines() if "nest" in line]) == 2, stderr
+
+
+async def _post(conn: Any, body: bytes, headers: dict[str, str] | None = None) -> Any:
+    await conn.send("POST", "/mcp", headers=headers, body=body)
+    response = await conn.response()
+    conn.conn.start_next_cycle()  # the same keep-alive connection (raises when it closed)
+    return response
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+async def test_deep_nesting_over_http(depth: int, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    app, _ = make_app()
+    with trio.fail_after(30):
+        async with serving(app) as address:
+            conn = await connect(address)
+            for body in (nested(depth), nested_in_params(depth)):
+                response = await _post(conn, body)
+                assert response.status == 400, response
+                assert _is_deep_error(response.json()), response
+            # The same keep-alive connection still serves, a modern request...
+            ok = await _post(
+                conn,
+                json.dumps(modern(1, "tools/list")).encode(),
+                modern_headers("tools/list"),
+            )
+            assert ok.status == 200 and ok.json()["result"]["tools"], ok
+            # ...and a handshake-era session fed the same frames.
+            init = await _post(conn, json.dumps(init_body()).encode())
+            session = {"mcp-session-id": init.headers["mcp-session-id"]}
+            session["mcp-protocol-version"] = "2025-11-25"
+            for body in (nested(depth), nested_in_params(depth)):
+                response = await _post(conn, body, session)
+                assert response.status == 400, response
+                assert _is_deep_error(response.json()), response
+            ping = await _post(conn, b'{"jsonrpc":"2.0","id":3,"method":"ping"}', session)
+            assert ping.status == 200 and ping.json()["result"] == {}, ping
+            await conn.aclose()
+    _no_traceback(caplog)
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

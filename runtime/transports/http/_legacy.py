@@ -85,6 +85,10 @@ class LegacySseEndpoint:
             raise HttpError(
                 400, f"Parse error: {exc}", error_body(f"Parse error: {exc}", -32700)
             ) from None
+        except RecursionError:  # deeper than msgspec follows (issue 16): the peer's input
+            log.warning("body nested too deeply session=%s", session_id)
+            reason = "Parse error: JSON nested too deeply"
+            raise HttpError(400, reason, error_body(reason, -32700)) from None
         self.gate.check_tools(token, message if isinstance(message, list) else [message])
         session.touch()
         await session.feed(request.body)

@@ -88,6 +88,9 @@ class StreamableEndpoint(HandshakeEra):
             message = msgspec.json.decode(request.body)
         except msgspec.DecodeError as exc:
             raise refusal(400, f"Parse error: {exc}", -32700) from None
+        except RecursionError:  # deeper than msgspec follows (issue 16): the peer's input
+            log.warning("body nested too deeply conn=%s", request.connection_id)
+            raise refusal(400, "Parse error: JSON nested too deeply", -32700) from None
         if not isinstance(message, (dict, list)):  # a tuple: faster than a union
             raise refusal(400, "Invalid Request: not a JSON-RPC message", -32600)
         if isinstance(message, dict):
