@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._serving import ServerCrashed
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -276,10 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.run(args.transport, **options)
     except KeyboardInterrupt:  # pragma: no cover - a signal outside the trio run
         return 130
-    except (OSError, BaseExceptionGroup) as exc:
-        # e.g. the port is taken: one line per cause, not a traceback.
+    except (OSError, ServerCrashed, BaseExceptionGroup) as exc:
+        # e.g. the port is taken: one line per cause, not a traceback (a crashed server's
+        # traceback is logged already).
         causes = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
-        if not all(isinstance(cause, OSError) for cause in causes):
+        if not all(isinstance(cause, OSError | ServerCrashed) for cause in causes):
             raise
         for cause in causes:
             print(f"mcp-runtime: error: {cause}", file=sys.stderr)

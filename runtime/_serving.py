@@ -32,7 +32,12 @@ if TYPE_CHECKING:
     from .auth import AuthConfig
     from .transports import EventStore, HttpLimits
 
-__all__ = ["Serving"]
+__all__ = ["ServerCrashed", "Serving"]
+
+
+class ServerCrashed(RuntimeError):
+    """A serve call whose one connection crashed: the server is dead (the CLI exits 1)."""
+
 
 log = logging.getLogger("mcp_runtime.server")
 P = ParamSpec("P")
@@ -199,9 +204,18 @@ class Serving:
                 idle_timeout=limits.idle_timeout,
             ) as channel:
                 task_status.started()
+                served: list[Connection] = []
                 await self.serve_connection(
-                    channel, session=Session("stdio"), connection_id="stdio", shutdown=shutdown
+                    channel,
+                    session=Session("stdio"),
+                    connection_id="stdio",
+                    shutdown=shutdown,
+                    started=served.append,
                 )
+        # The one connection is the server: when it crashed (logged with its traceback),
+        # the process must not look like it ended well.
+        if served and served[0].close_reason == "crashed":
+            raise ServerCrashed("the stdio connection crashed (see the log above)")
 
     @_holding_running
     async def serve_tcp(

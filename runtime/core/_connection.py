@@ -227,6 +227,7 @@ class Connection(ReaderGenerations, IncomingMessages):
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
         except Exception:
+            self.close_reason = "crashed"  # a stdio server exits non-zero on it (issue 16)
             log.exception("connection crashed conn=%s", self._id)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
