@@ -150,6 +150,11 @@ class HttpLimits:
     header_timeout: float = 10.0
     #: Seconds between body chunks before the connection is closed (slow senders).
     body_timeout: float = 30.0
+    #: Seconds from a body's first byte until its last: past it 408 and the connection is
+    #: closed, however steadily the bytes trickle in (issue 16: a body sent at one byte per
+    #: chunk timeout would otherwise hold its connection slot for ever). 60 s carries the
+    #: largest default body (4 MiB) at 70 KB/s.
+    body_total_timeout: float = 60.0
     #: Seconds an idle keep-alive connection waits for its next request.
     keep_alive_timeout: float = 30.0
     #: Concurrent TCP connections; past it a new connection gets 503 and is closed.

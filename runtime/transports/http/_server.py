@@ -101,7 +101,12 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
     """Close connections whose idle/head/body deadline passed. One task for all of them:
     moving a trio deadline costs as much as a cancel scope, and these deadlines move up to
     three times per request, while a sweep a few times a second costs nothing per request."""
-    shortest = min(limits.header_timeout, limits.keep_alive_timeout, limits.body_timeout)
+    shortest = min(
+        limits.header_timeout,
+        limits.keep_alive_timeout,
+        limits.body_timeout,
+        limits.body_total_timeout,
+    )
     interval = max(0.05, min(1.0, shortest / 4))
     while not (shutdown.is_set() and not drivers):
         await trio.sleep(interval)
@@ -280,10 +285,12 @@ class _Driver(SocketIO):
         if head.expect_continue and not self.parser.buffer:
             await self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.phase = "body"
-        self.deadline = trio.current_time() + self.limits.body_timeout
+        gap = self.limits.body_timeout
+        whole = trio.current_time() + self.limits.body_total_timeout  # however it trickles
+        self.deadline = min(trio.current_time() + gap, whole)
         while not reader.read(self.parser.buffer):
             await self._wait_data()
-            self.deadline = trio.current_time() + self.limits.body_timeout
+            self.deadline = min(trio.current_time() + gap, whole)
         return bytes(reader.body)
 
     async def _one_request(self, first: bool) -> bool:
