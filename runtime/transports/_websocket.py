@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -212,6 +213,7 @@ async def serve_websocket(
             channel = _WebSocketChannel(ws, shutdown, gate, principal)
             if limits.ws_ping_interval is not None:
                 nursery.start_soon(_keep_alive, ws, limits.ws_ping_interval, limits.ws_ping_timeout)
+            nursery.start_soon(_watch_assembly, ws, limits.ws_message_timeout)
             await hooks.serve_connection(
                 channel,
                 session=hooks.new_session("ws", principal),
@@ -257,6 +259,28 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
     await trio.aclose_forcefully(stream)
+
+
+async def _watch_assembly(ws: Any, timeout: float) -> None:
+    """Close with 1008 a socket whose current message has been assembling for ``timeout``
+    seconds. trio-websocket (0.12) assembles fragments itself and says nothing until a
+    message is whole, so this reads its state: ``_message_parts`` is a new list for each
+    message and ``_message_size`` counts the bytes of the one being assembled (a test pins
+    both: tests/transports/test_websocket_hostile.py)."""
+    interval = max(0.05, min(1.0, timeout / 4))
+    parts: object = None
+    since = math.inf
+    while True:
+        await trio.sleep(interval)
+        now = trio.current_time()
+        if ws._message_size == 0:
+            since = math.inf
+        elif ws._message_parts is not parts:  # a new message started since the last look
+            parts, since = ws._message_parts, now
+        elif now - since >= timeout:
+            log.warning("closing websocket reason=message-timeout seconds=%s", timeout)
+            await ws.aclose(1008, "message too slow")
+            return
 
 
 async def _keep_alive(ws: Any, interval: float, timeout: float) -> None:

@@ -177,6 +177,10 @@ class HttpLimits:
     ws_ping_interval: float | None = 20.0
     #: Seconds to wait for a pong before closing the WebSocket.
     ws_ping_timeout: float = 20.0
+    #: Seconds from a WebSocket message's first fragment until its last: past it the
+    #: socket is closed with 1008 (issue 16: a message trickled a fragment at a time would
+    #: otherwise hold its connection for ever). Pings keep an idle socket alive, not this.
+    ws_message_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         for name in (
