@@ -10,6 +10,7 @@ away on shutdown, 1011 a peer that stopped answering pings.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
@@ -20,6 +21,9 @@ from typing import Any, Final
 import msgspec
 import trio
 import trio_websocket
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import CloseConnection
 
 from ..auth import AuthConfig
 from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits
@@ -162,9 +166,7 @@ async def serve_websocket(
             request = None
             with trio.move_on_after(limits.header_timeout) as head:
                 try:
-                    request = await trio_websocket.wrap_server_stream(
-                        nursery, stream, max_message_size=max_message_size
-                    )
+                    request = await _wrap_server_stream(nursery, stream, max_message_size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     log.info("websocket handshake failed %s error=%r", conn_id, exc)
             if head.cancelled_caught or request is None:
@@ -241,6 +243,35 @@ async def serve_websocket(
         with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()
+
+
+class _ServerConnection(trio_websocket.WebSocketConnection):
+    """trio-websocket's connection, closing with the code a protocol error calls for.
+
+    wsproto reports a frame it cannot parse (RFC 6455 section 5.2 violations: 1002; invalid
+    UTF-8 in a text message, section 8.1: 1007) as a ``CloseConnection`` event carrying that
+    code, but trio-websocket (0.12) sends a close frame only in answer to one the peer sent,
+    and otherwise drops the TCP connection without saying why (issue 16 item 6)."""
+
+    async def _handle_close_connection_event(self, event: CloseConnection) -> None:
+        if self._wsproto.state is ConnectionState.OPEN:  # not sent by the peer: a parse error
+            log.warning("closing websocket reason=protocol-error code=%d", event.code)
+            with contextlib.suppress(trio_websocket.ConnectionClosed):
+                await self._send(
+                    CloseConnection(code=event.code, reason=(event.reason or "")[:100])
+                )
+        await super()._handle_close_connection_event(event)
+
+
+async def _wrap_server_stream(
+    nursery: trio.Nursery, stream: trio.SocketStream, max_message_size: int
+) -> Any:
+    """``trio_websocket.wrap_server_stream`` with :class:`_ServerConnection`."""
+    connection = _ServerConnection(
+        stream, WSConnection(ConnectionType.SERVER), max_message_size=max_message_size
+    )
+    nursery.start_soon(connection._reader_task)
+    return await connection._get_request()
 
 
 async def _refuse_busy(stream: trio.SocketStream) -> None:

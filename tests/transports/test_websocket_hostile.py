@@ -3,13 +3,14 @@ deadline; protocol errors close with the codes RFC 6455 section 7.4.1 gives them
 
 from __future__ import annotations
 
+import pytest
 import trio
 from wsproto.events import TextMessage
 
 from runtime.transports import HttpLimits
 
 from .app import make_app, serving
-from .raw_ws import open_raw_websocket
+from .raw_ws import frame, open_raw_websocket
 
 PING = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
@@ -51,3 +52,25 @@ async def test_a_quick_fragmented_message_is_served() -> None:
             event = await raw.next_event()
             assert isinstance(event, TextMessage), event
             assert event.data == '{"jsonrpc":"2.0","id":1,"result":{}}'
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        pytest.param(frame(0x1, b'"\xff\xfe"'), 1007, id="invalid-utf8"),
+        pytest.param(frame(0x2, b"[]"), 1003, id="binary"),
+        pytest.param(frame(0x1, PING.encode(), mask=False), 1002, id="unmasked"),
+        pytest.param(frame(0x3, b"x"), 1002, id="reserved-opcode"),
+        pytest.param(bytes([0xC1, 0x80, 1, 2, 3, 4]), 1002, id="rsv1-without-extension"),
+        pytest.param(frame(0x9, b"p" * 126), 1002, id="control-frame-too-long"),
+        pytest.param(frame(0x0, b"x"), 1002, id="continuation-without-start"),
+        pytest.param(frame(0x1, b" " * 70_000), 1009, id="too-big"),
+    ],
+)
+async def test_protocol_errors_close_with_their_codes(data: bytes, code: int) -> None:
+    app, _ = make_app(max_frame_size=65536)
+    with trio.fail_after(10):
+        async with serving(app, "ws") as address:
+            raw = await open_raw_websocket(address)
+            await raw.send_raw(data)
+            assert await raw.close_code() == code
