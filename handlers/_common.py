@@ -13,7 +13,7 @@ from runtime._registry import App
 from runtime._signature import Signature
 from runtime._state import params_digest, principal_key
 from runtime._tasks import TaskRecord
-from runtime.core import RequestContext, params_error
+from runtime.core import INVALID_PARAMS, JSONRPCError, RequestContext, params_error
 
 __all__ = [
     "InputFields",
@@ -31,6 +31,9 @@ class InputFields(msgspec.Struct, kw_only=True):
 
     input_responses: dict[str, Any] | None = msgspec.field(default=None, name="inputResponses")
     request_state: str | None = msgspec.field(default=None, name="requestState")
+
+
+_ABSENT: Any = object()
 
 
 async def call_with_input(
@@ -55,19 +58,40 @@ async def call_with_input(
         return False, await call_user_function(server, ctx, fn, sig, args, meta)
     responses: dict[str, Any] = {}
     digest: str | None = None
+    keys: list[str] = []
+    answers = fields.input_responses
     if fields.request_state is not None:
         digest = params_digest(salient())
         who = principal_key(ctx.session.principal)
-        sealer = server.state_sealer
-        responses.update(sealer.unseal(fields.request_state, ctx.method, digest, who))
-    if fields.input_responses:
-        responses.update(fields.input_responses)
-    try:
-        return False, await call_user_function(
-            server, ctx, fn, sig, args, meta, InputRound(responses)
+        sealed = server.state_sealer.open(fields.request_state, ctx.method, digest, who)
+        responses.update(sealed.responses)
+        keys = sealed.keys
+        if answers:
+            # Only what this state asked (a resent earlier answer, unchanged, is harmless).
+            unasked = sorted(
+                key
+                for key, value in answers.items()
+                if key not in sealed.asked and sealed.responses.get(key, _ABSENT) != value
+            )
+            if unasked:
+                raise JSONRPCError(
+                    INVALID_PARAMS,
+                    "Invalid params: inputResponses answers input the server did not request",
+                    {"unaskedKeys": unasked},
+                )
+    elif answers:
+        # The server seals state with every input request it makes (2026-07-28 mrtr), so
+        # answers without it answer nothing it asked (issue 16 item 5).
+        raise JSONRPCError(
+            INVALID_PARAMS, "Invalid params: inputResponses without the requestState it answers"
         )
+    if answers:
+        responses.update(answers)
+    round = InputRound(responses, keys)
+    try:
+        return False, await call_user_function(server, ctx, fn, sig, args, meta, round)
     except InputRequired as exc:
-        return True, input_required(server, ctx, exc, responses, digest, salient)
+        return True, input_required(server, ctx, exc, responses, digest, salient, round.keys)
 
 
 def input_required(
@@ -77,12 +101,16 @@ def input_required(
     responses: dict[str, Any],
     digest: str | None,
     salient: Callable[[], Any],
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``input_required`` result for a modern request whose handler raised ``exc``:
-    its input requests and a freshly sealed ``requestState`` holding ``responses``."""
+    its input requests and a freshly sealed ``requestState`` holding ``responses``, the
+    keys asked and the unkeyed asks' ``keys``."""
     digest = digest or params_digest(salient())
     who = principal_key(ctx.session.principal)
-    state = server.state_sealer.seal(ctx.method, digest, responses, who)
+    state = server.state_sealer.seal(
+        ctx.method, digest, responses, who, asked=exc.requests, keys=keys or ()
+    )
     return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
 
 

@@ -17,27 +17,36 @@ import hashlib
 import hmac
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
 from .core import INVALID_PARAMS, JSONRPCError
 
-__all__ = ["StateSealer", "params_digest", "principal_key"]
+__all__ = ["SealedRound", "StateSealer", "params_digest", "principal_key"]
 
 _MAX_STATE: Final = 256 * 1024  # bytes of requestState we are willing to verify
 
 
-class _Payload(msgspec.Struct, forbid_unknown_fields=True):
+class SealedRound(msgspec.Struct, forbid_unknown_fields=True):
+    """What a ``requestState`` carries (signed, readable by the client)."""
+
     method: str
     digest: str
     expires: float
     responses: dict[str, Any]
     #: The authenticated principal the state was issued to (None: unauthenticated).
     principal: str | None = None
+    #: The keys of the input requests this state answers: a retry may answer only these
+    #: (issue 16 item 5: answers to questions never asked would skip a round).
+    asked: list[str] = msgspec.field(default_factory=list)
+    #: The random keys given so far to the handler's unkeyed asks, in call order, so that
+    #: each ask gets the same key again when the handler reruns (unguessable, not a count).
+    keys: list[str] = msgspec.field(default_factory=list)
 
 
-_decoder: Final = msgspec.json.Decoder(_Payload)
+_decoder: Final = msgspec.json.Decoder(SealedRound)
 _encode: Final = msgspec.json.Encoder(order="sorted").encode
 
 
@@ -94,11 +103,19 @@ class StateSealer:
         return int(now // self._rotate)
 
     def seal(
-        self, method: str, digest: str, responses: dict[str, Any], principal: str | None = None
+        self,
+        method: str,
+        digest: str,
+        responses: dict[str, Any],
+        principal: str | None = None,
+        *,
+        asked: Iterable[str] = (),
+        keys: Iterable[str] = (),
     ) -> str:
         now = time.time()
         expires = now + self.ttl_seconds
-        payload = _b64(_encode(_Payload(method, digest, expires, responses, principal)))
+        sealed = SealedRound(method, digest, expires, responses, principal, list(asked), list(keys))
+        payload = _b64(_encode(sealed))
         epoch = self._epoch(now)
         signed = f"{epoch}.{payload}".encode()
         return f"{payload}.{epoch}.{_b64(hmac.new(self._key(epoch), signed, 'sha256').digest())}"
@@ -108,6 +125,12 @@ class StateSealer:
     ) -> dict[str, Any]:
         """The input responses carried by ``state``; raises -32602 for state that is forged,
         expired, or was issued for another request or another principal."""
+        return self.open(state, method, digest, principal).responses
+
+    def open(
+        self, state: str, method: str, digest: str, principal: str | None = None
+    ) -> SealedRound:
+        """Everything ``state`` carries, checked as :meth:`unseal` checks it."""
         try:
             if len(state) > _MAX_STATE:
                 raise ValueError("too large")
@@ -130,4 +153,4 @@ class StateSealer:
         if payload.principal != principal:
             # 2026-07-28 mrtr: reject state presented by a different principal.
             raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
-        return payload.responses
+        return payload

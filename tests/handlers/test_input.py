@@ -289,3 +289,49 @@ async def test_a_tool_without_context_failing_is_an_error_result_in_both_eras() 
             {"type": "text", "text": "Error executing tool broken: no weather for Oslo"}
         ]
     assert modern["resultType"] == "complete"
+
+
+async def test_answers_without_sealed_state_are_refused() -> None:
+    """issue 16 item 5: answering a round the server never asked for (no requestState) would
+    let a client skip a confirmation."""
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            forged = {"elicitation-1": {"action": "accept", "content": {"ok": True}}}
+            forged["elicitation-2"] = {"action": "accept", "content": {"seat": "aisle"}}
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(
+                    client, "book_trip", {"destination": "Oslo"}, inputResponses=forged
+                )
+            assert info.value.code == -32602 and "requestState" in info.value.message
+
+
+async def test_answers_for_keys_never_asked_are_refused() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+            (key,) = first["inputRequests"]
+            answers = {key: {"action": "accept", "content": {"ok": True}}}
+            # Also answering the next round's question before it was asked.
+            answers["elicitation-2"] = {"action": "accept", "content": {"seat": "aisle"}}
+            with pytest.raises(JSONRPCError) as info:
+                await _modern_call(
+                    client,
+                    "book_trip",
+                    {"destination": "Oslo"},
+                    inputResponses=answers,
+                    requestState=first["requestState"],
+                )
+            assert info.value.code == -32602
+            assert info.value.data == {"unaskedKeys": ["elicitation-2"]}
+
+
+async def test_input_keys_are_not_guessable() -> None:
+    keys = set()
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            for _ in range(3):
+                first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+                (key,) = first["inputRequests"]
+                assert key.startswith("elicitation-") and len(key) >= len("elicitation-") + 16
+                keys.add(key)
+    assert len(keys) == 3
