@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from ... import _eager as eager
-from ._edge import EdgePolicy, HttpLimits
+from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
     Exchange,
     HttpApp,
@@ -300,7 +300,12 @@ class _Driver(SocketIO):
             return False
         request = self._request(head)
         header = head.index.get
-        edge = (header("host"), header("origin"))
+        host = header("host")
+        if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
+            # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host, so
+            # it is what the allow-list checks (issue 16 item 6).
+            host = authority
+        edge = (host, header("origin"))
         if edge != self._edge_passed:  # a keep-alive client sends the same values each time
             reason = self.policy.check(*edge)
             if reason is not None:
