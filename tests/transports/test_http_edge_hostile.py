@@ -77,3 +77,19 @@ async def test_an_absolute_form_target_on_an_allowed_host_is_served() -> None:
                 b"\r\nContent-Length: %d\r\n\r\n%b" % (port, len(body), body),
             )
     assert not answer.startswith(b"HTTP/1.1 403 "), answer
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;q=0, text/event-stream;q=0",
+        "application/json; q=0.000, text/event-stream;Q=0",
+        "*/*;q=0",
+    ],
+)
+async def test_accept_with_q_zero_is_not_acceptance(accept: str) -> None:
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            response = await request(address, "POST", headers={"accept": accept}, body=init_body())
+    assert response.status == 406, response
