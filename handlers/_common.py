@@ -159,11 +159,12 @@ async def call_user_function(
     """Call a registered function with validated arguments (and its Context, if it takes one);
     see ``Signature.call`` for threads and cancellation."""
     kwargs = sig.to_kwargs(args)
+    threads, owner = server.worker_threads, ctx.peer.connection_id
     if sig.context_param is None:
-        return await sig.call(fn, kwargs)
+        return await sig.call(fn, kwargs, threads, owner)
     context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task)
     try:
-        return await sig.call(fn, kwargs)
+        return await sig.call(fn, kwargs, threads, owner)
     finally:
         context.close()
 

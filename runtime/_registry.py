@@ -18,6 +18,7 @@ from ._pagination import CursorCodec
 from ._signature import Signature
 from ._state import StateSealer
 from ._tasks import TaskTable
+from ._threads import WorkerThreads
 from ._uritemplate import UriTemplate
 from .core import JSONRPCError, ResourceNotFoundError
 
@@ -52,6 +53,9 @@ class App(Protocol):
 
     @property
     def tasks(self) -> TaskTable: ...
+
+    @property
+    def worker_threads(self) -> WorkerThreads: ...
 
     def server_info(self) -> dict[str, Any]: ...
 

@@ -23,6 +23,7 @@ from ._serving import Serving
 from ._signature import doc_summary, inspect_signature
 from ._state import StateSealer
 from ._tasks import TaskTable
+from ._threads import WorkerThreads
 from ._uritemplate import UriTemplate, is_template
 from .core import Dispatcher, Limits
 
@@ -95,6 +96,8 @@ class Server(Serving):
         self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime._tasks``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
+        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
+        self.worker_threads = WorkerThreads(lambda: self.limits)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
