@@ -42,7 +42,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import trio
@@ -52,7 +52,7 @@ from ..framing import escape_excerpt
 from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
-from ._errors import INTERNAL_ERROR, REQUEST_TIMEOUT, JSONRPCError
+from ._errors import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT, JSONRPCError
 from ._jsonrpc import (
     REQUEST_ID_TYPES,
     Envelope,
@@ -74,7 +74,6 @@ __all__ = ["CONNECTION_CLOSED", "Connection"]
 log = logging.getLogger("mcp_runtime.connection")
 
 #: Code used for server-to-client requests that die with their connection (as the SDKs do).
-CONNECTION_CLOSED: Final = -32000
 _connection_ids = itertools.count(1)
 
 
@@ -135,6 +134,7 @@ class Connection(ReaderGenerations, IncomingMessages):
         #: In-flight requests running in other tasks (``run_request``).
         self._outside: set[_InFlight] = set()
         self.close_reason = "running"
+        self._answer_unfinished = False
         self._peer = self  # what handlers talk back to (the mixins make contexts)
 
     # -- Peer -------------------------------------------------------------------------------
@@ -266,6 +266,7 @@ class Connection(ReaderGenerations, IncomingMessages):
                         self._active,
                         grace,
                     )
+            self._answer_unfinished = True
             self._cancel_outside_requests()
             requests.cancel_scope.cancel()
 
@@ -347,8 +348,12 @@ class Connection(ReaderGenerations, IncomingMessages):
             self._outside.discard(entry)
             self._task_done()
         if scope.cancelled_caught:
-            if entry.cancelled_by_client or self._closing:
+            if entry.cancelled_by_client:
                 return None
+            if self._answer_unfinished:  # the grace ran out (issue 16 item 4)
+                return encode_error(
+                    request_id, CONNECTION_CLOSED, "Server is shutting down: request not finished"
+                )
             log.warning(
                 "request timed out conn=%s id=%r method=%s", self._id, request_id, env.method
             )

@@ -90,9 +90,12 @@ class ReaderGenerations(RequestRunning):
                     runner.reply = await self._finish(runner)
             if runner is not None and scope.cancelled_caught:
                 runner.reply = self._cancelled_reply(runner)
-        except BaseException:
+        except BaseException as exc:
             if runner is not None:
-                self._abandon(runner)
+                # Cut short by the end of the connection after its grace: still answered
+                # (issue 16 item 4), held for the outbox's last flush.
+                ending = self._answer_unfinished and isinstance(exc, trio.Cancelled)
+                self._abandon(runner, self._shutting_down_reply(runner) if ending else None)
             raise
         if runner is not None:
             await self._deliver(runner)

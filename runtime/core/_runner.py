@@ -21,7 +21,7 @@ from msgspec import Raw
 from .._eager import Suspended, finish, start
 from ._context import Peer, RequestContext
 from ._dispatch import Dispatcher
-from ._errors import INTERNAL_ERROR, REQUEST_TIMEOUT
+from ._errors import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from ._jsonrpc import REQUEST_ID_TYPES, Envelope, RequestId, encode_error, id_key
 from ._limits import Limits
 from ._outbox import Outbox
@@ -93,6 +93,9 @@ class ConnectionParts:
         limits: Limits
         session: Session
         _id: str
+        close_reason: str
+        #: Set when the grace ran out: requests cut short then are answered, not dropped.
+        _answer_unfinished: bool
         _in_flight: dict[tuple[type, RequestId], _InFlight]
         _peer: Peer  # the connection itself
 
@@ -202,16 +205,38 @@ class RequestRunning(ConnectionParts):
         batch.replies[runner.index] = runner.reply
         await self._batch_item_done(batch, in_reader=False)
 
-    def _abandon(self, runner: _Runner) -> None:
-        """Bookkeeping for a runner cut short from outside (the connection is ending)."""
+    def _abandon(self, runner: _Runner, reply: bytes | None = None) -> None:
+        """Bookkeeping for a runner cut short from outside (the connection is ending);
+        ``reply``, when given, is held for the outbox's last flush (in its batch's reply)."""
         del self._in_flight[id_key(runner.request_id)]
         batch = runner.batch
         if batch is None:
+            if reply is not None:
+                self._out.hold(reply, runner.request_id)
             self._task_done()
             return
+        batch.replies[runner.index] = reply
         batch.unfinished -= 1
-        if batch.unfinished == 0 and batch.counted:
-            self._task_done()
+        if batch.unfinished == 0:
+            whole = batch.reply() if reply is not None else None
+            if whole is not None:
+                self._out.hold(whole)
+            if batch.counted:
+                self._task_done()
+
+    def _shutting_down_reply(self, runner: _Runner) -> bytes:
+        """The answer for a request the end of the connection cut short (issue 16 item 4:
+        every accepted request gets one reply)."""
+        log.info(
+            "answering unfinished request conn=%s id=%r method=%s reason=%s",
+            self._id,
+            runner.request_id,
+            runner.method,
+            self.close_reason,
+        )
+        return encode_error(
+            runner.request_id, CONNECTION_CLOSED, "Server is shutting down: request not finished"
+        )
 
     async def _batch_item_done(self, batch: _Batch, *, in_reader: bool) -> None:
         """One suspended item (or the walk) finished; the last one sends the batch reply."""
