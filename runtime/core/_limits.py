@@ -32,7 +32,8 @@ class Limits:
     write_queue_size: int = 1024
     #: Seconds one write may block (a peer that stopped reading) before the connection closes.
     write_timeout: float = 30.0
-    #: Seconds a partially received frame may stall before the connection closes.
+    #: Seconds a frame may take from its first byte to its last before the connection
+    #: closes (a stalled or a trickled frame alike; issue 16).
     read_timeout: float | None = 30.0
     #: Seconds without any incoming frame before the connection closes; None = never.
     idle_timeout: float | None = None

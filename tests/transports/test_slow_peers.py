@@ -75,3 +75,27 @@ async def test_trickling_clients_do_not_hold_every_slot() -> None:
             await trio.sleep(2.5)
             ok = await request(address, "POST", body=init_body())
             assert ok.status == 200, ok
+
+
+async def test_a_trickled_frame_meets_the_read_timeout_over_tcp() -> None:
+    """Stream transports too: ``Limits.read_timeout`` counts from a frame's first byte, not
+    from its last chunk (a frame at one byte per 50 ms used to stay open for ever)."""
+    from runtime import Limits, Server
+
+    server = Server("trickle", "0", limits=Limits(read_timeout=1.0))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(server.serve_tcp, 0)
+            stream = await trio.open_tcp_stream(*address[:2])
+            started = trio.current_time()
+            for byte in b'{"jsonrpc":"2.0","id":1,"method":"ping"}' * 20:
+                try:
+                    await stream.send_all(bytes([byte]))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+                await trio.sleep(0.05)
+                if trio.current_time() - started > 3:
+                    break
+            assert await stream.receive_some(100) == b""
+            assert trio.current_time() - started < 2.5
+            nursery.cancel_scope.cancel()
