@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
+import trio
 
 from ._context import RequestContext
 from ._errors import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError
@@ -25,6 +26,17 @@ BatchPolicy = Callable[[Session], "str | None"]
 
 def _always_allow(session: Session) -> str | None:
     return None
+
+
+_CONTROL_FLOW: Final = (trio.Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _stops_the_task(exc: BaseException) -> bool:
+    """Whether ``exc`` is cancellation or a request to stop (or a group holding one): it
+    must propagate, not become a reply."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(lambda inner: isinstance(inner, _CONTROL_FLOW)) is not None
+    return isinstance(exc, _CONTROL_FLOW)
 
 
 class Dispatcher:
@@ -92,6 +104,18 @@ class Dispatcher:
                     ctx.method,
                 )
                 return encode_error(request_id, INVALID_PARAMS, "Invalid params: nested too deeply")
+            log.exception(
+                "handler failed conn=%s id=%r method=%s",
+                ctx.peer.connection_id,
+                request_id,
+                ctx.method,
+            )
+            return encode_error(request_id, INTERNAL_ERROR, "Internal error")
+        except BaseException as exc:
+            if _stops_the_task(exc):
+                raise
+            # Any other BaseException subclass a handler raises is a bug like any other; it
+            # must not take the connection (and every request on it) down (issue 16).
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
