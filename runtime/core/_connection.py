@@ -135,6 +135,7 @@ class Connection(ReaderGenerations, IncomingMessages):
         self._outside: set[_InFlight] = set()
         self.close_reason = "running"
         self._answer_unfinished = False
+        self._drain_scope: trio.CancelScope | None = None
         self._peer = self  # what handlers talk back to (the mixins make contexts)
 
     # -- Peer -------------------------------------------------------------------------------
@@ -253,12 +254,15 @@ class Connection(ReaderGenerations, IncomingMessages):
                 grace = self.limits.shutdown_grace
             elif self.close_reason == "eof" and self.drain_on_eof:
                 grace = math.inf
+                if self._shutdown is not None and self._shutdown.is_set():
+                    grace = self.limits.shutdown_grace
             else:
                 grace = self.limits.eof_grace
             if self._active:
-                with trio.move_on_after(grace):
+                with trio.move_on_after(grace) as self._drain_scope:
                     self._drained = trio.Event()
                     await self._drained.wait()
+                self._drain_scope = None
                 if self._active:
                     log.info(
                         "cancelling requests conn=%s count=%d after grace=%ss",
@@ -280,6 +284,11 @@ class Connection(ReaderGenerations, IncomingMessages):
     async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
         with watch_scope:
             await shutdown.wait()
+            drain = self._drain_scope
+            if drain is not None:  # draining a one-POST connection: shutdown bounds it too
+                drain.deadline = min(
+                    drain.deadline, trio.current_time() + self.limits.shutdown_grace
+                )
             # The reader stops before its next wait for input; if it is waiting right now,
             # wake it. Its scope is cancelled only then: at any other moment the reader may
             # be about to hand that scope to a request, which shutdown must not cancel.

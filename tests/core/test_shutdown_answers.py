@@ -121,3 +121,36 @@ async def test_http_session_post_in_flight_is_answered_on_shutdown() -> None:
                 server.shutdown()
     (reply,) = [r for r in replies if r.get("id") == 7]
     assert reply["error"]["code"] == -32000 and "shutting down" in reply["error"]["message"]
+
+
+async def test_modern_http_requests_in_flight_are_answered_on_shutdown() -> None:
+    """The direct path (one modern POST, no Connection): a JSON answer not started yet is a
+    503 carrying the error; one already streaming SSE ends with the error event."""
+    from ..transports.app import make_app, modern, modern_headers, serving
+    from ..transports.http_client import request, sse_messages
+
+    server, _ = make_app(shutdown_grace=0.3)
+    out: dict[str, Any] = {}
+    with trio.fail_after(20):
+        async with serving(server) as address, trio.open_nursery() as nursery:
+
+            async def post(key: str, name: str, arguments: dict[str, Any]) -> None:
+                params: dict[str, Any] = {"name": name, "arguments": arguments}
+                if key == "sse":
+                    params["_meta"] = {"progressToken": "p"}
+                body = modern(key, "tools/call", params)
+                out[key] = await request(
+                    address, "POST", headers=modern_headers("tools/call", name), body=body
+                )
+
+            nursery.start_soon(post, "json", "slow", {"tag": "t"})
+            nursery.start_soon(post, "sse", "countdown", {"start": 3, "delay": 30})
+            await trio.sleep(0.3)
+            server.shutdown()
+    json_reply = out["json"]
+    assert json_reply.status == 503, json_reply
+    assert json_reply.json()["id"] == "json"
+    assert json_reply.json()["error"]["code"] == -32000
+    events = sse_messages(out["sse"].body)
+    assert events[0]["method"] == "notifications/progress", events
+    assert events[-1]["id"] == "sse" and events[-1]["error"]["code"] == -32000, events

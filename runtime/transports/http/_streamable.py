@@ -20,7 +20,15 @@ import trio
 
 from ._auth import Gate
 from ._edge import HttpLimits
-from ._exchange import Exchange, HttpError, HttpRequest, media_type, parse_accept, refusal
+from ._exchange import (
+    Exchange,
+    HttpError,
+    HttpRequest,
+    error_body,
+    media_type,
+    parse_accept,
+    refusal,
+)
 from ._handshake import HandshakeEra
 from ._jsonrpc import Invalid, check_message
 from ._modern import ModernParams, body_params, check_headers, modern_params, status_of
@@ -296,6 +304,12 @@ class StreamableEndpoint(HandshakeEra):
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
+        except trio.Cancelled:
+            if self.shutdown.is_set() and broken is None and not exchange.hung_up_seen:
+                # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await self._answer_shutting_down(exchange, envelope.id, streaming)
+            raise
         if reply is None:  # as a one-request connection that ended without an answer
             if streaming:
                 await exchange.end()
@@ -315,6 +329,20 @@ class StreamableEndpoint(HandshakeEra):
                 first=sse_event(reply, None),
                 end=True,
             )
+
+    @staticmethod
+    async def _answer_shutting_down(exchange: Exchange, request_id: Any, streaming: bool) -> None:
+        message = "Server is shutting down: request not finished"
+        body = error_body(message, -32000, request_id)  # -32000: the core's CONNECTION_CLOSED
+        log.info("answering unfinished request id=%r reason=shutdown", request_id)
+        try:
+            if streaming:
+                await exchange.end(sse_event(body, None))
+            elif not exchange.started:
+                exchange.close_after = True
+                await exchange.respond(503, body)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass  # the client is gone: nobody to answer
 
     async def _serve_one(self, channel: _PostChannel, token: Any = None) -> None:
         await self.hooks.serve_connection(
