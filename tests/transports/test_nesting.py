@@ -15,7 +15,7 @@ from trio_websocket import open_websocket_url
 from ..peers import ROOT, TRANSPORTS, open_peer, open_stdio_peer
 from ..servers.wire import app as wire_app
 from .app import init_body, make_app, modern, modern_headers, serving
-from .http_client import connect
+from .http_client import connect, request
 
 DEPTHS = [1000, 100_000]
 
@@ -188,4 +188,29 @@ async def test_deep_nesting_over_websocket(depth: int, caplog: pytest.LogCapture
             assert [r["result"]["content"][0]["text"] for r in replies if r.get("id")] == ["t"]
             await ws.send_message('{"jsonrpc":"2.0","id":9,"method":"ping"}')
             assert json.loads(await ws.get_message()) == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    _no_traceback(caplog)
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+async def test_deep_nesting_over_legacy_sse(depth: int, caplog: pytest.LogCaptureFixture) -> None:
+    """The 2024-11-05 transport: a POST to the messages endpoint nested too deeply is 400
+    -32700, and the session's stream serves on."""
+    caplog.set_level(logging.INFO)
+    app, _ = make_app()
+    with trio.fail_after(30):
+        async with serving(app, "sse") as address:
+            stream = await connect(address)
+            await stream.send("GET", "/sse", headers={"accept": "text/event-stream"})
+            assert (await stream.head()).status == 200
+            endpoint = await stream.next_event()
+            assert endpoint is not None and endpoint.event == "endpoint"
+            for body in (nested(depth), nested_in_params(depth)):
+                response = await request(address, "POST", endpoint.data, body=body)
+                assert response.status == 400, response
+                assert _is_deep_error(response.json()), response
+            ok = await request(address, "POST", endpoint.data, body=init_body("2024-11-05"))
+            assert ok.status == 202, ok
+            event = await stream.next_event()
+            assert event is not None and json.loads(event.data)["id"] == 1
+            await stream.aclose()
     _no_traceback(caplog)
