@@ -88,7 +88,7 @@ class _WebSocketChannel:
             return None
         try:
             message = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # too deep: issue 16 item 1
             return None  # the core answers parse errors
         items = message if isinstance(message, list) else [message]
         error = self._gate.authorization_error(self._principal, items)
