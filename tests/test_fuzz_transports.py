@@ -42,7 +42,9 @@ FINAL = b'{"jsonrpc":"2.0","id":"final","method":"ping"}'
 
 def _stream(frames: list[Frame], framing: str) -> tuple[bytes, list[str]]:
     framer = make_framer(framing, 64 * 1024 * 1024)  # type: ignore[arg-type]
-    data = b"".join(framer.encode(frame.data) for frame in frames)
+    # NDJSON raw: the framer's encode refuses blank payloads, which a peer may still send.
+    encode = (lambda data: data + b"\n") if framing == "ndjson" else framer.encode
+    data = b"".join(encode(frame.data) for frame in frames)
     return data, [request_id for frame in frames for request_id in frame.tracked]
 
 
