@@ -110,7 +110,7 @@ class Frame:
 
 
 def _request(params: bytes | None, method: str) -> Frame:
-    request_id = f"fz-{next(_ids)}"
+    request_id = f"fz-{next(_ids):012d}"  # fixed width: frame sizes never depend on the count
     head = b'{"jsonrpc":"2.0","id":%b,"method":%b' % (
         msgspec.json.encode(request_id),
         msgspec.json.encode(method),
