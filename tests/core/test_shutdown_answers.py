@@ -154,3 +154,31 @@ async def test_modern_http_requests_in_flight_are_answered_on_shutdown() -> None
     events = sse_messages(out["sse"].body)
     assert events[0]["method"] == "notifications/progress", events
     assert events[-1]["id"] == "sse" and events[-1]["error"]["code"] == -32000, events
+
+
+async def test_websocket_request_in_flight_is_answered_before_1001() -> None:
+    import json
+
+    from trio_websocket import ConnectionClosed, open_websocket_url
+
+    from ..transports.app import call, init_body, make_app, serving
+
+    server, _ = make_app(shutdown_grace=0.3)
+    with trio.fail_after(20):
+        async with (
+            serving(server, "ws") as (host, port),
+            open_websocket_url(f"ws://{host}:{port}/mcp", subprotocols=["mcp"]) as ws,
+        ):
+            await ws.send_message(json.dumps(init_body()))
+            await ws.get_message()
+            await ws.send_message(json.dumps(call(4, "slow", tag="w")))
+            await trio.sleep(0.2)
+            server.shutdown()
+            reply = json.loads(await ws.get_message())
+            assert reply["id"] == 4 and reply["error"]["code"] == -32000, reply
+            try:
+                await ws.get_message()
+            except ConnectionClosed as closed:
+                assert closed.reason.code == 1001
+            else:
+                raise AssertionError("the socket stayed open")
