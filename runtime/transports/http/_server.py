@@ -109,7 +109,11 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
     )
     interval = max(0.05, min(1.0, shortest / 4))
     while not (shutdown.is_set() and not drivers):
-        await trio.sleep(interval)
+        if shutdown.is_set():
+            await trio.sleep(0.05)  # draining: end soon after the last connection does
+        else:
+            with trio.move_on_after(interval):  # shutdown wakes it (a listener stops at once)
+                await shutdown.wait()
         now = trio.current_time()
         for driver in list(drivers):
             if driver.deadline <= now:
