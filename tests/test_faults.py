@@ -242,3 +242,55 @@ async def test_signal_in_each_phase(signum: int, phase: str) -> None:
         if "error" in reply:
             assert reply["error"]["code"] == -32000 and "shutting down" in reply["error"]["message"]
     assert "Traceback" not in stderr, stderr
+
+
+async def test_sigterm_answers_http_calls_that_outlive_the_grace() -> None:
+    """The issue's reproduction over HTTP: 5 modern calls outliving the grace, SIGTERM to
+    ``mcp-runtime serve --transport http``; each POST gets its -32000, the process exits 0."""
+    import socket
+    import subprocess
+
+    from .peers import cli
+    from .transports.app import modern
+    from .transports.http_client import request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ROOT / "tests" / "servers" / "shutdown.py"
+    process = await trio.lowlevel.open_process(
+        cli("serve", str(server), "--transport", "http", "--port", str(port)),
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
+    replies: dict[int, Any] = {}
+    try:
+        with trio.fail_after(20):
+            while True:  # until it listens
+                try:
+                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await trio.sleep(0.05)
+            async with trio.open_nursery() as nursery:
+
+                async def post(index: int) -> None:
+                    body = modern(index, "tools/call", {"name": "slow", "arguments": {}})
+                    headers = modern_headers("tools/call", "slow")
+                    replies[index] = await request(
+                        ("127.0.0.1", port), "POST", headers=headers, body=body
+                    )
+
+                for index in range(5):
+                    nursery.start_soon(post, index)
+                await trio.sleep(0.5)
+                process.send_signal(signal.SIGTERM)
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+    assert sorted(replies) == [0, 1, 2, 3, 4]
+    for index, response in replies.items():
+        assert response.status == 503, response
+        reply = response.json()
+        assert reply["id"] == index and reply["error"]["code"] == -32000, reply
