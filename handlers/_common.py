@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -38,6 +39,9 @@ class InputFields(msgspec.Struct, kw_only=True):
     request_state: str | None = msgspec.field(default=None, name="requestState")
 
 
+log = logging.getLogger("mcp_runtime.input")
+
+
 async def call_with_input(
     server: App,
     ctx: RequestContext,
@@ -62,21 +66,38 @@ async def call_with_input(
     responses: dict[str, Any] = {}
     data: dict[str, Any] = {}
     digest: str | None = None
+    keys: list[str] = []
+    answers = fields.input_responses
     if fields.request_state is not None:
         digest = params_digest(salient())
         who = principal_key(ctx.session.principal)
-        sealer = server.state_sealer
-        sealed, data = sealer.unseal_all(fields.request_state, ctx.method, digest, who)
-        responses.update(sealed)
-    if fields.input_responses:
-        responses.update(fields.input_responses)
-    round = InputRound(responses, data)
+        sealed = server.state_sealer.open(fields.request_state, ctx.method, digest, who)
+        responses.update(sealed.responses)
+        data = sealed.data
+        keys = sealed.keys
+        if answers:
+            # Only what this state asked counts (a resent earlier answer is the same answer).
+            unasked = sorted(key for key in answers if key not in sealed.asked)
+            if unasked:
+                log.info("ignoring inputResponses never asked id=%r keys=%s", ctx.id, unasked)
+                answers = {key: value for key, value in answers.items() if key in sealed.asked}
+    # Without requestState, answers count only for the keys the handler asks: a key the
+    # runtime made up is random (``InputRound.next_key``), so it cannot be answered before it
+    # is asked and no round can be skipped (issue 16 item 5); a key the tool's author chose
+    # (``key="user_name"``) may be answered up front, as SEP-2322's clients do. Everything
+    # else is ignored and what is missing is asked again (SEP-2322: servers ignore
+    # unrecognized information and re-request missing input; they do not refuse it).
+    if answers:
+        responses.update(answers)
+    round = InputRound(responses, data, keys)
     try:
         return False, await call_user_function(
             server, ctx, fn, sig, args, meta, round, defer_task=defer_task
         )
     except InputRequired as exc:
-        return True, input_required(server, ctx, exc, responses, digest, salient, round.state)
+        return True, input_required(
+            server, ctx, exc, responses, digest, salient, round.state, round.keys
+        )
 
 
 def input_required(
@@ -87,13 +108,17 @@ def input_required(
     digest: str | None,
     salient: Callable[[], Any],
     data: dict[str, Any] | None = None,
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``input_required`` result for a modern request whose handler raised ``exc``:
-    its input requests and a freshly sealed ``requestState`` holding ``responses`` and the
-    handler's ``data`` (``Context.request_state``)."""
+    its input requests and a freshly sealed ``requestState`` holding ``responses``, the
+    handler's ``data`` (``Context.request_state``), the keys asked and the unkeyed asks'
+    ``keys``."""
     digest = digest or params_digest(salient())
     who = principal_key(ctx.session.principal)
-    state = server.state_sealer.seal(ctx.method, digest, responses, who, data)
+    state = server.state_sealer.seal(
+        ctx.method, digest, responses, who, data, asked=exc.requests, keys=keys or ()
+    )
     return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
 
 
@@ -143,11 +168,12 @@ async def call_user_function(
     """Call a registered function with validated arguments (and its Context, if it takes one);
     see ``Signature.call`` for threads and cancellation."""
     kwargs = sig.to_kwargs(args)
+    threads, owner = server.worker_threads, ctx.peer.connection_id
     if sig.context_param is None:
-        return await sig.call(fn, kwargs)
+        return await sig.call(fn, kwargs, threads, owner)
     context = kwargs[sig.context_param] = Context(ctx, server, meta, round, task, defer_task)
     try:
-        return await sig.call(fn, kwargs)
+        return await sig.call(fn, kwargs, threads, owner)
     finally:
         context.close()
 

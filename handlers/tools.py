@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from typing import Any, Final
 
 import msgspec
@@ -108,6 +109,23 @@ def _failed(ctx: RequestContext, tool: ToolDef, exc: Exception) -> dict[str, Any
     return _error_result(f"Error executing tool {tool.name}: {exc}")
 
 
+def _non_finite(value: Any, path: str) -> str | None:
+    """The path of the first infinite or NaN float in ``value`` (builtins), else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
     """A tool's return value as its ``CallToolResult``: content blocks, plus
     ``structuredContent`` when the tool declares an output schema."""
@@ -120,6 +138,14 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
         structured = mirror = msgspec.to_builtins(value, enc_hook=enc_hook)
     else:
         return {"content": to_content(value), "isError": False}
+    bad = _non_finite(structured, "")
+    if bad is not None:
+        # JSON has no infinity or NaN; msgspec would write null, which the tool's own output
+        # schema forbids. Tell the tool's author instead (issue 16 item 6).
+        log.warning("tool returned a non-finite number tool=%s path=%s", tool.name, bad)
+        return _error_result(
+            f"Tool {tool.name} returned a non-finite number at `{bad}`, which JSON cannot carry"
+        )
     # 2025-06-18 server/tools: structuredContent plus the serialized JSON as text, for
     # clients that do not read structured output.
     text = mirror if isinstance(mirror, str) else _encode(mirror).decode()

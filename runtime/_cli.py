@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._lifetime import ServerCrashed
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -449,14 +450,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.run(transport, started=announce, **options)
     except KeyboardInterrupt:  # pragma: no cover - a signal outside the trio run
         return 130
-    except (OSError, BaseExceptionGroup) as exc:
-        # e.g. the port is taken: one line per cause, not a traceback.
+    except (OSError, ServerCrashed, BaseExceptionGroup) as exc:
+        # e.g. the port is taken: one line per cause, not a traceback (a crashed server's
+        # traceback is logged already).
         causes = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
-        if not all(isinstance(cause, OSError) for cause in causes):
+        if not all(isinstance(cause, OSError | ServerCrashed) for cause in causes):
             raise
         for cause in causes:
-            assert isinstance(cause, OSError)
-            print(f"mcp-runtime: error: {_bind_error(cause, transport, settings)}", file=sys.stderr)
+            reason = (
+                _bind_error(cause, transport, settings) if isinstance(cause, OSError) else cause
+            )
+            print(f"mcp-runtime: error: {reason}", file=sys.stderr)
         return 1
     return 0
 

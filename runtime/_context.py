@@ -116,7 +116,8 @@ class Context:
         kwargs = sig.to_kwargs(args)
         if sig.context_param is not None:
             kwargs[sig.context_param] = self
-        value = await sig.call(definition.fn, kwargs)
+        threads, owner = self.server.worker_threads, self._request.peer.connection_id
+        value = await sig.call(definition.fn, kwargs, threads, owner)
         return to_contents(uri, value, definition.mime_type)
 
     @property

@@ -27,9 +27,13 @@ import trio
 
 from .features import Broadcast, TaskTable
 
-__all__ = ["Lifetime", "run_with_signals"]
+__all__ = ["Lifetime", "ServerCrashed", "run_with_signals"]
 
 log = logging.getLogger("mcp_runtime.server")
+
+
+class ServerCrashed(RuntimeError):
+    """A serve call whose one connection crashed: the server is dead (the CLI exits 1)."""
 
 
 class Lifetime:

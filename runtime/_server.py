@@ -22,7 +22,7 @@ import trio
 
 from ._compose import build_dispatcher
 from ._context import LOG_LEVELS, Context
-from ._lifetime import Lifetime, run_with_signals
+from ._lifetime import Lifetime, ServerCrashed, run_with_signals
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
@@ -42,6 +42,7 @@ from .features import (
     TemplateDef,
     ToolDef,
     UriTemplate,
+    WorkerThreads,
     doc_summary,
     inspect_signature,
     is_template,
@@ -153,6 +154,8 @@ class Server:
         self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
+        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
+        self.worker_threads = WorkerThreads(lambda: self.limits)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
@@ -536,9 +539,18 @@ class Server:
                 idle_timeout=limits.idle_timeout,
             ) as channel:
                 task_status.started()
+                served: list[Connection] = []
                 await self.serve_connection(
-                    channel, session=Session("stdio"), connection_id="stdio", shutdown=shutdown
+                    channel,
+                    session=Session("stdio"),
+                    connection_id="stdio",
+                    shutdown=shutdown,
+                    started=served.append,
                 )
+        # The one connection is the server: when it crashed (logged with its traceback),
+        # the process must not look like it ended well.
+        if served and served[0].close_reason == "crashed":
+            raise ServerCrashed("the stdio connection crashed (see the log above)")
 
     @_holding_running
     async def serve_tcp(

@@ -128,11 +128,17 @@ def test_serve_unix_socket(tmp_path: Path) -> None:
         import time
 
         deadline = time.monotonic() + 10
-        while not os.path.exists(sock) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        client = socket.socket(socket.AF_UNIX)
-        client.settimeout(5)
-        client.connect(sock)
+        while True:  # the file appears at bind(), a moment before listen(): retry until served
+            client = socket.socket(socket.AF_UNIX)
+            client.settimeout(5)
+            try:
+                client.connect(sock)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                client.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         client.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         assert msgspec.json.decode(client.makefile("rb").readline()) == {
             "jsonrpc": "2.0",

@@ -143,6 +143,8 @@ class Connection:
         #: In-flight requests running in other tasks (``run_request``).
         self._outside: set[RequestContext] = set()
         self._broke: str | None = None
+        #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
+        self._drain_scope: trio.CancelScope | None = None
 
     @property
     def close_reason(self) -> str:
@@ -234,6 +236,7 @@ class Connection:
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
         except Exception:
+            self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
             log.exception("connection crashed conn=%s", self._id)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
@@ -259,12 +262,15 @@ class Connection:
                 grace = self.limits.shutdown_grace
             elif reason == "eof" and self.drain_on_eof:
                 grace = math.inf
+                if self._shutdown is not None and self._shutdown.is_set():
+                    grace = self.limits.shutdown_grace
             else:
                 grace = self.limits.eof_grace
             if self._table.active:
-                with trio.move_on_after(grace):
+                with trio.move_on_after(grace) as self._drain_scope:
                     self._drained = trio.Event()
                     await self._drained.wait()
+                self._drain_scope = None
                 if self._table.active:
                     log.info(
                         "cancelling requests conn=%s count=%d after grace=%ss",
@@ -272,6 +278,9 @@ class Connection:
                         self._table.active,
                         grace,
                     )
+            # The grace ran out: what is cut short now is still answered, -32000 "Server is
+            # shutting down" (every accepted request gets one reply; issue 16 item 4).
+            self._reader.ending = True
             self._cancel_outside_requests()
             requests.cancel_scope.cancel()
 
@@ -280,13 +289,21 @@ class Connection:
         (the requests nursery's cancellation does not reach them)."""
         self._closing = True
         for ctx in list(self._outside):
-            ctx.no_reply = True
+            if self._reader.ending:
+                ctx.cut_short = True  # answered -32000 (after the grace)
+            else:
+                ctx.no_reply = True  # the connection broke: nobody to answer
             assert ctx.cancel_scope is not None
             ctx.cancel_scope.cancel()
 
     async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
         with watch_scope:
             await shutdown.wait()
+            drain = self._drain_scope
+            if drain is not None:  # draining a one-POST connection: shutdown bounds it too
+                drain.deadline = min(
+                    drain.deadline, trio.current_time() + self.limits.shutdown_grace
+                )
             self._reader.stop()
 
     def _on_idle(self) -> None:
@@ -336,7 +353,7 @@ class Connection:
             try:
                 err = _error_decoder.decode(env.error)
                 waiter.error = JSONRPCError(err.code, err.message, err.data)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
                 waiter.error = JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
         else:
             assert isinstance(env.result, Raw)
@@ -372,9 +389,10 @@ class Connection:
         self._outside.add(ctx)
         self._table.started()
         try:
-            return await engine.run(self.dispatcher, ctx, self.limits.request_timeout)
+            reply = await engine.run(self.dispatcher, ctx, self.limits.request_timeout)
         finally:
             self._table.leave(ctx)
             self._outside.discard(ctx)
             if self._table.finished():
                 self._on_idle()
+        return reply

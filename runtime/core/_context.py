@@ -50,6 +50,7 @@ class RequestContext:
     __slots__ = (
         "cancel_scope",
         "client_capabilities",
+        "cut_short",
         "id",
         "in_batch",
         "meta",
@@ -92,6 +93,9 @@ class RequestContext:
         #: Set when the request must get no reply: the client cancelled it, or its
         #: connection is ending (MCP basic/utilities/cancellation).
         self.no_reply = False
+        #: Set when the end of its connection (after the shutdown grace) cut it short: it is
+        #: answered -32000 "Server is shutting down" instead of its result.
+        self.cut_short = False
         #: Capabilities the client declared (per request in the modern era).
         self.client_capabilities: dict[str, Any] = session.client_capabilities
 

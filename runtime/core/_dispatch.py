@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
+import trio
 
 from ..protocol import (
     JSONRPCError,
     encode_result,
     error_reply,
     internal_error,
+    invalid_params,
     method_not_found,
     params_error,
 )
@@ -33,6 +35,17 @@ BatchPolicy = Callable[[Session], "str | None"]
 
 def _always_allow(session: Session) -> str | None:
     return None
+
+
+_CONTROL_FLOW: Final = (trio.Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _stops_the_task(exc: BaseException) -> bool:
+    """Whether ``exc`` is cancellation or a request to stop (or a group holding one): it
+    must propagate, not become a reply."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(lambda inner: isinstance(inner, _CONTROL_FLOW)) is not None
+    return isinstance(exc, _CONTROL_FLOW)
 
 
 class Dispatcher:
@@ -97,7 +110,33 @@ class Dispatcher:
             error = params_error(exc)
             outcome = f"error code={error.code}"
             return error_reply(error, request_id)
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, RecursionError) and "deserializing" in str(exc):
+                # params the envelope decoder followed but a handler's decoder, deeper in the
+                # stack, could not (msgspec says "while deserializing"): the peer's input,
+                # not a handler bug, so -32602 and one log line without a traceback.
+                log.warning(
+                    "params nested too deeply conn=%s id=%r method=%s",
+                    ctx.peer.connection_id,
+                    request_id,
+                    ctx.method,
+                )
+                error = invalid_params("nested too deeply")
+                outcome = f"error code={error.code}"
+                return error_reply(error, request_id)
+            outcome = "crashed"
+            log.exception(
+                "handler failed conn=%s id=%r method=%s",
+                ctx.peer.connection_id,
+                request_id,
+                ctx.method,
+            )
+            return error_reply(internal_error(), request_id)
+        except BaseException as exc:
+            if _stops_the_task(exc):
+                raise
+            # Any other BaseException subclass a handler raises is a bug like any other; it
+            # must not take the connection (and every request on it) down (issue 16).
             outcome = "crashed"
             log.exception(
                 "handler failed conn=%s id=%r method=%s",

@@ -11,8 +11,9 @@ runs through these functions, so its outcomes are the same everywhere:
   that escapes even that is a bug below it, answered -32603 and logged with the request id
   here, so it never takes a reader (and every later request) down with it;
 - a request whose scope was cancelled is answered -32001 when its ``request_timeout`` passed,
-  and not at all when the client cancelled it (MCP basic/utilities/cancellation) or the
-  connection is ending (:func:`cancelled_reply`).
+  not at all when the client cancelled it (MCP basic/utilities/cancellation), and -32000
+  "Server is shutting down" when the end of its connection cut it short after the grace
+  (:func:`cancelled_reply`; every accepted request gets one reply).
 
 :func:`run` is all of it for a caller that has a task to spend (an HTTP POST's own task).
 """
@@ -25,7 +26,7 @@ from collections.abc import Awaitable
 import trio
 
 from .. import eager
-from ..protocol import error_reply, internal_error, request_timeout
+from ..protocol import error_reply, internal_error, request_timeout, shutting_down
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 
@@ -67,15 +68,30 @@ async def finish(ctx: RequestContext, suspended: Suspended[bytes]) -> bytes:
         return _crashed(ctx)
 
 
-def cancelled_reply(ctx: RequestContext, timeout: float | None, *, by_client: bool) -> bytes | None:
+def cancelled_reply(ctx: RequestContext, timeout: float | None) -> bytes | None:
     """The reply for a request whose scope was cancelled: none when the client cancelled it
-    (or the connection is ending), else -32001 (its ``request_timeout`` passed)."""
-    if by_client:
+    (``ctx.no_reply``), -32000 when the end of its connection cut it short after the grace
+    (``ctx.cut_short``), else -32001 (its ``request_timeout`` passed)."""
+    if ctx.no_reply:
         return None
+    if ctx.cut_short:
+        return shutting_down_reply(ctx)
     log.warning(
         "request timed out conn=%s id=%r method=%s", ctx.peer.connection_id, ctx.id, ctx.method
     )
     return error_reply(request_timeout(timeout), ctx.id)
+
+
+def shutting_down_reply(ctx: RequestContext) -> bytes:
+    """The answer for a request the end of its connection cut short after the grace period:
+    every accepted request gets one reply (issue 16 item 4)."""
+    log.info(
+        "answering unfinished request conn=%s id=%r method=%s",
+        ctx.peer.connection_id,
+        ctx.id,
+        ctx.method,
+    )
+    return error_reply(shutting_down(), ctx.id)
 
 
 def run(
@@ -105,5 +121,5 @@ async def _run_scoped(
     except Exception:
         reply = _crashed(ctx)
     if scope.cancelled_caught:
-        return cancelled_reply(ctx, timeout, by_client=ctx.no_reply)
+        return cancelled_reply(ctx, timeout)
     return reply

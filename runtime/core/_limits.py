@@ -32,13 +32,31 @@ class Limits:
     write_queue_size: int = 1024
     #: Seconds one write may block (a peer that stopped reading) before the connection closes.
     write_timeout: float = 30.0
-    #: Seconds a partially received frame may stall before the connection closes.
+    #: Seconds a frame may take from its first byte to its last before the connection
+    #: closes (a stalled or a trickled frame alike; issue 16).
     read_timeout: float | None = 30.0
     #: Seconds without any incoming frame before the connection closes; None = never.
     idle_timeout: float | None = None
+    #: Worker threads (plain ``def`` handlers) one connection may hold, running or abandoned
+    #: by a cancelled caller; past it a call is refused at once with -32010 (issue 16).
+    max_threads_per_connection: int = 8
+    #: Worker threads running for callers that still wait, across the server; more calls
+    #: wait for a thread. 40 is trio's default thread limit.
+    max_worker_threads: int = 40
+    #: Abandoned worker threads (their callers hung up, cancelled or timed out; Python cannot
+    #: stop them) across the server; past it plain ``def`` calls get -32010 until some end.
+    max_abandoned_threads: int = 40
 
     def __post_init__(self) -> None:
-        for name in ("max_frame_size", "max_batch_size", "max_in_flight", "write_queue_size"):
+        for name in (
+            "max_frame_size",
+            "max_batch_size",
+            "max_in_flight",
+            "write_queue_size",
+            "max_threads_per_connection",
+            "max_worker_threads",
+            "max_abandoned_threads",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         for name in ("request_timeout", "read_timeout", "idle_timeout"):

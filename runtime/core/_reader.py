@@ -116,6 +116,9 @@ class Reader:
         #: "framing-error", "read-timeout", "peer-gone", ...).
         self.ended = trio.Event()
         self.end_reason = "running"
+        #: Set by the connection when its grace ran out: requests cut short from then on are
+        #: answered -32000 "Server is shutting down" (issue 16 item 4).
+        self.ending = False
 
     # -- control (from the connection) -------------------------------------------------------
 
@@ -167,12 +170,13 @@ class Reader:
                     # the trap it yielded is handed back to trio here.
                     running.reply = await engine.finish(running.ctx, running.suspended)
             if running is not None and scope.cancelled_caught:
-                running.reply = engine.cancelled_reply(
-                    running.ctx, self._limits.request_timeout, by_client=running.ctx.no_reply
-                )
-        except BaseException:
+                running.reply = engine.cancelled_reply(running.ctx, self._limits.request_timeout)
+        except BaseException as exc:
             if running is not None:
-                self._abandon(running)
+                # Cut short by the end of the connection after its grace: still answered
+                # (issue 16 item 4), held for the outbox's last flush.
+                ending = self.ending and isinstance(exc, trio.Cancelled)
+                self._abandon(running, engine.shutting_down_reply(running.ctx) if ending else None)
             raise
         if running is not None:
             await self._deliver(running)
@@ -440,12 +444,23 @@ class Reader:
         batch.replies[running.index] = running.reply
         await self._batch_item_done(batch, in_reader=False)
 
-    def _abandon(self, running: _Running) -> None:
-        """Bookkeeping for a request cut short from outside (the connection is ending)."""
+    def _abandon(self, running: _Running, reply: bytes | None) -> None:
+        """Bookkeeping for a request cut short from outside (the connection is ending);
+        ``reply``, when given, is held for the outbox's last flush (in its batch's reply)."""
         self._table.leave(running.ctx)
         batch = running.batch
-        if batch is None or (batch.item_done() and batch.counted):
+        if batch is None:
+            if reply is not None:
+                self._out.hold(reply, running.ctx.id)
             self._task_done()
+            return
+        batch.replies[running.index] = reply
+        if batch.item_done():
+            whole = batch.reply() if reply is not None else None
+            if whole is not None:
+                self._out.hold(whole)
+            if batch.counted:
+                self._task_done()
 
     async def _batch_item_done(self, batch: Batch, *, in_reader: bool) -> None:
         """One suspended item (or the walk) finished; the last one sends the batch reply."""

@@ -33,6 +33,7 @@ from ._registry import App, Completer, PromptDef, Registry, ResourceDef, Templat
 from ._signature import Signature, doc_summary, inspect_signature
 from ._state import StateSealer, params_digest, principal_key
 from ._tasks import TERMINAL, TaskRecord, TaskTable
+from ._threads import ThreadBounds, WorkerThreads
 from ._types import (
     Annotations,
     AudioContent,
@@ -81,9 +82,11 @@ __all__ = [
     "TemplateDef",
     "TextContent",
     "TextResourceContents",
+    "ThreadBounds",
     "ToolDef",
     "UriTemplate",
     "UriTemplateError",
+    "WorkerThreads",
     "check_capability",
     "check_response",
     "doc_summary",

@@ -10,6 +10,7 @@ and the handler runs again from the top, getting each earlier answer back from t
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Final
 
 from ..protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
@@ -51,19 +52,34 @@ class BecomeTask(Exception):
 
 
 class InputRound:
-    """The answers a modern retry brought (sealed earlier ones plus ``inputResponses``)."""
+    """The answers a modern retry brought (sealed earlier ones plus ``inputResponses``).
 
-    __slots__ = ("calls", "responses", "state")
+    ``state`` is the handler's own data (``Context.request_state``), sealed into the next
+    requestState. ``keys`` are the keys given to unkeyed asks so far, in call order (from
+    the sealed state): a rerun handler's n-th ask gets the n-th again; a new ask gets a random
+    one, so a client cannot answer a question before it is asked (issue 16 item 5)."""
 
-    def __init__(self, responses: dict[str, Any], state: dict[str, Any] | None = None) -> None:
+    __slots__ = ("calls", "keys", "responses", "state")
+
+    def __init__(
+        self,
+        responses: dict[str, Any],
+        state: dict[str, Any] | None = None,
+        keys: list[str] | None = None,
+    ) -> None:
         self.responses = responses
         #: The handler's own data, sealed into the next requestState (Context.request_state).
         self.state: dict[str, Any] = state if state is not None else {}
+        self.keys = keys if keys is not None else []
         self.calls = 0
 
     def next_key(self, method: str) -> str:
         self.calls += 1
-        return f"{method.split('/', 1)[0]}-{self.calls}"
+        if self.calls <= len(self.keys):
+            return self.keys[self.calls - 1]
+        key = f"{method.split('/', 1)[0]}-{secrets.token_hex(8)}"
+        self.keys.append(key)
+        return key
 
 
 def required_capability(method: str, params: dict[str, Any]) -> tuple[str, ...]:

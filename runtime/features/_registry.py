@@ -19,6 +19,7 @@ from ._pagination import CursorCodec
 from ._signature import Signature
 from ._state import StateSealer
 from ._tasks import TaskTable
+from ._threads import WorkerThreads
 from ._uritemplate import UriTemplate
 
 __all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
@@ -54,6 +55,9 @@ class App(Protocol):
 
     @property
     def tasks(self) -> TaskTable: ...
+
+    @property
+    def worker_threads(self) -> WorkerThreads: ...
 
     def server_info(self) -> dict[str, Any]: ...
 

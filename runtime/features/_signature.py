@@ -14,13 +14,16 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import msgspec.structs
 import trio
 
 from ._annotations import ACCEPTED, SchemaBuilder, dec_hook, normalize
+
+if TYPE_CHECKING:
+    from ._threads import WorkerThreads
 
 __all__ = ["Signature", "doc_summary", "inspect_signature"]
 
@@ -67,12 +70,21 @@ class Signature:
         # The struct's fields are exactly the argument names (asdict is implemented in C).
         return msgspec.structs.asdict(args)
 
-    async def call(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: dict[str, Any],
+        threads: WorkerThreads | None = None,
+        owner: str = "",
+    ) -> Any:
         """Call ``fn``: async functions in the calling task (no thread hop), sync functions in
-        a worker thread. A cancelled caller abandons a sync function's thread: Python cannot
-        interrupt it, but its result is discarded and the caller ends at once."""
+        a worker thread (from ``threads``, the server's bounded budget, for connection
+        ``owner``: may raise -32010). A cancelled caller abandons a sync function's thread:
+        Python cannot interrupt it, but its result is discarded and the caller ends at once."""
         if self.is_async:
             return await fn(**kwargs)
+        if threads is not None:
+            return await threads.run_sync(owner, functools.partial(fn, **kwargs))
         return await trio.to_thread.run_sync(
             functools.partial(fn, **kwargs), abandon_on_cancel=True
         )

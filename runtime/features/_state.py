@@ -17,18 +17,21 @@ import hashlib
 import hmac
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
 from ..protocol import INVALID_PARAMS, JSONRPCError
 
-__all__ = ["StateSealer", "params_digest", "principal_key"]
+__all__ = ["SealedRound", "StateSealer", "params_digest", "principal_key"]
 
 _MAX_STATE: Final = 256 * 1024  # bytes of requestState we are willing to verify
 
 
-class _Payload(msgspec.Struct, forbid_unknown_fields=True):
+class SealedRound(msgspec.Struct, forbid_unknown_fields=True):
+    """What a ``requestState`` carries (signed, readable by the client)."""
+
     method: str
     digest: str
     expires: float
@@ -37,9 +40,15 @@ class _Payload(msgspec.Struct, forbid_unknown_fields=True):
     principal: str | None = None
     #: What the handler keeps between rounds (``Context.request_state``).
     data: dict[str, Any] = {}
+    #: The keys of the input requests this state answers: a retry may answer only these
+    #: (issue 16 item 5: answers to questions never asked would skip a round).
+    asked: list[str] = msgspec.field(default_factory=list)
+    #: The random keys given so far to the handler's unkeyed asks, in call order, so that
+    #: each ask gets the same key again when the handler reruns (unguessable, not a count).
+    keys: list[str] = msgspec.field(default_factory=list)
 
 
-_decoder: Final = msgspec.json.Decoder(_Payload)
+_decoder: Final = msgspec.json.Decoder(SealedRound)
 _encode: Final = msgspec.json.Encoder(order="sorted").encode
 
 
@@ -102,12 +111,18 @@ class StateSealer:
         responses: dict[str, Any],
         principal: str | None = None,
         data: dict[str, Any] | None = None,
+        *,
+        asked: Iterable[str] = (),
+        keys: Iterable[str] = (),
     ) -> str:
         """Seal the state of one input round: the answers so far and the handler's own
         ``data``. ValueError when it would exceed what ``unseal`` accepts (256 KiB)."""
         now = time.time()
         expires = now + self.ttl_seconds
-        payload = _b64(_encode(_Payload(method, digest, expires, responses, principal, data or {})))
+        sealed = SealedRound(
+            method, digest, expires, responses, principal, data or {}, list(asked), list(keys)
+        )
+        payload = _b64(_encode(sealed))
         if len(payload) > _MAX_STATE - 200:  # (room for the key id and the MAC)
             raise ValueError(f"requestState would exceed {_MAX_STATE} bytes")
         epoch = self._epoch(now)
@@ -119,12 +134,13 @@ class StateSealer:
     ) -> dict[str, Any]:
         """The input responses carried by ``state``; raises -32602 for state that is forged,
         expired, or was issued for another request or another principal."""
-        return self.unseal_all(state, method, digest, principal)[0]
+        return self.open(state, method, digest, principal).responses
 
-    def unseal_all(
+    def open(
         self, state: str, method: str, digest: str, principal: str | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(responses, data)`` carried by ``state``, checked as :meth:`unseal` does."""
+    ) -> SealedRound:
+        """Everything ``state`` carries (answers, the handler's data, what it asked),
+        checked as :meth:`unseal` checks it."""
         try:
             if len(state) > _MAX_STATE:
                 raise ValueError("too large")
@@ -147,4 +163,4 @@ class StateSealer:
         if payload.principal != principal:
             # 2026-07-28 mrtr: reject state presented by a different principal.
             raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
-        return payload.responses, payload.data
+        return payload

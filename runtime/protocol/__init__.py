@@ -45,6 +45,7 @@ from ._errors import (
     parse_error,
     peer_timeout,
     request_timeout,
+    shutting_down,
     unsupported_version,
 )
 from ._jsonrpc import (
@@ -170,6 +171,7 @@ __all__ = [
     "probe",
     "request_timeout",
     "select_era",
+    "shutting_down",
     "split_batch",
     "status_of",
     "unsupported_version",

@@ -46,6 +46,7 @@ __all__ = [
     "parse_error",
     "peer_timeout",
     "request_timeout",
+    "shutting_down",
     "unsupported_version",
 ]
 
@@ -150,6 +151,12 @@ def internal_error() -> JSONRPCError:
 def connection_closed() -> JSONRPCError:
     """-32000: a server-to-client request whose connection ended before the answer."""
     return JSONRPCError(CONNECTION_CLOSED, "Connection closed")
+
+
+def shutting_down() -> JSONRPCError:
+    """-32000 for a request the server's shutdown cut short after its grace period: every
+    accepted request gets one reply (DESIGN.md; issue 16 item 4)."""
+    return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
 
 
 def request_timeout(timeout_seconds: float | None) -> JSONRPCError:

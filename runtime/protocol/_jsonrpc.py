@@ -18,10 +18,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ._errors import JSONRPCError, invalid_params, invalid_request, parse_error
+from ._errors import PARSE_ERROR, JSONRPCError, invalid_params, invalid_request, parse_error
 
 __all__ = [
     "REQUEST_ID_TYPES",
+    "TOO_DEEP",
     "BatchItems",
     "Envelope",
     "Kind",
@@ -86,8 +87,19 @@ def _recover_id(frame: bytes | Raw) -> RequestId | None:
     """Best-effort id of an invalid request, so its error can still be correlated."""
     try:
         return _probe_decoder.decode(frame).id
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
+
+
+#: What a value nested deeper than the decoder can follow is answered with. msgspec follows
+#: nesting on the C stack and raises RecursionError past the interpreter's recursion limit
+#: (about 1,000 levels less the caller's depth): the JSON is well-formed but cannot be
+#: parsed here, so -32700 with id null (an id inside it cannot be read either).
+TOO_DEEP: Final = "Parse error: JSON nested too deeply"
+
+
+def too_deep() -> JSONRPCError:
+    return JSONRPCError(PARSE_ERROR, TOO_DEEP)
 
 
 def decode_frame(frame: bytes) -> Envelope | list[Raw]:
@@ -103,6 +115,8 @@ def decode_frame(frame: bytes) -> Envelope | list[Raw]:
         raise invalid_request(str(exc), _recover_id(frame)) from None
     except msgspec.DecodeError as exc:
         raise parse_error(exc) from None
+    except RecursionError:
+        raise too_deep() from None
 
 
 def decode_item(item: Raw) -> Envelope:
@@ -113,6 +127,8 @@ def decode_item(item: Raw) -> Envelope:
         raise invalid_request(str(exc), _recover_id(item)) from None
     except msgspec.DecodeError as exc:  # pragma: no cover - the batch already parsed as JSON
         raise parse_error(exc) from None
+    except RecursionError:  # the item is decoded deeper in the stack than its batch was
+        raise too_deep() from None
 
 
 _STRUCTURED: Final = (ord("{"), ord("["))
@@ -267,7 +283,7 @@ def cancelled_id(params: Raw | None) -> RequestId | None:
         return None
     try:
         return _cancelled_decoder.decode(params).requestId
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
         raise invalid_request("malformed notifications/cancelled params") from None
 
 

@@ -28,7 +28,8 @@ class FramedChannel:
     """Implements ``runtime.core.MessageChannel`` on trio streams.
 
     ``receive`` raises ``trio.TooSlowError("read-timeout")`` when a partly received frame
-    stalls for ``read_timeout`` seconds, and ``trio.TooSlowError("idle-timeout")`` when no
+    is not complete ``read_timeout`` seconds after its first byte (however steadily it
+    trickles: issue 16), and ``trio.TooSlowError("idle-timeout")`` when no
     byte arrives for ``idle_timeout`` seconds between frames (None disables either).
     Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
     """
@@ -49,6 +50,13 @@ class FramedChannel:
         self._idle_timeout = math.inf if idle_timeout is None else idle_timeout
         self._eof = False
         self._partial = False
+        self._partial_since = math.inf  # when the partly received frame began
+
+    def _note_partial(self) -> None:
+        partial = self._framer.buffered > 0
+        if partial and not self._partial:
+            self._partial_since = trio.current_time()
+        self._partial = partial
 
     def receive_nowait(self) -> bytes:
         """The next frame when it can be had without reading; else ``trio.WouldBlock``.
@@ -65,7 +73,7 @@ class FramedChannel:
             if self._eof:
                 raise trio.EndOfChannel
             raise trio.WouldBlock
-        self._partial = framer.buffered > 0
+        self._note_partial()
         return frame
 
     async def receive(self) -> bytes:
@@ -73,11 +81,14 @@ class FramedChannel:
         while True:
             frame = framer.next_frame()
             if frame is not None:
-                self._partial = framer.buffered > 0
+                self._note_partial()
                 return frame
             if self._eof:
                 raise trio.EndOfChannel
-            timeout = self._read_timeout if self._partial else self._idle_timeout
+            if self._partial:
+                timeout = self._partial_since + self._read_timeout - trio.current_time()
+            else:
+                timeout = self._idle_timeout
             if timeout == math.inf:
                 data = await self._receive_stream.receive_some(_RECEIVE_SIZE)
             else:
@@ -88,7 +99,7 @@ class FramedChannel:
             if not data:
                 self._eof = True
             framer.feed(data)
-            self._partial = framer.buffered > 0
+            self._note_partial()
 
     async def send(self, messages: Sequence[tuple[bytes, object]]) -> None:
         """Write messages (``(payload, related_id)`` pairs; the id is ignored here)."""

@@ -10,14 +10,19 @@ away on shutdown, 1011 a peer that stopped answering pings.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import trio
 import trio_websocket
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import CloseConnection
 
 from ..auth import AuthConfig
 from ..protocol import (
@@ -165,9 +170,7 @@ async def serve_websocket(
             request = None
             with trio.move_on_after(limits.header_timeout) as head:
                 try:
-                    request = await trio_websocket.wrap_server_stream(
-                        nursery, stream, max_message_size=max_message_size
-                    )
+                    request = await _wrap_server_stream(nursery, stream, max_message_size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     log.info("websocket handshake failed %s error=%r", conn_id, exc)
             if head.cancelled_caught or request is None:
@@ -216,6 +219,7 @@ async def serve_websocket(
             channel = _WebSocketChannel(ws, shutdown, gate, principal)
             if limits.ws_ping_interval is not None:
                 nursery.start_soon(_keep_alive, ws, limits.ws_ping_interval, limits.ws_ping_timeout)
+            nursery.start_soon(_watch_assembly, ws, limits.ws_message_timeout)
             await hooks.serve_connection(
                 channel,
                 session=hooks.new_session("ws", principal),
@@ -245,6 +249,35 @@ async def serve_websocket(
                 await listener.aclose()
 
 
+class _ServerConnection(trio_websocket.WebSocketConnection):
+    """trio-websocket's connection, closing with the code a protocol error calls for.
+
+    wsproto reports a frame it cannot parse (RFC 6455 section 5.2 violations: 1002; invalid
+    UTF-8 in a text message, section 8.1: 1007) as a ``CloseConnection`` event carrying that
+    code, but trio-websocket (0.12) sends a close frame only in answer to one the peer sent,
+    and otherwise drops the TCP connection without saying why (issue 16 item 6)."""
+
+    async def _handle_close_connection_event(self, event: CloseConnection) -> None:
+        if self._wsproto.state is ConnectionState.OPEN:  # not sent by the peer: a parse error
+            log.warning("closing websocket reason=protocol-error code=%d", event.code)
+            with contextlib.suppress(trio_websocket.ConnectionClosed):
+                await self._send(
+                    CloseConnection(code=event.code, reason=(event.reason or "")[:100])
+                )
+        await super()._handle_close_connection_event(event)
+
+
+async def _wrap_server_stream(
+    nursery: trio.Nursery, stream: trio.SocketStream, max_message_size: int
+) -> Any:
+    """``trio_websocket.wrap_server_stream`` with :class:`_ServerConnection`."""
+    connection = _ServerConnection(
+        stream, WSConnection(ConnectionType.SERVER), max_message_size=max_message_size
+    )
+    nursery.start_soon(connection._reader_task)
+    return await connection._get_request()
+
+
 async def _refuse_busy(stream: trio.SocketStream) -> None:
     """503 before the upgrade (an HTTP answer the client can read, not a bare close): read
     the request head briefly first, so that closing with unread bytes does not reset the
@@ -261,6 +294,28 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
     await trio.aclose_forcefully(stream)
+
+
+async def _watch_assembly(ws: Any, timeout: float) -> None:
+    """Close with 1008 a socket whose current message has been assembling for ``timeout``
+    seconds. trio-websocket (0.12) assembles fragments itself and says nothing until a
+    message is whole, so this reads its state: ``_message_parts`` is a new list for each
+    message and ``_message_size`` counts the bytes of the one being assembled (a test pins
+    both: tests/transports/test_websocket_hostile.py)."""
+    interval = max(0.05, min(1.0, timeout / 4))
+    parts: object = None
+    since = math.inf
+    while True:
+        await trio.sleep(interval)
+        now = trio.current_time()
+        if ws._message_size == 0:
+            since = math.inf
+        elif ws._message_parts is not parts:  # a new message started since the last look
+            parts, since = ws._message_parts, now
+        elif now - since >= timeout:
+            log.warning("closing websocket reason=message-timeout seconds=%s", timeout)
+            await ws.aclose(1008, "message too slow")
+            return
 
 
 async def _keep_alive(ws: Any, interval: float, timeout: float) -> None:

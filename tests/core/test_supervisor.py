@@ -191,6 +191,8 @@ async def test_tcp_shutdown_drains_within_grace() -> None:
             app.shutdown()
             reply = await peer.receive()
             assert reply["id"] == "q"  # finished within the grace period
+            reply = await peer.receive()  # cut short after it, and still answered (issue 16)
+            assert reply["id"] == "l" and reply["error"]["code"] == -32000, reply
             with trio.fail_after(3):
                 assert await stream.receive_some(100) == b""  # then the connection closes
             elapsed = trio.current_time() - start

@@ -289,3 +289,53 @@ async def test_a_tool_without_context_failing_is_an_error_result_in_both_eras() 
             {"type": "text", "text": "Error executing tool broken: no weather for Oslo"}
         ]
     assert modern["resultType"] == "complete"
+
+
+async def test_answers_without_sealed_state_are_ignored() -> None:
+    """issue 16 item 5: answering a round the server never asked for (no requestState) must
+    not let a client skip a confirmation. Such answers never reach the handler: the server
+    asks its first question again (2026-07-28 mrtr, SEP-2322: unrequested information is
+    ignored and missing answers are re-requested, not refused)."""
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            forged = {"elicitation-1": {"action": "accept", "content": {"ok": True}}}
+            forged["elicitation-2"] = {"action": "accept", "content": {"seat": "aisle"}}
+            result = await _modern_call(
+                client, "book_trip", {"destination": "Oslo"}, inputResponses=forged
+            )
+            assert result["resultType"] == "input_required"
+            (key,) = result["inputRequests"]
+            assert key not in forged  # a fresh, unguessable key: the forged answers are moot
+
+
+async def test_answers_for_keys_never_asked_are_ignored() -> None:
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+            (key,) = first["inputRequests"]
+            answers = {key: {"action": "accept", "content": {"ok": True}}}
+            # Also answering the next round's question before it was asked.
+            answers["elicitation-2"] = {"action": "accept", "content": {"seat": "aisle"}}
+            second = await _modern_call(
+                client,
+                "book_trip",
+                {"destination": "Oslo"},
+                inputResponses=answers,
+                requestState=first["requestState"],
+            )
+            # The first answer counts; the pre-answer does not: the next round is asked.
+            assert second["resultType"] == "input_required"
+            (next_key,) = second["inputRequests"]
+            assert next_key != key and next_key != "elicitation-2"
+
+
+async def test_input_keys_are_not_guessable() -> None:
+    keys = set()
+    with trio.fail_after(10):
+        async with open_client(APP, protocol_version="2026-07-28", capabilities=ELICIT) as client:
+            for _ in range(3):
+                first = await _modern_call(client, "book_trip", {"destination": "Oslo"})
+                (key,) = first["inputRequests"]
+                assert key.startswith("elicitation-") and len(key) >= len("elicitation-") + 16
+                keys.add(key)
+    assert len(keys) == 3

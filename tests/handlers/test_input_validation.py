@@ -37,17 +37,27 @@ async def test_a_retry_with_a_wrong_shaped_answer_is_32602() -> None:
     seen.clear()
     with trio.fail_after(10):
         async with open_client(app, protocol_version="2026-07-28", capabilities=caps) as client:
+            states = {}
+            for tool in ("ask_name", "ask_model"):
+                first = await client.request("tools/call", {"name": tool})
+                assert first["resultType"] == "input_required"
+                states[tool] = first["requestState"]  # answers come back with it (issue 16)
             for tool, key, bad in [("ask_name", "name", b) for b in BAD_ELICIT] + [
                 ("ask_model", "model", {"text": "no role"}),
                 ("ask_model", "model", "a string"),
             ]:
+                retry = {"name": tool, "inputResponses": {key: bad}, "requestState": states[tool]}
                 with pytest.raises(JSONRPCError) as info:
-                    await client.request("tools/call", {"name": tool, "inputResponses": {key: bad}})
+                    await client.request("tools/call", retry)
                 assert info.value.code == -32602, (tool, bad)
                 assert key in info.value.message
             ok = await client.request(
                 "tools/call",
-                {"name": "ask_name", "inputResponses": {"name": {"action": "decline"}}},
+                {
+                    "name": "ask_name",
+                    "inputResponses": {"name": {"action": "decline"}},
+                    "requestState": states["ask_name"],
+                },
             )
             assert ok["content"][0]["text"] == "hello None"
     assert seen == [{"action": "decline"}]  # nothing malformed reached the handler

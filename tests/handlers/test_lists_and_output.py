@@ -127,3 +127,29 @@ def test_structured_output_true_needs_a_data_annotation() -> None:
         @app.tool(structured_output=True)
         def text() -> str:
             return ""
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+async def test_a_non_finite_number_in_structured_output_is_an_error(
+    bad: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """issue 16 item 6: JSON has no infinity; msgspec writes it as null, which the tool's own
+    output schema (``number``) forbids. The author sees an error, the client an isError."""
+    app = Server("nonfinite")
+
+    @app.tool
+    async def measure() -> Weather:
+        return Weather(city="Oslo", celsius=bad)
+
+    @app.tool
+    async def ratio() -> float:
+        return bad
+
+    async with open_client(app) as client:
+        for name, path in (("measure", "celsius"), ("ratio", "result")):
+            result = await client.call_tool(name)
+            assert result["isError"] is True, result
+            assert "structuredContent" not in result
+            text = result["content"][0]["text"]
+            assert "non-finite" in text and f"`{path}`" in text, text
+    assert "non-finite" in caplog.text

@@ -332,3 +332,32 @@ async def test_websocket_closes_when_its_token_expires(config: AuthConfig, key: 
             with pytest.raises(ConnectionClosed) as closed:
                 await ws.get_message()
             assert closed.value.reason.code == 1008
+
+
+async def test_deep_nesting_over_an_authenticated_websocket(
+    config: AuthConfig, key: SigningKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    """issue 16 item 1: the scope check reads a tools/call before the core does; nesting it
+    cannot follow is left to the core's -32700, not a crash of the socket."""
+    app, _ = make_app()
+    deep = "[" * 5000 + "]" * 5000
+    with trio.fail_after(10):
+        async with serving(app, "ws", auth=config) as (host, port):
+            token = bearer(key)["authorization"].encode()
+            async with open_websocket_url(
+                f"ws://{host}:{port}/mcp",
+                subprotocols=["mcp"],
+                extra_headers=[(b"authorization", token)],
+            ) as ws:
+                await ws.send_message(json.dumps(init_body()))
+                assert "result" in json.loads(await ws.get_message())
+                await ws.send_message(
+                    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"countdown",'
+                    f'"arguments":{{"start":{deep}}}}}}}'
+                )
+                reply = json.loads(await ws.get_message())
+                assert reply["id"] is None and reply["error"]["code"] == -32700, reply
+                await ws.send_message(json.dumps(call(3, "countdown", start=1)))
+                ok = json.loads(await ws.get_message())
+                assert ok["result"]["content"][0]["text"] == "liftoff"
+    assert "Traceback" not in caplog.text

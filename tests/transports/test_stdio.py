@@ -117,3 +117,25 @@ def test_python_m_runtime_version() -> None:
         [sys.executable, "-m", "runtime", "--version"], capture_output=True, check=True, cwd=ROOT
     )
     assert out.stdout.decode().startswith("mcp-runtime ")
+
+
+def test_a_crashed_stdio_server_exits_non_zero() -> None:
+    """issue 16 item 1: a stdio server whose connection dies must not exit 0."""
+    init = (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}\n'
+    )
+    crash = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash"}}\n'
+    result = subprocess.run(
+        cli("serve", str(ROOT / "tests" / "servers" / "crashing.py")),
+        input=init + crash,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=20,
+    )
+    assert result.returncode == 1, result.stderr.decode()
+    assert (
+        result.stderr.decode()
+        .rstrip()
+        .endswith("mcp-runtime: error: the stdio connection crashed (see the log above)")
+    )

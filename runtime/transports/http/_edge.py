@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ["LOOPBACK_NAMES", "EdgePolicy", "HttpLimits", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "EdgePolicy", "HttpLimits", "authority_of", "is_loopback"]
 
 #: Host names that mean "this machine" (the default allow-list when bound to loopback).
 LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
@@ -48,6 +48,10 @@ def _split_host(value: str) -> tuple[str, str | None]:
 
 def _host_matches(value: str, allowed: Iterable[str]) -> bool:
     name, port = _split_host(value)
+    if port and not (port.isascii() and port.isdigit()):
+        # RFC 3986 section 3.2.3: port = *DIGIT. "localhost:evil.com" names no loopback
+        # port; reading it as "localhost" would let a rebound name through (issue 16).
+        return False
     for entry in allowed:
         if entry == "*":
             return True
@@ -66,6 +70,18 @@ def _origin_parts(origin: str) -> tuple[str, str] | None:
     if not parts.scheme or not parts.netloc or parts.path not in ("", "/"):
         return None
     return parts.scheme.lower(), parts.netloc.lower()
+
+
+def authority_of(target: str) -> str | None:
+    """The authority of an absolute-form request target (``http://host:port/path``), which
+    RFC 9112 section 3.2.2 says the server uses instead of ``Host``; None for origin-form
+    (``/path``) and the other forms, "" for an absolute URI without one."""
+    if target[:1] == "/" or "://" not in target:
+        return None
+    try:
+        return urlsplit(target).netloc
+    except ValueError:
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +166,11 @@ class HttpLimits:
     header_timeout: float = 10.0
     #: Seconds between body chunks before the connection is closed (slow senders).
     body_timeout: float = 30.0
+    #: Seconds from a body's first byte until its last: past it 408 and the connection is
+    #: closed, however steadily the bytes trickle in (issue 16: a body sent at one byte per
+    #: chunk timeout would otherwise hold its connection slot for ever). 60 s carries the
+    #: largest default body (4 MiB) at 70 KB/s.
+    body_total_timeout: float = 60.0
     #: Seconds an idle keep-alive connection waits for its next request.
     keep_alive_timeout: float = 30.0
     #: Concurrent TCP connections; past it a new connection gets 503 and is closed.
@@ -177,6 +198,10 @@ class HttpLimits:
     ws_ping_interval: float | None = 20.0
     #: Seconds to wait for a pong before closing the WebSocket.
     ws_ping_timeout: float = 20.0
+    #: Seconds from a WebSocket message's first fragment until its last: past it the
+    #: socket is closed with 1008 (issue 16: a message trickled a fragment at a time would
+    #: otherwise hold its connection for ever). Pings keep an idle socket alive, not this.
+    ws_message_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         for name in (

@@ -255,12 +255,27 @@ def parse_accept(value: str | None) -> tuple[bool, bool]:
     """(accepts application/json, accepts text/event-stream); a missing header accepts both."""
     if value is None:
         return True, True
-    types = {part.split(";")[0].strip().lower() for part in value.split(",")}
+    types = {_accepted(part) for part in value.split(",")}
     anything = "*/*" in types
     return (
         anything or "application/json" in types or "application/*" in types,
         anything or "text/event-stream" in types or "text/*" in types,
     )
+
+
+def _accepted(part: str) -> str:
+    """The media range of one Accept element; "" when it has ``q=0`` (RFC 9110 section
+    12.4.2: "not acceptable"; issue 16 item 6)."""
+    media_range, *params = part.lower().split(";")
+    for param in params:
+        name, _, weight = param.partition("=")
+        if name.strip() == "q":
+            try:
+                if not float(weight.strip()) > 0:  # (nan too)
+                    return ""
+            except ValueError:
+                return ""  # a malformed weight accepts nothing
+    return media_range.strip()
 
 
 @functools.lru_cache(maxsize=64)

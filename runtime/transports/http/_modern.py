@@ -87,7 +87,7 @@ def modern_params(raw: bytes | msgspec.Raw) -> ModernParams | None:
     with an object (or no) ``_meta``."""
     try:
         return _params_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
@@ -97,7 +97,7 @@ def body_params(body: bytes) -> ModernParams | None:
     took (a key given twice, once with a value of the wrong type)."""
     try:
         return _body_decoder.decode(body).params
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
@@ -147,9 +147,12 @@ def check_headers(
     if not wanted:
         return None
     raw_arguments = params.arguments
-    arguments = (
-        msgspec.json.decode(raw_arguments) if isinstance(raw_arguments, msgspec.Raw) else None
-    )
+    try:
+        arguments = (
+            msgspec.json.decode(raw_arguments) if isinstance(raw_arguments, msgspec.Raw) else None
+        )
+    except RecursionError:  # followed by the envelope's decoder, not here (issue 16)
+        return "tools/call arguments nested too deeply"
     arguments = arguments if isinstance(arguments, dict) else {}
     for header_name, path in wanted.items():
         value: Any = arguments

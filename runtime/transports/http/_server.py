@@ -23,7 +23,7 @@ import trio
 
 from ... import eager
 from ...protocol import INVALID_REQUEST, error_reply, internal_error
-from ._edge import EdgePolicy, HttpLimits
+from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
     Exchange,
     HttpApp,
@@ -102,10 +102,19 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
     """Close connections whose idle/head/body deadline passed. One task for all of them:
     moving a trio deadline costs as much as a cancel scope, and these deadlines move up to
     three times per request, while a sweep a few times a second costs nothing per request."""
-    shortest = min(limits.header_timeout, limits.keep_alive_timeout, limits.body_timeout)
+    shortest = min(
+        limits.header_timeout,
+        limits.keep_alive_timeout,
+        limits.body_timeout,
+        limits.body_total_timeout,
+    )
     interval = max(0.05, min(1.0, shortest / 4))
     while not (shutdown.is_set() and not drivers):
-        await trio.sleep(interval)
+        if shutdown.is_set():
+            await trio.sleep(0.05)  # draining: end soon after the last connection does
+        else:
+            with trio.move_on_after(interval):  # shutdown wakes it (a listener stops at once)
+                await shutdown.wait()
         now = trio.current_time()
         for driver in list(drivers):
             if driver.deadline <= now:
@@ -283,10 +292,12 @@ class _Driver:
         if head.expect_continue and not self.parser.buffer:
             await self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.phase = "body"
-        self.deadline = trio.current_time() + self.limits.body_timeout
+        gap = self.limits.body_timeout
+        whole = trio.current_time() + self.limits.body_total_timeout  # however it trickles
+        self.deadline = min(trio.current_time() + gap, whole)
         while not reader.read(self.parser.buffer):
             await self.io.wait_data()
-            self.deadline = trio.current_time() + self.limits.body_timeout
+            self.deadline = min(trio.current_time() + gap, whole)
         return bytes(reader.body)
 
     async def _one_request(self, first: bool) -> bool:
@@ -296,7 +307,12 @@ class _Driver:
             return False
         request = self._request(head)
         header = head.index.get
-        edge = (header("host"), header("origin"))
+        host = header("host")
+        if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
+            # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host, so
+            # it is what the allow-list checks (issue 16 item 6).
+            host = authority
+        edge = (host, header("origin"))
         if edge != self._edge_passed:  # a keep-alive client sends the same values each time
             reason = self.policy.check(*edge)
             if reason is not None:

@@ -31,11 +31,13 @@ from ...protocol import (
     ModernRequest,
     classify,
     decode_frame,
+    error_reply,
     header_mismatch,
     id_key,
     invalid_params,
     probe,
     select_era,
+    shutting_down,
     status_of,
 )
 from ._auth import Gate, calls_in
@@ -265,6 +267,12 @@ class StreamableEndpoint:
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
+        except trio.Cancelled:
+            if self.shutdown.is_set() and broken is None and not exchange.hung_up_seen:
+                # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await self._answer_shutting_down(exchange, envelope.id, streaming)
+            raise
         if reply is None:  # as a one-request connection that ended without an answer
             if streaming:
                 await exchange.end()
@@ -284,6 +292,19 @@ class StreamableEndpoint:
                 first=sse_event(reply, None),
                 end=True,
             )
+
+    @staticmethod
+    async def _answer_shutting_down(exchange: Exchange, request_id: Any, streaming: bool) -> None:
+        body = error_reply(shutting_down(), request_id)
+        log.info("answering unfinished request id=%r reason=shutdown", request_id)
+        try:
+            if streaming:
+                await exchange.end(sse_event(body, None))
+            elif not exchange.started:
+                exchange.close_after = True
+                await exchange.respond(503, body)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass  # the client is gone: nobody to answer
 
     async def _serve_one(self, channel: _PostChannel, token: Any = None) -> None:
         await self.hooks.serve_connection(
@@ -348,7 +369,10 @@ def _modern_params(message: Envelope) -> ModernParams | None:
         return None  # the common handshake-era case: no decoding at all
     params = modern_params(raw)
     if params is None:
-        loose = msgspec.json.decode(raw)
+        try:
+            loose = msgspec.json.decode(raw)
+        except RecursionError:  # deeper than msgspec follows here (issue 16): not modern
+            return None
         meta = loose.get("_meta") if isinstance(loose, dict) else None
         if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
             error = invalid_params("params._meta must be given once, as an object")
