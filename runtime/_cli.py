@@ -71,7 +71,11 @@ _port.__name__ = "port (0-65535)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mcp-runtime", description="A trio-native runtime for MCP servers.")
+    parser = _Parser(
+        prog="mcp-runtime",
+        description="A trio-native runtime for MCP servers. Client commands: "
+        "list, call, read, inspect TARGET (mcp-runtime call --help).",
+    )
     parser.add_argument("--version", action="version", version=f"mcp-runtime {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     serve = commands.add_parser("serve", help="serve an MCP server object")
@@ -228,6 +232,11 @@ def _configure_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in ("list", "call", "read", "inspect"):
+        from .client._cli import main as client_main  # the client's own commands
+
+        return client_main(arguments)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "serve":
