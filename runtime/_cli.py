@@ -28,7 +28,7 @@ __all__ = ["load_target", "main", "run_with_signals"]
 
 log = logging.getLogger("mcp_runtime.cli")
 _DEFAULT_NAMES = ("app", "server", "mcp")
-_TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws")
+_TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws", "pipe")
 
 
 class UsageError(Exception):
@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
     serve.add_argument("--port", type=_port, default=_env("PORT", "0"))
     serve.add_argument("--socket", metavar="PATH", default=_env("SOCKET"))
+    serve.add_argument(
+        "--pipe-dir",
+        metavar="DIR",
+        default=_env("PIPE_DIR"),
+        help="--transport pipe: directory of the FIFO pair to-server/from-server (POSIX only)",
+    )
     serve.add_argument(
         "--framing", choices=("ndjson", "content-length"), default=_env("FRAMING", "ndjson")
     )
@@ -254,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = load_target(args.target)
         if args.transport == "unix" and not args.socket:
             raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
+        if args.transport == "pipe" and not args.pipe_dir:
+            raise UsageError("--transport pipe needs --pipe-dir DIR (or MCP_RUNTIME_PIPE_DIR)")
         changes: dict[str, Any] = {}
         if args.max_in_flight is not None:
             changes["max_in_flight"] = int(args.max_in_flight)
@@ -281,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             options["http_limits"] = HttpLimits(max_connections=int(args.max_connections))
     elif args.transport == "unix":
         options.update(path=args.socket)
+    elif args.transport == "pipe":
+        options.update(directory=args.pipe_dir)
     try:
         server.run(args.transport, **options)
     except KeyboardInterrupt:  # pragma: no cover - a signal outside the trio run

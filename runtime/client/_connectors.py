@@ -16,7 +16,6 @@ Its stderr goes line by line to the ``mcp_runtime.client.server`` logger.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -29,7 +28,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, Outgoing
-from ._wire import make_framer
+from ._wire import make_framer, open_fifo_pair, pipe_paths
 
 __all__ = [
     "Connector",
@@ -37,22 +36,13 @@ __all__ = [
     "SocketConnector",
     "StdioConnector",
     "WebSocketConnector",
-    "pipe_paths",
 ]
 
 log = logging.getLogger("mcp_runtime.client")
 server_log = logging.getLogger("mcp_runtime.client.server")
 
-#: Names of the two FIFOs in a ``--pipe-dir``, seen from the server.
-PIPE_TO_SERVER: Final = "to-server"
-PIPE_FROM_SERVER: Final = "from-server"
 #: Longest stderr line forwarded to the log as one record (longer lines are split).
 _STDERR_LINE: Final = 8192
-
-
-def pipe_paths(directory: str) -> tuple[str, str]:
-    """(client-to-server FIFO, server-to-client FIFO) inside ``directory``."""
-    return os.path.join(directory, PIPE_TO_SERVER), os.path.join(directory, PIPE_FROM_SERVER)
 
 
 class Connector(Protocol):
@@ -242,8 +232,8 @@ class PipeConnector:
     """A named pipe pair (two FIFOs in ``directory``, made by ``mcp-runtime serve --transport
     pipe --pipe-dir DIR``). POSIX FIFOs only: Windows named pipes are not covered.
 
-    Both FIFOs are opened in blocking mode in worker threads, together: each ``open`` returns
-    once the server has the other end open, so neither side mistakes "not there yet" for EOF.
+    Both FIFOs are opened together in blocking mode (``runtime.transports.open_fifo_pair``):
+    each open returns once the server holds the other end, so "not there yet" is never EOF.
     """
 
     reconnects = True
@@ -270,19 +260,14 @@ class PipeConnector:
         for path in (to_server, from_server):
             if not os.path.exists(path):  # noqa: ASYNC240 - a stat of a local path
                 raise TransportLost(f"cannot connect to {self.description}: no FIFO {path}")
-        fds: dict[str, int] = {}
         try:
             with trio.fail_after(self.connect_timeout):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_open_fifo, from_server, os.O_RDONLY, fds, "in")
-                    nursery.start_soon(_open_fifo, to_server, os.O_WRONLY, fds, "out")
+                read_fd, write_fd = await open_fifo_pair(from_server, to_server)
         except (OSError, trio.TooSlowError) as exc:
-            for fd in fds.values():
-                os.close(fd)
             raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
         link = FramedLink(
-            trio.lowlevel.FdStream(fds["in"]),
-            trio.lowlevel.FdStream(fds["out"]),
+            trio.lowlevel.FdStream(read_fd),
+            trio.lowlevel.FdStream(write_fd),
             make_framer(self.framing, self.max_frame_size),
             read_timeout=self.read_timeout,
             name=self.description,
@@ -291,30 +276,6 @@ class PipeConnector:
             yield link
         finally:
             await link.aclose()
-
-
-async def _open_fifo(path: str, flags: int, fds: dict[str, int], key: str) -> None:
-    """Open a FIFO end in a thread (a blocking open waits for the peer end); on cancel,
-    open the opposite end ourselves so the abandoned thread's ``open`` returns, then close."""
-    try:
-        fds[key] = await trio.to_thread.run_sync(os.open, path, flags, abandon_on_cancel=True)
-    except trio.Cancelled:
-        release_blocked_open(path, flags)
-        raise
-
-
-def release_blocked_open(path: str, flags: int) -> None:
-    """Unblock a thread stuck in ``open(path, flags)`` on a FIFO by opening the other end
-    (non-blocking) for a moment. The thread's fd is then leaked to it and closed by nobody:
-    acceptable only on cancellation, which is rare (shutdown, a connect timeout)."""
-    other = os.O_WRONLY if flags == os.O_RDONLY else os.O_RDONLY
-    try:
-        fd = os.open(path, other | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno not in (errno.ENXIO, errno.ENOENT):
-            log.debug("could not release a blocked FIFO open of %s: %s", path, exc)
-        return
-    os.close(fd)
 
 
 class WebSocketConnector:

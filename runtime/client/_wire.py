@@ -37,6 +37,7 @@ from ..framing import (
     SSEEvent,
     escape_excerpt,
 )
+from ..transports import open_fifo_pair, pipe_paths
 
 __all__ = [
     "CLIENT_VERSION",
@@ -70,6 +71,8 @@ __all__ = [
     "encode_header_value",
     "escape_excerpt",
     "make_framer",
+    "open_fifo_pair",
+    "pipe_paths",
 ]
 
 from .._version import __version__ as CLIENT_VERSION
