@@ -242,7 +242,9 @@ class Client:
                         task_status.started()
                     try:
                         await self._read(link)
-                        reason = "the server closed the connection"
+                        # Raised inside the link's context so the connector can explain
+                        # (a stdio server's exit status and last stderr lines).
+                        raise TransportLost("the server closed the connection")
                     finally:
                         self._link = None
                         self._connected = trio.Event()
@@ -592,6 +594,10 @@ class Client:
         for _round in range(MAX_INPUT_ROUNDS + 1):
             raw = await self._request_raw(method, body, timeout=timeout, progress=progress)
             probe = _probe_decoder.decode(raw) if b"resultType" in bytes(raw) else _ResultProbe()
+            if probe.result_type == "task" and result_type is not Task:
+                # 2026-07-28 tasks extension: the server chose to run it as a task.
+                task = _decode(raw, Task, method)
+                return _convert(await self._await_task(task, timeout), result_type, method)
             if probe.result_type != "input_required":
                 return _decode(raw, result_type, method)
             body["inputResponses"] = await self._answer_inputs(probe.input_requests or {})
@@ -600,6 +606,34 @@ class Client:
             else:
                 body.pop("requestState", None)
         raise ClientError(f"{method}: the server asked for input {MAX_INPUT_ROUNDS} times")
+
+    async def _await_task(self, task: Task, timeout: float | None) -> Any:
+        """Poll a modern task (``tasks/get`` at its poll interval) until it ends, answering
+        its input requests through ``tasks/update``; its result, or PeerError."""
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        answered: set[str] = set()
+        with trio.fail_after(math.inf if timeout is None else timeout):
+            while True:
+                if task.status == "completed":
+                    return task.result
+                if task.status in ("failed", "cancelled"):
+                    error = task.error if isinstance(task.error, dict) else {}
+                    raise PeerError(
+                        int(error.get("code", -32603)),
+                        str(error.get("message", f"task {task.status}")),
+                        error.get("data"),
+                    )
+                if task.status == "input_required" and task.input_requests:
+                    fresh = {k: v for k, v in task.input_requests.items() if k not in answered}
+                    if fresh:
+                        responses = await self._answer_inputs(fresh)
+                        answered.update(responses)
+                        await self.update_task(task.task_id, responses)
+                        task = await self.get_task(task.task_id)
+                        continue
+                await trio.sleep((task.poll_interval_ms or task.poll_interval or 200) / 1000)
+                task = await self.get_task(task.task_id)
 
     async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}

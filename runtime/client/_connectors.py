@@ -15,6 +15,7 @@ Its stderr goes line by line to the ``mcp_runtime.client.server`` logger.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -41,6 +42,8 @@ __all__ = [
 log = logging.getLogger("mcp_runtime.client")
 server_log = logging.getLogger("mcp_runtime.client.server")
 
+#: Stderr lines of a stdio server kept to explain its early exit.
+_STDERR_TAIL: Final = 5
 #: Longest stderr line forwarded to the log as one record (longer lines are split).
 _STDERR_LINE: Final = 8192
 
@@ -80,6 +83,22 @@ class StdioConnector:
         self.description = " ".join(self.command)
         #: The process of the last ``open()`` (tests check its group after close).
         self.process: trio.Process | None = None
+        #: Its last stderr lines: a server that dies at start-up says why in them.
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+
+    async def _explain(self, error: TransportLost, process: trio.Process) -> TransportLost:
+        """``error`` with the exit status and the last stderr lines of a server that ended
+        (given a moment to exit: its stdout closes just before it does)."""
+        with trio.move_on_after(0.5):
+            await process.wait()
+        await trio.sleep(0.05)  # let the stderr forwarder take in its last lines
+        if process.returncode is None:
+            return error
+        tail = " | ".join(self.stderr_tail)
+        detail = f"{error} (exit status {process.returncode}" + (
+            f"; stderr: {tail})" if tail else ")"
+        )
+        return TransportLost(detail, attempts=error.attempts)
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
@@ -108,9 +127,11 @@ class StdioConnector:
         )
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_forward_stderr, process.stderr, process.pid)
+                nursery.start_soon(_forward_stderr, process.stderr, process.pid, self.stderr_tail)
                 try:
                     yield link
+                except TransportLost as exc:
+                    raise await self._explain(exc, process) from None
                 finally:
                     with trio.CancelScope(shield=True):
                         await _stop_process(process, link, self.close_grace)
@@ -121,7 +142,9 @@ class StdioConnector:
                 await process.stderr.aclose()
 
 
-async def _forward_stderr(stream: trio.abc.ReceiveStream, pid: int) -> None:
+async def _forward_stderr(
+    stream: trio.abc.ReceiveStream, pid: int, tail: collections.deque[str]
+) -> None:
     buffer = bytearray()
     try:
         while True:
@@ -137,10 +160,13 @@ async def _forward_stderr(stream: trio.abc.ReceiveStream, pid: int) -> None:
                 line = bytes(buffer[:end]).decode("utf-8", "replace").rstrip("\r")
                 del buffer[: end + 1 if end == cut else end]
                 server_log.info("pid=%d %s", pid, line)
+                tail.append(line)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     if buffer:
-        server_log.info("pid=%d %s", pid, bytes(buffer).decode("utf-8", "replace"))
+        line = bytes(buffer).decode("utf-8", "replace")
+        server_log.info("pid=%d %s", pid, line)
+        tail.append(line)
 
 
 def _signal_group(pgid: int, signum: int) -> bool:
