@@ -270,8 +270,7 @@ def _coerce_one(text: str, schema: Any) -> Any:
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list):
-            # A string option wins over guessing: "007" stays "007" for string|integer.
-            for option in sorted(options, key=lambda o: o.get("type") != "string"):
+            for option in sorted(options, key=lambda o: _preference(text, o.get("type"))):
                 try:
                     return _coerce_one(text, option)
                 except ValueError:
@@ -284,12 +283,21 @@ def _coerce_one(text: str, schema: Any) -> Any:
     if not kinds:
         return _coerce_one(text, None)
     errors = []
-    for kind in sorted(kinds, key=lambda k: k != "string" and k != "null"):
+    for kind in sorted(kinds, key=lambda k: _preference(text, k)):
         try:
             return _as_type(text, kind)
         except ValueError as exc:
             errors.append(str(exc))
     raise ValueError("; ".join(errors))
+
+
+def _preference(text: str, kind: Any) -> int:
+    """The order in which a value is tried against a union's types: ``null`` first for the
+    literal text ``null`` (else there is no way to pass null), then ``string`` ("007" stays
+    "007" for string|integer), then the rest."""
+    if kind == "null":
+        return 0 if text == "null" else 2
+    return 1 if kind == "string" else 2
 
 
 def _as_type(text: str, kind: str) -> Any:
