@@ -199,6 +199,8 @@ class Client:
         #: Times the link was re-opened after a loss, and handshake sessions re-initialized.
         self.reconnects = 0
         self.reinitializations = 0
+        #: Handshake-era resource subscriptions (uri -> holders), renewed on a new session.
+        self._subscriptions: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Pending] = {}
         self._by_token: dict[str, _Pending] = {}
@@ -304,6 +306,7 @@ class Client:
         try:
             if self.era == "handshake":
                 await self._initialize()
+                await self._renew_session_state()
             self._ready.set()
             generation = self._generation
             for pending in list(self._pending.values()):
@@ -330,6 +333,11 @@ class Client:
                 log.warning("bad message from the server: %s", exc)
                 continue
             if isinstance(frame, Failed):
+                if frame.request_id is None:  # the link's notification stream is gone
+                    log.error("%s", frame.error)
+                    for listener in self._listeners:
+                        listener.send.close()
+                    continue
                 pending = self._pending.get(frame.request_id)
                 if pending is not None:
                     pending.deliver(frame.error)
@@ -715,6 +723,19 @@ class Client:
         self.reinitializations += 1
         log.warning("the server lost our session: re-initializing")
         await self._initialize()
+        self._nursery.start_soon(self._renew_session_state)
+
+    async def _renew_session_state(self) -> None:
+        """A new handshake-era session knows nothing of the old one: set the log level and
+        subscribe to the resources again."""
+        try:
+            if self.log_level is not None:
+                await self._request_raw("logging/setLevel", {"level": self.log_level}, early=True)
+            for uri in list(self._subscriptions):
+                await self._request_raw("resources/subscribe", {"uri": uri}, early=True)
+                log.info("subscribed again to %s on the new session", uri)
+        except ClientError as exc:
+            log.warning("could not renew the session's subscriptions: %s", exc)
 
     async def aclose(self) -> None:
         """Stop: fail what still waits, close the link (a stdio server is stopped)."""
@@ -802,10 +823,17 @@ class Client:
         return await self._call("resources/read", {"uri": uri}, ReadResourceResult, timeout=timeout)
 
     async def subscribe(self, uri: str) -> None:
-        """Handshake era ``resources/subscribe`` (2026-07-28: use :meth:`listen`)."""
+        """Handshake era ``resources/subscribe`` (2026-07-28: use :meth:`listen`). The client
+        subscribes again on a new session (after a reconnect or a lost session)."""
         await self._request_raw("resources/subscribe", {"uri": uri})
+        self._subscriptions[uri] = self._subscriptions.get(uri, 0) + 1
 
     async def unsubscribe(self, uri: str) -> None:
+        held = self._subscriptions.get(uri, 0)
+        if held > 1:
+            self._subscriptions[uri] = held - 1
+            return  # another listener still watches it
+        self._subscriptions.pop(uri, None)
         await self._request_raw("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:

@@ -204,6 +204,9 @@ async def _stop_process(process: trio.Process, link: FramedLink, grace: float) -
         if not await _group_gone(pgid, grace if process.returncode is None else 0.5):
             log.warning("server group pgid=%d survived SIGTERM: SIGKILL", pgid)
             _signal_group(pgid, signal.SIGKILL)
+            # SIGKILL cannot be refused; wait a moment for the kernel to finish the group
+            # (reparented children linger as zombies until their new parent reaps them).
+            await _group_gone(pgid, grace)
     await process.wait()
 
 

@@ -264,6 +264,8 @@ class StreamableLink:
                     )
                 else:
                     response = await self._exchange("POST", out.data, out=out)
+                if response.status < 300:
+                    run = None  # it got through: a later outage gets a fresh budget
                 try:
                     await self._read_answer(out, response, ids, resume is not None)
                 finally:
@@ -405,7 +407,10 @@ class StreamableLink:
             if reinitialize is None:
                 raise TransportLost("the server does not know our session (404)")
             await reinitialize()
-            self._last_ids.clear()  # event ids of the old session mean nothing to the new one
+            # Event ids are unique within a session only (2025-11-25 "Resumability"): the
+            # new session's ids start over, so forget the old session's.
+            self._last_ids.clear()
+            self._seen.clear()
 
     async def _standing_stream(self) -> None:
         """Handshake era: the session's GET stream, re-opened (``Last-Event-ID``) when cut."""
@@ -445,6 +450,13 @@ class StreamableLink:
                     delay = run.next_wait(trio.current_time(), hint)
                     if delay is None:
                         log.error("gave up on the standing stream: %s", exc)
+                        # Tell the client: its listeners hear nothing more from this session.
+                        error = TransportLost(
+                            f"the session's event stream is gone: gave up after "
+                            f"{run.attempts} attempt(s) in {run.elapsed:.1f} s: {exc}",
+                            attempts=run.attempts,
+                        )
+                        self._send_inbox.send_nowait(Failed(None, error))
                         return
                     await trio.sleep(delay)
         except ClientError as exc:

@@ -54,11 +54,11 @@ async def slow(seconds: float = 30.0, tag: str = "") -> str:
 
 
 @app.tool
-async def countdown(start: int = 3, *, ctx: Context) -> str:
-    """Report progress ``start`` times, then answer."""
+async def countdown(start: int = 3, delay: float = 0.01, *, ctx: Context) -> str:
+    """Report progress ``start`` times, ``delay`` seconds apart, then answer."""
     for step in range(start):
         await ctx.report_progress(step + 1, start, f"step {step + 1}")
-        await trio.sleep(0.01)
+        await trio.sleep(delay)
     return "liftoff"
 
 
