@@ -15,7 +15,25 @@ FORBIDDEN = {
     "runtime.transports": ("runtime.core", "handlers", "runtime._server", "runtime._context"),
     "runtime.core": ("runtime.transports", "handlers", "runtime._server", "runtime._context"),
     "handlers": ("runtime.transports", "runtime._server", "runtime._cli"),
+    # The client never reaches into the server: not the handlers, the Server, its Context or
+    # CLI, nor the core's Connection machinery (only public helpers, through _wire).
+    "runtime.client": (
+        "handlers",
+        "runtime._server",
+        "runtime._serving",
+        "runtime._context",
+        "runtime._cli",
+        "runtime.core._connection",
+        "runtime.core._reader",
+        "runtime.core._runner",
+        "runtime.core._messages",
+        "runtime.core._dispatch",
+    ),
 }
+#: runtime.client: the one module that may import other runtime packages (see its docstring).
+CLIENT_GATEWAY = "runtime/client/_wire.py"
+#: What that module may import from the rest of the runtime: public package names only.
+CLIENT_MAY_IMPORT = ("runtime.framing", "runtime.core", "runtime.transports", "runtime._version")
 # runtime.framing may import itself.
 ALLOWED_SELF = {"runtime.framing": "runtime.framing"}
 
@@ -64,6 +82,24 @@ def test_layer_imports_point_downward(layer: str) -> None:
                 if name == banned or name.startswith(banned + "."):
                     violations.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not violations, violations
+
+
+def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
+    violations = []
+    for path in _files("runtime.client"):
+        relative = str(path.relative_to(ROOT))
+        for name in _imports(path):
+            if not name.startswith("runtime.") or name.startswith("runtime.client"):
+                continue
+            if relative != CLIENT_GATEWAY:
+                violations.append(f"{relative} imports {name} (only {CLIENT_GATEWAY} may)")
+            elif name not in CLIENT_MAY_IMPORT:
+                violations.append(f"{relative} imports {name} (not a public package name)")
+    assert not violations, violations
+    # And nothing of the server side imports the client (it is a peer, not a layer below).
+    for layer in ("runtime.core", "runtime.transports", "runtime.framing", "handlers"):
+        for path in _files(layer):
+            assert not any(n.startswith("runtime.client") for n in _imports(path)), path
 
 
 def test_the_checker_sees_relative_imports() -> None:

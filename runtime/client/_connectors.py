@@ -28,7 +28,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from ._errors import TransportLost
-from ._link import FramedLink, Link, Outgoing
+from ._link import FramedLink, Link, Outgoing, single_errors
 from ._wire import make_framer, open_fifo_pair, pipe_paths
 
 __all__ = [
@@ -70,9 +70,13 @@ class StdioConnector:
         close_grace: float = 2.0,
         max_frame_size: int = 4 * 1024 * 1024,
         read_timeout: float | None = 10.0,
+        respawn: bool = False,
     ) -> None:
         if not command:
             raise ValueError("an empty server command")
+        #: Start the server again after it exited or broke (only when asked: a respawn
+        #: loses the server's state, and hides a crash unless the caller expects it).
+        self.reconnects = respawn
         self.command = list(command)
         self.framing = framing
         self.env = dict(env) if env is not None else None
@@ -126,7 +130,7 @@ class StdioConnector:
             name=f"stdio pid={process.pid}",
         )
         try:
-            async with trio.open_nursery() as nursery:
+            async with single_errors(), trio.open_nursery() as nursery:
                 nursery.start_soon(_forward_stderr, process.stderr, process.pid, self.stderr_tail)
                 try:
                     yield link

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final, Protocol
 
 import trio
@@ -27,7 +27,7 @@ import trio
 from ._errors import BadMessage, ClientError, TransportLost
 from ._wire import Framer, FramingError, escape_excerpt
 
-__all__ = ["Failed", "FramedLink", "Link", "Outgoing"]
+__all__ = ["Failed", "FramedLink", "Link", "Outgoing", "single_errors"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
 
@@ -56,6 +56,29 @@ class Failed:
 
     request_id: Any
     error: ClientError
+
+
+@contextlib.asynccontextmanager
+async def single_errors() -> AsyncIterator[None]:
+    """Re-raise a lone exception leaving a nursery unwrapped (trio wraps every error of a
+    nursery in an exception group; callers here catch ``TransportLost`` itself)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found.extend(_leaves(exc))
+        else:
+            found.append(exc)
+    return found
 
 
 class Link(Protocol):

@@ -21,33 +21,11 @@ from ._connectors import (
     StdioConnector,
     WebSocketConnector,
 )
+from ._link import single_errors
 from ._streamable import HttpConnector
 from ._types import Implementation
 
 __all__ = ["connector_for", "open_client", "server_command"]
-
-
-@asynccontextmanager
-async def _single_errors() -> AsyncIterator[None]:
-    """Re-raise a lone exception out of the client's nursery unwrapped (callers catch
-    ``TransportLost``, not an exception group)."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        leaves = _leaves(group)
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            found.extend(_leaves(exc))
-        else:
-            found.append(exc)
-    return found
 
 
 def server_command(target: str, framing: str = "ndjson") -> list[str]:
@@ -72,6 +50,7 @@ def connector_for(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    respawn: bool = False,
 ) -> Connector:
     """The connector for a target (see :func:`open_client`)."""
     if not isinstance(target, str):
@@ -82,6 +61,7 @@ def connector_for(
             cwd=cwd,
             close_grace=close_grace,
             read_timeout=read_timeout,
+            respawn=respawn,
         )
     text = target.strip()
     if text.startswith(("http://", "https://")):
@@ -132,6 +112,7 @@ def connector_for(
         cwd=cwd,
         close_grace=close_grace,
         read_timeout=read_timeout,
+        respawn=respawn,
     )
 
 
@@ -156,6 +137,7 @@ async def open_client(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    respawn: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -171,6 +153,8 @@ async def open_client(
     within it. ``backoff``: the reconnection policy (:class:`Backoff`). ``close_grace``: how
     long a stdio server gets after EOF, and again after SIGTERM. ``sampling``,
     ``elicitation``, ``roots``: handlers for the server's requests (declared as capabilities).
+    ``respawn``: start a stdio server again (with backoff) when it exits or breaks; off by
+    default, so that a crash is an error rather than a silent restart.
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
@@ -191,8 +175,9 @@ async def open_client(
         env=env,
         cwd=cwd,
         ssl_context=ssl_context,
+        respawn=respawn,
     )
-    async with _single_errors(), trio.open_nursery() as nursery:
+    async with single_errors(), trio.open_nursery() as nursery:
         client = Client(
             connector,
             nursery,

@@ -40,7 +40,7 @@ import trio
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._http import ConnectFailed, HttpResponse, Url, open_exchange
-from ._link import Failed, Link, Outgoing
+from ._link import Failed, Link, Outgoing, single_errors
 from ._wire import MODERN_VERSION, SSEDecoder, encode_header_value
 
 __all__ = ["HttpConnector", "StreamableLink"]
@@ -108,7 +108,7 @@ class HttpConnector:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
-        async with trio.open_nursery() as nursery:
+        async with single_errors(), trio.open_nursery() as nursery:
             link = StreamableLink(self, nursery)
             try:
                 yield link

@@ -102,6 +102,13 @@ def touch(count: int = 1) -> int:
     return len(EVENTS)
 
 
+@app.tool
+def crash(status: int = 3) -> str:
+    """Exit the process at once (stdio tests of a server that dies)."""
+    print(f"crashing with status {status}", file=sys.stderr, flush=True)
+    os._exit(status)
+
+
 @app.tool(task="optional")
 async def build(target: str, seconds: float = 0.05) -> str:
     """A slow job that may run as a task."""

@@ -423,3 +423,19 @@ async def test_closing_a_stdio_client_leaves_no_process_behind(
             nursery.cancel_scope.cancel()
         assert process.returncode is not None
         assert _group_alive(pgid) == []
+
+
+async def test_a_stdio_server_that_dies_is_an_error_unless_respawn_is_asked() -> None:
+    with trio.fail_after(30):
+        async with open_client(str(SERVER_FILE), era="handshake") as client:
+            with pytest.raises(TransportLost, match=r"exit status 3.*crashing with status 3"):
+                await client.call_tool("crash", {"status": 3})
+            with pytest.raises(TransportLost):
+                await client.call_tool("echo", {"text": "gone"})
+        async with open_client(
+            str(SERVER_FILE), era="handshake", respawn=True, backoff=FAST
+        ) as client:
+            with pytest.raises(TransportLost):
+                await client.call_tool("crash", {"status": 4})
+            assert (await client.call_tool("echo", {"text": "again"})).text == "again"
+            assert client.reconnects == 1
