@@ -21,6 +21,7 @@ from ._connectors import (
     StdioConnector,
     WebSocketConnector,
 )
+from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
 from ._streamable import HttpConnector
 from ._types import Implementation
@@ -64,6 +65,14 @@ def connector_for(
             respawn=respawn,
         )
     text = target.strip()
+    if text.startswith(("http://", "https://")) and is_legacy_sse_url(text):
+        return LegacySseConnector(
+            text,
+            headers=headers,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout if read_timeout is not None else 30.0,
+            ssl_context=ssl_context,
+        )
     if text.startswith(("http://", "https://")):
         return HttpConnector(
             text,
@@ -141,7 +150,8 @@ async def open_client(
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
-    ``target``: ``http(s)://`` (Streamable HTTP), ``ws(s)://`` (WebSocket), ``tcp://HOST:PORT``,
+    ``target``: ``http(s)://`` (Streamable HTTP; a URL whose path ends in ``/sse`` is the legacy
+    2024-11-05 HTTP+SSE transport), ``ws(s)://`` (WebSocket), ``tcp://HOST:PORT``,
     ``unix:PATH``, ``pipe:DIR`` (a FIFO pair made by ``mcp-runtime serve --transport pipe``),
     a server file ``path.py[:obj]`` (spawned with ``mcp-runtime serve`` over stdio), or a
     command line (a string, split like a shell would, or a list) spawned over stdio.
@@ -177,6 +187,10 @@ async def open_client(
         ssl_context=ssl_context,
         respawn=respawn,
     )
+    if isinstance(connector, LegacySseConnector):
+        if era == "modern":
+            raise ValueError("the legacy HTTP+SSE transport (2024-11-05) has no 2026-07-28 era")
+        era = "handshake"
     async with single_errors(), trio.open_nursery() as nursery:
         client = Client(
             connector,

@@ -127,3 +127,56 @@ async def test_cli_against_the_sdk_server(kind: str) -> None:
         assert code == 0 and len(out.strip()) == 1024
         code, out, err = await run_cli("list", target, "resources", "--json")
         assert code == 0 and json.loads(out)[0]["uri"] == "mem://blob"
+
+
+@asynccontextmanager
+async def sdk_sse() -> AsyncIterator[str]:
+    port = free_port()
+    process = await trio.lowlevel.open_process(
+        [sys.executable, str(ROOT / "tests" / "client" / "sdk_sse_server.py"), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        with trio.fail_after(20):
+            while True:
+                try:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                except OSError:
+                    await trio.sleep(0.05)
+                    continue
+                await stream.aclose()
+                break
+        yield f"http://127.0.0.1:{port}/sse"
+    finally:
+        with trio.CancelScope(shield=True):
+            os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
+@pytest.mark.parametrize("peer", ["sdk", "ours"])
+async def test_legacy_http_sse(peer: str) -> None:
+    """2024-11-05 HTTP+SSE: a URL ending in /sse; handshake era only."""
+    from .targets import load_app
+
+    with trio.fail_after(40):
+        async with trio.open_nursery() as nursery:
+            if peer == "sdk":
+                context = sdk_sse()
+            else:
+                address = await nursery.start(load_app().serve_http)
+                context = _constant(f"http://127.0.0.1:{address[1]}/sse")
+            async with context as url, open_client(url) as client:
+                assert client.era == "handshake"
+                assert client.protocol_version in ("2024-11-05", "2025-11-25", "2025-06-18")
+                tools = await client.all_tools()
+                assert "echo" in [tool.name for tool in tools]
+                assert (await client.call_tool("echo", {"text": "legacy"})).text == "legacy"
+                await client.ping()
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _constant(value: str) -> AsyncIterator[str]:
+    yield value
