@@ -54,6 +54,7 @@ from ._types import (
 from ._wire import (
     CLIENT_VERSION,
     HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
     LATEST_HANDSHAKE_VERSION,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -68,6 +69,7 @@ from ._wire import (
     TASKS_EXTENSION,
     Incoming,
     decode_incoming,
+    encode_header_value,
 )
 
 __all__ = ["Client", "Era", "Notification", "RequestHandler"]
@@ -199,6 +201,9 @@ class Client:
         #: Times the link was re-opened after a loss, and handshake sessions re-initialized.
         self.reconnects = 0
         self.reinitializations = 0
+        #: 2026-07-28 "Schema Extension": per tool, the arguments its input schema marks with
+        #: ``x-mcp-header`` ({header name: property path}), learnt from tools/list.
+        self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         #: Handshake-era resource subscriptions (uri -> holders), renewed on a new session.
         self._subscriptions: dict[str, int] = {}
         self._ids = itertools.count(1)
@@ -511,6 +516,9 @@ class Client:
             message["params"] = body
         name_field = NAMED_METHODS.get(method)
         name = body.get(name_field) if name_field else None
+        extra_headers: list[tuple[str, str]] = []
+        if is_modern and method == "tools/call" and isinstance(name, str):
+            extra_headers = self._mirrored(name, body.get("arguments"))
         safe = method in REPEATABLE_METHODS if repeatable is None else repeatable
         out = Outgoing(
             _encode(message),
@@ -520,6 +528,7 @@ class Client:
             is_modern,
             safe,
             expects_response=True,
+            headers=extra_headers,
         )
         pending = _Pending(method, out, safe, progress)
         self._pending[request_id] = pending
@@ -568,6 +577,37 @@ class Client:
         if outcome.result is None:
             raise BadMessage(f"{method}: a response with neither result nor error")
         return outcome.result
+
+    def _mirrored(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
+        """``Mcp-Param-{Name}`` headers for a tool call (2026-07-28 streamable-http
+        "Schema Extension"): each argument the tool marks with ``x-mcp-header`` and the call
+        gives, rendered as the server compares it (booleans ``true``/``false``, numbers as
+        JSON, strings encoded as header values)."""
+        found: list[tuple[str, str]] = []
+        for header, path in self._param_headers.get(tool, {}).items():
+            value: Any = arguments
+            for step in path:
+                value = value.get(step) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (int, float)):
+                text = msgspec.json.encode(value).decode()
+            elif isinstance(value, str):
+                text = encode_header_value(value)
+            else:
+                continue  # objects and arrays are not mirrored
+            found.append((f"Mcp-Param-{header}", text))
+        return found
+
+    def _learn_tools(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            marked = _header_params(tool.input_schema)
+            if marked:
+                self._param_headers[tool.name] = marked
+            else:
+                self._param_headers.pop(tool.name, None)
 
     async def _cancel_remote(self, request_id: Any, reason: str) -> None:
         message = {
@@ -779,7 +819,9 @@ class Client:
             await self._request_raw("ping", None, timeout=timeout)
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
-        return await self._call("tools/list", _cursor(cursor), ListToolsResult)
+        page = await self._call("tools/list", _cursor(cursor), ListToolsResult)
+        self._learn_tools(page.tools)
+        return page
 
     async def all_tools(self) -> list[Tool]:
         """Every tool, following ``nextCursor`` page by page."""
@@ -797,9 +839,21 @@ class Client:
         exception; a server that answers with a task is an error here (use
         :meth:`call_tool_as_task`)."""
         params = {"name": name, "arguments": dict(arguments or {})}
-        return await self._call(
-            "tools/call", params, CallToolResult, timeout=timeout, progress=progress
-        )
+        try:
+            return await self._call(
+                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+            )
+        except PeerError as exc:
+            # -32020 HeaderMismatch: the tool mirrors arguments into Mcp-Param-* headers and
+            # we did not know it yet (no tools/list seen): learn the tools, try once more.
+            if exc.code != HEADER_MISMATCH or name in self._param_headers:
+                raise
+            await self.all_tools()
+            if name not in self._param_headers:
+                raise
+            return await self._call(
+                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+            )
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
         return await self._call("resources/list", _cursor(cursor), ListResourcesResult)
@@ -1081,6 +1135,27 @@ class Client:
             if cursor in seen:
                 raise BadMessage(f"the server repeated the cursor {cursor[:50]!r}")
             seen.add(cursor)
+
+
+def _header_params(schema: Any) -> dict[str, tuple[str, ...]]:
+    """{header name: property path} for the ``x-mcp-header`` annotations of an input schema,
+    following ``properties`` chains only (2026-07-28 streamable-http "Schema Extension")."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for key, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            header = sub.get("x-mcp-header")
+            if isinstance(header, str) and header:
+                found[header] = (*path, key)
+            walk(sub, (*path, key))
+
+    walk(schema, ())
+    return found
 
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:

@@ -47,6 +47,8 @@ class Outgoing:
     batch_ids: Sequence[Any] = ()
     #: A request (or batch of requests): the server owes an answer.
     expects_response: bool = False
+    #: Extra HTTP headers for this message (2026-07-28 ``Mcp-Param-*``).
+    headers: Sequence[tuple[str, str]] = ()
 
 
 @dataclasses.dataclass(slots=True)

@@ -196,6 +196,7 @@ class StreamableLink:
                     headers.append(("Mcp-Method", out.method))
                     if out.name is not None:
                         headers.append(("Mcp-Name", encode_header_value(out.name)))
+                    headers.extend(out.headers)
         if out is None or not out.modern:
             if self.session_id is not None:
                 headers.append(("Mcp-Session-Id", self.session_id))

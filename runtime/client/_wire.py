@@ -20,6 +20,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..core import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -42,6 +43,7 @@ from ..transports import open_fifo_pair, pipe_paths
 __all__ = [
     "CLIENT_VERSION",
     "HANDSHAKE_VERSIONS",
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",

@@ -102,6 +102,22 @@ def touch(count: int = 1) -> int:
     return len(EVENTS)
 
 
+@app.tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+            "query": {"type": "string"},
+        },
+        "required": ["region", "query"],
+    }
+)
+def search(region: str, query: str, limit: int = 10) -> str:
+    """A tool whose region and limit are mirrored into Mcp-Param-* headers (2026-07-28)."""
+    return f"{region}:{query}:{limit}"
+
+
 @app.tool
 def crash(status: int = 3) -> str:
     """Exit the process at once (stdio tests of a server that dies)."""

@@ -240,3 +240,20 @@ async def test_pagination_follows_cursors() -> None:
             assert len(first.tools) == 2 and first.next_cursor
             every = await client.all_tools()
             assert len(every) == len({t.name for t in every}) > 2
+
+
+async def test_mcp_param_headers_are_mirrored_over_modern_http() -> None:
+    """2026-07-28 "Schema Extension": arguments marked x-mcp-header go into Mcp-Param-*
+    headers, which the server checks against the body (-32020 otherwise). Without a
+    tools/list first, the client learns the tool from the -32020 and tries once more."""
+    with trio.fail_after(20):
+        async with (
+            serve_target("http") as (target, _),
+            open_client(target, era="modern") as client,
+        ):
+            result = await client.call_tool(
+                "search", {"region": "eu-west", "query": "q", "limit": 3}
+            )
+            assert result.text == "eu-west:q:3"
+            result = await client.call_tool("search", {"region": "Zürich ü", "query": "q"})
+            assert result.text == "Zürich ü:q:10"
