@@ -498,10 +498,12 @@ class Client:
         repeatable: bool | None = None,
         modern: bool | None = None,
         early: bool = False,
+        request_id: int | None = None,
     ) -> msgspec.Raw:
         if timeout is _DEFAULT:
             timeout = self.timeout
-        request_id = next(self._ids)
+        if request_id is None:
+            request_id = next(self._ids)
         body: dict[str, Any] = dict(params or {})
         is_modern = (self.era == "modern") if modern is None else modern
         if is_modern or progress is not None:
@@ -1085,7 +1087,7 @@ class Client:
                         with suppress(ClientError):
                             await self.unsubscribe(uri)
             return
-        request_id = self._peek_next_id()
+        request_id = next(self._ids)  # the listen's id is its subscription id
         listener = _Listener(send, frozenset(kinds), subscription_id=request_id)
         self._listeners.append(listener)
         filter_: dict[str, Any] = {
@@ -1103,7 +1105,10 @@ class Client:
                 async def hold() -> None:
                     try:
                         await self._request_raw(
-                            "subscriptions/listen", {"notifications": filter_}, timeout=None
+                            "subscriptions/listen",
+                            {"notifications": filter_},
+                            timeout=None,
+                            request_id=request_id,
                         )
                     except ClientError as exc:
                         log.warning("subscriptions/listen ended: %s", exc)
@@ -1115,12 +1120,6 @@ class Client:
                 nursery.cancel_scope.cancel()
         finally:
             self._listeners.remove(listener)
-
-    def _peek_next_id(self) -> int:
-        """The id the next request will get (the listen's subscription id)."""
-        value = next(self._ids)
-        self._ids = itertools.chain([value], self._ids)  # type: ignore[assignment]
-        return value
 
     async def _all(self, lister: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
         items: list[Any] = []
