@@ -170,9 +170,17 @@ class Client:
         roots: RequestHandler | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
         tasks: bool = True,
+        handshake_version: str = LATEST_HANDSHAKE_VERSION,
     ) -> None:
         if era not in ("auto", "modern", "handshake"):
             raise ValueError(f"unknown era {era!r} (expected 'auto', 'modern' or 'handshake')")
+        if handshake_version not in HANDSHAKE_VERSIONS:
+            raise ValueError(
+                f"unknown handshake version {handshake_version!r} "
+                f"(expected one of {', '.join(HANDSHAKE_VERSIONS)})"
+            )
+        #: The revision offered in ``initialize`` (2025-03-26 is the one with batches).
+        self.handshake_version = handshake_version
         self.connector = connector
         self._nursery = nursery
         self.requested_era: Era = era
@@ -738,7 +746,7 @@ class Client:
 
     async def _initialize(self) -> None:
         params = {
-            "protocolVersion": LATEST_HANDSHAKE_VERSION,
+            "protocolVersion": self.handshake_version,
             "capabilities": self.capabilities,
             "clientInfo": msgspec.to_builtins(self.client_info),
         }

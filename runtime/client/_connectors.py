@@ -29,7 +29,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, Outgoing, single_errors
-from ._wire import make_framer, open_fifo_pair, pipe_paths
+from ._wire import make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "Connector",
@@ -293,22 +293,25 @@ class PipeConnector:
         for path in (to_server, from_server):
             if not os.path.exists(path):  # noqa: ASYNC240 - a stat of a local path
                 raise TransportLost(f"cannot connect to {self.description}: no FIFO {path}")
-        try:
-            with trio.fail_after(self.connect_timeout):
-                read_fd, write_fd = await open_fifo_pair(from_server, to_server)
-        except (OSError, trio.TooSlowError) as exc:
-            raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
-        link = FramedLink(
-            trio.lowlevel.FdStream(read_fd),
-            trio.lowlevel.FdStream(write_fd),
-            make_framer(self.framing, self.max_frame_size),
-            read_timeout=self.read_timeout,
-            name=self.description,
-        )
-        try:
-            yield link
-        finally:
-            await link.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                with trio.fail_after(self.connect_timeout):
+                    # One client per pair at a time (see runtime.transports._pipe).
+                    await stack.enter_async_context(pipe_client_lock(self.directory))
+                    read_fd, write_fd = await open_fifo_pair(from_server, to_server)
+            except (OSError, trio.TooSlowError) as exc:
+                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+            link = FramedLink(
+                trio.lowlevel.FdStream(read_fd),
+                trio.lowlevel.FdStream(write_fd),
+                make_framer(self.framing, self.max_frame_size),
+                read_timeout=self.read_timeout,
+                name=self.description,
+            )
+            try:
+                yield link
+            finally:
+                await link.aclose()
 
 
 class WebSocketConnector:

@@ -25,6 +25,7 @@ from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
 from ._streamable import HttpConnector
 from ._types import Implementation
+from ._wire import LATEST_HANDSHAKE_VERSION
 
 __all__ = ["connector_for", "open_client", "server_command"]
 
@@ -147,6 +148,7 @@ async def open_client(
     cwd: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
     respawn: bool = False,
+    handshake_version: str | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -163,6 +165,8 @@ async def open_client(
     within it. ``backoff``: the reconnection policy (:class:`Backoff`). ``close_grace``: how
     long a stdio server gets after EOF, and again after SIGTERM. ``sampling``,
     ``elicitation``, ``roots``: handlers for the server's requests (declared as capabilities).
+    ``handshake_version``: the revision offered in ``initialize`` (default 2025-11-25;
+    2025-03-26 is the one that allows JSON-RPC batches over HTTP).
     ``respawn``: start a stdio server again (with backoff) when it exits or breaks; off by
     default, so that a crash is an error rather than a silent restart.
 
@@ -203,6 +207,7 @@ async def open_client(
             elicitation=elicitation,
             roots=roots,
             on_notification=on_notification,
+            handshake_version=handshake_version or LATEST_HANDSHAKE_VERSION,
         )
         if isinstance(connector, HttpConnector):
             connector.reinitialize = client.reinitialize

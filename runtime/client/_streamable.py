@@ -341,10 +341,18 @@ class StreamableLink:
         body = await response.read_all(self.config.max_message_size)
         if media == "application/json" and body:
             answered = _answers(body, ids)
-            if answered or _is_error(body):
+            if answered:
                 await self._push(body)
-                ids.difference_update(answered or ids)
+                ids.difference_update(answered)
                 return
+            error = _error_of(body)
+            if error is not None:  # an error for no id of ours (id null): e.g. a 401, a 400
+                code = error.get("code")
+                raise PeerError(
+                    code if isinstance(code, int) else -32000,
+                    f"HTTP {status}: {error.get('message', '')}",
+                    error.get("data"),
+                )
         if 200 <= status < 300:
             raise BadMessage(f"{out.method}: HTTP {status} without an answer")
         raise PeerError(
@@ -470,5 +478,11 @@ class _SessionLost(Exception):
     pass
 
 
-def _is_error(body: bytes) -> bool:
-    return body[:1] == b"{" and b'"error"' in body
+def _error_of(body: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of a JSON-RPC error response body, else None."""
+    try:
+        message = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    error = message.get("error") if isinstance(message, dict) else None
+    return error if isinstance(error, dict) else None

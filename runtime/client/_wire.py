@@ -38,7 +38,7 @@ from ..framing import (
     SSEEvent,
     escape_excerpt,
 )
-from ..transports import open_fifo_pair, pipe_paths
+from ..transports import open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "CLIENT_VERSION",
@@ -74,6 +74,7 @@ __all__ = [
     "escape_excerpt",
     "make_framer",
     "open_fifo_pair",
+    "pipe_client_lock",
     "pipe_paths",
 ]
 

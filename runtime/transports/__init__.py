@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._framed import FramedChannel, FramingName, make_framer
-from ._pipe import open_fifo_pair, pipe_paths, serve_pipe
+from ._pipe import open_fifo_pair, pipe_client_lock, pipe_paths, serve_pipe
 from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
 
@@ -39,6 +39,7 @@ __all__ = [
     "open_fifo_pair",
     "open_stdio_channel",
     "open_unix_listener",
+    "pipe_client_lock",
     "pipe_paths",
     "serve_http",
     "serve_pipe",

@@ -5,6 +5,13 @@ framed like stdio (ndjson or content-length). A FIFO pair holds one conversation
 the server serves one client until it closes its end (EOF), then waits for the next.
 Windows named pipes (``\\\\.\\pipe\\...``) are a different mechanism and are not covered.
 
+Telling clients apart: a FIFO has no connections, so a client arriving while the server still
+holds the last one's ends would join that conversation. Two rules prevent it. The server
+swaps fresh FIFOs in at both paths (``rename`` is atomic) as soon as a conversation's pair is
+open, so the paths always name FIFOs no conversation uses yet. And clients take an exclusive
+``flock`` on ``DIR/client.lock`` for the whole conversation (:func:`pipe_client_lock`), so two
+of them never open the same pair at once.
+
 Opening: each end is opened in blocking mode in a worker thread, both ends together, so an
 ``open`` returns only when the peer has the other end open. Non-blocking opens would let a
 reader see "no writer yet" as EOF, and a writer fail with ENXIO before the reader arrives.
@@ -14,22 +21,33 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 
 import trio
 
 from ._framed import FramedChannel, FramingName, make_framer
 
-__all__ = ["PIPE_FROM_SERVER", "PIPE_TO_SERVER", "open_fifo_pair", "pipe_paths", "serve_pipe"]
+__all__ = [
+    "PIPE_FROM_SERVER",
+    "PIPE_TO_SERVER",
+    "open_fifo_pair",
+    "pipe_client_lock",
+    "pipe_paths",
+    "serve_pipe",
+]
 
 log = logging.getLogger("mcp_runtime.pipe")
 
 PIPE_TO_SERVER: Final = "to-server"
 PIPE_FROM_SERVER: Final = "from-server"
+PIPE_CLIENT_LOCK: Final = "client.lock"
+#: How often a client waiting for the pair checks the lock again, seconds.
+_LOCK_POLL: Final = 0.02
 
 
 def pipe_paths(directory: str) -> tuple[str, str]:
@@ -74,6 +92,30 @@ def _release(path: str, flags: int) -> None:
     os.close(fd)
 
 
+@contextlib.asynccontextmanager
+async def pipe_client_lock(directory: str) -> AsyncIterator[None]:
+    """Hold the exclusive client lock of a pipe directory for the body (waits while another
+    client holds it; cancellable)."""
+    fd = os.open(os.path.join(directory, PIPE_CLIENT_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await trio.sleep(_LOCK_POLL)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _swap_in_fresh_fifo(path: str) -> None:
+    """Replace the FIFO at ``path`` with a new one; the old one lives on for whoever holds it."""
+    fresh = f"{path}.{os.getpid()}.new"
+    os.mkfifo(fresh, 0o600)
+    os.replace(fresh, path)
+
+
 def _make_fifo(path: str) -> None:
     try:
         mode = os.lstat(path).st_mode
@@ -111,6 +153,8 @@ async def serve_pipe(
         task_status.started(directory)
         while True:
             read_fd, write_fd = await open_fifo_pair(to_server, from_server)
+            for path in (to_server, from_server):
+                _swap_in_fresh_fifo(path)  # the next client meets new FIFOs, not this pair
             channel = FramedChannel(
                 trio.lowlevel.FdStream(read_fd),
                 trio.lowlevel.FdStream(write_fd),

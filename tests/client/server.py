@@ -132,6 +132,13 @@ async def build(target: str, seconds: float = 0.05) -> str:
     return f"built {target}"
 
 
+@app.tool(task="optional")
+async def approve(item: str, ctx: Context) -> str:
+    """Ask for approval (as a task: the input goes through tasks/update in 2026-07-28)."""
+    answer = await ctx.elicit(f"Approve {item}?", {"type": "object", "properties": {}})
+    return f"{item}:{answer.get('action')}"
+
+
 @app.resource("data://counter", mime_type="text/plain")
 def counter() -> str:
     """How many updates were announced."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -257,3 +258,77 @@ async def test_mcp_param_headers_are_mirrored_over_modern_http() -> None:
             assert result.text == "eu-west:q:3"
             result = await client.call_tool("search", {"region": "Zürich ü", "query": "q"})
             assert result.text == "Zürich ü:q:10"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_task_cancel_and_input_through_tasks(era: str) -> None:
+    with trio.fail_after(20):
+        async with (
+            serve_target("tcp-ndjson") as (target, _),
+            open_client(target, era=era, elicitation=_elicit) as client,  # type: ignore[arg-type]
+        ):
+            handle = await client.call_tool_as_task("build", {"target": "z", "seconds": 30})
+            assert isinstance(handle, Task) and handle.status == "working"
+            await client.cancel_task(handle.task_id)
+            with trio.fail_after(5):
+                while (await client.get_task(handle.task_id)).status != "cancelled":  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            if era == "modern":
+                # The server runs it as a task and asks for input on the way: call_tool
+                # answers through tasks/update and returns the task's result.
+                result = await client.call_tool("approve", {"item": "deploy"})
+                assert result.text == "deploy:accept"
+                # The same by hand: the task asks, update_task answers.
+                task = await client.call_tool_as_task("approve", {"item": "x"})
+                assert isinstance(task, Task)
+                with trio.fail_after(5):
+                    while (task := await client.get_task(task.task_id)).status != "input_required":  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                assert task.input_requests
+                key = next(iter(task.input_requests))
+                await client.update_task(task.task_id, {key: {"action": "decline"}})
+                assert (await client.task_result(task.task_id))["content"][0]["text"] == "x:decline"
+
+
+async def test_batches_over_http_in_a_2025_03_26_session() -> None:
+    with trio.fail_after(20):
+        async with (
+            serve_target("http") as (target, _),
+            open_client(target, era="handshake", handshake_version="2025-03-26") as client,
+        ):
+            assert client.protocol_version == "2025-03-26"
+            results = await client.batch(
+                [
+                    ("tools/list", None),
+                    ("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}),
+                ]
+            )
+            assert results[0]["tools"][0]["name"] == "echo"
+            assert results[1]["content"][0]["text"] == "3"
+
+
+async def test_bearer_token_and_headers_reach_the_server() -> None:
+    from runtime.transports import HttpError
+
+    from .targets import load_app
+
+    seen: list[dict[str, str]] = []
+
+    async def authenticate(headers: dict[str, str]) -> str:
+        seen.append(headers)
+        if headers.get("authorization") != "Bearer s3cret":
+            raise HttpError(401, "Unauthorized")
+        return "alice"
+
+    app = load_app()
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(functools.partial(app.serve_http, authenticate=authenticate))
+        url = f"http://127.0.0.1:{address[1]}/mcp"
+        with trio.fail_after(20):
+            async with open_client(url, bearer_token="s3cret", headers={"X-Trace": "t1"}) as client:
+                assert (await client.call_tool("echo", {"text": "in"})).text == "in"
+            assert seen and seen[-1].get("x-trace") == "t1"
+            with pytest.raises(PeerError, match="HTTP 401"):
+                async with open_client(url, bearer_token="wrong", era="modern"):
+                    pass
+        nursery.cancel_scope.cancel()

@@ -133,10 +133,14 @@ async def _start_server(port: int, *extra: str) -> trio.Process:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    socket_path = extra[extra.index("--socket") + 1] if "--socket" in extra else None
     with trio.fail_after(20):
         while True:
             try:
-                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                if socket_path is not None:
+                    stream: trio.SocketStream = await trio.open_unix_socket(socket_path)
+                else:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
             except OSError:
                 await trio.sleep(0.02)
                 continue
@@ -230,17 +234,29 @@ async def test_server_killed_and_restarted_on_the_same_port(era: str) -> None:
             await _kill(server)
 
 
-async def test_tcp_reconnects_and_resends_what_is_safe() -> None:
-    """A stream transport (TCP) reconnects with backoff after the server went away; the
-    handshake is redone; a request the caller marked repeatable is sent again and answered;
-    one that is not fails with TransportLost."""
+@pytest.mark.parametrize("transport", ["tcp", "unix", "ws"])
+async def test_stream_transports_reconnect_and_resend_what_is_safe(
+    transport: str, tmp_path: Path
+) -> None:
+    """A stream transport (TCP, Unix socket, WebSocket) reconnects with backoff after the
+    server went away; the handshake is redone; a request the caller marked repeatable is sent
+    again and answered; one that is not fails with TransportLost."""
     port = free_port()
-    server = await _start_server(port, "--transport", "tcp")
+    socket_path = str(tmp_path / "mcp.sock")
+    options = {
+        "tcp": ["--transport", "tcp"],
+        "unix": ["--transport", "unix", "--socket", socket_path],
+        "ws": ["--transport", "ws"],
+    }[transport]
+    target = {
+        "tcp": f"tcp://127.0.0.1:{port}",
+        "unix": f"unix:{socket_path}",
+        "ws": f"ws://127.0.0.1:{port}/mcp",
+    }[transport]
+    server = await _start_server(port, *options)
     try:
         with trio.fail_after(40):
-            async with open_client(
-                f"tcp://127.0.0.1:{port}", era="handshake", backoff=FAST
-            ) as client:
+            async with open_client(target, era="handshake", backoff=FAST) as client:
                 results: dict[str, Any] = {}
 
                 async def call(key: str, repeatable: bool) -> None:
@@ -260,12 +276,12 @@ async def test_tcp_reconnects_and_resends_what_is_safe() -> None:
                     killed = trio.current_time()
                     await _kill(server)
                     await trio.sleep(0.5)
-                    server = await _start_server(port, "--transport", "tcp")
+                    server = await _start_server(port, *options)
                 assert isinstance(results["unsafe"], TransportLost)
                 assert results["safe"]["content"][0]["text"] == "slept 1.5"
                 assert client.reconnects == 1
                 answered = trio.current_time() - killed
-                _record(f"tcp: re-sent call answered {answered:.2f} s after the kill")
+                _record(f"{transport}: re-sent call answered {answered:.2f} s after the kill")
                 assert (await client.call_tool("echo", {"text": "x"})).text == "x"
     finally:
         if server.returncode is None:
@@ -439,3 +455,52 @@ async def test_a_stdio_server_that_dies_is_an_error_unless_respawn_is_asked() ->
                 await client.call_tool("crash", {"status": 4})
             assert (await client.call_tool("echo", {"text": "again"})).text == "again"
             assert client.reconnects == 1
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "content-length"])
+async def test_mcp_runtime_serve_over_a_pipe_pair(framing: str, tmp_path: Path) -> None:
+    """``mcp-runtime serve --transport pipe --pipe-dir DIR``: clients one after another."""
+    directory = tmp_path / "pipes"
+    process = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "runtime",
+            "serve",
+            str(SERVER_FILE),
+            "--transport",
+            "pipe",
+            "--pipe-dir",
+            str(directory),
+            "--framing",
+            framing,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        with trio.fail_after(30):
+            while not (directory / "from-server").exists():  # noqa: ASYNC110
+                await trio.sleep(0.02)
+            for era in ("modern", "handshake", "handshake"):
+                async with open_client(f"pipe:{directory}", framing=framing, era=era) as client:  # type: ignore[arg-type]
+                    assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
+
+            # Clients arriving together take turns (a handshake session each, never shared).
+            async def one(n: int) -> None:
+                async with open_client(f"pipe:{directory}", framing=framing, era="handshake") as c:
+                    for k in range(3):
+                        assert (await c.call_tool("add", {"a": n, "b": k})).text == str(n + k)
+
+            async with trio.open_nursery() as nursery:
+                for n in range(3):
+                    nursery.start_soon(one, n * 10)
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+        assert process.returncode == 0
+        assert not (directory / "to-server").exists()  # the FIFOs it made are gone
+    finally:
+        if process.returncode is None:
+            await _kill(process)
