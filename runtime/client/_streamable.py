@@ -132,6 +132,8 @@ class StreamableLink:
         #: The last event id and ``retry:`` hint of each SSE stream being read, keyed by
         #: ``id(out)`` of its request (0: the standing GET stream).
         self._last_ids: dict[int, str] = {}
+        #: Answers resumed with Last-Event-ID (a GET after a cut POST stream).
+        self.resumed = 0
         self._retry_hints: dict[int, float] = {}
 
     # -- the Link interface -----------------------------------------------------------------
@@ -260,6 +262,8 @@ class StreamableLink:
         while ids:
             try:
                 if resume is not None:
+                    self.resumed += 1
+                    log.info("resuming %s from event %s", out.method, resume)
                     response = await self._exchange(
                         "GET", b"", accept="text/event-stream", last_event_id=resume
                     )

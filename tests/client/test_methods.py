@@ -332,3 +332,22 @@ async def test_bearer_token_and_headers_reach_the_server() -> None:
                 async with open_client(url, bearer_token="wrong", era="modern"):
                     pass
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_timeout_cancels_the_request_over_http(
+    era: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2026-07-28: the client closes the POST's stream; handshake era: it sends
+    notifications/cancelled. Either way the tool is cancelled on the server."""
+    with trio.fail_after(20):
+        async with (
+            serve_target("http") as (target, _),
+            open_client(target, era=era) as client,  # type: ignore[arg-type]
+        ):
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("slow", {"seconds": 30, "tag": f"h-{era}"}, timeout=0.3)
+            with trio.fail_after(5):
+                while f"cancelled slow tag=h-{era}" not in capsys.readouterr().err:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"

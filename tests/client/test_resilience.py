@@ -60,7 +60,8 @@ async def test_a_cut_sse_answer_is_resumed_with_last_event_id() -> None:
                     )
                     assert result.text == "liftoff"
                     assert seen == [float(n) for n in range(1, 21)]
-                    assert proxy.connections > 4  # the cuts really happened: resumed GETs
+                    resumed = client._link.resumed  # type: ignore[union-attr]
+                    assert resumed >= 1  # the cuts really hit the answer's stream
         nursery.cancel_scope.cancel()
 
 
