@@ -61,7 +61,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="http(s)://URL, ws(s)://URL, tcp://HOST:PORT, unix:PATH, pipe:DIR, "
         "path/server.py[:obj] (spawned with mcp-runtime serve) or a quoted command line",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (call: --json '{...}' gives arguments)"
+    )
     parser.add_argument("--era", choices=("auto", "modern", "handshake"), default="auto")
     parser.add_argument("--framing", choices=("ndjson", "content-length"), default="ndjson")
     parser.add_argument(

@@ -143,7 +143,6 @@ class _Listener:
 
 _encode: Final = msgspec.json.encode
 _probe_decoder: Final = msgspec.json.Decoder(_ResultProbe)
-_init_decoder: Final = msgspec.json.Decoder(ServerDescription)
 
 
 class Client:

@@ -78,6 +78,11 @@ class ResponseParser:
         self._remaining = 0
         self._chunk_state = "size"  # size, data, crlf, trailer
 
+    @property
+    def started(self) -> bool:
+        """Some of the response has arrived (a partial head, or anything after it)."""
+        return bool(self._buf) or self._mode != "head"
+
     def feed(self, data: bytes | bytearray) -> None:
         if not data:
             self._eof = True
@@ -306,7 +311,10 @@ async def open_exchange(
                     break
             except ProtocolViolation as exc:
                 raise TransportLost(f"bad HTTP response: {exc}") from None
-            await _read(stream, parser, read_timeout)
+            # Until the first byte the server is working (a tool answered as JSON sends its
+            # head when done): only the request's own timeout applies. Once a response has
+            # started, it must keep coming within read_timeout.
+            await _read(stream, parser, read_timeout if parser.started else None)
     except BaseException:
         with trio.CancelScope(shield=True), contextlib.suppress(trio.BrokenResourceError, OSError):
             await stream.aclose()

@@ -505,3 +505,18 @@ async def test_mcp_runtime_serve_over_a_pipe_pair(framing: str, tmp_path: Path) 
     finally:
         if process.returncode is None:
             await _kill(process)
+
+
+async def test_a_slow_answer_is_not_a_stalled_one() -> None:
+    """The read timeout bounds a response that has started; a tool still working (its JSON
+    answer not begun) is bounded only by the request's timeout."""
+    app = load_app()
+    async with trio.open_nursery() as nursery:
+        address = await nursery.start(app.serve_http)
+        with trio.fail_after(20):
+            async with open_client(
+                f"http://127.0.0.1:{address[1]}/mcp", era="modern", read_timeout=0.2
+            ) as client:
+                result = await client.call_tool("slow", {"seconds": 1.0})
+                assert result.text == "slept 1.0"
+        nursery.cancel_scope.cancel()
