@@ -41,7 +41,7 @@ from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._http import ConnectFailed, HttpResponse, Url, open_exchange
 from ._link import Failed, Link, Outgoing, single_errors
-from ._wire import MODERN_VERSION, SSEDecoder, encode_header_value
+from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
 
 __all__ = ["HttpConnector", "StreamableLink"]
 
@@ -254,6 +254,9 @@ class StreamableLink:
         finally:
             for request_id in ids:
                 self._posts.pop(request_id, None)
+            # Keyed by id(out): never let a later request inherit this one's position.
+            self._last_ids.pop(id(out), None)
+            self._retry_hints.pop(id(out), None)
 
     async def _deliver_request(self, out: Outgoing, ids: set[Any]) -> None:
         run: BackoffRun | None = None
@@ -370,40 +373,35 @@ class StreamableLink:
     ) -> None:
         decoder = SSEDecoder(max_frame_size=self.config.max_message_size)
         key = id(out) if out is not None else 0
-        try:
+        while True:
+            chunk = await response.receive_some(timeout=timeout)
+            decoder.feed(chunk)
             while True:
-                chunk = await response.receive_some(timeout=timeout)
-                decoder.feed(chunk)
-                while True:
-                    try:
-                        event = decoder.next_event()
-                    except Exception as exc:  # an oversized event: skipped by the decoder
-                        log.warning("skipped an SSE event: %s", exc)
-                        continue
-                    if event is None:
-                        break
-                    if decoder.retry is not None:
-                        self._retry_hints[key] = decoder.retry / 1000
-                    if event.id:
-                        self._last_ids[key] = event.id
-                        if event.id in self._seen:
-                            continue  # a replayed event we already delivered
-                        self._seen[event.id] = None
-                        if len(self._seen) > _SEEN_IDS:
-                            self._seen.popitem(last=False)
-                    if not event.data or event.event != "message":
-                        continue  # a priming event
-                    data = event.data.encode("utf-8")
-                    await self._push(data)
-                    ids.difference_update(_answers(data, ids))
-                    if out is not None and not ids:
-                        return
-                if not chunk:
+                try:
+                    event = decoder.next_event()
+                except FramingError as exc:  # an oversized event: the decoder skipped it
+                    log.warning("skipped an SSE event: %s", exc)
+                    continue
+                if event is None:
+                    break
+                if decoder.retry is not None:
+                    self._retry_hints[key] = decoder.retry / 1000
+                if event.id:
+                    self._last_ids[key] = event.id
+                    if event.id in self._seen:
+                        continue  # a replayed event we already delivered
+                    self._seen[event.id] = None
+                    if len(self._seen) > _SEEN_IDS:
+                        self._seen.popitem(last=False)
+                if not event.data or event.event != "message":
+                    continue  # a priming event
+                data = event.data.encode("utf-8")
+                await self._push(data)
+                ids.difference_update(_answers(data, ids))
+                if out is not None and not ids:
                     return
-        finally:
-            if out is not None and not ids:
-                self._last_ids.pop(key, None)
-                self._retry_hints.pop(key, None)
+            if not chunk:
+                return
 
     async def _push(self, data: bytes) -> None:
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
