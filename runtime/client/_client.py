@@ -1,20 +1,9 @@
-"""The client core: one object per server, over any link, in either protocol era.
+"""The client: the MCP surface over a :class:`~runtime.client._conversation.Conversation`.
 
-Task tree (all in the nursery ``open_client`` opens)::
-
-    open_client nursery
-    ├── Client._maintain        opens the link (and re-opens it after a loss, with backoff),
-    │   └── reads it            routes responses to waiting requests, notifications to
-    │                           listeners and callbacks, server requests to handler tasks
-    ├── one task per server-to-client request (sampling, elicitation, roots, ping)
-    ├── Client._resume          after a reconnect: re-initialize (handshake era), then
-    │                           re-send the requests that are safe to repeat
-    └── (HTTP link) its POST and GET tasks
-
-A request waits in its caller's task: it registers in the request table, sends, and waits
-for its outcome under its own timeout. Cancelling the caller (or the timeout) sends
-``notifications/cancelled`` (MCP 2025-11-25 basic/utilities/cancellation; over 2026-07-28
-HTTP the link closes the POST's response stream instead, which is how that revision cancels).
+It chooses the era (``server/discover`` or ``initialize``), builds each request (2026-07-28
+``_meta``, progress tokens, ``Mcp-Param-*`` headers), decodes results into typed structs,
+answers 2026-07-28 input rounds, follows tasks, and renews a handshake-era session's state
+after a reconnect. The link, the request table and the routing are the conversation's.
 """
 
 from __future__ import annotations
@@ -32,8 +21,9 @@ import trio.lowlevel
 
 from ._backoff import Backoff
 from ._connectors import Connector
-from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
-from ._link import Failed, Link, Outgoing
+from ._conversation import Conversation, Listener, Notification, Pending, peer_error
+from ._errors import BadMessage, ClientError, PeerError, RequestTimeout
+from ._link import Link, Outgoing
 from ._types import (
     CallToolResult,
     CompleteResult,
@@ -61,14 +51,11 @@ from ._wire import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    META_SUBSCRIPTION_ID,
     METHOD_NOT_FOUND,
     MODERN_VERSION,
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
-    Incoming,
-    decode_incoming,
     encode_header_value,
 )
 
@@ -87,58 +74,10 @@ MAX_INPUT_ROUNDS: Final = 10
 _CANCEL_SEND_TIMEOUT: Final = 2.0
 
 
-class Notification(msgspec.Struct, frozen=True):
-    """A notification from the server (``params`` decoded)."""
-
-    method: str
-    params: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class _Outcome(msgspec.Struct):
-    result: msgspec.Raw | None = None
-    error: Any = None
-
-
 class _ResultProbe(msgspec.Struct):
     result_type: str | None = msgspec.field(default=None, name="resultType")
     input_requests: dict[str, Any] | None = msgspec.field(default=None, name="inputRequests")
     request_state: str | None = msgspec.field(default=None, name="requestState")
-
-
-class _Pending:
-    __slots__ = ("done", "generation", "method", "out", "outcome", "progress", "repeatable")
-
-    def __init__(
-        self,
-        method: str,
-        out: Outgoing,
-        repeatable: bool,
-        progress: Callable[[float, float | None, str | None], Any] | None,
-    ) -> None:
-        self.method = method
-        self.out = out
-        self.repeatable = repeatable
-        self.progress = progress
-        self.done = trio.Event()
-        self.outcome: _Outcome | ClientError | None = None
-        self.generation = -1  # the link generation it was last sent on
-
-    def deliver(self, outcome: _Outcome | ClientError) -> None:
-        if not self.done.is_set():
-            self.outcome = outcome
-            self.done.set()
-
-
-class _Listener:
-    def __init__(
-        self,
-        send: trio.MemorySendChannel[Notification],
-        kinds: frozenset[str],
-        subscription_id: Any = None,
-    ) -> None:
-        self.send = send
-        self.kinds = kinds
-        self.subscription_id = subscription_id
 
 
 _encode: Final = msgspec.json.encode
@@ -199,14 +138,12 @@ class Client:
             capabilities["roots"] = {"listChanged": False}
         self._tasks = tasks
         self.capabilities = capabilities
-        self.on_notification = on_notification
         #: What the server said about itself (``initialize`` / ``server/discover``).
         self.description: ServerDescription | None = None
         #: "modern" or "handshake" once connected.
         self.era: Literal["modern", "handshake"] = "handshake" if era == "handshake" else "modern"
         self.log_level: str | None = None
-        #: Times the link was re-opened after a loss, and handshake sessions re-initialized.
-        self.reconnects = 0
+        #: Handshake sessions re-initialized after the server lost ours.
         self.reinitializations = 0
         #: 2026-07-28 "Schema Extension": per tool, the arguments its input schema marks with
         #: ``x-mcp-header`` ({header name: property path}), learnt from tools/list.
@@ -214,258 +151,43 @@ class Client:
         #: Handshake-era resource subscriptions (uri -> holders), renewed on a new session.
         self._subscriptions: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._pending: dict[Any, _Pending] = {}
-        self._by_token: dict[str, _Pending] = {}
-        self._listeners: list[_Listener] = []
-        self._serving: dict[Any, trio.CancelScope] = {}
-        self._link: Link | None = None
-        self._generation = 0
-        self._connected = trio.Event()
-        self._ready = trio.Event()
-        self._dead: TransportLost | None = None
-        self._closing = False
+        self._conversation = Conversation(
+            connector,
+            nursery,
+            self.backoff,
+            on_reconnect=self._after_reconnect,
+            answer=self._answer_server,
+            on_notification=on_notification,
+        )
 
-    # -- the link ---------------------------------------------------------------------------
+    # -- the conversation's hooks ---------------------------------------------------------------
+
+    async def _after_reconnect(self) -> None:
+        """A new link: the handshake era needs a new session (and its subscriptions)."""
+        if self.era == "handshake":
+            await self._initialize()
+            await self._renew_session_state()
+
+    async def _answer_server(self, method: str, params: dict[str, Any]) -> Any:
+        """A server-to-client request, answered by the handler the application gave."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise PeerError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await handler(params)
+
+    @property
+    def reconnects(self) -> int:
+        """Times the link was re-opened after a loss."""
+        return self._conversation.reconnects
+
+    @property
+    def _link(self) -> Link | None:
+        return self._conversation.link
 
     async def _maintain(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Hold the link open; after a loss re-open it per the backoff policy (when the
-        connector allows), else fail every waiting request. Never raises after started."""
-        started = False
-        run = None
-        while True:
-            reason: str
-            try:
-                async with self.connector.open() as link:
-                    self._link = link
-                    self._generation += 1
-                    self._connected.set()
-                    if run is not None:
-                        self.reconnects += 1
-                        log.warning(
-                            "reconnected to %s after %d attempt(s) in %.3f s",
-                            self.connector.description,
-                            run.attempts,
-                            trio.current_time() - run.started,
-                        )
-                        self._nursery.start_soon(self._resume)
-                    run = None
-                    if not started:
-                        started = True
-                        task_status.started()
-                    try:
-                        await self._read(link)
-                        # Raised inside the link's context so the connector can explain
-                        # (a stdio server's exit status and last stderr lines).
-                        raise TransportLost("the server closed the connection")
-                    finally:
-                        self._link = None
-                        self._connected = trio.Event()
-                        self._ready = trio.Event()
-            except TransportLost as exc:
-                reason = str(exc)
-                if not started and not self.connector.reconnects:
-                    raise
-            if self._closing:
-                self._fail_all(TransportLost("the client is closed"))
-                return
-            self._fail_unrepeatable(reason)
-            if not self.connector.reconnects:
-                self._die(TransportLost(f"{self.connector.description}: {reason}"))
-                return
-            if run is None:
-                run = self.backoff.start(clock=trio.current_time())
-                log.warning("lost %s: %s; reconnecting", self.connector.description, reason)
-            delay = run.next_wait(trio.current_time())
-            if delay is None:
-                error = TransportLost(
-                    f"{self.connector.description}: gave up reconnecting after "
-                    f"{run.attempts} attempt(s) in {run.elapsed:.1f} s: {reason}",
-                    attempts=run.attempts,
-                )
-                if not started:
-                    raise error
-                self._die(error)
-                return
-            await trio.sleep(delay)
-
-    def _die(self, error: TransportLost) -> None:
-        log.error("%s", error)
-        self._dead = error
-        self._fail_all(error)
-        self._connected.set()  # wake waiters: they find _dead
-        self._ready.set()
-
-    def _fail_all(self, error: ClientError) -> None:
-        for pending in list(self._pending.values()):
-            pending.deliver(error)
-        for listener in self._listeners:
-            listener.send.close()
-
-    def _fail_unrepeatable(self, reason: str) -> None:
-        for pending in list(self._pending.values()):
-            if not pending.repeatable and pending.generation >= 0:
-                pending.deliver(
-                    TransportLost(
-                        f"{pending.method}: the connection was lost before the answer "
-                        f"({reason}); not re-sent, it is not safe to repeat"
-                    )
-                )
-
-    async def _resume(self) -> None:
-        """After a reconnect: re-initialize (handshake era), then re-send what may be."""
-        try:
-            if self.era == "handshake":
-                await self._initialize()
-                await self._renew_session_state()
-            self._ready.set()
-            generation = self._generation
-            for pending in list(self._pending.values()):
-                if pending.repeatable and pending.generation < generation:
-                    pending.generation = generation
-                    log.info("re-sending %s id=%r", pending.method, pending.out.request_id)
-                    await self._send_out(pending.out)
-        except ClientError as exc:
-            log.error("resuming after a reconnect failed: %s", exc)
-
-    async def _send_out(self, out: Outgoing) -> None:
-        link = self._link
-        if link is None:
-            raise TransportLost(f"{self.connector.description}: not connected")
-        await link.send(out)
-
-    async def _read(self, link: Link) -> None:
-        while True:
-            try:
-                frame = await link.receive()
-            except trio.EndOfChannel:
-                return
-            except BadMessage as exc:
-                log.warning("bad message from the server: %s", exc)
-                continue
-            if isinstance(frame, Failed):
-                if frame.request_id is None:  # the link's notification stream is gone
-                    log.error("%s", frame.error)
-                    for listener in self._listeners:
-                        listener.send.close()
-                    continue
-                pending = self._pending.get(frame.request_id)
-                if pending is not None:
-                    pending.deliver(frame.error)
-                continue
-            try:
-                items = decode_incoming(frame)
-            except (msgspec.DecodeError, ValueError) as exc:
-                log.warning("bad message from the server: %s: %.200r", exc, frame)
-                continue
-            for item in items:
-                self._route(item)
-
-    def _route(self, item: Incoming) -> None:
-        if item.method is msgspec.UNSET:
-            pending = self._pending.get(item.id)
-            if pending is None:
-                log.debug("a response for no waiting request id=%r (late or cancelled)", item.id)
-                return
-            if item.error is not msgspec.UNSET:
-                pending.deliver(_Outcome(error=item.error))
-            else:
-                result = item.result
-                pending.deliver(
-                    _Outcome(result=result if isinstance(result, msgspec.Raw) else None)
-                )
-            return
-        params: dict[str, Any] = {}
-        if isinstance(item.params, msgspec.Raw):
-            try:
-                decoded = msgspec.json.decode(item.params)
-            except msgspec.DecodeError:
-                decoded = None
-            if isinstance(decoded, dict):
-                params = decoded
-        if item.id is not msgspec.UNSET and item.id is not None:
-            self._nursery.start_soon(self._serve_request, item.id, item.method, params)
-            return
-        self._notification(Notification(str(item.method), params))
-
-    def _notification(self, note: Notification) -> None:
-        method = note.method
-        params = note.params
-        if method == "notifications/progress":
-            pending = self._by_token.get(str(params.get("progressToken")))
-            if pending is not None and pending.progress is not None:
-                try:
-                    pending.progress(
-                        float(params.get("progress", 0)), params.get("total"), params.get("message")
-                    )
-                except Exception:
-                    log.exception("the progress callback of %s failed", pending.method)
-            return
-        if method == "notifications/cancelled":
-            scope = self._serving.get(params.get("requestId"))
-            if scope is not None:
-                scope.cancel()
-            return
-        if method == "notifications/message":
-            level = str(params.get("level", "info")).upper()
-            logging.getLogger("mcp_runtime.client.server").log(
-                getattr(logging, level, logging.INFO) if level != "NOTICE" else logging.INFO,
-                "%s %s",
-                params.get("logger", ""),
-                params.get("data"),
-            )
-        meta = params.get("_meta")
-        subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        for listener in self._listeners:
-            if listener.subscription_id is not None:
-                if subscription != listener.subscription_id:
-                    continue
-            elif method not in listener.kinds:
-                continue
-            try:
-                listener.send.send_nowait(note)
-            except trio.WouldBlock:
-                log.warning("a listener is not keeping up: dropped %s", method)
-            except trio.ClosedResourceError:
-                pass
-        if self.on_notification is not None:
-            try:
-                self.on_notification(note)
-            except Exception:
-                log.exception("on_notification failed for %s", method)
-
-    async def _serve_request(self, request_id: Any, method: Any, params: dict[str, Any]) -> None:
-        """Answer a server-to-client request (handshake era) with the registered handler."""
-        with trio.CancelScope() as scope:
-            self._serving[request_id] = scope
-            try:
-                message = {"jsonrpc": "2.0", "id": request_id}
-                if method == "ping":
-                    message["result"] = {}
-                else:
-                    handler = self._handlers.get(str(method))
-                    if handler is None:
-                        message["error"] = {
-                            "code": METHOD_NOT_FOUND,
-                            "message": f"Method not found: {method}",
-                        }
-                    else:
-                        try:
-                            message["result"] = await handler(params)
-                        except PeerError as exc:
-                            message["error"] = {"code": exc.code, "message": exc.message}
-                            if exc.data is not None:
-                                message["error"]["data"] = exc.data
-                        except Exception:
-                            log.exception("the handler for %s failed", method)
-                            message["error"] = {"code": -32603, "message": "Internal error"}
-                try:
-                    await self._send_out(Outgoing(_encode(message)))
-                except TransportLost as exc:
-                    log.warning("could not answer the server's %s: %s", method, exc)
-            finally:
-                del self._serving[request_id]
+        await self._conversation.maintain(task_status=task_status)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -481,19 +203,6 @@ class Client:
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
         return meta
-
-    async def _wait_usable(self, method: str, early: bool = False) -> None:
-        """Wait until requests may be sent (``early``: the link is up, for the handshake
-        itself); raise :class:`TransportLost` when the client died or closed."""
-        while True:
-            if self._dead is not None:
-                raise TransportLost(str(self._dead), attempts=self._dead.attempts)
-            if self._closing:
-                raise TransportLost("the client is closed")
-            event = self._connected if early else self._ready
-            if event.is_set():
-                return
-            await event.wait()
 
     async def _request_raw(
         self,
@@ -539,53 +248,13 @@ class Client:
             expects_response=True,
             headers=extra_headers,
         )
-        pending = _Pending(method, out, safe, progress)
-        self._pending[request_id] = pending
-        token = f"progress-{request_id}" if progress is not None else None
-        if token is not None:
-            self._by_token[token] = pending
-        sent = False
-        try:
-            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
-                while True:
-                    await self._wait_usable(method, early)
-                    generation = self._generation
-                    if pending.generation < generation:
-                        pending.generation = generation
-                        try:
-                            await self._send_out(out)
-                            sent = True
-                        except TransportLost:
-                            if not safe:
-                                raise
-                            await (
-                                trio.lowlevel.checkpoint()
-                            )  # the maintainer notices and reconnects
-                            continue
-                    await pending.done.wait()
-                    break
-            if scope.cancelled_caught:
-                if sent:
-                    await self._cancel_remote(request_id, "timeout")
-                raise RequestTimeout(method, float(timeout))  # type: ignore[arg-type]
-        except trio.Cancelled:
-            if sent and not pending.done.is_set():
-                with trio.CancelScope(shield=True):
-                    await self._cancel_remote(request_id, "cancelled by the client")
-            raise
-        finally:
-            self._pending.pop(request_id, None)
-            if token is not None:
-                self._by_token.pop(token, None)
-        outcome = pending.outcome
-        if isinstance(outcome, ClientError):
-            raise outcome
-        assert outcome is not None
-        if outcome.error is not None:
-            raise _peer_error(outcome.error)
-        if outcome.result is None:
-            raise BadMessage(f"{method}: a response with neither result nor error")
-        return outcome.result
+        return await self._conversation.request(
+            out,
+            timeout=timeout,
+            progress=progress,
+            progress_token=f"progress-{request_id}" if progress is not None else None,
+            early=early,
+        )
 
     def _mirrored(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
         """``Mcp-Param-{Name}`` headers for a tool call (2026-07-28 streamable-http
@@ -617,23 +286,6 @@ class Client:
                 self._param_headers[tool.name] = marked
             else:
                 self._param_headers.pop(tool.name, None)
-
-    async def _cancel_remote(self, request_id: Any, reason: str) -> None:
-        message = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": reason},
-        }
-        with trio.move_on_after(_CANCEL_SEND_TIMEOUT):
-            with suppress(TransportLost):
-                await self._send_out(
-                    Outgoing(
-                        _encode(message),
-                        "notifications/cancelled",
-                        request_id,
-                        modern=self.era == "modern",
-                    )
-                )
 
     async def _call(
         self,
@@ -712,7 +364,7 @@ class Client:
             try:
                 await self._discover()
                 self.era = "modern"
-                self._ready.set()
+                self._conversation.ready.set()
                 return
             except PeerError as exc:
                 if self.requested_era == "modern":
@@ -720,7 +372,7 @@ class Client:
                 log.info("server/discover refused (%s): falling back to initialize", exc)
         self.era = "handshake"
         await self._initialize()
-        self._ready.set()
+        self._conversation.ready.set()
 
     async def _discover(self) -> ServerDescription:
         raw = await self._request_raw(
@@ -760,7 +412,7 @@ class Client:
             )
         self.description = description
         link = self._link
-        await self._send_out(
+        await self._conversation.send(
             Outgoing(_encode({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         )
         negotiated = getattr(link, "negotiated", None)
@@ -788,8 +440,7 @@ class Client:
 
     async def aclose(self) -> None:
         """Stop: fail what still waits, close the link (a stdio server is stopped)."""
-        self._closing = True
-        self._fail_all(TransportLost("the client is closed"))
+        self._conversation.close()
 
     @property
     def protocol_version(self) -> str:
@@ -814,11 +465,13 @@ class Client:
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""
-        await self._wait_usable(method)
+        await self._conversation.wait_usable()
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
-        await self._send_out(Outgoing(_encode(message), method, modern=self.era == "modern"))
+        await self._conversation.send(
+            Outgoing(_encode(message), method, modern=self.era == "modern")
+        )
 
     async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
         """Handshake era: ``ping``. 2026-07-28 removed ping: ``server/discover`` instead."""
@@ -1001,8 +654,8 @@ class Client:
             raise ClientError("this transport and protocol revision do not allow batches")
         if timeout is _DEFAULT:
             timeout = self.timeout
-        await self._wait_usable("batch")
-        entries: list[_Pending] = []
+        await self._conversation.wait_usable()
+        entries: list[Pending] = []
         items = []
         for method, params in calls:
             request_id = next(self._ids)
@@ -1013,9 +666,9 @@ class Client:
             if body:
                 message["params"] = body
             items.append(message)
-            pending = _Pending(method, Outgoing(b"", method, request_id), False, None)
-            pending.generation = self._generation
-            self._pending[request_id] = pending
+            pending = Pending(method, Outgoing(b"", method, request_id), False, None)
+            pending.generation = self._conversation.generation
+            self._conversation.requests[request_id] = pending
             entries.append(pending)
         out = Outgoing(
             _encode(items),
@@ -1026,21 +679,21 @@ class Client:
         )
         try:
             with trio.fail_after(math.inf if timeout is None else timeout):
-                await self._send_out(out)
+                await self._conversation.send(out)
                 for pending in entries:
                     await pending.done.wait()
         except trio.TooSlowError:
             raise RequestTimeout("batch", float(timeout or 0)) from None
         finally:
             for pending in entries:
-                self._pending.pop(pending.out.request_id, None)
+                self._conversation.requests.pop(pending.out.request_id, None)
         results: list[Any] = []
         for pending in entries:
             outcome = pending.outcome
             if isinstance(outcome, ClientError):
                 results.append(outcome)
             elif outcome is None or outcome.error is not None:
-                results.append(_peer_error(outcome.error if outcome else None))
+                results.append(peer_error(outcome.error if outcome else None))
             else:
                 results.append(msgspec.json.decode(outcome.result) if outcome.result else None)
         return results
@@ -1080,23 +733,23 @@ class Client:
         if task_ids:
             kinds.update(("notifications/tasks", "notifications/tasks/status"))
         if self.era == "handshake":
-            listener = _Listener(send, frozenset(kinds))
-            self._listeners.append(listener)
+            listener = Listener(send, frozenset(kinds))
+            self._conversation.listeners.append(listener)
             try:
                 for uri in resource_uris:
                     await self.subscribe(uri)
                 async with receive:
                     yield receive
             finally:
-                self._listeners.remove(listener)
+                self._conversation.listeners.remove(listener)
                 with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_SEND_TIMEOUT):
                     for uri in resource_uris:
                         with suppress(ClientError):
                             await self.unsubscribe(uri)
             return
         request_id = next(self._ids)  # the listen's id is its subscription id
-        listener = _Listener(send, frozenset(kinds), subscription_id=request_id)
-        self._listeners.append(listener)
+        listener = Listener(send, frozenset(kinds), subscription_id=request_id)
+        self._conversation.listeners.append(listener)
         filter_: dict[str, Any] = {
             "toolsListChanged": tools,
             "promptsListChanged": prompts,
@@ -1126,7 +779,7 @@ class Client:
                     yield receive
                 nursery.cancel_scope.cancel()
         finally:
-            self._listeners.remove(listener)
+            self._conversation.listeners.remove(listener)
 
     async def _all(self, lister: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
         items: list[Any] = []
@@ -1180,14 +833,3 @@ def _convert(data: Any, result_type: type[T], method: str) -> T:
         return msgspec.convert(data, result_type)
     except msgspec.ValidationError as exc:
         raise BadMessage(f"{method}: the result does not match the schema: {exc}") from None
-
-
-def _peer_error(error: Any) -> PeerError:
-    if not isinstance(error, dict):
-        return PeerError(-32603, f"malformed error object {error!r:.100}")
-    code = error.get("code")
-    return PeerError(
-        code if isinstance(code, int) else -32603,
-        str(error.get("message", "")),
-        error.get("data"),
-    )
