@@ -156,11 +156,12 @@ async def test_handshake_subscribe_and_listen_deliver_updates() -> None:
                 assert note.params["uri"] == "data://counter"
 
 
-async def test_modern_listen_over_http() -> None:
+@pytest.mark.parametrize("kind", ["http", "tcp-ndjson", "ws", "stdio-content-length"])
+async def test_modern_listen(kind: str) -> None:
     with trio.fail_after(20):
         async with (
-            serve_target("http") as (target, _),
-            open_client(target, era="modern") as client,
+            serve_target(kind) as (target, framing),
+            open_client(target, era="modern", framing=framing) as client,
             client.listen(resource_uris=["data://counter"]) as updates,
         ):
             first = await updates.receive()
