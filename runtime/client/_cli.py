@@ -161,6 +161,11 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as a program killed by SIGPIPE
+        # would (and keep Python from complaining again when it flushes stdout at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _parse_json_object(text: str) -> dict[str, Any]:
