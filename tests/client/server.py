@@ -94,6 +94,13 @@ async def roots(ctx: Context) -> str:
 
 
 @app.tool
+async def chatty(ctx: Context) -> str:
+    """Log a line to the client (notifications/message), then answer."""
+    await ctx.info("hello from the tool")
+    return "said it"
+
+
+@app.tool
 def touch(count: int = 1) -> int:
     """Announce ``count`` updates of ``data://counter`` (numbered in EVENTS)."""
     for _ in range(count):

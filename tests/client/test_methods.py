@@ -352,3 +352,22 @@ async def test_a_timeout_cancels_the_request_over_http(
                 while f"cancelled slow tag=h-{era}" not in capsys.readouterr().err:  # noqa: ASYNC110
                     await trio.sleep(0.05)
             assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_server_log_messages_reach_the_logger_and_the_callback(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_runtime.client.server")
+    notes: list[Any] = []
+    with trio.fail_after(20):
+        async with (
+            serve_target("tcp-ndjson") as (target, _),
+            open_client(target, era=era, on_notification=notes.append) as client,  # type: ignore[arg-type]
+        ):
+            await client.set_logging_level("info")
+            assert (await client.call_tool("chatty", {})).text == "said it"
+            await _logged(caplog, "hello from the tool")
+            assert any(n.method == "notifications/message" for n in notes)
+            await client.notify("notifications/roots/list_changed")  # a plain notification
+            assert (await client.call_tool("echo", {"text": "after"})).text == "after"
