@@ -240,9 +240,9 @@ def _configure_logging(level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments and arguments[0] in ("list", "call", "read", "inspect"):
-        from .client._cli import main as client_main  # the client's own commands
+        from .client import cli_main  # the client's own commands
 
-        return client_main(arguments)
+        return cli_main(arguments)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "serve":

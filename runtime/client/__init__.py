@@ -11,6 +11,7 @@ See ``docs/client.md`` for targets, eras, timeouts and the reconnection policy.
 """
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
+from ._cli import main as cli_main
 from ._client import Client, Era, Notification, RequestHandler
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
 from ._open import connector_for, open_client, server_command
@@ -79,6 +80,7 @@ __all__ = [
     "TextContent",
     "Tool",
     "TransportLost",
+    "cli_main",
     "connector_for",
     "open_client",
     "parse_retry_after",
