@@ -666,7 +666,12 @@ class Client:
             if body:
                 message["params"] = body
             items.append(message)
-            pending = Pending(method, Outgoing(b"", method, request_id), False, None)
+            pending = Pending(
+                method,
+                Outgoing(b"", method, request_id, modern=self.era == "modern"),
+                False,
+                None,
+            )
             pending.generation = self._conversation.generation
             self._conversation.requests[request_id] = pending
             entries.append(pending)
@@ -683,7 +688,12 @@ class Client:
                 for pending in entries:
                     await pending.done.wait()
         except trio.TooSlowError:
+            await self._conversation.cancel_unanswered(entries, "timeout")
             raise RequestTimeout("batch", float(timeout or 0)) from None
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._conversation.cancel_unanswered(entries, "cancelled by the client")
+            raise
         finally:
             for pending in entries:
                 self._conversation.requests.pop(pending.out.request_id, None)

@@ -446,6 +446,12 @@ class Conversation:
             raise BadMessage(f"{method}: a response with neither result nor error")
         return outcome.result
 
+    async def cancel_unanswered(self, entries: list[Pending], reason: str) -> None:
+        """Tell the server to stop the items of a batch that have no answer yet."""
+        for pending in entries:
+            if not pending.done.is_set():
+                await self._cancel_remote(pending.out, reason)
+
     async def _cancel_remote(self, out: Outgoing, reason: str) -> None:
         message = {
             "jsonrpc": "2.0",

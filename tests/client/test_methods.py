@@ -371,3 +371,23 @@ async def test_server_log_messages_reach_the_logger_and_the_callback(
             assert any(n.method == "notifications/message" for n in notes)
             await client.notify("notifications/roots/list_changed")  # a plain notification
             assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+
+
+async def test_a_batch_timeout_cancels_its_unanswered_items(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_runtime.client.server")
+    with trio.fail_after(20):
+        async with (
+            serve_target("stdio-ndjson") as (target, framing),
+            open_client(target, era="handshake", framing=framing) as client,
+        ):
+            with pytest.raises(RequestTimeout):
+                await client.batch(
+                    [
+                        ("tools/call", {"name": "echo", "arguments": {"text": "quick"}}),
+                        ("tools/call", {"name": "slow", "arguments": {"seconds": 30, "tag": "b1"}}),
+                    ],
+                    timeout=0.5,
+                )
+            await _logged(caplog, "cancelled slow tag=b1")
