@@ -134,6 +134,11 @@ class StreamableLink:
         self._last_ids: dict[int, str] = {}
         #: Answers resumed with Last-Event-ID (a GET after a cut POST stream).
         self.resumed = 0
+        #: (session id, event id) of the last events delivered, oldest first: what the
+        #: de-duplication let through (for diagnostics and the tests).
+        self.delivered: collections.deque[tuple[str | None, str]] = collections.deque(
+            maxlen=_SEEN_IDS
+        )
         self._retry_hints: dict[int, float] = {}
 
     # -- the Link interface -----------------------------------------------------------------
@@ -393,6 +398,8 @@ class StreamableLink:
                     self._seen[event.id] = None
                     if len(self._seen) > _SEEN_IDS:
                         self._seen.popitem(last=False)
+                    if event.data:
+                        self.delivered.append((self.session_id, event.id))
                 if not event.data or event.event != "message":
                     continue  # a priming event
                 data = event.data.encode("utf-8")

@@ -62,6 +62,8 @@ async def test_a_cut_sse_answer_is_resumed_with_last_event_id() -> None:
                     assert seen == [float(n) for n in range(1, 21)]
                     resumed = client._link.resumed  # type: ignore[union-attr]
                     assert resumed >= 1  # the cuts really hit the answer's stream
+                    delivered = list(client._link.delivered)  # type: ignore[union-attr]
+                    assert len(delivered) == len(set(delivered)) >= 21  # 20 progress + answer
         nursery.cancel_scope.cancel()
 
 
@@ -221,6 +223,12 @@ async def test_server_killed_and_restarted_on_the_same_port(era: str) -> None:
                 with trio.move_on_after(0.5):
                     extra = await updates.receive()
                     raise AssertionError(f"a duplicate or stray notification: {extra}")
+                if era == "handshake":
+                    # Every event the link let through, checked by (session, event id): each
+                    # once, across the old session and the new one.
+                    delivered = list(client._link.delivered)  # type: ignore[union-attr]
+                    assert len(delivered) == len(set(delivered))
+                    assert len({session for session, _ in delivered}) == 2
                 # Down for good: the listen gives up after the policy's time bound.
                 gone = trio.current_time()
                 await _kill(server)
