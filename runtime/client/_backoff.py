@@ -54,11 +54,13 @@ class Backoff:
 
     def ceiling(self, attempt: int) -> float:
         """The largest wait before attempt ``attempt`` (0-based), before any server hint."""
-        if self.initial == 0:
+        if self.initial == 0 or self.cap == 0:
             return 0.0
         # Grow in log space: multiplier**attempt overflows long before the cap matters.
         exponent = math.log(self.initial) + attempt * math.log(self.multiplier)
-        return self.cap if exponent >= math.log(self.cap or 1e-300) else math.exp(exponent)
+        if exponent >= math.log(self.cap):
+            return self.cap
+        return min(self.cap, math.exp(exponent))
 
     def wait(self, attempt: int, rng: random.Random, hint: float | None = None) -> float:
         """One jittered wait before attempt ``attempt``; ``hint`` is the server's minimum."""

@@ -78,6 +78,13 @@ def test_the_cap_holds_for_huge_attempt_numbers() -> None:
     assert policy.ceiling(10**9) == 2.5
 
 
+def test_a_zero_cap_means_no_wait_even_for_a_tiny_initial() -> None:
+    # Found by hypothesis: initial 1e-308 with cap 0 once gave a wait above the cap.
+    policy = Backoff(initial=1.1125369292536007e-308, multiplier=1.0, cap=0.0)
+    assert policy.ceiling(0) == 0.0
+    assert policy.wait(0, random.Random(1)) == 0.0
+
+
 def test_zero_attempts_means_never_reconnect() -> None:
     run = Backoff(max_attempts=0).start(clock=0.0)
     assert run.next_wait(0.0) is None
