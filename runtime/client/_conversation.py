@@ -41,6 +41,17 @@ log = logging.getLogger("mcp_runtime.client")
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 _CANCEL_SEND_TIMEOUT: Final = 2.0
+#: MCP logging levels (RFC 5424 severities, 2025-11-25 server/utilities/logging) -> Python's.
+_LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 _encode: Final = msgspec.json.encode
 
 
@@ -270,7 +281,10 @@ class Conversation:
                 log.warning("bad message from the server: %s: %.200r", exc, frame)
                 continue
             for item in items:
-                self._route(item)
+                try:
+                    self._route(item)
+                except Exception:  # one odd message must not end the conversation
+                    log.exception("could not handle a message from the server: %.200r", frame)
 
     def _route(self, item: Incoming) -> None:
         if item.method is msgspec.UNSET:
@@ -313,17 +327,15 @@ class Conversation:
                     log.exception("the progress callback of %s failed", pending.method)
             return
         if method == "notifications/cancelled":
-            scope = self._serving.get(params.get("requestId"))
+            request_id = params.get("requestId")
+            scope = self._serving.get(request_id) if isinstance(request_id, (int, str)) else None
             if scope is not None:
                 scope.cancel()
             return
         if method == "notifications/message":
-            level = str(params.get("level", "info")).upper()
+            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             logging.getLogger("mcp_runtime.client.server").log(
-                getattr(logging, level, logging.INFO) if level != "NOTICE" else logging.INFO,
-                "%s %s",
-                params.get("logger", ""),
-                params.get("data"),
+                level, "%s %s", params.get("logger", ""), params.get("data")
             )
         meta = params.get("_meta")
         subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import signal
@@ -527,4 +528,48 @@ async def test_a_slow_answer_is_not_a_stalled_one() -> None:
             ) as client:
                 result = await client.call_tool("slow", {"seconds": 1.0})
                 assert result.text == "slept 1.0"
+        nursery.cancel_scope.cancel()
+
+
+async def test_odd_messages_from_the_server_do_not_end_the_conversation() -> None:
+    """Garbage lines, wrong shapes and hostile field values are logged and skipped; the
+    answer that follows them still arrives."""
+    odd = [
+        b"this is not json",
+        b'{"jsonrpc": "1.0", "id": 1, "result": {}}',
+        b'{"jsonrpc": "2.0"}',
+        b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/message", '
+        b'"params": {"level": "BASIC_FORMAT"}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/progress", '
+        b'"params": {"progressToken": "progress-1", "progress": "x"}}',
+        b'{"jsonrpc": "2.0", "id": 99, "result": {}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "no/such", "params": []}',
+    ]
+
+    async def handler(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\n" not in data:
+            data += await stream.receive_some(65536)
+        request = json.loads(data.split(b"\n")[0])
+        await stream.send_all(b"\n".join(odd) + b"\n")
+        result = {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "odd", "version": "1"}},
+        }
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        await stream.send_all(json.dumps(reply).encode() + b"\n")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, handler, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        with trio.fail_after(10):
+            async with open_client(f"tcp://127.0.0.1:{port}", era="modern") as client:
+                assert client.description is not None
+                assert client.description.server_info is not None
+                assert client.description.server_info.name == "odd"
         nursery.cancel_scope.cancel()
