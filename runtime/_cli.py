@@ -32,7 +32,7 @@ __all__ = ["load_target", "main"]
 
 log = logging.getLogger("mcp_runtime.cli")
 _DEFAULT_NAMES = ("app", "server", "mcp")
-_TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws")
+_TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws", "pipe")
 
 
 class UsageError(Exception):
@@ -71,7 +71,7 @@ _port.__name__ = "port (0-65535)"
 
 _NETWORK = ("tcp", "http", "sse", "ws")
 _WEB = ("http", "sse", "ws")
-_STREAMS = ("stdio", "tcp", "unix")
+_STREAMS = ("stdio", "tcp", "unix", "pipe")
 #: ``--port`` when none is given: the README's and the peers' 8000 for the web transports, an
 #: ephemeral port (printed at start-up) for raw TCP.
 _DEFAULT_PORTS = {"tcp": 0, "http": 8000, "sse": 8000, "ws": 8000}
@@ -115,6 +115,12 @@ _FLAGS = (
         transports=_WEB,
     ),
     _Flag("socket", "the Unix socket's path", metavar="PATH", transports=("unix",)),
+    _Flag(
+        "pipe-dir",
+        "directory of the FIFO pair to-server/from-server (POSIX only)",
+        metavar="DIR",
+        transports=("pipe",),
+    ),
     _Flag(
         "framing",
         "message framing on streams: newline-delimited JSON or LSP-style Content-Length",
@@ -184,7 +190,11 @@ def _help(flag: _Flag) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mcp-runtime", description="A trio-native runtime for MCP servers.")
+    parser = _Parser(
+        prog="mcp-runtime",
+        description="A trio-native runtime for MCP servers. Client commands: "
+        "list, call, read, inspect TARGET (mcp-runtime call --help).",
+    )
     parser.add_argument("--version", action="version", version=f"mcp-runtime {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     serve = commands.add_parser(
@@ -245,6 +255,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         values["port"] = _DEFAULT_PORTS[transport]
     if transport == "unix" and not values["socket"]:
         raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
+    if transport == "pipe" and not values["pipe_dir"]:
+        raise UsageError("--transport pipe needs --pipe-dir DIR (or MCP_RUNTIME_PIPE_DIR)")
     return values
 
 
@@ -359,6 +371,8 @@ def _url(transport: str, settings: dict[str, Any], address: Any) -> str:
     """Where clients connect, from the address the transport reported."""
     if transport == "unix":
         return f"unix:{settings['socket']}"
+    if transport == "pipe":
+        return f"the FIFO pair in {settings['pipe_dir']} (to-server, from-server)"
     host, port = address[0], address[1]
     host = f"[{host}]" if ":" in host else host
     if transport == "tcp":
@@ -404,6 +418,11 @@ def _bind_error(exc: OSError, transport: str, settings: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in ("list", "call", "read", "inspect"):
+        from .client import cli_main  # the client's own commands
+
+        return cli_main(arguments)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "serve":
@@ -467,10 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The ``serve_*`` keyword arguments for ``transport`` from the resolved settings."""
-    if transport in ("stdio", "unix"):
+    if transport in ("stdio", "unix", "pipe"):
         options: dict[str, Any] = {"framing": settings["framing"]}
         if transport == "unix":
             options["path"] = settings["socket"]
+        if transport == "pipe":
+            options["directory"] = settings["pipe_dir"]
         return options
     options = {"port": int(settings["port"]), "host": settings["host"]}
     if transport == "tcp":

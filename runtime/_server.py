@@ -26,6 +26,7 @@ from ._lifetime import Lifetime, ServerCrashed, run_with_signals
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
+from .transports import serve_pipe as _serve_pipe
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
@@ -587,6 +588,45 @@ class Server:
                 os.unlink(path)
 
     @_holding_running
+    async def serve_pipe(
+        self,
+        directory: str,
+        *,
+        framing: FramingName = "ndjson",
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
+        ``directory``), one client at a time, until cancelled or shut down."""
+        limits = self.limits
+        with self._lifetime.shutdown_signal() as shutdown:
+
+            async def handle(channel: FramedChannel) -> None:
+                await self.serve_connection(
+                    channel,
+                    session=Session("pipe"),
+                    connection_id=f"pipe-{next(_stream_ids)}",
+                    shutdown=shutdown,
+                )
+
+            with trio.CancelScope() as scope:
+
+                async def stop() -> None:
+                    await shutdown.wait()
+                    scope.cancel()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(stop)
+                    await _serve_pipe(
+                        directory,
+                        handle,
+                        framing=framing,
+                        max_frame_size=limits.max_frame_size,
+                        read_timeout=limits.read_timeout,
+                        idle_timeout=limits.idle_timeout,
+                        task_status=task_status,
+                    )
+
+    @_holding_running
     async def serve_http(
         self,
         port: int = 0,
@@ -735,7 +775,7 @@ class Server:
 
     def run(
         self,
-        transport: Literal["stdio", "tcp", "unix", "http", "sse", "ws"] = "stdio",
+        transport: Literal["stdio", "tcp", "unix", "http", "sse", "ws", "pipe"] = "stdio",
         *,
         started: Callable[[Any], None] | None = None,
         **options: Any,
@@ -751,6 +791,7 @@ class Server:
             "http": self.serve_http,
             "sse": self.serve_sse,
             "ws": self.serve_websocket,
+            "pipe": self.serve_pipe,
         }
         trio.run(
             run_with_signals,

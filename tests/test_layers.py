@@ -39,7 +39,28 @@ FORBIDDEN = {
         "runtime._context",
     ),
     "handlers": ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
+    # The client is a peer of the server, not a layer above it: it never reaches into the
+    # handlers, the Server, its Context or CLI, nor the core (only protocol, framing and the
+    # FIFO helpers of transports, through _wire).
+    "runtime.client": (
+        "handlers",
+        "runtime._server",
+        "runtime._context",
+        "runtime._cli",
+        "runtime._compose",
+        "runtime.core",
+        "runtime.features",
+    ),
 }
+#: runtime.client: the one module that may import other runtime packages (see its docstring).
+CLIENT_GATEWAY = "runtime/client/_wire.py"
+#: What that module may import from the rest of the runtime: public package names only.
+CLIENT_MAY_IMPORT = (
+    "runtime.framing",
+    "runtime.protocol",
+    "runtime.transports",
+    "runtime",
+)
 # A layer may import itself.
 ALLOWED_SELF = {
     "runtime.framing": "runtime.framing",
@@ -266,6 +287,24 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
+    violations = []
+    for path in [p for n, p in MODULES.items() if _within(n, "runtime.client")]:
+        relative = str(path.relative_to(ROOT))
+        for name in _imports(path):
+            if not name.startswith("runtime.") or name.startswith("runtime.client"):
+                continue
+            if relative != CLIENT_GATEWAY:
+                violations.append(f"{relative} imports {name} (only {CLIENT_GATEWAY} may)")
+            elif name not in CLIENT_MAY_IMPORT:
+                violations.append(f"{relative} imports {name} (not a public package name)")
+    assert not violations, violations
+    # And nothing of the server side imports the client (it is a peer, not a layer below).
+    for layer in ("runtime.core", "runtime.transports", "runtime.framing", "handlers"):
+        for path in [p for n, p in MODULES.items() if _within(n, layer)]:
+            assert not any(n.startswith("runtime.client") for n in _imports(path)), path
 
 
 def test_the_checker_sees_relative_imports() -> None:

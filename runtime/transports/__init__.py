@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._framed import FramedChannel, FramingName, make_framer
+from ._pipe import open_fifo_pair, pipe_client_lock, pipe_paths, serve_pipe
 from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
 
@@ -35,9 +36,13 @@ __all__ = [
     "HttpLimits",
     "MemoryEventStore",
     "make_framer",
+    "open_fifo_pair",
     "open_stdio_channel",
     "open_unix_listener",
+    "pipe_client_lock",
+    "pipe_paths",
     "serve_http",
+    "serve_pipe",
     "serve_websocket",
 ]
 

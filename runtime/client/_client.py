@@ -1,0 +1,845 @@
+"""The client: the MCP surface over a :class:`~runtime.client._conversation.Conversation`.
+
+It chooses the era (``server/discover`` or ``initialize``), builds each request (2026-07-28
+``_meta``, progress tokens, ``Mcp-Param-*`` headers), decodes results into typed structs,
+answers 2026-07-28 input rounds, follows tasks, and renews a handshake-era session's state
+after a reconnect. The link, the request table and the routing are the conversation's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final, Literal, TypeVar
+
+import msgspec
+import trio
+import trio.lowlevel
+
+from ._backoff import Backoff
+from ._connectors import Connector
+from ._conversation import Conversation, Listener, Notification, Pending, peer_error
+from ._errors import BadMessage, ClientError, PeerError, RequestTimeout
+from ._link import Link, Outgoing
+from ._types import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    Implementation,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ServerDescription,
+    Task,
+    Tool,
+)
+from ._wire import (
+    CLIENT_VERSION,
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    LATEST_HANDSHAKE_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_VERSION,
+    NAMED_METHODS,
+    REPEATABLE_METHODS,
+    TASKS_EXTENSION,
+    encode_header_value,
+)
+
+__all__ = ["Client", "Era", "Notification", "RequestHandler"]
+
+log = logging.getLogger("mcp_runtime.client")
+
+Era = Literal["auto", "modern", "handshake"]
+#: A handler for one kind of server-to-client request: gets ``params``, returns the result.
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+T = TypeVar("T")
+_DEFAULT: Final[Any] = object()
+#: Input rounds (2026-07-28 mrtr) one request may go through before the client stops: a
+#: server that keeps asking is looping, and each round costs the user an answer.
+MAX_INPUT_ROUNDS: Final = 10
+_CANCEL_SEND_TIMEOUT: Final = 2.0
+
+
+class _ResultProbe(msgspec.Struct):
+    result_type: str | None = msgspec.field(default=None, name="resultType")
+    input_requests: dict[str, Any] | None = msgspec.field(default=None, name="inputRequests")
+    request_state: str | None = msgspec.field(default=None, name="requestState")
+
+
+_encode: Final = msgspec.json.encode
+_probe_decoder: Final = msgspec.json.Decoder(_ResultProbe)
+
+
+class Client:
+    """A connection to one MCP server. Made by :func:`runtime.client.open_client`.
+
+    Every request method raises :class:`PeerError` for an error response,
+    :class:`RequestTimeout` when the answer does not come in time, :class:`TransportLost` when
+    the link is gone (and could not be brought back, or the request was not safe to repeat)
+    and :class:`BadMessage` for a result of the wrong shape. ``timeout`` arguments default to
+    the client's ``timeout``; None waits indefinitely.
+    """
+
+    def __init__(
+        self,
+        connector: Connector,
+        nursery: trio.Nursery,
+        *,
+        era: Era = "auto",
+        timeout: float | None = 60.0,
+        backoff: Backoff | None = None,
+        client_info: Implementation | None = None,
+        sampling: RequestHandler | None = None,
+        elicitation: RequestHandler | None = None,
+        roots: RequestHandler | None = None,
+        on_notification: Callable[[Notification], Any] | None = None,
+        tasks: bool = True,
+        handshake_version: str = LATEST_HANDSHAKE_VERSION,
+    ) -> None:
+        if era not in ("auto", "modern", "handshake"):
+            raise ValueError(f"unknown era {era!r} (expected 'auto', 'modern' or 'handshake')")
+        if handshake_version not in HANDSHAKE_VERSIONS:
+            raise ValueError(
+                f"unknown handshake version {handshake_version!r} "
+                f"(expected one of {', '.join(HANDSHAKE_VERSIONS)})"
+            )
+        #: The revision offered in ``initialize`` (2025-03-26 is the one with batches).
+        self.handshake_version = handshake_version
+        self.connector = connector
+        self._nursery = nursery
+        self.requested_era: Era = era
+        self.timeout = timeout
+        self.backoff = backoff if backoff is not None else Backoff()
+        self.client_info = client_info or Implementation("mcp-runtime-client", CLIENT_VERSION)
+        self._handlers: dict[str, RequestHandler] = {}
+        capabilities: dict[str, Any] = {}
+        if sampling is not None:
+            self._handlers["sampling/createMessage"] = sampling
+            capabilities["sampling"] = {}
+        if elicitation is not None:
+            self._handlers["elicitation/create"] = elicitation
+            capabilities["elicitation"] = {"form": {}, "url": {}}
+        if roots is not None:
+            self._handlers["roots/list"] = roots
+            capabilities["roots"] = {"listChanged": False}
+        self._tasks = tasks
+        self.capabilities = capabilities
+        #: What the server said about itself (``initialize`` / ``server/discover``).
+        self.description: ServerDescription | None = None
+        #: "modern" or "handshake" once connected.
+        self.era: Literal["modern", "handshake"] = "handshake" if era == "handshake" else "modern"
+        self.log_level: str | None = None
+        #: Handshake sessions re-initialized after the server lost ours.
+        self.reinitializations = 0
+        #: 2026-07-28 "Schema Extension": per tool, the arguments its input schema marks with
+        #: ``x-mcp-header`` ({header name: property path}), learnt from tools/list.
+        self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: Handshake-era resource subscriptions (uri -> holders), renewed on a new session.
+        self._subscriptions: dict[str, int] = {}
+        self._ids = itertools.count(1)
+        self._conversation = Conversation(
+            connector,
+            nursery,
+            self.backoff,
+            on_reconnect=self._after_reconnect,
+            answer=self._answer_server,
+            on_notification=on_notification,
+        )
+
+    # -- the conversation's hooks ---------------------------------------------------------------
+
+    async def _after_reconnect(self) -> None:
+        """A new link: the handshake era needs a new session (and its subscriptions)."""
+        if self.era == "handshake":
+            await self._initialize()
+            await self._renew_session_state()
+
+    async def _answer_server(self, method: str, params: dict[str, Any]) -> Any:
+        """A server-to-client request, answered by the handler the application gave."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise PeerError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await handler(params)
+
+    @property
+    def reconnects(self) -> int:
+        """Times the link was re-opened after a loss."""
+        return self._conversation.reconnects
+
+    @property
+    def _link(self) -> Link | None:
+        return self._conversation.link
+
+    async def _maintain(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        await self._conversation.maintain(task_status=task_status)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _modern_meta(self) -> dict[str, Any]:
+        capabilities = dict(self.capabilities)
+        if self._tasks:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        meta: dict[str, Any] = {
+            META_PROTOCOL_VERSION: MODERN_VERSION,
+            META_CLIENT_CAPABILITIES: capabilities,
+            META_CLIENT_INFO: msgspec.to_builtins(self.client_info),
+        }
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        return meta
+
+    async def _request_raw(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = _DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        repeatable: bool | None = None,
+        modern: bool | None = None,
+        early: bool = False,
+        request_id: int | None = None,
+    ) -> msgspec.Raw:
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        if request_id is None:
+            request_id = next(self._ids)
+        body: dict[str, Any] = dict(params or {})
+        is_modern = (self.era == "modern") if modern is None else modern
+        if is_modern or progress is not None:
+            meta = dict(body.get("_meta") or {})
+            if is_modern:
+                meta.update(self._modern_meta())
+            if progress is not None:
+                meta["progressToken"] = f"progress-{request_id}"
+            body["_meta"] = meta
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if body or is_modern:
+            message["params"] = body
+        name_field = NAMED_METHODS.get(method)
+        name = body.get(name_field) if name_field else None
+        extra_headers: list[tuple[str, str]] = []
+        if is_modern and method == "tools/call" and isinstance(name, str):
+            extra_headers = self._mirrored(name, body.get("arguments"))
+        safe = method in REPEATABLE_METHODS if repeatable is None else repeatable
+        out = Outgoing(
+            _encode(message),
+            method,
+            request_id,
+            name if isinstance(name, str) else None,
+            is_modern,
+            safe,
+            expects_response=True,
+            headers=extra_headers,
+        )
+        return await self._conversation.request(
+            out,
+            timeout=timeout,
+            progress=progress,
+            progress_token=f"progress-{request_id}" if progress is not None else None,
+            early=early,
+        )
+
+    def _mirrored(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
+        """``Mcp-Param-{Name}`` headers for a tool call (2026-07-28 streamable-http
+        "Schema Extension"): each argument the tool marks with ``x-mcp-header`` and the call
+        gives, rendered as the server compares it (booleans ``true``/``false``, numbers as
+        JSON, strings encoded as header values)."""
+        found: list[tuple[str, str]] = []
+        for header, path in self._param_headers.get(tool, {}).items():
+            value: Any = arguments
+            for step in path:
+                value = value.get(step) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (int, float)):
+                text = msgspec.json.encode(value).decode()
+            elif isinstance(value, str):
+                text = encode_header_value(value)
+            else:
+                continue  # objects and arrays are not mirrored
+            found.append((f"Mcp-Param-{header}", text))
+        return found
+
+    def _learn_tools(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            marked = _header_params(tool.input_schema)
+            if marked:
+                self._param_headers[tool.name] = marked
+            else:
+                self._param_headers.pop(tool.name, None)
+
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        result_type: type[T],
+        *,
+        timeout: float | None = _DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> T:
+        """A request whose result decodes as ``result_type``; answers 2026-07-28 input
+        rounds (``resultType: "input_required"``) with the registered handlers, re-sending
+        the request with ``inputResponses`` and the server's ``requestState``."""
+        body = dict(params or {})
+        for _round in range(MAX_INPUT_ROUNDS + 1):
+            raw = await self._request_raw(method, body, timeout=timeout, progress=progress)
+            probe = _probe_decoder.decode(raw) if b"resultType" in bytes(raw) else _ResultProbe()
+            if probe.result_type == "task" and result_type is not Task:
+                # 2026-07-28 tasks extension: the server chose to run it as a task.
+                task = _decode(raw, Task, method)
+                return _convert(await self._await_task(task, timeout), result_type, method)
+            if probe.result_type != "input_required":
+                return _decode(raw, result_type, method)
+            body["inputResponses"] = await self._answer_inputs(probe.input_requests or {})
+            if probe.request_state is not None:
+                body["requestState"] = probe.request_state
+            else:
+                body.pop("requestState", None)
+        raise ClientError(f"{method}: the server asked for input {MAX_INPUT_ROUNDS} times")
+
+    async def _await_task(self, task: Task, timeout: float | None) -> Any:
+        """Poll a modern task (``tasks/get`` at its poll interval) until it ends, answering
+        its input requests through ``tasks/update``; its result, or PeerError."""
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        answered: set[str] = set()
+        with trio.fail_after(math.inf if timeout is None else timeout):
+            while True:
+                if task.status == "completed":
+                    return task.result
+                if task.status in ("failed", "cancelled"):
+                    error = task.error if isinstance(task.error, dict) else {}
+                    raise PeerError(
+                        int(error.get("code", -32603)),
+                        str(error.get("message", f"task {task.status}")),
+                        error.get("data"),
+                    )
+                if task.status == "input_required" and task.input_requests:
+                    fresh = {k: v for k, v in task.input_requests.items() if k not in answered}
+                    if fresh:
+                        responses = await self._answer_inputs(fresh)
+                        answered.update(responses)
+                        await self.update_task(task.task_id, responses)
+                        task = await self.get_task(task.task_id)
+                        continue
+                await trio.sleep((task.poll_interval_ms or task.poll_interval or 200) / 1000)
+                task = await self.get_task(task.task_id)
+
+    async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            handler = self._handlers.get(str(method))
+            if handler is None:
+                raise ClientError(
+                    f"the server asked for {method!r} input and no handler is registered for it"
+                )
+            answers[key] = await handler(request.get("params") or {})
+        return answers
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        """Choose the era: discover (modern), initialize (handshake) or probe (auto)."""
+        if self.requested_era in ("auto", "modern"):
+            try:
+                await self._discover()
+                self.era = "modern"
+                self._conversation.ready.set()
+                return
+            except PeerError as exc:
+                if self.requested_era == "modern":
+                    raise
+                log.info("server/discover refused (%s): falling back to initialize", exc)
+        self.era = "handshake"
+        await self._initialize()
+        self._conversation.ready.set()
+
+    async def _discover(self) -> ServerDescription:
+        raw = await self._request_raw(
+            "server/discover", {}, modern=True, repeatable=True, early=True
+        )
+        data = msgspec.json.decode(raw)
+        if not isinstance(data, dict):
+            raise BadMessage("server/discover: the result is not an object")
+        supported = data.get("supportedVersions") or []
+        if MODERN_VERSION not in supported:
+            raise PeerError(-32022, "the server does not support 2026-07-28", data)
+        meta = data.get("_meta") or {}
+        info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+        self.description = ServerDescription(
+            protocol_version=MODERN_VERSION,
+            capabilities=data.get("capabilities") or {},
+            server_info=msgspec.convert(info, Implementation) if isinstance(info, dict) else None,
+            instructions=data.get("instructions"),
+            supported_versions=list(supported),
+        )
+        return self.description
+
+    async def _initialize(self) -> None:
+        params = {
+            "protocolVersion": self.handshake_version,
+            "capabilities": self.capabilities,
+            "clientInfo": msgspec.to_builtins(self.client_info),
+        }
+        raw = await self._request_raw(
+            "initialize", params, modern=False, repeatable=True, early=True
+        )
+        description = _decode(raw, ServerDescription, "initialize")
+        if description.protocol_version not in HANDSHAKE_VERSIONS:
+            raise ClientError(
+                f"the server chose protocol version {description.protocol_version!r}, "
+                f"which this client does not speak"
+            )
+        self.description = description
+        link = self._link
+        await self._conversation.send(
+            Outgoing(_encode({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        )
+        negotiated = getattr(link, "negotiated", None)
+        if negotiated is not None:
+            negotiated(description.protocol_version)
+
+    async def reinitialize(self) -> None:
+        """Open a new handshake-era session (the HTTP link calls this on a 404, once)."""
+        self.reinitializations += 1
+        log.warning("the server lost our session: re-initializing")
+        await self._initialize()
+        self._nursery.start_soon(self._renew_session_state)
+
+    async def _renew_session_state(self) -> None:
+        """A new handshake-era session knows nothing of the old one: set the log level and
+        subscribe to the resources again."""
+        try:
+            if self.log_level is not None:
+                await self._request_raw("logging/setLevel", {"level": self.log_level}, early=True)
+            for uri in list(self._subscriptions):
+                await self._request_raw("resources/subscribe", {"uri": uri}, early=True)
+                log.info("subscribed again to %s on the new session", uri)
+        except ClientError as exc:
+            log.warning("could not renew the session's subscriptions: %s", exc)
+
+    async def aclose(self) -> None:
+        """Stop: fail what still waits, close the link (a stdio server is stopped)."""
+        self._conversation.close()
+
+    @property
+    def protocol_version(self) -> str:
+        return self.description.protocol_version if self.description else ""
+
+    # -- the MCP surface --------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        repeatable: bool | None = None,
+    ) -> Any:
+        """Send any request; return its result decoded to Python objects."""
+        raw = await self._request_raw(
+            method, params, timeout=timeout, progress=progress, repeatable=repeatable
+        )
+        return msgspec.json.decode(raw)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification."""
+        await self._conversation.wait_usable()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self._conversation.send(
+            Outgoing(_encode(message), method, modern=self.era == "modern")
+        )
+
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+        """Handshake era: ``ping``. 2026-07-28 removed ping: ``server/discover`` instead."""
+        if self.era == "modern":
+            await self._request_raw("server/discover", {}, timeout=timeout)
+        else:
+            await self._request_raw("ping", None, timeout=timeout)
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        page = await self._call("tools/list", _cursor(cursor), ListToolsResult)
+        self._learn_tools(page.tools)
+        return page
+
+    async def all_tools(self) -> list[Tool]:
+        """Every tool, following ``nextCursor`` page by page."""
+        return await self._all(self.list_tools, "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> CallToolResult:
+        """Call a tool. A tool that failed is ``is_error=True`` in the result, not an
+        exception; a server that answers with a task is an error here (use
+        :meth:`call_tool_as_task`)."""
+        params = {"name": name, "arguments": dict(arguments or {})}
+        try:
+            return await self._call(
+                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+            )
+        except PeerError as exc:
+            # -32020 HeaderMismatch: the tool mirrors arguments into Mcp-Param-* headers and
+            # we did not know it yet (no tools/list seen): learn the tools, try once more.
+            if exc.code != HEADER_MISMATCH or name in self._param_headers:
+                raise
+            await self.all_tools()
+            if name not in self._param_headers:
+                raise
+            return await self._call(
+                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+            )
+
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        return await self._call("resources/list", _cursor(cursor), ListResourcesResult)
+
+    async def all_resources(self) -> list[Resource]:
+        return await self._all(self.list_resources, "resources")
+
+    async def list_resource_templates(
+        self, cursor: str | None = None
+    ) -> ListResourceTemplatesResult:
+        return await self._call(
+            "resources/templates/list", _cursor(cursor), ListResourceTemplatesResult
+        )
+
+    async def all_resource_templates(self) -> list[ResourceTemplate]:
+        return await self._all(self.list_resource_templates, "resource_templates")
+
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = _DEFAULT
+    ) -> ReadResourceResult:
+        return await self._call("resources/read", {"uri": uri}, ReadResourceResult, timeout=timeout)
+
+    async def subscribe(self, uri: str) -> None:
+        """Handshake era ``resources/subscribe`` (2026-07-28: use :meth:`listen`). The client
+        subscribes again on a new session (after a reconnect or a lost session)."""
+        await self._request_raw("resources/subscribe", {"uri": uri})
+        self._subscriptions[uri] = self._subscriptions.get(uri, 0) + 1
+
+    async def unsubscribe(self, uri: str) -> None:
+        held = self._subscriptions.get(uri, 0)
+        if held > 1:
+            self._subscriptions[uri] = held - 1
+            return  # another listener still watches it
+        self._subscriptions.pop(uri, None)
+        await self._request_raw("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        return await self._call("prompts/list", _cursor(cursor), ListPromptsResult)
+
+    async def all_prompts(self) -> list[Prompt]:
+        return await self._all(self.list_prompts, "prompts")
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> GetPromptResult:
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return await self._call("prompts/get", params, GetPromptResult)
+
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: Mapping[str, str],
+        context: Mapping[str, Any] | None = None,
+    ) -> CompleteResult:
+        """``completion/complete``; ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``."""
+        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context is not None:
+            params["context"] = dict(context)
+        return await self._call("completion/complete", params, CompleteResult)
+
+    async def set_logging_level(self, level: str) -> None:
+        """Handshake era: ``logging/setLevel``. 2026-07-28: every later request carries the
+        level in ``_meta["io.modelcontextprotocol/logLevel"]`` instead."""
+        self.log_level = level
+        if self.era == "handshake":
+            await self._request_raw("logging/setLevel", {"level": level})
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl_ms: int | None = None,
+    ) -> Task | CallToolResult:
+        """Call a tool as a task. Handshake era (2025-11-25): asks for one with
+        ``params.task``. 2026-07-28 (tasks extension): the server decides; a tool it runs
+        inline answers with its result."""
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if self.era == "handshake":
+            params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+        raw = await self._request_raw("tools/call", params)
+        data = msgspec.json.decode(raw)
+        if isinstance(data, dict) and isinstance(data.get("task"), dict):
+            return _convert(data["task"], Task, "tools/call")
+        if isinstance(data, dict) and data.get("resultType") == "task":
+            return _convert(data, Task, "tools/call")
+        return _decode(raw, CallToolResult, "tools/call")
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self._call("tasks/get", {"taskId": task_id}, Task)
+
+    async def task_result(self, task_id: str, *, timeout: float | None = _DEFAULT) -> Any:
+        """The result of a finished task: 2025-11-25 ``tasks/result`` (blocks until the
+        task ends); 2026-07-28: ``tasks/get`` polled at the server's interval until terminal."""
+        if self.era == "handshake":
+            return await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
+        with trio.fail_after(math.inf if timeout is None or timeout is _DEFAULT else timeout):
+            while True:
+                task = await self.get_task(task_id)
+                if task.status == "completed":
+                    return task.result
+                if task.status in ("failed", "cancelled"):
+                    raise PeerError(-32603, f"task {task.status}", task.error)
+                await trio.sleep((task.poll_interval_ms or task.poll_interval or 500) / 1000)
+
+    async def cancel_task(self, task_id: str) -> Any:
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
+    async def update_task(self, task_id: str, input_responses: Mapping[str, Any]) -> None:
+        """2026-07-28 tasks extension: deliver input a task asked for."""
+        await self.request(
+            "tasks/update", {"taskId": task_id, "inputResponses": dict(input_responses)}
+        )
+
+    async def list_tasks(self, cursor: str | None = None) -> list[Task]:
+        data = await self.request("tasks/list", _cursor(cursor))
+        return [_convert(task, Task, "tasks/list") for task in data.get("tasks", [])]
+
+    # -- batches -----------------------------------------------------------------------------
+
+    async def batch(
+        self,
+        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        *,
+        timeout: float | None = _DEFAULT,
+    ) -> list[Any]:
+        """Send requests as one JSON-RPC batch; each item's result (decoded) or its
+        :class:`PeerError`, in order. Allowed over stream transports and WebSocket in every
+        era, and over HTTP only in a 2025-03-26 session (else :class:`ClientError`)."""
+        link = self._link
+        allows = getattr(link, "allows_batches", None)
+        if allows is not None and not allows():
+            raise ClientError("this transport and protocol revision do not allow batches")
+        if timeout is _DEFAULT:
+            timeout = self.timeout
+        await self._conversation.wait_usable()
+        entries: list[Pending] = []
+        items = []
+        for method, params in calls:
+            request_id = next(self._ids)
+            body = dict(params or {})
+            if self.era == "modern":
+                body["_meta"] = {**(body.get("_meta") or {}), **self._modern_meta()}
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+            if body:
+                message["params"] = body
+            items.append(message)
+            pending = Pending(
+                method,
+                Outgoing(b"", method, request_id, modern=self.era == "modern"),
+                False,
+                None,
+            )
+            pending.generation = self._conversation.generation
+            self._conversation.requests[request_id] = pending
+            entries.append(pending)
+        out = Outgoing(
+            _encode(items),
+            "batch",
+            None,
+            batch_ids=[p.out.request_id for p in entries],
+            expects_response=True,
+        )
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await self._conversation.send(out)
+                for pending in entries:
+                    await pending.done.wait()
+        except trio.TooSlowError:
+            await self._conversation.cancel_unanswered(entries, "timeout")
+            raise RequestTimeout("batch", float(timeout or 0)) from None
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._conversation.cancel_unanswered(entries, "cancelled by the client")
+            raise
+        finally:
+            for pending in entries:
+                self._conversation.requests.pop(pending.out.request_id, None)
+        results: list[Any] = []
+        for pending in entries:
+            outcome = pending.outcome
+            if isinstance(outcome, ClientError):
+                results.append(outcome)
+            elif outcome is None or outcome.error is not None:
+                results.append(peer_error(outcome.error if outcome else None))
+            else:
+                results.append(msgspec.json.decode(outcome.result) if outcome.result else None)
+        return results
+
+    # -- notifications -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
+        buffer: int = 256,
+    ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
+        """Receive change notifications, in either era.
+
+        2026-07-28: a ``subscriptions/listen`` request held open for the body (it is safe to
+        repeat, so after a reconnect it is sent again and the server acknowledges it again:
+        changes made while the link was down are not replayed, re-read the lists on a new
+        ``notifications/subscriptions/acknowledged``). Handshake era: ``resources/subscribe``
+        for each URI, then the session's notifications of the requested kinds.
+        A listener that falls ``buffer`` notifications behind loses the newest ones (logged).
+        """
+        send, receive = trio.open_memory_channel[Notification](buffer)
+        kinds = set()
+        if tools:
+            kinds.add("notifications/tools/list_changed")
+        if prompts:
+            kinds.add("notifications/prompts/list_changed")
+        if resources:
+            kinds.add("notifications/resources/list_changed")
+        if resource_uris:
+            kinds.add("notifications/resources/updated")
+        if task_ids:
+            kinds.update(("notifications/tasks", "notifications/tasks/status"))
+        if self.era == "handshake":
+            listener = Listener(send, frozenset(kinds))
+            self._conversation.listeners.append(listener)
+            try:
+                for uri in resource_uris:
+                    await self.subscribe(uri)
+                async with receive:
+                    yield receive
+            finally:
+                self._conversation.listeners.remove(listener)
+                with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_SEND_TIMEOUT):
+                    for uri in resource_uris:
+                        with suppress(ClientError):
+                            await self.unsubscribe(uri)
+            return
+        request_id = next(self._ids)  # the listen's id is its subscription id
+        listener = Listener(send, frozenset(kinds), subscription_id=request_id)
+        self._conversation.listeners.append(listener)
+        filter_: dict[str, Any] = {
+            "toolsListChanged": tools,
+            "promptsListChanged": prompts,
+            "resourcesListChanged": resources,
+        }
+        if resource_uris:
+            filter_["resourceSubscriptions"] = list(resource_uris)
+        if task_ids:
+            filter_["taskIds"] = list(task_ids)
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def hold() -> None:
+                    try:
+                        await self._request_raw(
+                            "subscriptions/listen",
+                            {"notifications": filter_},
+                            timeout=None,
+                            request_id=request_id,
+                        )
+                    except ClientError as exc:
+                        log.warning("subscriptions/listen ended: %s", exc)
+                    send.close()
+
+                nursery.start_soon(hold)
+                async with receive:
+                    yield receive
+                nursery.cancel_scope.cancel()
+        finally:
+            self._conversation.listeners.remove(listener)
+
+    async def _all(self, lister: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = await lister(cursor)
+            items.extend(getattr(page, field))
+            cursor = page.next_cursor
+            if not cursor:
+                return items
+            if cursor in seen:
+                raise BadMessage(f"the server repeated the cursor {cursor[:50]!r}")
+            seen.add(cursor)
+
+
+def _header_params(schema: Any) -> dict[str, tuple[str, ...]]:
+    """{header name: property path} for the ``x-mcp-header`` annotations of an input schema,
+    following ``properties`` chains only (2026-07-28 streamable-http "Schema Extension")."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return
+        for key, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            header = sub.get("x-mcp-header")
+            if isinstance(header, str) and header:
+                found[header] = (*path, key)
+            walk(sub, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+def _cursor(cursor: str | None) -> dict[str, Any] | None:
+    return {"cursor": cursor} if cursor is not None else None
+
+
+def _decode(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
+    try:
+        return msgspec.json.decode(raw, type=result_type)
+    except msgspec.DecodeError as exc:
+        raise BadMessage(f"{method}: the result does not match the schema: {exc}") from None
+
+
+def _convert(data: Any, result_type: type[T], method: str) -> T:
+    try:
+        return msgspec.convert(data, result_type)
+    except msgspec.ValidationError as exc:
+        raise BadMessage(f"{method}: the result does not match the schema: {exc}") from None

@@ -1,0 +1,386 @@
+"""Connectors: how a link to the server is opened, once or again after a loss.
+
+Each connector's ``open()`` is an async context manager yielding a :class:`Link`;
+``reconnects`` says whether the client may open it again after the link broke: yes for TCP,
+Unix sockets, WebSocket and named pipes (the server is still there, listening), no for a
+spawned stdio server (re-spawning a process behind the caller's back would hide a crash;
+``open_client(..., respawn=True)`` asks for it explicitly).
+
+Process hygiene for stdio (issue 18, and a long-standing complaint about other SDKs): the
+server runs in its own process group (``start_new_session``); closing the link closes its
+stdin, waits ``close_grace`` seconds for it to exit, then sends SIGTERM to the whole group,
+waits again, and finally SIGKILLs the group, so no process it started survives the client.
+Its stderr goes line by line to the ``mcp_runtime.client.server`` logger.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, Protocol
+
+import trio
+
+from ._errors import TransportLost
+from ._link import FramedLink, Link, Outgoing, single_errors
+from ._wire import make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
+
+__all__ = [
+    "Connector",
+    "PipeConnector",
+    "SocketConnector",
+    "StdioConnector",
+    "WebSocketConnector",
+]
+
+log = logging.getLogger("mcp_runtime.client")
+server_log = logging.getLogger("mcp_runtime.client.server")
+
+#: Stderr lines of a stdio server kept to explain its early exit.
+_STDERR_TAIL: Final = 5
+#: Longest stderr line forwarded to the log as one record (longer lines are split).
+_STDERR_LINE: Final = 8192
+
+
+class Connector(Protocol):
+    reconnects: bool
+    description: str
+
+    def open(self) -> contextlib.AbstractAsyncContextManager[Link]: ...
+
+
+class StdioConnector:
+    """Spawn ``command`` with its stdin/stdout as the link (own process group)."""
+
+    reconnects = False
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        framing: str = "ndjson",
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        close_grace: float = 2.0,
+        max_frame_size: int = 4 * 1024 * 1024,
+        read_timeout: float | None = 10.0,
+        respawn: bool = False,
+    ) -> None:
+        if not command:
+            raise ValueError("an empty server command")
+        #: Start the server again after it exited or broke (only when asked: a respawn
+        #: loses the server's state, and hides a crash unless the caller expects it).
+        self.reconnects = respawn
+        self.command = list(command)
+        self.framing = framing
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.close_grace = close_grace
+        self.max_frame_size = max_frame_size
+        self.read_timeout = read_timeout
+        self.description = " ".join(self.command)
+        #: The process of the last ``open()`` (tests check its group after close).
+        self.process: trio.Process | None = None
+        #: Its last stderr lines: a server that dies at start-up says why in them.
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+
+    async def _explain(self, error: TransportLost, process: trio.Process) -> TransportLost:
+        """``error`` with the exit status and the last stderr lines of a server that ended
+        (given a moment to exit: its stdout closes just before it does)."""
+        with trio.move_on_after(0.5):
+            await process.wait()
+        await trio.sleep(0.05)  # let the stderr forwarder take in its last lines
+        if process.returncode is None:
+            return error
+        tail = " | ".join(self.stderr_tail)
+        detail = f"{error} (exit status {process.returncode}" + (
+            f"; stderr: {tail})" if tail else ")"
+        )
+        return TransportLost(detail, attempts=error.attempts)
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        framer = make_framer(self.framing, self.max_frame_size)
+        try:
+            process = await trio.lowlevel.open_process(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,  # its own process group: we can signal all of it
+            )
+        except OSError as exc:
+            raise TransportLost(f"cannot start {self.description!r}: {exc}") from None
+        self.process = process
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        link = FramedLink(
+            process.stdout,
+            process.stdin,
+            framer,
+            read_timeout=self.read_timeout,
+            name=f"stdio pid={process.pid}",
+        )
+        try:
+            async with single_errors(), trio.open_nursery() as nursery:
+                nursery.start_soon(_forward_stderr, process.stderr, process.pid, self.stderr_tail)
+                try:
+                    yield link
+                except TransportLost as exc:
+                    raise await self._explain(exc, process) from None
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await _stop_process(process, link, self.close_grace)
+                    # stderr ends when the group is gone; don't wait on a stray holder of it.
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), contextlib.suppress(OSError):
+                await process.stderr.aclose()
+
+
+async def _forward_stderr(
+    stream: trio.abc.ReceiveStream, pid: int, tail: collections.deque[str]
+) -> None:
+    buffer = bytearray()
+    try:
+        while True:
+            data = await stream.receive_some(65536)
+            if not data:
+                break
+            buffer += data
+            while True:
+                cut = buffer.find(b"\n")
+                if cut < 0 and len(buffer) < _STDERR_LINE:
+                    break
+                end = cut if 0 <= cut < _STDERR_LINE else _STDERR_LINE
+                line = bytes(buffer[:end]).decode("utf-8", "replace").rstrip("\r")
+                del buffer[: end + 1 if end == cut else end]
+                server_log.info("pid=%d %s", pid, line)
+                tail.append(line)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    if buffer:
+        line = bytes(buffer).decode("utf-8", "replace")
+        server_log.info("pid=%d %s", pid, line)
+        tail.append(line)
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Send ``signum`` to process group ``pgid``; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a reused id owned by someone else
+        return False
+    return True
+
+
+async def _group_gone(pgid: int, timeout: float) -> bool:
+    # Polling: a process group has no handle to wait on once its leader is reaped.
+    with trio.move_on_after(timeout):
+        while _signal_group(pgid, 0):  # noqa: ASYNC110
+            await trio.sleep(0.02)
+        return True
+    return False
+
+
+async def _stop_process(process: trio.Process, link: FramedLink, grace: float) -> None:
+    """Close stdin, wait ``grace``; SIGTERM the group, wait ``grace``; SIGKILL the group."""
+    pgid = process.pid  # start_new_session: the leader's pid is the group id
+    await link.aclose()  # closes its stdin: a well-behaved server exits on EOF
+    with trio.move_on_after(grace):
+        await process.wait()
+    if process.returncode is None:
+        log.info("server pid=%d did not exit on EOF within %gs: SIGTERM", process.pid, grace)
+    # Terminate the group even when the leader exited: its children may still be running.
+    if _signal_group(pgid, signal.SIGTERM):
+        with trio.move_on_after(grace):
+            await process.wait()
+        if not await _group_gone(pgid, grace if process.returncode is None else 0.5):
+            log.warning("server group pgid=%d survived SIGTERM: SIGKILL", pgid)
+            _signal_group(pgid, signal.SIGKILL)
+            # SIGKILL cannot be refused; wait a moment for the kernel to finish the group
+            # (reparented children linger as zombies until their new parent reaps them).
+            await _group_gone(pgid, grace)
+    await process.wait()
+
+
+class SocketConnector:
+    """TCP (``tcp://host:port``) or Unix socket (``unix:PATH``), framed."""
+
+    reconnects = True
+
+    def __init__(
+        self,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        framing: str = "ndjson",
+        max_frame_size: int = 4 * 1024 * 1024,
+        read_timeout: float | None = 10.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.host, self.port, self.path = host, port, path
+        self.framing = framing
+        self.max_frame_size = max_frame_size
+        self.read_timeout = read_timeout
+        self.connect_timeout = connect_timeout
+        self.description = f"unix:{path}" if path is not None else f"tcp://{host}:{port}"
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        try:
+            with trio.fail_after(self.connect_timeout):
+                if self.path is not None:
+                    stream: trio.SocketStream = await trio.open_unix_socket(self.path)
+                else:
+                    assert self.host is not None and self.port is not None
+                    stream = await trio.open_tcp_stream(self.host, self.port)
+        except (OSError, trio.TooSlowError) as exc:
+            raise TransportLost(f"cannot connect to {self.description}: {exc}") from None
+        link = FramedLink(
+            stream,
+            stream,
+            make_framer(self.framing, self.max_frame_size),
+            read_timeout=self.read_timeout,
+            name=self.description,
+        )
+        try:
+            yield link
+        finally:
+            await link.aclose()
+
+
+class PipeConnector:
+    """A named pipe pair (two FIFOs in ``directory``, made by ``mcp-runtime serve --transport
+    pipe --pipe-dir DIR``). POSIX FIFOs only: Windows named pipes are not covered.
+
+    Both FIFOs are opened together in blocking mode (``runtime.transports.open_fifo_pair``):
+    each open returns once the server holds the other end, so "not there yet" is never EOF.
+    """
+
+    reconnects = True
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        framing: str = "ndjson",
+        max_frame_size: int = 4 * 1024 * 1024,
+        read_timeout: float | None = 10.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.directory = directory
+        self.framing = framing
+        self.max_frame_size = max_frame_size
+        self.read_timeout = read_timeout
+        self.connect_timeout = connect_timeout
+        self.description = f"pipe:{directory}"
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        to_server, from_server = pipe_paths(self.directory)
+        for path in (to_server, from_server):
+            if not os.path.exists(path):  # noqa: ASYNC240 - a stat of a local path
+                raise TransportLost(f"cannot connect to {self.description}: no FIFO {path}")
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                with trio.fail_after(self.connect_timeout):
+                    # One client per pair at a time (see runtime.transports._pipe).
+                    await stack.enter_async_context(pipe_client_lock(self.directory))
+                    read_fd, write_fd = await open_fifo_pair(from_server, to_server)
+            except (OSError, trio.TooSlowError) as exc:
+                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+            link = FramedLink(
+                trio.lowlevel.FdStream(read_fd),
+                trio.lowlevel.FdStream(write_fd),
+                make_framer(self.framing, self.max_frame_size),
+                read_timeout=self.read_timeout,
+                name=self.description,
+            )
+            try:
+                yield link
+            finally:
+                await link.aclose()
+
+
+class WebSocketConnector:
+    """``ws://`` / ``wss://``: one JSON-RPC message per WebSocket text message, subprotocol
+    ``mcp`` (trio-websocket)."""
+
+    reconnects = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_message_size: int = 4 * 1024 * 1024,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.max_message_size = max_message_size
+        self.connect_timeout = connect_timeout
+        self.description = url
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        from trio_websocket import open_websocket_url
+
+        try:
+            async with open_websocket_url(
+                self.url,
+                subprotocols=["mcp"],
+                extra_headers=[(k.encode(), v.encode()) for k, v in self.headers.items()],
+                max_message_size=self.max_message_size,
+                connect_timeout=self.connect_timeout,
+                disconnect_timeout=2,
+            ) as ws:
+                yield _WebSocketLink(ws, self.description)
+        except OSError as exc:
+            raise TransportLost(f"cannot connect to {self.description}: {exc}") from None
+        except Exception as exc:
+            if type(exc).__name__ in ("HandshakeError", "ConnectionRejected", "ConnectionTimeout"):
+                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+            raise
+
+
+class _WebSocketLink:
+    def __init__(self, ws: Any, name: str) -> None:
+        self._ws = ws
+        self._name = name
+
+    async def send(self, out: Outgoing) -> None:
+        from trio_websocket import ConnectionClosed
+
+        try:
+            await self._ws.send_message(out.data.decode("utf-8"))
+        except ConnectionClosed as exc:
+            raise TransportLost(f"{self._name}: closed: {exc.reason}") from None
+
+    async def receive(self) -> bytes:
+        from trio_websocket import ConnectionClosed
+
+        try:
+            message = await self._ws.get_message()
+        except ConnectionClosed as exc:
+            code = getattr(exc.reason, "code", None)
+            if code in (1000, 1001):
+                raise trio.EndOfChannel from None
+            raise TransportLost(f"{self._name}: closed: {exc.reason}") from None
+        return message.encode("utf-8") if isinstance(message, str) else bytes(message)
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self._ws.aclose()

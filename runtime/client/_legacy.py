@@ -1,0 +1,146 @@
+"""The legacy HTTP+SSE transport (MCP 2024-11-05 basic/transports "HTTP with SSE"),
+deprecated since 2025-03-26 and still spoken by older servers.
+
+``GET`` on the SSE URL opens the session's one stream; its first event, ``endpoint``, names
+the URL to POST messages to (relative URLs resolve against the SSE URL). POSTs are answered
+202 and every server message arrives on the stream. The session lives as long as the stream:
+when it drops, the client reconnects (a new GET, with backoff) and initializes a new session.
+Only the handshake era exists on this transport.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Final
+
+import trio
+
+from ._errors import BadMessage, PeerError, TransportLost
+from ._http import HttpResponse, Url, open_exchange
+from ._link import Link, Outgoing
+from ._wire import FramingError, SSEDecoder
+
+__all__ = ["LegacySseConnector", "is_legacy_sse_url"]
+
+#: How long the server may take to name its message endpoint.
+_ENDPOINT_TIMEOUT: Final = 10.0
+
+
+def is_legacy_sse_url(url: str) -> bool:
+    """A URL whose path ends in ``/sse`` is taken for a 2024-11-05 SSE endpoint (the
+    convention of that revision's servers, ours included)."""
+    return Url.parse(url).target.split("?", 1)[0].rstrip("/").endswith("/sse")
+
+
+class LegacySseConnector:
+    reconnects = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 30.0,
+        max_message_size: int = 4 * 1024 * 1024,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.url = Url.parse(url)
+        self.headers = dict(headers or {})
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_message_size = max_message_size
+        self.ssl_context = ssl_context
+        self.description = url
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        response = await open_exchange(
+            self.url,
+            "GET",
+            [("Accept", "text/event-stream"), *self.headers.items()],
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            ssl_context=self.ssl_context,
+        )
+        try:
+            if response.status != 200 or response.media_type != "text/event-stream":
+                raise TransportLost(
+                    f"{self.description}: not an SSE endpoint (HTTP {response.status}, "
+                    f"{response.media_type or 'no content type'})"
+                )
+            link = _LegacyLink(self, response)
+            with trio.fail_after(_ENDPOINT_TIMEOUT):
+                await link.read_endpoint()
+            yield link
+        except trio.TooSlowError:
+            raise TransportLost(f"{self.description}: no endpoint event") from None
+        finally:
+            await response.aclose()
+
+
+class _LegacyLink:
+    def __init__(self, config: LegacySseConnector, response: HttpResponse) -> None:
+        self.config = config
+        self._response = response
+        self._decoder = SSEDecoder(max_frame_size=config.max_message_size)
+        self.endpoint: Url | None = None
+
+    async def _next_event(self) -> tuple[str, str]:
+        while True:
+            try:
+                event = self._decoder.next_event()
+            except FramingError as exc:
+                raise BadMessage(f"skipped an SSE event: {exc}") from None
+            if event is not None:
+                return event.event, event.data
+            chunk = await self._response.receive_some(timeout=float("inf"))
+            self._decoder.feed(chunk)
+            if not chunk:
+                raise trio.EndOfChannel
+
+    async def read_endpoint(self) -> None:
+        while self.endpoint is None:
+            try:
+                kind, data = await self._next_event()
+            except trio.EndOfChannel:
+                raise TransportLost(
+                    f"{self.config.description}: closed before the endpoint"
+                ) from None
+            if kind == "endpoint":
+                self.endpoint = self.config.url.join(data.strip())
+
+    async def send(self, out: Outgoing) -> None:
+        assert self.endpoint is not None
+        response = await open_exchange(
+            self.endpoint,
+            "POST",
+            [("Content-Type", "application/json"), *self.config.headers.items()],
+            out.data,
+            connect_timeout=self.config.connect_timeout,
+            read_timeout=self.config.read_timeout,
+            ssl_context=self.config.ssl_context,
+        )
+        try:
+            if response.status >= 300:
+                body = await response.read_all(64 * 1024)
+                if response.status == 404:
+                    raise TransportLost("the server does not know our SSE session (404)")
+                raise PeerError(
+                    -32000,
+                    f"HTTP {response.status}: {body[:200].decode('utf-8', 'replace')}",
+                    {"status": response.status},
+                )
+        finally:
+            await response.aclose()
+
+    async def receive(self) -> bytes:
+        while True:
+            kind, data = await self._next_event()
+            if kind == "message" and data:
+                return data.encode("utf-8")
+
+    async def aclose(self) -> None:
+        await self._response.aclose()

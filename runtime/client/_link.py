@@ -1,0 +1,173 @@
+"""Links: what the client core sends messages through and receives them from.
+
+A link carries whole JSON-RPC messages. Stream links (stdio, TCP, Unix sockets, named pipes)
+frame them with the runtime's sans-IO framers; the WebSocket link sends one message per
+WebSocket message; the Streamable HTTP link (``_streamable``) turns each request into a POST.
+
+Contract of every link (``Link``):
+
+- ``send(out)`` writes one outgoing message; raises :class:`TransportLost` when the link is
+  broken. Cancelling it may leave the link broken (a partly written frame).
+- ``receive()`` returns the next incoming frame (bytes) or a :class:`Failed` record for one
+  request the link gave up on; raises ``trio.EndOfChannel`` on a clean end of input and
+  :class:`TransportLost` when the link broke (a stalled partial frame included).
+- ``aclose()`` releases everything; idempotent; never raises for an already broken link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final, Protocol
+
+import trio
+
+from ._errors import BadMessage, ClientError, TransportLost
+from ._wire import Framer, FramingError, escape_excerpt
+
+__all__ = ["Failed", "FramedLink", "Link", "Outgoing", "single_errors"]
+
+_RECEIVE_SIZE: Final = 64 * 1024
+
+
+@dataclasses.dataclass(slots=True)
+class Outgoing:
+    """One message for the link, with what the HTTP link needs to know about it."""
+
+    data: bytes
+    method: str | None = None
+    request_id: Any = None
+    #: ``params.name`` / ``params.uri`` of tools/call, prompts/get, resources/read.
+    name: str | None = None
+    modern: bool = False
+    repeatable: bool = False
+    #: Request ids carried by a batch (``data`` is a JSON array).
+    batch_ids: Sequence[Any] = ()
+    #: A request (or batch of requests): the server owes an answer.
+    expects_response: bool = False
+    #: Extra HTTP headers for this message (2026-07-28 ``Mcp-Param-*``).
+    headers: Sequence[tuple[str, str]] = ()
+
+
+@dataclasses.dataclass(slots=True)
+class Failed:
+    """The link gave up on request ``request_id`` (e.g. a POST interrupted after sending a
+    request that is not safe to repeat)."""
+
+    request_id: Any
+    error: ClientError
+
+
+@contextlib.asynccontextmanager
+async def single_errors() -> AsyncIterator[None]:
+    """Re-raise a lone exception leaving a nursery unwrapped (trio wraps every error of a
+    nursery in an exception group; callers here catch ``TransportLost`` itself)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found.extend(_leaves(exc))
+        else:
+            found.append(exc)
+    return found
+
+
+class Link(Protocol):
+    async def send(self, out: Outgoing) -> None: ...
+
+    async def receive(self) -> bytes | Failed: ...
+
+    async def aclose(self) -> None: ...
+
+
+class FramedLink:
+    """A link on a trio byte stream pair and a framer (ndjson or content-length).
+
+    ``read_timeout``: a frame that has started arriving must finish within this many seconds,
+    else the link is broken (:class:`TransportLost`, "stalled mid-message"): a peer that
+    stops in the middle of a message cannot hang the client. Between messages there is no
+    timeout here (the per-request timeouts cover a silent server).
+    """
+
+    def __init__(
+        self,
+        receive_stream: trio.abc.ReceiveStream,
+        send_stream: trio.abc.SendStream,
+        framer: Framer,
+        *,
+        read_timeout: float | None = 10.0,
+        name: str = "stream",
+    ) -> None:
+        self._receive_stream = receive_stream
+        self._send_stream = send_stream
+        self._framer = framer
+        self._read_timeout = math.inf if read_timeout is None else read_timeout
+        self._name = name
+        self._send_lock = trio.Lock()
+        self._eof = False
+        self._closed = False
+
+    async def send(self, out: Outgoing) -> None:
+        frame = self._framer.encode(out.data)
+        async with self._send_lock:  # one frame at a time: never interleave two messages
+            try:
+                await self._send_stream.send_all(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise TransportLost(
+                    f"{self._name}: cannot send: {exc or type(exc).__name__}"
+                ) from None
+
+    async def receive(self) -> bytes:
+        framer = self._framer
+        while True:
+            try:
+                frame = framer.next_frame()
+            except FramingError as exc:
+                if exc.fatal:
+                    raise TransportLost(
+                        f"{self._name}: unreadable framing from the server: {exc.reason} "
+                        f"at offset {exc.offset}: {escape_excerpt(exc.excerpt)}"
+                    ) from None
+                raise BadMessage(f"{self._name}: {exc.reason} at offset {exc.offset}") from None
+            if frame is not None:
+                return frame
+            if self._eof:
+                if framer.buffered:
+                    raise TransportLost(f"{self._name}: the server closed mid-message")
+                raise trio.EndOfChannel
+            timeout = self._read_timeout if framer.buffered else math.inf
+            try:
+                with trio.move_on_after(timeout) as scope:
+                    data = await self._receive_stream.receive_some(_RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise TransportLost(
+                    f"{self._name}: connection lost: {exc or type(exc).__name__}"
+                ) from None
+            if scope.cancelled_caught:
+                raise TransportLost(
+                    f"{self._name}: the server stalled mid-message for {self._read_timeout:g} s "
+                    f"({framer.buffered} bytes of a frame received)"
+                )
+            if not data:
+                self._eof = True
+            framer.feed(data)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            for stream in (self._send_stream, self._receive_stream):
+                with contextlib.suppress(trio.BrokenResourceError, OSError):
+                    await stream.aclose()

@@ -1,0 +1,220 @@
+"""``open_client(target, ...)``: read the target, pick the connector, start the client."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import ssl
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from ._backoff import Backoff
+from ._client import Client, Era, Notification, RequestHandler
+from ._connectors import (
+    Connector,
+    PipeConnector,
+    SocketConnector,
+    StdioConnector,
+    WebSocketConnector,
+)
+from ._legacy import LegacySseConnector, is_legacy_sse_url
+from ._link import single_errors
+from ._streamable import HttpConnector
+from ._types import Implementation
+from ._wire import LATEST_HANDSHAKE_VERSION
+
+__all__ = ["connector_for", "open_client", "server_command"]
+
+
+def server_command(target: str, framing: str = "ndjson") -> list[str]:
+    """The command that serves a server file ``path.py[:obj]`` over stdio."""
+    return [sys.executable, "-m", "runtime", "serve", target, "--framing", framing]
+
+
+def _is_server_file(target: str) -> bool:
+    path = target.split(":", 1)[0] if not os.path.exists(target) else target
+    return path.endswith(".py") and " " not in target.strip()
+
+
+def connector_for(
+    target: str | Sequence[str],
+    *,
+    framing: str = "ndjson",
+    headers: Mapping[str, str] | None = None,
+    backoff: Backoff | None = None,
+    connect_timeout: float = 10.0,
+    read_timeout: float | None = 10.0,
+    close_grace: float = 2.0,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    respawn: bool = False,
+) -> Connector:
+    """The connector for a target (see :func:`open_client`)."""
+    if not isinstance(target, str):
+        return StdioConnector(
+            list(target),
+            framing=framing,
+            env=env,
+            cwd=cwd,
+            close_grace=close_grace,
+            read_timeout=read_timeout,
+            respawn=respawn,
+        )
+    text = target.strip()
+    if text.startswith(("http://", "https://")) and is_legacy_sse_url(text):
+        return LegacySseConnector(
+            text,
+            headers=headers,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout if read_timeout is not None else 30.0,
+            ssl_context=ssl_context,
+        )
+    if text.startswith(("http://", "https://")):
+        return HttpConnector(
+            text,
+            headers=headers,
+            backoff=backoff,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout if read_timeout is not None else 30.0,
+            ssl_context=ssl_context,
+        )
+    if text.startswith(("ws://", "wss://")):
+        return WebSocketConnector(text, headers=headers, connect_timeout=connect_timeout)
+    if text.startswith("tcp://"):
+        host, _, port = text[len("tcp://") :].rstrip("/").rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"invalid TCP target {target!r}: expected tcp://HOST:PORT")
+        return SocketConnector(
+            host=host.strip("[]"),
+            port=int(port),
+            framing=framing,
+            read_timeout=read_timeout,
+            connect_timeout=connect_timeout,
+        )
+    if text.startswith("unix:"):
+        path = text[len("unix:") :]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise ValueError(f"invalid Unix target {target!r}: expected unix:PATH")
+        return SocketConnector(
+            path=path, framing=framing, read_timeout=read_timeout, connect_timeout=connect_timeout
+        )
+    if text.startswith("pipe:"):
+        return PipeConnector(
+            text[len("pipe:") :],
+            framing=framing,
+            read_timeout=read_timeout,
+            connect_timeout=connect_timeout,
+        )
+    if not text:
+        raise ValueError("an empty target")
+    command = server_command(text, framing) if _is_server_file(text) else shlex.split(text)
+    return StdioConnector(
+        command,
+        framing=framing,
+        env=env,
+        cwd=cwd,
+        close_grace=close_grace,
+        read_timeout=read_timeout,
+        respawn=respawn,
+    )
+
+
+@asynccontextmanager
+async def open_client(
+    target: str | Sequence[str],
+    *,
+    era: Era = "auto",
+    framing: str = "ndjson",
+    headers: Mapping[str, str] | None = None,
+    bearer_token: str | None = None,
+    timeout: float | None = 60.0,
+    connect_timeout: float = 10.0,
+    read_timeout: float | None = 10.0,
+    backoff: Backoff | None = None,
+    close_grace: float = 2.0,
+    client_info: Implementation | None = None,
+    sampling: RequestHandler | None = None,
+    elicitation: RequestHandler | None = None,
+    roots: RequestHandler | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    respawn: bool = False,
+    handshake_version: str | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server and yield a ready :class:`Client`.
+
+    ``target``: ``http(s)://`` (Streamable HTTP; a URL whose path ends in ``/sse`` is the legacy
+    2024-11-05 HTTP+SSE transport), ``ws(s)://`` (WebSocket), ``tcp://HOST:PORT``,
+    ``unix:PATH``, ``pipe:DIR`` (a FIFO pair made by ``mcp-runtime serve --transport pipe``),
+    a server file ``path.py[:obj]`` (spawned with ``mcp-runtime serve`` over stdio), or a
+    command line (a string, split like a shell would, or a list) spawned over stdio.
+
+    ``era``: ``auto`` probes ``server/discover`` (2026-07-28) and falls back to the
+    ``initialize`` handshake; ``modern`` or ``handshake`` pin one. ``framing``: ``ndjson`` or
+    ``content-length`` for stream transports. ``timeout``: default per-request timeout
+    (seconds, None: none). ``read_timeout``: a message that started arriving must finish
+    within it. ``backoff``: the reconnection policy (:class:`Backoff`). ``close_grace``: how
+    long a stdio server gets after EOF, and again after SIGTERM. ``sampling``,
+    ``elicitation``, ``roots``: handlers for the server's requests (declared as capabilities).
+    ``handshake_version``: the revision offered in ``initialize`` (default 2025-11-25;
+    2025-03-26 is the one that allows JSON-RPC batches over HTTP).
+    ``respawn``: start a stdio server again (with backoff) when it exits or breaks; off by
+    default, so that a crash is an error rather than a silent restart.
+
+    Raises :class:`TransportLost` when the server cannot be reached (after the backoff
+    policy, for transports that reconnect) and :class:`PeerError` when it refuses the
+    handshake. On exit the link is closed (a stdio server is stopped, its group killed).
+    """
+    all_headers = dict(headers or {})
+    if bearer_token is not None:
+        all_headers["Authorization"] = f"Bearer {bearer_token}"
+    policy = backoff if backoff is not None else Backoff()
+    connector = connector_for(
+        target,
+        framing=framing,
+        headers=all_headers,
+        backoff=policy,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        close_grace=close_grace,
+        env=env,
+        cwd=cwd,
+        ssl_context=ssl_context,
+        respawn=respawn,
+    )
+    if isinstance(connector, LegacySseConnector):
+        if era == "modern":
+            raise ValueError("the legacy HTTP+SSE transport (2024-11-05) has no 2026-07-28 era")
+        era = "handshake"
+    async with single_errors(), trio.open_nursery() as nursery:
+        client = Client(
+            connector,
+            nursery,
+            era=era,
+            timeout=timeout,
+            backoff=policy,
+            client_info=client_info,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            on_notification=on_notification,
+            handshake_version=handshake_version or LATEST_HANDSHAKE_VERSION,
+        )
+        if isinstance(connector, HttpConnector):
+            connector.reinitialize = client.reinitialize
+        await nursery.start(client._maintain)
+        try:
+            await client._start()
+            yield client
+        finally:
+            await client.aclose()
+            nursery.cancel_scope.cancel()

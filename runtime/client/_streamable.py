@@ -1,0 +1,497 @@
+"""The Streamable HTTP link, both eras (MCP 2025-03-26..2025-11-25 basic/transports
+"Streamable HTTP", and 2026-07-28 basic/transports/streamable-http).
+
+Every request is a POST of its own (one connection each), answered with JSON or with an SSE
+stream carrying the server's notifications and requests before the response. What happens
+when something goes wrong, per the policy in ``docs/client.md``:
+
+- No connection could be made (nothing was sent): retried for any method, with backoff.
+- 429 / 503: the server refused before processing: retried for any method, waiting at least
+  its ``Retry-After``.
+- The connection broke after the request was sent: a handshake-era SSE response that carried
+  event ids is resumed with a GET and ``Last-Event-ID`` (2025-11-25 "Resumability and
+  Redelivery"; the wait honours the stream's ``retry:``); otherwise the request is sent again
+  only when it is safe to repeat (lists, reads, discover, ``tasks/get``, listen), else it
+  fails with :class:`TransportLost`.
+- 404 on a request carrying our ``Mcp-Session-Id``: the session is gone; the link asks the
+  client to initialize a new one and sends the request again, once.
+
+Event ids already delivered are remembered (the last ``_SEEN_IDS``), so a replay never
+delivers an event twice. Handshake era: after ``initialize`` a GET opens the session's
+standing stream (405: the server has none), re-opened with ``Last-Event-ID`` when cut; the
+session is ended with DELETE on close. 2026-07-28: each request carries
+``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` headers mirroring its body;
+cancelling a request closes its POST's response stream (that revision's cancellation).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ._backoff import Backoff, BackoffRun, parse_retry_after
+from ._errors import BadMessage, ClientError, PeerError, TransportLost
+from ._http import ConnectFailed, HttpResponse, Url, open_exchange
+from ._link import Failed, Link, Outgoing, single_errors
+from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
+
+__all__ = ["HttpConnector", "StreamableLink"]
+
+log = logging.getLogger("mcp_runtime.client")
+
+#: Event ids remembered for de-duplication of replayed events.
+_SEEN_IDS: Final = 4096
+_BATCH_REVISION: Final = "2025-03-26"
+
+
+class _Probe(msgspec.Struct):
+    id: int | str | float | None = None
+    method: str | None = None
+
+
+_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
+
+
+def _answers(data: bytes, ids: set[Any]) -> set[Any]:
+    """The request ids among ``ids`` that the message ``data`` answers."""
+    try:
+        message = _probe.decode(data)
+    except msgspec.DecodeError:
+        return set()
+    items = message if isinstance(message, list) else [message]
+    return {item.id for item in items if item.method is None and item.id in ids}
+
+
+class _Retry(Exception):
+    """Internal: try the exchange again after ``hint`` seconds (at least)."""
+
+    def __init__(self, reason: str, hint: float | None = None, *, resume: str | None = None):
+        super().__init__(reason)
+        self.hint = hint
+        self.resume = resume
+
+
+class HttpConnector:
+    """Opens a :class:`StreamableLink` to ``url`` (it handles its own retries)."""
+
+    reconnects = False
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        backoff: Backoff | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 30.0,
+        max_message_size: int = 4 * 1024 * 1024,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.url = Url.parse(url)
+        self.headers = dict(headers or {})
+        self.backoff = backoff or Backoff()
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_message_size = max_message_size
+        self.ssl_context = ssl_context
+        self.description = url
+        #: Set by open_client: how the link asks the client for a new session.
+        self.reinitialize: Callable[[], Awaitable[None]] | None = None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        async with single_errors(), trio.open_nursery() as nursery:
+            link = StreamableLink(self, nursery)
+            try:
+                yield link
+            finally:
+                await link.aclose()
+                nursery.cancel_scope.cancel()
+
+
+class StreamableLink:
+    def __init__(self, config: HttpConnector, nursery: trio.Nursery) -> None:
+        self.config = config
+        self._nursery = nursery
+        self._send_inbox, self._inbox = trio.open_memory_channel[bytes | Failed](math.inf)
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._posts: dict[Any, trio.CancelScope] = {}
+        self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._standing = False
+        self._reinit_lock = trio.Lock()
+        self._closed = False
+        #: The last event id and ``retry:`` hint of each SSE stream being read, keyed by
+        #: ``id(out)`` of its request (0: the standing GET stream).
+        self._last_ids: dict[int, str] = {}
+        #: Answers resumed with Last-Event-ID (a GET after a cut POST stream).
+        self.resumed = 0
+        #: (session id, event id) of the last events delivered, oldest first: what the
+        #: de-duplication let through (for diagnostics and the tests).
+        self.delivered: collections.deque[tuple[str | None, str]] = collections.deque(
+            maxlen=_SEEN_IDS
+        )
+        self._retry_hints: dict[int, float] = {}
+
+    # -- the Link interface -----------------------------------------------------------------
+
+    def negotiated(self, version: str) -> None:
+        """The handshake finished: send the version header and open the standing stream."""
+        self.protocol_version = version
+        if not self._standing:
+            self._standing = True
+            self._nursery.start_soon(self._standing_stream)
+
+    def allows_batches(self) -> bool:
+        return self.protocol_version == _BATCH_REVISION and self.session_id is not None
+
+    async def send(self, out: Outgoing) -> None:
+        if self._closed:
+            raise TransportLost("the HTTP link is closed")
+        if out.method == "notifications/cancelled" and out.modern:
+            # 2026-07-28: "closing the response stream cancels the request".
+            scope = self._posts.get(out.request_id)
+            if scope is not None:
+                scope.cancel()
+            return
+        if out.expects_response:
+            self._nursery.start_soon(self._post_request, out)
+            return
+        await self._post_message(out)
+
+    async def receive(self) -> bytes | Failed:
+        try:
+            return await self._inbox.receive()
+        except trio.ClosedResourceError:
+            raise trio.EndOfChannel from None
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for scope in self._posts.values():
+            scope.cancel()
+        if self.session_id is not None:
+            # 2025-11-25 "Session Management": clients SHOULD end a session with DELETE.
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                try:
+                    response = await self._exchange("DELETE", b"", accept=None)
+                    await response.aclose()
+                except ClientError:
+                    pass
+        self._send_inbox.close()
+
+    # -- exchanges --------------------------------------------------------------------------
+
+    def _headers(self, out: Outgoing | None, accept: str | None) -> list[tuple[str, str]]:
+        headers: list[tuple[str, str]] = []
+        if accept is not None:
+            headers.append(("Accept", accept))
+        if out is not None:
+            headers.append(("Content-Type", "application/json"))
+            if out.modern:
+                headers.append(("MCP-Protocol-Version", MODERN_VERSION))
+                if out.method is not None and out.expects_response:
+                    headers.append(("Mcp-Method", out.method))
+                    if out.name is not None:
+                        headers.append(("Mcp-Name", encode_header_value(out.name)))
+                    headers.extend(out.headers)
+        if out is None or not out.modern:
+            if self.session_id is not None:
+                headers.append(("Mcp-Session-Id", self.session_id))
+            if self.protocol_version is not None:
+                headers.append(("MCP-Protocol-Version", self.protocol_version))
+        headers.extend(self.config.headers.items())
+        return headers
+
+    async def _exchange(
+        self,
+        method: str,
+        body: bytes,
+        *,
+        out: Outgoing | None = None,
+        accept: str | None = "application/json, text/event-stream",
+        last_event_id: str | None = None,
+    ) -> HttpResponse:
+        headers = self._headers(out if method == "POST" else None, accept)
+        if last_event_id is not None:
+            headers.append(("Last-Event-ID", last_event_id))
+        return await open_exchange(
+            self.config.url,
+            method,
+            headers,
+            body,
+            connect_timeout=self.config.connect_timeout,
+            read_timeout=self.config.read_timeout,
+            ssl_context=self.config.ssl_context,
+        )
+
+    async def _post_message(self, out: Outgoing) -> None:
+        """A notification or a response: the server answers 202 Accepted (or an error)."""
+        response = await self._exchange("POST", out.data, out=out)
+        try:
+            if response.status >= 400:
+                body = await response.read_all(64 * 1024)
+                raise PeerError(
+                    -32000, f"HTTP {response.status}: {body[:200].decode('utf-8', 'replace')}"
+                )
+        finally:
+            await response.aclose()
+
+    async def _post_request(self, out: Outgoing) -> None:
+        ids = set(out.batch_ids) if out.batch_ids else {out.request_id}
+        try:
+            with trio.CancelScope() as scope:
+                for request_id in ids:
+                    self._posts[request_id] = scope
+                await self._deliver_request(out, ids)
+        except ClientError as exc:
+            for request_id in ids:
+                self._send_inbox.send_nowait(Failed(request_id, exc))
+        finally:
+            for request_id in ids:
+                self._posts.pop(request_id, None)
+            # Keyed by id(out): never let a later request inherit this one's position.
+            self._last_ids.pop(id(out), None)
+            self._retry_hints.pop(id(out), None)
+
+    async def _deliver_request(self, out: Outgoing, ids: set[Any]) -> None:
+        run: BackoffRun | None = None
+        resume: str | None = None
+        reinitialized = False
+        while ids:
+            try:
+                if resume is not None:
+                    self.resumed += 1
+                    log.info("resuming %s from event %s", out.method, resume)
+                    response = await self._exchange(
+                        "GET", b"", accept="text/event-stream", last_event_id=resume
+                    )
+                else:
+                    response = await self._exchange("POST", out.data, out=out)
+                if response.status < 300:
+                    run = None  # it got through: a later outage gets a fresh budget
+                try:
+                    await self._read_answer(out, response, ids, resume is not None)
+                finally:
+                    await response.aclose()
+                if ids:  # the stream ended cleanly without the answer: a cut stream
+                    raise TransportLost("the response stream ended before the answer")
+                return
+            except _SessionLost:
+                if resume is not None and not out.repeatable:
+                    # The request reached the old session and may have run: only a 404 on
+                    # the POST itself proves it did not.
+                    raise TransportLost(
+                        f"{out.method}: the session was lost before the answer; not re-sent, "
+                        "it is not safe to repeat"
+                    ) from None
+                if reinitialized or out.method == "initialize":
+                    raise TransportLost(
+                        "the server does not know our session (404), even after re-initializing"
+                    ) from None
+                reinitialized = True
+                await self._session_lost()
+                resume = None
+                continue
+            except _Retry as retry:
+                reason, hint, resume = str(retry), retry.hint, retry.resume
+            except ConnectFailed as exc:
+                reason, hint = str(exc), None  # nothing was sent: any method may retry
+            except TransportLost as exc:
+                if self._resumable(out):
+                    resume = self._last_ids.get(id(out)) or resume
+                if resume is None and not out.repeatable:
+                    raise TransportLost(
+                        f"{out.method}: {exc}; not re-sent, it is not safe to repeat"
+                    ) from None
+                reason, hint = str(exc), self._retry_hints.get(id(out))
+            if run is None:
+                run = self.config.backoff.start(clock=trio.current_time())
+            delay = run.next_wait(trio.current_time(), hint)
+            if delay is None:
+                raise TransportLost(
+                    f"{out.method}: gave up after {run.attempts} attempt(s) in "
+                    f"{run.elapsed:.1f} s: {reason}",
+                    attempts=run.attempts,
+                )
+            log.info(
+                "retrying %s in %.3f s (attempt %d): %s", out.method, delay, run.attempts, reason
+            )
+            await trio.sleep(delay)
+
+    def _resumable(self, out: Outgoing) -> bool:
+        return not out.modern and self.session_id is not None
+
+    async def _read_answer(
+        self, out: Outgoing, response: HttpResponse, ids: set[Any], resuming: bool
+    ) -> None:
+        status = response.status
+        if status == 404 and (self.session_id is not None and not out.modern):
+            raise _SessionLost
+        if status in (429, 503):
+            hint = parse_retry_after(response.header("retry-after"))
+            raise _Retry(f"HTTP {status}", hint)
+        if resuming and status in (400, 405):
+            raise TransportLost(f"the server cannot resume the stream (HTTP {status})")
+        if out.method == "initialize" and status < 300:
+            session = response.header("mcp-session-id")
+            if session is not None:
+                self.session_id = session
+        media = response.media_type
+        if media == "text/event-stream" and status < 300:
+            await self._read_events(response, out, ids, math.inf)
+            return
+        body = await response.read_all(self.config.max_message_size)
+        if media == "application/json" and body:
+            answered = _answers(body, ids)
+            if answered:
+                await self._push(body)
+                ids.difference_update(answered)
+                return
+            error = _error_of(body)
+            if error is not None:  # an error for no id of ours (id null): e.g. a 401, a 400
+                code = error.get("code")
+                raise PeerError(
+                    code if isinstance(code, int) else -32000,
+                    f"HTTP {status}: {error.get('message', '')}",
+                    error.get("data"),
+                )
+        if 200 <= status < 300:
+            raise BadMessage(f"{out.method}: HTTP {status} without an answer")
+        raise PeerError(
+            -32000,
+            f"HTTP {status}: {body[:300].decode('utf-8', 'replace').strip()}",
+            {"status": status},
+        )
+
+    async def _read_events(
+        self, response: HttpResponse, out: Outgoing | None, ids: set[Any], timeout: float
+    ) -> None:
+        decoder = SSEDecoder(max_frame_size=self.config.max_message_size)
+        key = id(out) if out is not None else 0
+        while True:
+            chunk = await response.receive_some(timeout=timeout)
+            decoder.feed(chunk)
+            while True:
+                try:
+                    event = decoder.next_event()
+                except FramingError as exc:  # an oversized event: the decoder skipped it
+                    log.warning("skipped an SSE event: %s", exc)
+                    continue
+                if event is None:
+                    break
+                if decoder.retry is not None:
+                    self._retry_hints[key] = decoder.retry / 1000
+                if event.id:
+                    self._last_ids[key] = event.id
+                    if event.id in self._seen:
+                        continue  # a replayed event we already delivered
+                    self._seen[event.id] = None
+                    if len(self._seen) > _SEEN_IDS:
+                        self._seen.popitem(last=False)
+                    if event.data:
+                        self.delivered.append((self.session_id, event.id))
+                if not event.data or event.event != "message":
+                    continue  # a priming event
+                data = event.data.encode("utf-8")
+                await self._push(data)
+                ids.difference_update(_answers(data, ids))
+                if out is not None and not ids:
+                    return
+            if not chunk:
+                return
+
+    async def _push(self, data: bytes) -> None:
+        with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._send_inbox.send(data)
+
+    async def _session_lost(self) -> None:
+        lost = self.session_id
+        async with self._reinit_lock:
+            if self.session_id != lost:
+                return  # another request already opened the new session
+            self.session_id = None
+            self.protocol_version = None
+            reinitialize = self.config.reinitialize
+            if reinitialize is None:
+                raise TransportLost("the server does not know our session (404)")
+            await reinitialize()
+            # Event ids are unique within a session only (2025-11-25 "Resumability"): the
+            # new session's ids start over, so forget the old session's.
+            self._last_ids.clear()
+            self._seen.clear()
+
+    async def _standing_stream(self) -> None:
+        """Handshake era: the session's GET stream, re-opened (``Last-Event-ID``) when cut."""
+        run: BackoffRun | None = None
+        last_id: str | None = None
+        try:
+            while not self._closed and self.session_id is not None:
+                hint: float | None = None
+                try:
+                    response = await self._exchange(
+                        "GET", b"", accept="text/event-stream", last_event_id=last_id
+                    )
+                    try:
+                        if response.status == 405:
+                            log.debug("the server offers no standing stream (405)")
+                            return
+                        if response.status == 404:
+                            await self._session_lost()
+                            last_id = None
+                            continue
+                        if response.status in (429, 503):
+                            hint = parse_retry_after(response.header("retry-after"))
+                            raise TransportLost(f"HTTP {response.status}")
+                        if response.media_type != "text/event-stream":
+                            log.warning("the standing stream got HTTP %d", response.status)
+                            return
+                        run = None
+                        await self._read_events(response, None, set(), math.inf)
+                    finally:
+                        await response.aclose()
+                    raise TransportLost("the standing stream ended")
+                except TransportLost as exc:
+                    last_id = self._last_ids.get(0, last_id)
+                    hint = hint if hint is not None else self._retry_hints.get(0)
+                    if run is None:
+                        run = self.config.backoff.start(clock=trio.current_time())
+                    delay = run.next_wait(trio.current_time(), hint)
+                    if delay is None:
+                        log.error("gave up on the standing stream: %s", exc)
+                        # Tell the client: its listeners hear nothing more from this session.
+                        error = TransportLost(
+                            f"the session's event stream is gone: gave up after "
+                            f"{run.attempts} attempt(s) in {run.elapsed:.1f} s: {exc}",
+                            attempts=run.attempts,
+                        )
+                        self._send_inbox.send_nowait(Failed(None, error))
+                        return
+                    await trio.sleep(delay)
+        except ClientError as exc:
+            log.error("the standing stream failed: %s", exc)
+        finally:
+            self._standing = False
+
+
+class _SessionLost(Exception):
+    pass
+
+
+def _error_of(body: bytes) -> dict[str, Any] | None:
+    """The ``error`` object of a JSON-RPC error response body, else None."""
+    try:
+        message = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    error = message.get("error") if isinstance(message, dict) else None
+    return error if isinstance(error, dict) else None
