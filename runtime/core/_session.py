@@ -19,6 +19,7 @@ class Session:
     __slots__ = (
         "client_capabilities",
         "client_info",
+        "first_request_id",
         "lifecycle",
         "log_level",
         "principal",
@@ -40,6 +41,10 @@ class Session:
         self.principal: Any = None
         #: Free-form per-session state for handlers and user code.
         self.state: dict[str, Any] = {}
+        #: The id of the first request this side sends the client (then counting up). A
+        #: session served by several replicas gives each copy a random start, so that a
+        #: client's response, routed to every copy, answers only the one that asked.
+        self.first_request_id = 1
 
     @property
     def protocol_version(self) -> str | None:
