@@ -16,7 +16,7 @@ Other packages import the names re-exported here, never the private modules.
 """
 
 from ._annotations import enc_hook
-from ._broadcast import LIST_KINDS, TASK_KEY, Broadcast, Change, ListKind, Subscriber
+from ._broadcast import LIST_KINDS, REPLICA_COPY, TASK_KEY, Broadcast, Change, ListKind, Subscriber
 from ._contents import to_contents
 from ._input import INPUT_METHODS, InputRequired, InputRound, check_capability, required_capability
 from ._output import OutputSpec, output_spec
@@ -42,6 +42,7 @@ from ._uritemplate import UriTemplate, UriTemplateError, is_template
 __all__ = [
     "INPUT_METHODS",
     "LIST_KINDS",
+    "REPLICA_COPY",
     "TASK_KEY",
     "TERMINAL",
     "Annotations",
