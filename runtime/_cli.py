@@ -123,6 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         default=_env("REQUEST_TIMEOUT"),
     )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        default=_env("STORE"),
+        help="shared state for many workers/replicas: redis://host:port/db (default: memory)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        default=_env("WORKERS", "1"),
+        help="worker processes sharing the listening socket (HTTP transports; default 1)",
+    )
     return parser
 
 
@@ -189,6 +202,18 @@ def load_target(target: str) -> Server:
     raise UsageError(f"{spec!r} has no {wanted}; name the object as {spec}:NAME")
 
 
+def _workers_refusal(args: argparse.Namespace, workers: int) -> str | None:
+    """Why ``--workers N`` cannot run with these options (one line), or None."""
+    if args.transport not in ("http", "sse"):
+        return f"--workers {workers} is supported with --transport http or sse only"
+    if not args.store or args.store.startswith("memory"):
+        return (
+            f"--workers {workers} needs --store redis://host:port/db: handshake-era sessions "
+            "live in one process's memory, so another worker would answer 404 to them"
+        )
+    return None
+
+
 def _configure_logging(level: str) -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -225,6 +250,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError) as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
+    workers = int(args.workers)
+    if workers > 1:
+        refused = _workers_refusal(args, workers)
+        if refused:
+            print(f"mcp-runtime: error: {refused}", file=sys.stderr)
+            return 2
+    if args.store:
+        from .stores import open_store
+
+        try:
+            server.store = open_store(args.store)
+        except ValueError as exc:
+            print(f"mcp-runtime: error: --store: {exc}", file=sys.stderr)
+            return 2
+    if workers > 1:
+        from ._workers import bind_socket, supervise
+
+        try:
+            sock = bind_socket(args.host, int(args.port))
+        except OSError as exc:
+            print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+            return 1
+        print(f"mcp-runtime: {workers} workers on {sock.getsockname()[:2]}", file=sys.stderr)
+        argv_list = list(sys.argv[1:] if argv is None else argv)
+        return supervise(argv_list, workers, sock, server.limits.shutdown_grace)
     options: dict[str, Any] = {"framing": args.framing}
     if args.transport == "tcp":
         options.update(port=int(args.port), host=args.host)
@@ -240,6 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .transports import HttpLimits
 
             options["http_limits"] = HttpLimits(max_connections=int(args.max_connections))
+        listen_fd = os.environ.get("MCP_RUNTIME_LISTEN_FD")
+        if listen_fd and args.transport != "ws":  # a worker of --workers N
+            import socket
+
+            options["sock"] = socket.socket(fileno=int(listen_fd))
     elif args.transport == "unix":
         options.update(path=args.socket)
     try:
