@@ -142,6 +142,7 @@ class RedisBus:
         self._confirmed: dict[str, trio.Event] = {}
         self._commands_send, self._commands_recv = trio.open_memory_channel[list[Any]](1 << 16)
         self.connected = False
+        self._conn: RespConnection | None = None
 
     async def publish(self, channel: str, data: bytes) -> None:
         await self.client.call("PUBLISH", self.prefix + channel, data)
@@ -188,14 +189,9 @@ class RedisBus:
                     conn = await RespConnection.open(
                         client.host, client.port, client.db, client.password
                     )
-                    # Drop queued (un)subscribes: the current set is sent whole.
-                    while True:
-                        try:
-                            self._commands_recv.receive_nowait()
-                        except trio.WouldBlock:
-                            break
-                    for name in self._confirmed:
-                        self._confirmed[name] = trio.Event()
+                    # From here the writer sends new (un)subscribes; the current set goes
+                    # whole (a duplicate SUBSCRIBE is harmless).
+                    self._conn = conn
                     if self._handlers:
                         await conn.send([["SUBSCRIBE", *self._handlers]])
                 self.connected = True
@@ -204,15 +200,19 @@ class RedisBus:
                     started = True
                     task_status.started()
                 log.info("redis pub/sub connected")
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write, conn)
-                    await self._read(conn)
-                    nursery.cancel_scope.cancel()
-            except (OSError, trio.BrokenResourceError, trio.TooSlowError, StoreUnavailable) as exc:
+                await self._read(conn)
+            except (
+                OSError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+                trio.TooSlowError,
+                StoreUnavailable,
+            ) as exc:
                 if self.connected:
                     log.warning("redis pub/sub lost: %s", exc)
             finally:
                 self.connected = False
+                self._conn = None
                 if conn is not None:
                     await conn.aclose()
             if not started:
@@ -221,14 +221,23 @@ class RedisBus:
             await trio.sleep(backoff)
             backoff = min(client.backoff_max, backoff * 2)
 
-    async def _write(self, conn: RespConnection) -> None:
+    async def write(self) -> None:
+        """Send queued (un)subscribes on the current connection (run until cancelled); with
+        none, they wait: a new connection subscribes to the whole current set."""
         async for command in self._commands_recv:
             name = command[1]
             if command[0] == "SUBSCRIBE" and name not in self._handlers:
                 continue
             if command[0] == "UNSUBSCRIBE" and name in self._handlers:
                 continue
-            await conn.send([command])
+            conn = self._conn
+            if conn is None:
+                continue
+            try:
+                with trio.fail_after(self.client.timeout):
+                    await conn.send([command])
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+                continue  # the reader notices and reconnects, subscribing to the whole set
 
     async def _read(self, conn: RespConnection) -> None:
         while True:
@@ -306,6 +315,7 @@ class RedisStore:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.redis_bus.write)
             await nursery.start(self.redis_bus.serve)
             nursery.start_soon(self._watch)
             try:

@@ -77,3 +77,9 @@ def hello(name: str) -> str:
 def welcome() -> str:
     """A note."""
     return "welcome"
+
+
+@app.tool
+def pid() -> int:
+    """This worker's process id."""
+    return os.getpid()
