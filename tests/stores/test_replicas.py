@@ -7,11 +7,20 @@ import json
 import sys
 from collections.abc import Iterator
 
+import h11
 import pytest
 import trio
 
+from ..transports.app import call, init_body
+from ..transports.http_client import request
 from .cluster import HERE, Cluster
 from .servers import RedisServer
+
+VERSION = "2025-11-25"
+
+
+def headers(session: str) -> dict[str, str]:
+    return {"mcp-session-id": session, "mcp-protocol-version": VERSION}
 
 
 @pytest.fixture
@@ -66,3 +75,58 @@ async def test_sdk_conversations_through_haproxy_see_no_404(cluster: Cluster) ->
     assert int(backend["hrsp_5xx"]) == 0, cluster.logs()
     assert int(backend["stot"]) - before > 60
     assert all(int(row["stot"]) > 15 for row in cluster.servers())
+
+
+async def test_kill_9_of_one_replica_under_load(cluster: Cluster) -> None:
+    """Six handshake sessions call tools through HAProxy while one replica is killed (-9):
+    at most the requests in flight on it fail (one per client at most), every session goes
+    on on the other two (adopted there), and nothing fails once HAProxy has seen it go."""
+    address = ("127.0.0.1", cluster.port)
+    results: list[tuple[float, int, int]] = []  # (time, client, status)
+    killed_at: list[float] = []
+
+    async def client(n: int) -> None:
+        response = await request(address, "POST", body=init_body(VERSION))
+        assert response.status == 200
+        session = response.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await request(address, "POST", headers=headers(session), body=note)).status == 202
+        request_id = 1
+        end = trio.current_time() + 5.0
+        while trio.current_time() < end:
+            request_id += 1
+            try:
+                got = await request(
+                    address,
+                    "POST",
+                    headers=headers(session),
+                    body=call(request_id, "add", a=n, b=request_id),
+                )
+                status = got.status
+                if status == 200:
+                    assert got.json()["result"]["content"][0]["text"] == str(n + request_id)
+            except (OSError, trio.BrokenResourceError, h11.RemoteProtocolError):
+                status = 0  # the connection died with the replica
+            results.append((trio.current_time(), n, status))
+
+    async def killer() -> None:
+        await trio.sleep(1.5)
+        killed_at.append(trio.current_time())
+        cluster.kill_replica(1)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for n in range(6):
+                nursery.start_soon(client, n)
+            nursery.start_soon(killer)
+    failed = [r for r in results if r[2] != 200]
+    after = [r for r in results if r[0] > killed_at[0] + 1.5]
+    print(
+        f"requests={len(results)} failed={len(failed)} statuses="
+        f"{sorted({r[2] for r in failed})} after_kill_ok={sum(r[2] == 200 for r in after)}"
+    )
+    assert len(failed) <= 6, failed
+    assert all(r[2] == 200 for r in after), after
+    for n in range(6):  # every session went on after the kill
+        assert any(r[1] == n and r[2] == 200 for r in after), n
+    assert sum(int(row["stot"]) > 0 for row in cluster.servers()) == 3
