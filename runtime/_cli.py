@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="N",
         default=_env("WORKERS", "1"),
-        help="worker processes sharing the listening socket (HTTP transports; default 1)",
+        help="worker processes sharing the listening socket (--transport http; default 1)",
     )
     return parser
 
@@ -204,8 +204,8 @@ def load_target(target: str) -> Server:
 
 def _workers_refusal(args: argparse.Namespace, workers: int) -> str | None:
     """Why ``--workers N`` cannot run with these options (one line), or None."""
-    if args.transport not in ("http", "sse"):
-        return f"--workers {workers} is supported with --transport http or sse only"
+    if args.transport != "http":
+        return f"--workers {workers} is supported with --transport http only"
     if not args.store or args.store.startswith("memory"):
         return (
             f"--workers {workers} needs --store redis://host:port/db: handshake-era sessions "
