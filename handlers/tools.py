@@ -144,7 +144,9 @@ def methods(server: App) -> dict[str, Handler]:
             return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
-            return start_task(ctx, tool, args, params, meta, raw, as_task)
+            record = start_task(ctx, tool, args, params, meta, raw, as_task)
+            await server.tasks.persist(record)  # visible to every replica before announced
+            return tasks.created(ctx, record)
         if sig.direct and params.request_state is None and not params.input_responses:
             # The common shape, an async tool that takes no Context: awaited right here,
             # without execute's layers (no Context, no input round, no thread). The same
@@ -175,7 +177,7 @@ def methods(server: App) -> dict[str, Handler]:
         meta: dict[str, Any] | None,
         raw: bytes | Raw,
         as_task: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> TaskRecord:
         """Run the call as a task (server/tasks): answered at once with the task created.
         (Apart from call_tool, whose locals would otherwise all become closure cells.)"""
         record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
@@ -187,7 +189,7 @@ def methods(server: App) -> dict[str, Handler]:
         if not ctx.modern:
             tasks.report_status(ctx.peer, record)
         server.tasks.start(record, run_task)
-        return tasks.created(ctx, record)
+        return record
 
     async def execute(
         ctx: RequestContext,

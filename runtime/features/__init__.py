@@ -24,7 +24,7 @@ from ._pagination import CursorCodec
 from ._registry import App, Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._signature import Signature, doc_summary, inspect_signature
 from ._state import StateSealer, params_digest, principal_key
-from ._tasks import TERMINAL, TaskRecord, TaskTable
+from ._tasks import TERMINAL, TaskHandle, TaskMirror, TaskRecord, TaskTable
 from ._types import (
     Annotations,
     AudioContent,
@@ -68,6 +68,8 @@ __all__ = [
     "Signature",
     "StateSealer",
     "Subscriber",
+    "TaskHandle",
+    "TaskMirror",
     "TaskRecord",
     "TaskTable",
     "TemplateDef",
