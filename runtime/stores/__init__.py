@@ -8,9 +8,18 @@ This package imports nothing of the runtime's other layers (tests/test_layers.py
 
 from __future__ import annotations
 
-from ._contracts import Bus, EventStore, SessionRecord, SessionStore, Store, StoreUnavailable
-from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore
-from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore
+from ._contracts import (
+    Bus,
+    EventStore,
+    SessionRecord,
+    SessionStore,
+    Store,
+    StoreUnavailable,
+    TaskSnapshot,
+    TaskStore,
+)
+from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
+from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
 from ._resp import RedisClient, RedisError
 
 __all__ = [
@@ -20,16 +29,20 @@ __all__ = [
     "MemoryEventStore",
     "MemorySessionStore",
     "MemoryStore",
+    "MemoryTaskStore",
     "RedisBus",
     "RedisClient",
     "RedisError",
     "RedisEventStore",
     "RedisSessionStore",
     "RedisStore",
+    "RedisTaskStore",
     "SessionRecord",
     "SessionStore",
     "Store",
     "StoreUnavailable",
+    "TaskSnapshot",
+    "TaskStore",
     "open_store",
 ]
 

@@ -28,6 +28,8 @@ __all__ = [
     "SessionStore",
     "Store",
     "StoreUnavailable",
+    "TaskSnapshot",
+    "TaskStore",
 ]
 
 
@@ -93,6 +95,35 @@ class EventStore(Protocol):
         ...
 
 
+class TaskSnapshot(msgspec.Struct):
+    """A task as every replica may read it (2026-07-28 tasks extension, SEP-2663): the
+    ``DetailedTask`` that ``tasks/get`` answers, whose it is, which replica runs it, and until
+    when that replica vouches for it (wall-clock seconds; renewed while it runs)."""
+
+    task: dict[str, Any]
+    owner: str | None
+    replica: str
+    lease_until: float
+
+
+class TaskStore(Protocol):
+    """Task snapshots, keyed by task id, each expiring after ``ttl`` seconds (the task's
+    TTL). Written by the replica that runs the task on every status change and lease renewal;
+    read by the others for ``tasks/get``, ``tasks/update`` and ``tasks/cancel``."""
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        """Create or replace the snapshot."""
+        ...
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        """Several ``put``s in one round trip (lease renewals)."""
+        ...
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        """The snapshot, or None (unknown, expired)."""
+        ...
+
+
 class Bus(Protocol):
     """Messages between replicas: at-most-once, in order per channel and publisher, to the
     replicas subscribed when it is published (Redis pub/sub semantics). Used to route a
@@ -125,6 +156,7 @@ class Store(Protocol):
     sessions: SessionStore
     events: EventStore
     bus: Bus
+    tasks: TaskStore
 
     @property
     def ready(self) -> bool:

@@ -10,9 +10,15 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from ._contracts import Bus, EventStore, SessionRecord, SessionStore
+from ._contracts import Bus, EventStore, SessionRecord, SessionStore, TaskSnapshot, TaskStore
 
-__all__ = ["MemoryBus", "MemoryEventStore", "MemorySessionStore", "MemoryStore"]
+__all__ = [
+    "MemoryBus",
+    "MemoryEventStore",
+    "MemorySessionStore",
+    "MemoryStore",
+    "MemoryTaskStore",
+]
 
 
 class MemoryEventStore:
@@ -80,6 +86,27 @@ class MemorySessionStore:
         self._records.pop(session_id, None)
 
 
+class MemoryTaskStore:
+    """Task snapshots in a dict (one process: nobody else reads them)."""
+
+    def __init__(self) -> None:
+        self._snapshots: dict[str, tuple[TaskSnapshot, float]] = {}
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        self._snapshots[task_id] = (snapshot, trio.current_time() + ttl)
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        for task_id, snapshot, ttl in items:
+            await self.put(task_id, snapshot, ttl)
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        found = self._snapshots.get(task_id)
+        if found is None or found[1] <= trio.current_time():
+            self._snapshots.pop(task_id, None)
+            return None
+        return found[0]
+
+
 class MemoryBus:
     """In-process channels: ``publish`` calls each subscriber at once."""
 
@@ -115,6 +142,7 @@ class MemoryStore:
         self.sessions: SessionStore = MemorySessionStore()
         self.events: EventStore = MemoryEventStore(max_events)
         self.bus: Bus = MemoryBus()
+        self.tasks: TaskStore = MemoryTaskStore()
         self._secrets: dict[str, bytes] = {}
 
     @property

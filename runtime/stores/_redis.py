@@ -23,14 +23,23 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 import trio
 
-from ._contracts import Bus, EventStore, SessionRecord, SessionStore, StoreUnavailable
+from ._contracts import (
+    Bus,
+    EventStore,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    TaskSnapshot,
+    TaskStore,
+)
 from ._resp import RedisClient, RedisError, RespConnection
 
-__all__ = ["RedisBus", "RedisEventStore", "RedisSessionStore", "RedisStore"]
+__all__ = ["RedisBus", "RedisEventStore", "RedisSessionStore", "RedisStore", "RedisTaskStore"]
 
 log = logging.getLogger("mcp_runtime.stores")
 
 _record_decoder = msgspec.json.Decoder(SessionRecord)
+_task_decoder = msgspec.json.Decoder(TaskSnapshot)
 
 # KEYS: counters, events; ARGV: stream, has-data, data, max events, ttl seconds.
 _APPEND = """
@@ -130,6 +139,35 @@ class RedisSessionStore:
 
     async def delete(self, session_id: str) -> None:
         await self.client.call("DEL", self.prefix + "s:" + session_id)
+
+
+class RedisTaskStore:
+    def __init__(self, client: RedisClient, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        await self.put_many([(task_id, snapshot, ttl)])
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        if not items:
+            return
+        commands: list[list[Any]] = [
+            ["SET", self.prefix + "t:" + task_id, msgspec.json.encode(snap), "EX", _seconds(ttl)]
+            for task_id, snap, ttl in items
+        ]
+        for reply in await self.client.pipeline(commands):
+            if isinstance(reply, RedisError):
+                raise StoreUnavailable(f"redis refused a task write: {reply}")
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        data = await self.client.call("GET", self.prefix + "t:" + task_id)
+        if data is None:
+            return None
+        try:
+            return _task_decoder.decode(data)
+        except msgspec.DecodeError:
+            return None
 
 
 class RedisBus:
@@ -283,6 +321,7 @@ class RedisStore:
         self.client = RedisClient(host, port, db, password, timeout=timeout)
         self.sessions: SessionStore = RedisSessionStore(self.client, prefix)
         self.events: EventStore = RedisEventStore(self.client, prefix, max_events, event_ttl)
+        self.tasks: TaskStore = RedisTaskStore(self.client, prefix)
         self.redis_bus = RedisBus(self.client, prefix)
         self.bus: Bus = self.redis_bus
 

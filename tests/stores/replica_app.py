@@ -83,3 +83,26 @@ def welcome() -> str:
 def pid() -> int:
     """This worker's process id."""
     return os.getpid()
+
+
+@app.tool(task="optional")
+async def build(target: str, seconds: float = 0.2) -> str:
+    """A slow job (run as a task)."""
+    await trio.sleep(seconds)
+    return f"built {target} on {REPLICA}"
+
+
+@app.tool(task="optional")
+async def deploy(environment: str, ctx: Context) -> str:
+    """Ask for confirmation while running as a task."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.elicit(f"Deploy to {environment}?", schema)
+    if answer.get("action") == "accept" and answer["content"].get("ok"):
+        return f"deployed to {environment} on {REPLICA}"
+    return "deployment cancelled"
+
+
+@app.tool(task="required")
+async def forever() -> str:
+    """Runs until cancelled."""
+    await trio.sleep_forever()

@@ -15,6 +15,7 @@ from runtime.stores import (
     SessionRecord,
     Store,
     StoreUnavailable,
+    TaskSnapshot,
     open_store,
 )
 
@@ -211,3 +212,19 @@ def test_open_store_urls() -> None:
         open_store("postgres://x")
     with pytest.raises(ValueError, match="bad database"):
         open_store("redis://localhost/x")
+
+
+async def test_task_snapshots(store: Store) -> None:
+    snap = TaskSnapshot(
+        task={"taskId": "t1", "status": "working"}, owner=None, replica="r", lease_until=1.5
+    )
+    later = TaskSnapshot(
+        task={"taskId": "t2", "status": "completed"}, owner='"bob"', replica="r", lease_until=2
+    )
+    with trio.fail_after(5):
+        assert await store.tasks.get("t1") is None
+        await store.tasks.put("t1", snap, 60)
+        assert await store.tasks.get("t1") == snap
+        await store.tasks.put_many([("t2", later, 60), ("t1", later, 60)])
+        assert await store.tasks.get("t1") == later == await store.tasks.get("t2")
+        await store.tasks.put_many([])
