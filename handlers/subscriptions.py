@@ -23,7 +23,7 @@ import msgspec
 import trio
 
 from runtime.core import Handler, NotificationHandler, Peer, RequestContext
-from runtime.features import TASK_KEY, App, Change, ListKind, Registry, Subscriber
+from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
 from runtime.protocol import MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, JSONRPCError
 
 from ._common import decode_params
@@ -132,12 +132,14 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     registry = server.registry
     changes = registry.changes
 
-    def session_feed(ctx: RequestContext) -> Subscriber:
-        """The session's subscriber, opened (with its delivery task) on first use."""
+    def session_feed(ctx: RequestContext, lists: bool = True) -> Subscriber:
+        """The session's subscriber, opened (with its delivery task) on first use; with the
+        list kinds unless ``lists`` is False."""
         feed = ctx.session.state.get(_FEED_KEY)
         if isinstance(feed, Subscriber):
             return feed
-        feed = changes.open(_offered(server), label=ctx.peer.connection_id)
+        kinds = _offered(server) if lists else ()
+        feed = changes.open(kinds, label=ctx.peer.connection_id)
         ctx.session.state[_FEED_KEY] = feed
         try:
             ctx.peer.start_soon(lambda: _deliver(feed, ctx.peer), name="subscriptions")
@@ -147,6 +149,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
 
     async def initialized(ctx: RequestContext) -> None:
         # 2025-11-25 basic/lifecycle: no notifications but pings and logging before this.
+        ctx.session.state.pop(REPLICA_COPY, None)
         session_feed(ctx)
 
     async def subscribe(ctx: RequestContext) -> dict[str, Any]:
@@ -156,7 +159,9 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # "Error Handling"); the spec does not say subscribe must check, we do so that a
             # typo fails loudly instead of never firing.
             raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
-        feed = session_feed(ctx)
+        # A replica's copy of a session another replica initialized: that one delivers the
+        # session's list changes; this copy only its resource updates (runtime.stores).
+        feed = session_feed(ctx, lists=REPLICA_COPY not in ctx.session.state)
         if uri not in feed.uris and len(feed.uris) >= MAX_RESOURCE_SUBSCRIPTIONS:
             raise _too_many()
         feed.watch(uri)

@@ -21,7 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from runtime.core import Handler, Peer, RequestContext
-from runtime.features import TERMINAL, App, TaskRecord, principal_key
+from runtime.features import TERMINAL, App, TaskHandle, TaskRecord, principal_key
 from runtime.protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
 
 from ._common import decode_params
@@ -132,33 +132,37 @@ def methods(server: App) -> dict[str, Handler]:
             # request that does not declare it gets -32021 before its params are read.
             raise missing_extension()
 
+    async def find_any(ctx: RequestContext, task_id: str) -> TaskRecord | TaskHandle:
+        """The task here, or (with a shared store) on the replica that runs it."""
+        return await table.find(task_id, owner(ctx))
+
     async def get(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
-        return find(ctx, params.taskId).wire(legacy=not ctx.modern)
+        return (await find_any(ctx, params.taskId)).wire(legacy=not ctx.modern)
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         if not ctx.modern:
             raise JSONRPCError.method_not_found(ctx.method)
         gate(ctx)
         params = decode_params(ctx, _update_decoder, b"{}")
-        find(ctx, params.taskId).provide(params.inputResponses)
+        await (await find_any(ctx, params.taskId)).update(params.inputResponses)
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = decode_params(ctx, _id_decoder, b"{}")
-        record = find(ctx, params.taskId)
+        record = await find_any(ctx, params.taskId)
         if record.status in TERMINAL:
             if ctx.modern:
                 return {}  # cooperative: acknowledged, nothing to do (SEP-2663)
             raise JSONRPCError(
                 INVALID_PARAMS, f"Task is already {record.status}", {"taskId": record.task_id}
             )
-        record.scope.cancel()
         # 2025-11-25: "MUST transition the task to cancelled status before sending the
-        # response"; the extension allows eventual consistency, we are immediate in both.
-        record.set_status("cancelled", "cancelled by the client")
+        # response"; the extension allows eventual consistency, we are immediate in both
+        # (for a task on another replica: once that replica hears of it).
+        await record.request_cancel("cancelled by the client")
         return {} if ctx.modern else record.wire(legacy=True)
 
     async def result(ctx: RequestContext) -> dict[str, Any]:

@@ -179,9 +179,9 @@ def methods(server: App) -> dict[str, Handler]:
                     _, result = await execute(ctx, tool, args, params, meta, raw, None, True)
                 except BecomeTask as handoff:
                     gathered = InputRound(handoff.responses)
-                    return start_task(ctx, tool, args, params, meta, raw, as_task, gathered)
+                    return await start_task(ctx, tool, args, params, meta, raw, as_task, gathered)
                 return result
-            return start_task(ctx, tool, args, params, meta, raw, as_task)
+            return await start_task(ctx, tool, args, params, meta, raw, as_task)
         if sig.direct and params.request_state is None and not params.input_responses:
             # The common shape, an async tool that takes no Context: awaited right here,
             # without execute's layers (no Context, no input round, no thread). The same
@@ -204,7 +204,7 @@ def methods(server: App) -> dict[str, Handler]:
         _, result = await execute(ctx, tool, args, params, meta, raw, None)
         return result
 
-    def start_task(
+    async def start_task(
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
@@ -226,6 +226,7 @@ def methods(server: App) -> dict[str, Handler]:
         if not ctx.modern:
             tasks.report_status(ctx.peer, record)
         server.tasks.start(record, run_task)
+        await server.tasks.persist(record)  # visible to every replica before announced
         return tasks.created(ctx, record)
 
     async def execute(

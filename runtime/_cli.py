@@ -155,6 +155,20 @@ _FLAGS = (
         transports=("http", "sse"),
     ),
     _Flag(
+        "store",
+        "shared state for many workers or replicas: redis://host:port/db (default: memory)",
+        metavar="URL",
+        transports=("http",),
+    ),
+    _Flag(
+        "workers",
+        "worker processes sharing the listening socket; more than 1 needs --store",
+        1,
+        type=_positive_int,
+        metavar="N",
+        transports=("http",),
+    ),
+    _Flag(
         "max-in-flight",
         "requests running at once per connection; past it, -32010 (default 64)",
         type=_positive_int,
@@ -338,6 +352,17 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+def _workers_refusal(settings: dict[str, Any], workers: int) -> str | None:
+    """Why ``--workers N`` cannot run with these settings (one line), or None."""
+    store = settings["store"]
+    if not store or store.startswith("memory"):
+        return (
+            f"--workers {workers} needs --store redis://host:port/db: handshake-era sessions "
+            "live in one process's memory, so another worker would answer 404 to them"
+        )
+    return None
+
+
 def _configure_logging(level: str, log_format: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
@@ -451,6 +476,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError) as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
+    workers = int(settings["workers"])
+    if workers > 1:
+        refused = _workers_refusal(settings, workers)
+        if refused:
+            print(f"mcp-runtime: error: {refused}", file=sys.stderr)
+            return 2
+    if settings["store"]:
+        from .stores import open_store
+
+        try:
+            server.store = open_store(settings["store"])
+        except ValueError as exc:
+            print(f"mcp-runtime: error: --store: {exc}", file=sys.stderr)
+            return 2
+    if workers > 1:
+        from ._workers import bind_socket, supervise
+
+        try:
+            sock = bind_socket(settings["host"], int(settings["port"]))
+        except OSError as exc:
+            print(f"mcp-runtime: error: {_bind_error(exc, transport, settings)}", file=sys.stderr)
+            return 1
+        host, port = sock.getsockname()[:2]
+        print(
+            f"mcp-runtime: serving {_summary(server)} with {workers} workers on "
+            f"{_url(transport, settings, (host, port))}",
+            file=sys.stderr,
+            flush=True,
+        )
+        argv_list = list(sys.argv[1:] if argv is None else argv)
+        return supervise(argv_list, workers, sock, server.limits.shutdown_grace)
     options = _serve_options(server, transport, settings)
 
     def announce(address: Any) -> None:
@@ -513,6 +569,9 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
 
         base = server.http_limits or HttpLimits()
         options["http_limits"] = dataclasses.replace(base, **http_changes)
+    listen_fd = os.environ.get("MCP_RUNTIME_LISTEN_FD")
+    if listen_fd and transport == "http":  # a worker of --workers N: the supervisor's socket
+        options["sock"] = socket.socket(fileno=int(listen_fd))
     return options
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,6 +23,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from .core import Connection, Session, dispatch_single
+from .features import REPLICA_COPY
+from .protocol import OPERATING
+from .stores import SessionRecord
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -95,6 +99,31 @@ def transport_hooks(server: Server) -> Hooks:
         session.principal = principal
         return session
 
+    def export_session(session: Session) -> SessionRecord | None:
+        version = session.protocol_version
+        if version is None:
+            return None
+        return SessionRecord(
+            version=version,
+            client_capabilities=dict(session.client_capabilities),
+            client_info=session.client_info,
+            log_level=session.log_level,
+        )
+
+    def import_session(transport: str, principal: Any, record: SessionRecord) -> Session:
+        # A session another replica negotiated: its handshake is over (2025-11-25
+        # basic/lifecycle), whatever this replica saw of it.
+        session = new_session(transport, principal)
+        session.lifecycle.version = record.version
+        session.lifecycle.state = OPERATING
+        session.client_capabilities = dict(record.client_capabilities)
+        session.client_info = record.client_info
+        session.log_level = record.log_level
+        # Requests to the client numbered apart from the other copies' (see Session).
+        session.first_request_id = 1 + secrets.randbelow(1 << 50)
+        session.state[REPLICA_COPY] = True
+        return session
+
     async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
         return await connection.run_request(envelope)
 
@@ -109,6 +138,8 @@ def transport_hooks(server: Server) -> Hooks:
         run_in_session=run_in_session,
         start_soon=start_soon,
         new_session=new_session,
+        export_session=export_session,
+        import_session=import_session,
         tool_header_params=tool_header_params,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,

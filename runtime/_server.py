@@ -31,6 +31,7 @@ from .transports import serve_pipe as _serve_pipe
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
     from .auth import AuthConfig
+    from .stores import Store
     from .transports import EventStore, HttpLimits
 from .features import (
     Completer,
@@ -105,6 +106,7 @@ class Server:
         default_log_level: str | None = "debug",
         http_limits: HttpLimits | None = None,
         event_store: EventStore | None = None,
+        store: Store | str | None = None,
     ) -> None:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints (server/utilities/
         caching) on cacheable results; ``cache_hints`` overrides them per method, e.g.
@@ -133,6 +135,11 @@ class Server:
         ``event_store`` (where resumable SSE events wait for ``Last-Event-ID``): what the
         HTTP, SSE and WebSocket transports use when ``serve_*`` is not given its own, so a
         file served with ``mcp-runtime serve`` can set them.
+
+        ``store``: where replicas share state (``runtime.stores``): None or ``"memory://"``
+        keeps everything in this process; ``"redis://host:port/db"`` (or a ``Store``) shares
+        handshake sessions, SSE replay, list-changed fan-out and the ``requestState`` key
+        with every replica on that Redis (docs/deploy.md).
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
@@ -153,6 +160,9 @@ class Server:
         self.cursors = CursorCodec(page_size)
         self._completer: Completer | None = None
         self.state_sealer = StateSealer(state_secret, ttl_seconds=state_ttl)
+        self.state_secret_given = state_secret is not None
+        #: ``runtime.stores``: a URL or a ``Store`` (opened when HTTP serving starts).
+        self.store = store
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
         #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
@@ -641,6 +651,7 @@ class Server:
         authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
         auth: AuthConfig | None = None,
         event_store: EventStore | None = None,
+        sock: Any = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
@@ -654,28 +665,37 @@ class Server:
         ``auth`` (``runtime.auth.AuthConfig``) makes it an OAuth 2.1 resource server instead:
         bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
         paths; sessions are bound to the token's subject and client id.
+        ``sock``: a listening socket to accept on instead (``--workers``). Liveness and
+        readiness answer at ``/healthz`` and ``/readyz`` (docs/deploy.md).
         """
+        from ._shared import sharing
+        from .stores import open_store
+
+        store = open_store(self.store)
         with self._lifetime.shutdown_signal() as shutdown:
             from ._compose import transport_hooks
             from .transports import serve_http as _serve_http
 
-            await _serve_http(
-                transport_hooks(self),
-                port=port,
-                host=host,
-                path=path,
-                sse_path=sse_path,
-                messages_path=messages_path,
-                allowed_origins=allowed_origins,
-                allowed_hosts=allowed_hosts,
-                limits=http_limits or self.http_limits,
-                max_body_size=self.limits.max_frame_size,
-                authenticate=authenticate,
-                auth=auth,
-                event_store=event_store or self.event_store,
-                shutdown=shutdown,
-                task_status=task_status,
-            )
+            async with sharing(self, store):
+                await _serve_http(
+                    transport_hooks(self),
+                    port=port,
+                    host=host,
+                    path=path,
+                    sse_path=sse_path,
+                    messages_path=messages_path,
+                    allowed_origins=allowed_origins,
+                    allowed_hosts=allowed_hosts,
+                    limits=http_limits or self.http_limits,
+                    max_body_size=self.limits.max_frame_size,
+                    authenticate=authenticate,
+                    auth=auth,
+                    event_store=event_store or self.event_store,
+                    store=store,
+                    sock=sock,
+                    shutdown=shutdown,
+                    task_status=task_status,
+                )
 
     async def serve_sse(
         self,

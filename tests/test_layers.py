@@ -38,6 +38,15 @@ FORBIDDEN = {
         "runtime._server",
         "runtime._context",
     ),
+    # Stores hold shared state; the layers above reach them through their public names.
+    "runtime.stores": (
+        "runtime.core",
+        "runtime.transports",
+        "runtime.features",
+        "handlers",
+        "runtime._server",
+        "runtime._context",
+    ),
     "handlers": ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
     # The client is a peer of the server, not a layer above it: it never reaches into the
     # handlers, the Server, its Context or CLI, nor the core (only protocol, framing and the
@@ -161,6 +170,21 @@ def test_protocol_imports_only_itself_msgspec_and_the_standard_library() -> None
                 continue
             if top not in PROTOCOL_THIRD_PARTY:
                 violations.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not violations, violations
+
+
+def test_stores_import_only_themselves_trio_msgspec_and_the_standard_library() -> None:
+    """The Redis store needs no client library: an optional extra must not be required."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    violations = []
+    for name, path in MODULES.items():
+        if not _within(name, "runtime.stores"):
+            continue
+        for imported in _imports(path):
+            top = imported.split(".")[0]
+            if _within(imported, "runtime.stores") or top in stdlib | {"trio", "msgspec"}:
+                continue
+            violations.append(f"{path.relative_to(ROOT)} imports {imported}")
     assert not violations, violations
 
 

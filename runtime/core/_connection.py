@@ -120,7 +120,9 @@ class Connection:
         self.session = session = session or Session()
         self._shutdown = shutdown
         self._id = connection_id or f"c{next(_connection_ids)}"
-        self._table: RequestTable[_Waiter] = RequestTable(limits.max_in_flight)
+        self._table: RequestTable[_Waiter] = RequestTable(
+            limits.max_in_flight, session.first_request_id
+        )
         self._out = Outbox(channel, limits, self._id, self._output_broke)
         self._reader = Reader(
             channel=channel,

@@ -69,11 +69,11 @@ class RequestTable(Generic[W]):
 
     __slots__ = ("_in_flight", "_next_id", "_pending", "active", "max_in_flight")
 
-    def __init__(self, max_in_flight: int) -> None:
+    def __init__(self, max_in_flight: int, first_id: int = 1) -> None:
         self.max_in_flight = max_in_flight
         self._in_flight: dict[tuple[type, RequestId], RequestContext] = {}
         self._pending: dict[tuple[type, RequestId], W] = {}
-        self._next_id = 0
+        self._next_id = first_id - 1
         #: Suspended requests and batches: what a drain waits for.
         self.active = 0
 

@@ -21,6 +21,7 @@ class Session:
         "client_capabilities",
         "client_info",
         "close_stream",
+        "first_request_id",
         "lifecycle",
         "log_level",
         "principal",
@@ -46,6 +47,10 @@ class Session:
         #: sessions): ends the response stream of the request with this id early; the
         #: client resumes it with Last-Event-ID. Returns False when there is none.
         self.close_stream: Callable[[Any], bool] | None = None
+        #: The id of the first request this side sends the client (then counting up). A
+        #: session served by several replicas gives each copy a random start, so that a
+        #: client's response, routed to every copy, answers only the one that asked.
+        self.first_request_id = 1
 
     @property
     def protocol_version(self) -> str | None:

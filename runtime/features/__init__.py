@@ -16,7 +16,7 @@ Other packages import the names re-exported here, never the private modules.
 """
 
 from ._annotations import enc_hook
-from ._broadcast import LIST_KINDS, TASK_KEY, Broadcast, Change, ListKind, Subscriber
+from ._broadcast import LIST_KINDS, REPLICA_COPY, TASK_KEY, Broadcast, Change, ListKind, Subscriber
 from ._contents import to_contents
 from ._input import (
     INPUT_METHODS,
@@ -32,7 +32,7 @@ from ._pagination import CursorCodec
 from ._registry import App, Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._signature import Signature, doc_summary, inspect_signature
 from ._state import StateSealer, params_digest, principal_key
-from ._tasks import TERMINAL, TaskRecord, TaskTable
+from ._tasks import TERMINAL, TaskHandle, TaskMirror, TaskRecord, TaskTable
 from ._threads import ThreadBounds, WorkerThreads
 from ._types import (
     Annotations,
@@ -51,6 +51,7 @@ from ._uritemplate import UriTemplate, UriTemplateError, is_template
 __all__ = [
     "INPUT_METHODS",
     "LIST_KINDS",
+    "REPLICA_COPY",
     "TASK_KEY",
     "TERMINAL",
     "Annotations",
@@ -77,6 +78,8 @@ __all__ = [
     "Signature",
     "StateSealer",
     "Subscriber",
+    "TaskHandle",
+    "TaskMirror",
     "TaskRecord",
     "TaskTable",
     "TemplateDef",

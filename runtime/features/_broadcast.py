@@ -25,7 +25,15 @@ from typing import Final, Literal, cast
 
 import trio
 
-__all__ = ["LIST_KINDS", "TASK_KEY", "Broadcast", "Change", "ListKind", "Subscriber"]
+__all__ = [
+    "LIST_KINDS",
+    "REPLICA_COPY",
+    "TASK_KEY",
+    "Broadcast",
+    "Change",
+    "ListKind",
+    "Subscriber",
+]
 
 log = logging.getLogger("mcp_runtime.broadcast")
 
@@ -36,6 +44,10 @@ LIST_KINDS: Final[tuple[ListKind, ...]] = ("tools", "prompts", "resources")
 Change = tuple[Literal["list", "updated", "task"], str]
 #: Task ids share the URI index under this prefix; a space cannot occur in a URI.
 TASK_KEY: Final = " task "
+#: ``Session.state`` key set on a handshake session's copy on a replica other than the one
+#: that saw ``notifications/initialized`` (runtime.stores): that one delivers the session's
+#: list changes; a copy's resource subscriptions must not deliver them a second time.
+REPLICA_COPY: Final = "mcp.replica_copy"
 
 
 class Subscriber:
@@ -121,6 +133,10 @@ class Broadcast:
         self._token: trio.lowlevel.TrioToken | None = None
         #: Set by :meth:`end_all` (server shutdown): new subscribers start ended.
         self.closed_reason: str | None = None
+        #: Called (in the trio thread) with each list change and resource update published
+        #: here, to pass it on to other replicas (``runtime._shared``); those deliver it
+        #: with :meth:`deliver`, which does not relay again.
+        self.relay: Callable[[Change], None] | None = None
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -157,13 +173,29 @@ class Broadcast:
 
     def list_changed(self, kind: ListKind) -> None:
         """Publish ``notifications/{kind}/list_changed``."""
+        if self.relay is not None:
+            self._hop(self.relay, ("list", kind))
         if self._by_kind[kind]:
             self._hop(self._publish, ("list", kind))
 
     def resource_updated(self, uri: str) -> None:
         """Publish ``notifications/resources/updated`` for ``uri`` (exact match)."""
+        if self.relay is not None:
+            self._hop(self.relay, ("updated", uri))
         if uri in self._by_uri:
             self._hop(self._publish, ("updated", uri))
+
+    def set_relay(self, relay: Callable[[Change], None] | None) -> None:
+        """Pass every change published here to ``relay`` too (None: stop). Call from the
+        trio thread that serves: changes published from worker threads hop to it."""
+        self.relay = relay
+        self._token = trio.lowlevel.current_trio_token()
+
+    def deliver(self, change: Change) -> None:
+        """A change another replica published: to this replica's subscribers only (call
+        from the trio thread)."""
+        if change[0] in ("list", "updated"):
+            self._publish(change)
 
     def task_changed(self, task_id: str) -> None:
         """Publish ``notifications/tasks`` for a task watched by a listen (``taskIds``)."""

@@ -17,14 +17,14 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import trio
 
 from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
 from ._input import check_response
 
-__all__ = ["TERMINAL", "TaskRecord", "TaskTable"]
+__all__ = ["TERMINAL", "TaskHandle", "TaskMirror", "TaskRecord", "TaskTable"]
 
 log = logging.getLogger("mcp_runtime.tasks")
 
@@ -104,6 +104,15 @@ class TaskRecord:
                 await self._answered.wait()
         return {key: self.responses[key] for key in requests}
 
+    async def update(self, responses: dict[str, Any]) -> None:
+        """``tasks/update`` (the :class:`TaskHandle` interface): :meth:`provide`."""
+        self.provide(responses)
+
+    async def request_cancel(self, message: str) -> None:
+        """``tasks/cancel`` (the :class:`TaskHandle` interface): cancel it now."""
+        self.scope.cancel()
+        self.set_status("cancelled", message)
+
     def provide(self, responses: dict[str, Any]) -> None:
         """Accept answers; keys that are not outstanding are ignored (SEP-2663), an answer
         that is not a result of the method asked is -32602 and none of them is accepted.
@@ -155,6 +164,41 @@ class TaskRecord:
         return task
 
 
+class TaskHandle(Protocol):
+    """What the task methods use of a task: a local :class:`TaskRecord`, or a task another
+    replica runs (``runtime._shared``: read from the shared store, updates and cancellation
+    sent to that replica)."""
+
+    task_id: str
+
+    @property
+    def status(self) -> Status: ...
+
+    def wire(self, *, legacy: bool) -> dict[str, Any]: ...
+
+    async def update(self, responses: dict[str, Any]) -> None: ...
+
+    async def request_cancel(self, message: str) -> None: ...
+
+
+class TaskMirror(Protocol):
+    """Shares a table's tasks with other replicas (set as ``TaskTable.mirror`` while serving
+    over a shared store)."""
+
+    def changed(self, record: TaskRecord) -> None:
+        """A task's status changed: publish its snapshot soon."""
+        ...
+
+    async def persist(self, record: TaskRecord) -> None:
+        """Publish a new task's snapshot now (before the client hears of the task); raises
+        ``JSONRPCError`` when it cannot."""
+        ...
+
+    async def find(self, task_id: str, owner: object | None) -> TaskHandle | None:
+        """A task another replica runs, visible to ``owner``; None when there is none."""
+        ...
+
+
 class TaskTable:
     def __init__(
         self,
@@ -174,6 +218,8 @@ class TaskTable:
         self._tasks: dict[str, TaskRecord] = {}
         #: The nursery tasks run in; set while the server is serving.
         self.nursery: trio.Nursery | None = None
+        #: Set while serving over a shared store: tasks visible to every replica.
+        self.mirror: TaskMirror | None = None
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -196,8 +242,24 @@ class TaskTable:
         if self.on_change is not None:
             notify = self.on_change
             record.listeners.append(lambda changed: notify(changed.task_id))
+        if self.mirror is not None:
+            record.listeners.append(self.mirror.changed)
         self._tasks[record.task_id] = record
         return record
+
+    async def persist(self, record: TaskRecord) -> None:
+        """Make a new task visible to the other replicas before it is announced (a no-op
+        without a shared store)."""
+        if self.mirror is not None:
+            await self.mirror.persist(record)
+
+    async def find(self, task_id: str, owner: object | None) -> TaskRecord | TaskHandle:
+        """:meth:`get`, or a task another replica runs (with a shared store)."""
+        if self.peek(task_id) is None and self.mirror is not None:
+            remote = await self.mirror.find(task_id, owner)
+            if remote is not None:
+                return remote
+        return self.get(task_id, owner)
 
     def get(self, task_id: str, owner: object | None) -> TaskRecord:
         """The task, or -32602 for an unknown, expired or foreign id: a task is visible only
@@ -215,6 +277,11 @@ class TaskTable:
             self.purge()
             return None
         return record
+
+    def owned_by_anyone(self) -> list[TaskRecord]:
+        """Every live task (lease renewals of a shared store)."""
+        self.purge()
+        return list(self._tasks.values())
 
     def owned_by(self, owner: object) -> list[TaskRecord]:
         self.purge()

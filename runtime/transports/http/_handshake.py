@@ -18,6 +18,7 @@ from ...protocol import (
     CANCELLED,
     HANDSHAKE_VERSIONS,
     INITIALIZE,
+    INTERNAL_ERROR,
     Envelope,
     JSONRPCError,
     Kind,
@@ -28,6 +29,7 @@ from ...protocol import (
     overloaded,
     split_batch,
 )
+from ...stores import StoreUnavailable
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
@@ -56,10 +58,13 @@ class HandshakeEra:
         key, _principal = await self.gate.check_request(request)
         return key
 
-    def session(self, request: HttpRequest, principal: Any) -> HttpSession:
+    async def session(self, request: HttpRequest, principal: Any, token: Any = None) -> HttpSession:
         session_id = request.header("mcp-session-id")
         assert session_id is not None
-        session = self.registry.get(session_id)
+        try:
+            session = await self.registry.find(session_id, principal, token)
+        except StoreUnavailable as exc:
+            raise store_unavailable(exc) from None
         # With auth on, a session belongs to the principal that created it: to anyone else
         # it does not exist (404 reveals nothing).
         if (
@@ -74,6 +79,16 @@ class HandshakeEra:
         if version is not None and version not in HANDSHAKE_VERSIONS:
             raise refusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
         session.touch()
+        shared = session.shared
+        if shared is not None:
+            # Keep the shared record alive (its TTL is the idle timeout), not on every POST.
+            now = trio.current_time()
+            if now - session.shared_touched > min(60.0, self.limits.session_idle_timeout / 4):
+                session.shared_touched = now
+                try:
+                    await shared.sessions.touch(session.id, self.limits.session_idle_timeout)
+                except StoreUnavailable as exc:
+                    raise store_unavailable(exc) from None
         return session
 
     async def initialize(
@@ -90,6 +105,10 @@ class HandshakeEra:
         if session is None:
             error = overloaded("too many sessions", maxSessions=self.limits.max_sessions)
             raise HttpError(503, "Service Unavailable: too many sessions", error_reply(error))
+        try:
+            await self.registry.share(session)
+        except StoreUnavailable as exc:
+            raise store_unavailable(exc) from None
         try:
             await self.post_session(
                 request, exchange, session, message, Kind.REQUEST, accept_json, accept_sse
@@ -150,6 +169,14 @@ class HandshakeEra:
             for envelope in envelopes:
                 if envelope.method == CANCELLED:
                     self._cancelled(session, envelope)
+            # A response to a server request, or a cancellation, may concern a request
+            # another replica runs: route it there too (the others ignore it).
+            if (
+                session.shared is not None
+                and isinstance(message, Envelope)
+                and (kind == Kind.RESPONSE or message.method == CANCELLED)
+            ):
+                await session.publish(b"in", body)
             await exchange.respond(202, b"", headers=headers)
             return
         stream = session.open_stream(keys)
@@ -259,6 +286,11 @@ class HandshakeEra:
             reply = await self.hooks.run_in_session(connection, envelope)
         finally:
             stream.on_message = None
+        if session.shared is not None:
+            try:
+                await session.sync()  # e.g. logging/setLevel: before the client hears back
+            except StoreUnavailable as exc:
+                log.warning("session change not shared session=%s: %s", session.id[:8], exc)
         if writer_done is not None or exchange.hung_up_seen:
             # The answer joins the stream (and the replay store, for a client that left).
             if reply is not None:
@@ -296,7 +328,7 @@ class HandshakeEra:
             # standing stream in either era.
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
         principal = await self.principal(request)
-        session = self.session(request, principal)
+        session = await self.session(request, principal)
         if not parse_accept(request.header("accept"))[1]:
             raise refusal(406, "Not Acceptable: a GET must accept text/event-stream")
         if session.get_streams >= self.limits.max_streams_per_session:
@@ -305,7 +337,10 @@ class HandshakeEra:
         replay: list[tuple[str, bytes]] = []
         skip = 0
         if last is not None:
-            found = await session.store.replay(session.id, last)
+            try:
+                found = await session.store.replay(session.id, last)
+            except StoreUnavailable as exc:
+                raise store_unavailable(exc) from None
             if found is None:
                 raise refusal(400, "Bad Request: unknown Last-Event-ID")
             stream_id, replay = found
@@ -346,9 +381,23 @@ class HandshakeEra:
         if request.header("mcp-session-id") is None:
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
         principal = await self.principal(request)
-        session = self.session(request, principal)
+        session = await self.session(request, principal)
+        session.deleted = True
         session.end()
+        if session.shared is not None:
+            try:
+                await session.shared.sessions.delete(session.id)
+            except StoreUnavailable as exc:
+                raise store_unavailable(exc) from None
+            await session.publish(b"end", b"")
         await exchange.respond(200, b"")
+
+
+def store_unavailable(exc: StoreUnavailable) -> HttpError:
+    """The shared store did not answer in time: 503 with a JSON-RPC error, at once."""
+    error = JSONRPCError(INTERNAL_ERROR, f"Session store unavailable: {exc}")
+    reason = "Service Unavailable: session store unavailable"
+    return HttpError(503, reason, error_reply(error), [("Retry-After", "1")])
 
 
 def _seq(event_id: str) -> int:

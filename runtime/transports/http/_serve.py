@@ -17,12 +17,14 @@ after the grace (plus one second) is cancelled.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import trio
 
 from ...auth import AuthConfig
+from ...stores import Store
 from ._auth import Authenticate, Gate
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest
@@ -52,6 +54,9 @@ async def serve_http(
     authenticate: Authenticate | None = None,
     auth: AuthConfig | None = None,
     event_store: EventStore | None = None,
+    store: Store | None = None,
+    health_paths: tuple[str, str] | None = ("/healthz", "/readyz"),
+    sock: socket.socket | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -66,17 +71,34 @@ async def serve_http(
     authentication at each of ``auth.resource_metadata.well_known_paths()``. Or
     ``authenticate``, the generic hook (``runtime.transports.http.Authenticate``).
     With either, a session is bound to the principal that created it.
+
+    ``store`` (``runtime.stores``, already running): when shared, handshake-era sessions
+    and their SSE events live there, so any replica serves any session's POST or GET.
+
+    ``sock``: an already listening socket to accept on (instead of binding ``host:port``).
+
+    ``health_paths`` (liveness, readiness; None: none): GET liveness answers 200 while the
+    process serves; readiness answers 200 ``{"ready":true}``, or 503 while draining
+    (shutdown) or while the shared store is unreachable. Neither needs authentication.
     """
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
     policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-    store = event_store or MemoryEventStore(limits.max_replay_events)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    shared = store if store is not None and store.shared else None
+    if event_store is None and shared is not None:
+        event_store = shared.events
+    events = event_store or MemoryEventStore(limits.max_replay_events)
+    if sock is not None:  # a listening socket shared by --workers (runtime._workers)
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
     try:
         async with trio.open_nursery() as sessions_nursery:
-            registry = SessionRegistry(hooks, limits, store, sessions_nursery, shutdown)
+            registry = SessionRegistry(
+                hooks, limits, events, sessions_nursery, shutdown, shared=shared
+            )
             sessions_nursery.start_soon(registry.reap)
             streamable = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
             legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
@@ -103,7 +125,24 @@ async def serve_http(
                     return legacy.stream(request, exchange)
                 if sse_path is not None and target == messages_path:
                     return legacy.messages(request, exchange)
+                if health_paths is not None and target in health_paths:
+                    return health(request, exchange, target == health_paths[1])
                 raise HttpError(404, "Not Found")
+
+            async def health(request: HttpRequest, exchange: Exchange, readiness: bool) -> None:
+                if request.method not in ("GET", "HEAD"):
+                    raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                headers = [("Cache-Control", "no-store")]
+                if not readiness:
+                    await exchange.respond(200, b'{"live":true}', headers=headers)
+                elif shutdown.is_set():
+                    body = b'{"ready":false,"reason":"draining"}'
+                    await exchange.respond(503, body, headers=headers)
+                elif store is not None and not store.ready:
+                    body = b'{"ready":false,"reason":"store unreachable"}'
+                    await exchange.respond(503, body, headers=headers)
+                else:
+                    await exchange.respond(200, b'{"ready":true}', headers=headers)
 
             async with trio.open_nursery() as connections:
                 log.info(

@@ -19,9 +19,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import trio
 
 from ...protocol import ModernRequest, id_key, probe
+from ...stores import SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._streams import EventStore, Key, ResponseStream
 
@@ -67,6 +69,12 @@ class Hooks:
     run_in_session: Callable[[Any, Any], Awaitable[bytes | None]] | None = None
     #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
     start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
+    #: With a shared store (``runtime.stores``): ``export_session(core)`` is what a session
+    #: negotiated (a ``SessionRecord``, None before ``initialize``), ``import_session(
+    #: transport, token, record)`` a protocol session object restored from one, so that any
+    #: replica serves any session's POST.
+    export_session: Callable[[Any], SessionRecord | None] | None = None
+    import_session: Callable[[str, Any, SessionRecord], Any] | None = None
 
 
 class _SessionChannel:
@@ -114,6 +122,16 @@ class HttpSession:
         self.connection: Any = None
         #: A 2024-11-05 HTTP+SSE session (reachable only through its messages URL).
         self.legacy = False
+        #: The shared store when replicas share sessions (else None): see ``SessionRegistry``.
+        self.shared: Store | None = None
+        self.export: Callable[[Any], SessionRecord | None] | None = None
+        #: The last record saved (compared after each request: saved again when it changed).
+        self.saved: SessionRecord | None = None
+        self.stream_suffix = ""
+        self.shared_touched = trio.current_time()
+        self.unsubscribe: Callable[[], None] | None = None
+        #: Ended by DELETE (not by this replica's idle expiry or shutdown).
+        self.deleted = False
         # Handlers may end their own POST's SSE stream early (Context.close_sse_stream).
         core.close_stream = self.cut_stream
 
@@ -139,7 +157,9 @@ class HttpSession:
         if any(key in self._by_key for key in keys):
             return None
         stream = ResponseStream(
-            f"p{next(self._stream_numbers)}", keys, queue_size=self.limits.stream_queue_size
+            f"p{next(self._stream_numbers)}{self.stream_suffix}",
+            keys,
+            queue_size=self.limits.stream_queue_size,
         )
         self.streams[stream.id] = stream
         for key in keys:
@@ -173,11 +193,60 @@ class HttpSession:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.inbound_send.send(body)
 
-    async def prime(self, stream: ResponseStream) -> str:
-        """The priming event of ``stream`` (allocated once, before its other events)."""
+    async def prime(self, stream: ResponseStream) -> str | None:
+        """The priming event of ``stream`` (allocated once, before its other events); None
+        while a shared store is unreachable (the stream is then not resumable)."""
         if stream.prime_id is None:
-            stream.prime_id = await self.store.append(self.id, stream.id, None)
+            try:
+                stream.prime_id = await self.store.append(self.id, stream.id, None)
+            except StoreUnavailable as exc:
+                log.warning("event not stored session=%s: %s", self.id[:8], exc)
+                return None
         return stream.prime_id
+
+    async def sync(self) -> None:
+        """Save what the session negotiated when it changed (``initialize``, ``logging/
+        setLevel``), so the next POST finds it on whichever replica it lands."""
+        if self.shared is None or self.export is None:
+            return
+        record = self.export(self.core)
+        if record is None or record == self.saved:
+            return
+        if self.principal is not None:
+            record.principal = principal_key(self.principal)
+        await self.shared.sessions.save(self.id, record, self.limits.session_idle_timeout)
+        self.saved = record
+        self.shared_touched = trio.current_time()
+
+    async def publish(self, kind: bytes, data: bytes) -> None:
+        """Tell the other replicas holding this session (``in``: a client message for their
+        connection; ``out``: an event for the GET stream; ``end``: the session ended)."""
+        if self.shared is None:
+            return
+        message = kind + b" " + self.shared.replica.encode() + b" " + data
+        try:
+            await self.shared.bus.publish("session:" + self.id, message)
+        except StoreUnavailable as exc:
+            log.warning("not routed to other replicas session=%s: %s", self.id[:8], exc)
+
+    def on_bus(self, message: bytes) -> None:
+        """A message from another replica about this session (see :meth:`publish`)."""
+        kind, _, rest = message.partition(b" ")
+        origin, _, data = rest.partition(b" ")
+        log.debug("bus session=%s kind=%s attached=%s", self.id[:8], kind, self.standing.attached)
+        if self.shared is None or origin == self.shared.replica.encode():
+            return
+        if kind == b"in":
+            try:
+                self.inbound_send.send_nowait(data)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                log.warning("dropped a routed client message session=%s", self.id[:8])
+        elif kind == b"out":
+            if self.standing.attached:
+                event_id, _, payload = data.partition(b" ")
+                self.standing.push(event_id.decode() or None, payload)
+        elif kind == b"end":
+            self.end()
 
     async def route(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         for data, related in messages:
@@ -191,11 +260,22 @@ class HttpSession:
             if data[:1] == b"[" and stream.batch_errors and data[-1:] == b"]":
                 errors, stream.batch_errors = stream.batch_errors, []
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
+            if is_response and self.shared is not None and self.saved is None:
+                data = await self._first_save(data, ref)
             if stream.lazy_prime and stream.prime_id is None:
                 await self.prime(stream)
-            event_id = await self.store.append(self.id, stream.id, data)
+            event_id: str | None
+            try:
+                event_id = await self.store.append(self.id, stream.id, data)
+            except StoreUnavailable as exc:
+                # Delivered without an id: not resumable while the store is away.
+                log.warning("event not stored session=%s: %s", self.id[:8], exc)
+                event_id = None
             if stream is self.standing or not is_response:
                 stream.push(event_id, data)
+                if stream is self.standing and self.shared is not None and not stream.attached:
+                    # The GET stream may be held by another replica.
+                    await self.publish(b"out", (event_id or "").encode() + b" " + data)
                 continue
             if data[:1] == b"[":  # a batch reply answers every request of its POST
                 finals = list(stream.pending)
@@ -221,14 +301,36 @@ class HttpSession:
                     started=self._started,
                 )
         finally:
+            if self.unsubscribe is not None:
+                self.unsubscribe()
             self.connection = None
             self.ended = True
             self.inbound_send.close()
             for stream in self.streams.values():
                 stream.finish()
             self._by_key.clear()
-            with trio.CancelScope(shield=True):
-                await self.store.forget(self.id)
+            # A shared session's events outlive this replica's copy (until DELETE or expiry).
+            if self.shared is None or self.deleted:
+                with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
+                    await self.store.forget(self.id)
+
+    async def _first_save(self, data: bytes, ref: Any) -> bytes:
+        """Before the ``initialize`` response leaves, save the session for the other
+        replicas; if the store is unreachable, answer with an error and end the session
+        (a session the others cannot see would 404 on its next POST)."""
+        try:
+            await self.sync()
+        except StoreUnavailable as exc:
+            log.warning("session not saved session=%s: %s", self.id[:8], exc)
+            self.end()
+            return msgspec.json.encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ref,
+                    "error": {"code": -32603, "message": f"Session store unavailable: {exc}"},
+                }
+            )
+        return data
 
     def _started(self, connection: Any) -> None:
         self.connection = connection
@@ -238,6 +340,14 @@ class HttpSession:
         self.ended = True
         self.inbound_send.close()
         self.scope.cancel()
+
+
+def principal_key(principal: Any) -> str:
+    """A session's principal as the shared store keeps it (compared as a string)."""
+    try:
+        return msgspec.json.encode(principal).decode()
+    except TypeError:
+        return repr(principal)
 
 
 class SessionRegistry:
@@ -250,6 +360,7 @@ class SessionRegistry:
         store: EventStore,
         nursery: trio.Nursery,
         shutdown: trio.Event,
+        shared: Store | None = None,
     ) -> None:
         self.hooks = hooks
         self.limits = limits
@@ -257,6 +368,9 @@ class SessionRegistry:
         self._nursery = nursery
         self._shutdown = shutdown
         self._sessions: dict[str, HttpSession] = {}
+        #: A shared store (``Store.shared``): handshake sessions are saved there and any
+        #: replica adopts a session it has not seen (``find``).
+        self.shared = shared if shared is not None and shared.shared else None
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -267,22 +381,67 @@ class SessionRegistry:
             return None
         return session
 
+    async def find(self, session_id: str, principal: Any, token: Any = None) -> HttpSession | None:
+        """The live session ``session_id``; with a shared store, one another replica created
+        is adopted here (restored from its record, subscribed to its messages). Raises
+        ``StoreUnavailable`` when the store cannot say."""
+        session = self.get(session_id)
+        if session is not None or self.shared is None:
+            return session
+        record = await self.shared.sessions.load(session_id)
+        if record is None or self.hooks.import_session is None:
+            return None
+        if principal is not None and record.principal != principal_key(principal):
+            return None  # bound to someone else: it does not exist for this caller
+        if len(self._sessions) >= self.limits.max_sessions:
+            return None
+        core = self.hooks.import_session("http", token, record)
+        session = self.create(principal, token=token, core=core, session_id=session_id)
+        assert session is not None
+        session.saved = record
+        await self.share(session)
+        log.info("session adopted session=%s", session_id[:8])
+        return session
+
+    async def share(self, session: HttpSession) -> None:
+        """Subscribe ``session`` to what other replicas route to it (a no-op unshared)."""
+        if session.shared is not None and session.unsubscribe is None:
+            try:
+                session.unsubscribe = await session.shared.bus.subscribe(
+                    "session:" + session.id, session.on_bus
+                )
+            except StoreUnavailable:
+                session.end()
+                raise
+
     def create(
-        self, principal: Any, transport: str = "http", *, token: Any = None
+        self,
+        principal: Any,
+        transport: str = "http",
+        *,
+        token: Any = None,
+        core: Any = None,
+        session_id: str | None = None,
     ) -> HttpSession | None:
         """Start a new session, or None when ``max_sessions`` are alive. ``principal`` is
         the key the session is bound to; ``token`` what handlers see as ``ctx.principal``."""
         if len(self._sessions) >= self.limits.max_sessions:
             return None
-        session_id = secrets.token_hex(16)  # 128 bits from the OS CSPRNG, visible ASCII
+        # 128 bits from the OS CSPRNG, visible ASCII
+        session_id = session_id or secrets.token_hex(16)
         session = HttpSession(
             session_id,
             principal,
-            self.hooks.new_session(transport, token),
+            core if core is not None else self.hooks.new_session(transport, token),
             self.store,
             self.limits,
             self.hooks.inbound_queue,
         )
+        if self.shared is not None and transport == "http":
+            session.shared = self.shared
+            session.export = self.hooks.export_session
+            # Stream ids unique across replicas (event ids name their stream).
+            session.stream_suffix = "-" + self.shared.replica
         self._sessions[session_id] = session
 
         async def run() -> None:

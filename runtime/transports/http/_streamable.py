@@ -126,7 +126,7 @@ class StreamableEndpoint:
                 )
                 return
         if request.header("mcp-session-id") is not None:
-            session = self.sessions.session(request, principal)
+            session = await self.sessions.session(request, principal, token)
             await self.sessions.post_session(
                 request, exchange, session, message, kind, accept_json, accept_sse
             )

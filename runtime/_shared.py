@@ -1,0 +1,268 @@
+"""What a server shares with its other replicas while it serves over a shared store
+(``runtime.stores``; docs/deploy.md): list-changed and resource-updated events fanned out
+through the store's bus, the ``requestState`` sealing secret (2026-07-28 MRTR: state sealed
+on one replica opens on another), and 2026-07-28 tasks (SEP-2663): each replica writes its
+tasks' snapshots to the store (on every status change, and a lease renewed every
+``LEASE_RENEW`` seconds), answers ``tasks/get`` for another replica's task from the store,
+and sends ``tasks/update`` and ``tasks/cancel`` to the replica that runs it; a task whose
+lease ran out (its replica died) reads as ``failed``. Sessions and SSE events are shared by
+the HTTP transport itself (``serve_http(store=...)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from .features import TERMINAL, Broadcast, Change, StateSealer, TaskRecord, TaskTable
+from .protocol import INTERNAL_ERROR, JSONRPCError
+from .stores import Store, StoreUnavailable, TaskSnapshot
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["sharing"]
+
+log = logging.getLogger("mcp_runtime.stores")
+
+#: Changes waiting to be published; past it they are dropped (logged). Every change is
+#: level-triggered ("read it again"), so a burst says no more than its last item.
+RELAY_QUEUE = 1024
+CHANGES_CHANNEL = "changes"
+#: Seconds between lease renewals of the tasks a replica runs; a lease lasts three of them.
+LEASE_RENEW = 2.0
+LEASE = 3 * LEASE_RENEW
+
+
+@contextlib.asynccontextmanager
+async def sharing(server: Server, store: Store) -> AsyncIterator[None]:
+    """Run ``store`` and, when it is shared, relay ``server``'s changes through it."""
+    async with store.running():
+        if not store.shared:
+            yield
+            return
+        if not server.state_secret_given:
+            try:
+                secret = await store.shared_secret("request-state")
+            except StoreUnavailable as exc:
+                # Sealed state then opens only on the replica that sealed it.
+                log.warning("requestState key not shared (store unavailable): %s", exc)
+            else:
+                server.state_sealer = StateSealer(
+                    secret, ttl_seconds=server.state_sealer.ttl_seconds
+                )
+        async with trio.open_nursery() as nursery:
+            await _relay(server.registry.changes, store, nursery)
+            mirror = _TaskMirror(store, server.tasks)
+            await mirror.start(nursery)
+            server.tasks.mirror = mirror
+            try:
+                yield
+            finally:
+                server.tasks.mirror = None
+                server.registry.changes.set_relay(None)
+                nursery.cancel_scope.cancel()
+
+
+async def _relay(changes: Broadcast, store: Store, nursery: trio.Nursery) -> None:
+    send, receive = trio.open_memory_channel[Change](RELAY_QUEUE)
+    mine = store.replica
+
+    def relay(change: Change) -> None:
+        try:
+            send.send_nowait(change)
+        except trio.WouldBlock:
+            log.warning("change not relayed to other replicas (queue full): %r", change)
+
+    def deliver(data: bytes) -> None:
+        try:
+            origin, what, key = msgspec.json.decode(data, type=tuple[str, str, str])
+        except (msgspec.DecodeError, ValueError):
+            return
+        log.debug("change from replica=%s %s %s", origin, what, key)
+        if origin != mine and what in ("list", "updated"):
+            change: Any = (what, key)
+            changes.deliver(change)
+
+    async def publish() -> None:
+        async for what, key in receive:
+            try:
+                await store.bus.publish(CHANGES_CHANNEL, msgspec.json.encode([mine, what, key]))
+            except StoreUnavailable as exc:
+                log.warning("change not relayed to other replicas: %s", exc)
+
+    try:
+        unsubscribe = await store.bus.subscribe(CHANGES_CHANNEL, deliver)
+    except StoreUnavailable as exc:
+        log.warning("not receiving other replicas' changes yet: %s", exc)
+        unsubscribe = None
+
+    async def keep_subscribed() -> None:
+        nonlocal unsubscribe
+        try:
+            while unsubscribe is None:
+                await trio.sleep(1.0)
+                with contextlib.suppress(StoreUnavailable):
+                    unsubscribe = await store.bus.subscribe(CHANGES_CHANNEL, deliver)
+            await trio.sleep_forever()
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    changes.set_relay(relay)
+    nursery.start_soon(publish)
+    nursery.start_soon(keep_subscribed)
+
+
+def _shareable(record: TaskRecord) -> bool:
+    # 2026-07-28 tasks belong to a principal key (a string) or to nobody; a handshake-era
+    # task belongs to its session object, which other replicas do not share.
+    return record.owner is None or isinstance(record.owner, str)
+
+
+def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
+    return JSONRPCError(INTERNAL_ERROR, f"Task store unavailable: {exc}")
+
+
+class _RemoteTask:
+    """A task another replica runs, as the task methods see it (``TaskHandle``)."""
+
+    def __init__(self, mirror: _TaskMirror, task_id: str, snapshot: TaskSnapshot) -> None:
+        self.task_id = task_id
+        self._mirror = mirror
+        self._snapshot = snapshot
+
+    @property
+    def status(self) -> Any:
+        return self._snapshot.task.get("status")
+
+    def wire(self, *, legacy: bool) -> dict[str, Any]:
+        return dict(self._snapshot.task)
+
+    async def update(self, responses: dict[str, Any]) -> None:
+        await self._mirror.send(self._snapshot.replica, ["update", self.task_id, responses])
+
+    async def request_cancel(self, message: str) -> None:
+        await self._mirror.send(self._snapshot.replica, ["cancel", self.task_id, message])
+
+
+class _TaskMirror:
+    """``TaskTable.mirror`` over a shared store (see the module docstring)."""
+
+    def __init__(self, store: Store, table: TaskTable) -> None:
+        self.store = store
+        self.table = table
+        self.replica = store.replica
+        self._send, self._receive = trio.open_memory_channel[str](RELAY_QUEUE)
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        try:
+            await self.store.bus.subscribe("task:" + self.replica, self._deliver)
+        except StoreUnavailable as exc:
+            log.warning("tasks: not receiving other replicas' updates yet: %s", exc)
+        nursery.start_soon(self._write)
+        nursery.start_soon(self._renew)
+
+    def snapshot(self, record: TaskRecord) -> tuple[str, TaskSnapshot, float]:
+        owner = record.owner if isinstance(record.owner, str) else None
+        ttl = (record.ttl_ms or self.table.default_ttl_ms) / 1000
+        snap = TaskSnapshot(
+            task=record.wire(legacy=False),
+            owner=owner,
+            replica=self.replica,
+            lease_until=time.time() + LEASE,
+        )
+        return record.task_id, snap, ttl
+
+    def changed(self, record: TaskRecord) -> None:
+        if _shareable(record):
+            try:
+                self._send.send_nowait(record.task_id)
+            except trio.WouldBlock:
+                log.warning("task snapshot not queued task=%s (queue full)", record.task_id)
+
+    async def persist(self, record: TaskRecord) -> None:
+        if not _shareable(record):
+            return
+        try:
+            await self.store.tasks.put(*self.snapshot(record))
+        except StoreUnavailable as exc:
+            # Not announced, so not run: the client gets the error instead of a task id
+            # that other replicas could not find.
+            record.scope.cancel()
+            record.set_status("failed", "task store unavailable")
+            raise _unavailable(exc) from None
+
+    async def find(self, task_id: str, owner: object | None) -> _RemoteTask | None:
+        if owner is not None and not isinstance(owner, str):
+            return None
+        try:
+            snap = await self.store.tasks.get(task_id)
+        except StoreUnavailable as exc:
+            raise _unavailable(exc) from None
+        if snap is None or snap.owner != owner or snap.replica == self.replica:
+            return None
+        if snap.task.get("status") not in TERMINAL and time.time() > snap.lease_until:
+            # Its replica stopped renewing: it died (or lost Redis for LEASE seconds).
+            message = "the replica running this task stopped (its lease expired)"
+            task = {k: v for k, v in snap.task.items() if k not in ("inputRequests", "result")}
+            task.update(
+                status="failed",
+                statusMessage=message,
+                error={"code": INTERNAL_ERROR, "message": message},
+            )
+            snap = TaskSnapshot(task=task, owner=snap.owner, replica=snap.replica, lease_until=0)
+            ttl = (snap.task.get("ttlMs") or self.table.default_ttl_ms) / 1000
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.tasks.put(task_id, snap, ttl)
+        return _RemoteTask(self, task_id, snap)
+
+    async def send(self, replica: str, command: list[Any]) -> None:
+        try:
+            await self.store.bus.publish("task:" + replica, msgspec.json.encode(command))
+        except StoreUnavailable as exc:
+            raise _unavailable(exc) from None
+
+    def _deliver(self, data: bytes) -> None:
+        try:
+            op, task_id, arg = msgspec.json.decode(data, type=tuple[str, str, Any])
+        except (msgspec.DecodeError, ValueError):
+            return
+        record = self.table.peek(task_id)
+        if record is None:
+            return
+        if op == "update" and isinstance(arg, dict):
+            record.provide(arg)
+            self.changed(record)
+        elif op == "cancel" and record.status not in TERMINAL:
+            record.scope.cancel()
+            record.set_status("cancelled", str(arg))
+
+    async def _write(self) -> None:
+        async for task_id in self._receive:
+            record = self.table.peek(task_id)
+            if record is None:
+                continue
+            try:
+                await self.store.tasks.put(*self.snapshot(record))
+            except StoreUnavailable as exc:
+                log.warning("task snapshot not written task=%s: %s", task_id, exc)
+
+    async def _renew(self) -> None:
+        while True:
+            await trio.sleep(LEASE_RENEW)
+            live = [
+                self.snapshot(record)
+                for record in self.table.owned_by_anyone()
+                if record.status not in TERMINAL and _shareable(record)
+            ]
+            try:
+                await self.store.tasks.put_many(live)
+            except StoreUnavailable as exc:
+                log.warning("task leases not renewed: %s", exc)

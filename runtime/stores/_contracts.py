@@ -1,0 +1,173 @@
+"""The store seam: what a replica shares with the others, as protocols with their contracts.
+
+One process keeps everything in memory (``runtime.stores.MemoryStore``, the default, today's
+behaviour). Several workers or machines share a Redis (``RedisStore``). Every call below
+promises the same three things, so callers can rely on them without knowing the backend:
+
+- **Bounded**: it returns or raises within ``Store.timeout`` seconds (default 1 s); it never
+  hangs on a slow or absent server.
+- **One error**: when the backend cannot be reached or does not answer in time it raises
+  :class:`StoreUnavailable` (never ``OSError``, never ``trio.TooSlowError``). HTTP turns that
+  into ``503 Service Unavailable`` with a JSON-RPC error body.
+- **Recovering**: after a failure the next call tries again (after a short backoff); nothing
+  needs a restart once the backend is back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+import msgspec
+
+__all__ = [
+    "Bus",
+    "EventStore",
+    "SessionRecord",
+    "SessionStore",
+    "Store",
+    "StoreUnavailable",
+    "TaskSnapshot",
+    "TaskStore",
+]
+
+
+class StoreUnavailable(Exception):
+    """The shared store cannot be reached or did not answer within its timeout."""
+
+
+class SessionRecord(msgspec.Struct, omit_defaults=True):
+    """What a handshake-era session negotiated (MCP 2025-11-25 basic/lifecycle), enough for
+    any replica to serve its next POST: the version, the client's capabilities and info, the
+    log level it set (``logging/setLevel``) and the principal it is bound to (an opaque
+    string, compared as is)."""
+
+    version: str
+    client_capabilities: dict[str, Any] = {}
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    principal: str | None = None
+
+
+class SessionStore(Protocol):
+    """Handshake-era session records, keyed by ``Mcp-Session-Id``; each expires after ``ttl``
+    seconds without a ``save`` or ``touch`` (the session idle timeout)."""
+
+    async def save(self, session_id: str, record: SessionRecord, ttl: float) -> None:
+        """Create or replace the record; it lives ``ttl`` more seconds."""
+        ...
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        """The record, or None when there is none (never created, ended or expired)."""
+        ...
+
+    async def touch(self, session_id: str, ttl: float) -> None:
+        """The session was used: it lives ``ttl`` more seconds (no-op when absent)."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """The session ended (DELETE, expiry): the record is gone for every replica."""
+        ...
+
+
+class EventStore(Protocol):
+    """Where SSE events wait for a client that may resume with ``Last-Event-ID`` (MCP
+    2025-11-25 basic/transports, "Resumability and Redelivery"). The same protocol as
+    ``runtime.transports.http.EventStore``: event ids are ``<stream>_<n>``, ``n`` counting up
+    within the stream, unique across replicas when the store is shared. Bounded per session
+    (oldest dropped first) and by age (a shared store expires a session's events with it)."""
+
+    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        """Store one event of ``stream_id`` (None: a priming event, counted, not replayed)
+        and return its id."""
+        ...
+
+    async def replay(
+        self, session_id: str, last_event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream of ``last_event_id`` and its stored events after it, in order, or None
+        when the id names no stream of this session."""
+        ...
+
+    async def forget(self, session_id: str) -> None:
+        """Drop everything kept for a session (it ended)."""
+        ...
+
+
+class TaskSnapshot(msgspec.Struct):
+    """A task as every replica may read it (2026-07-28 tasks extension, SEP-2663): the
+    ``DetailedTask`` that ``tasks/get`` answers, whose it is, which replica runs it, and until
+    when that replica vouches for it (wall-clock seconds; renewed while it runs)."""
+
+    task: dict[str, Any]
+    owner: str | None
+    replica: str
+    lease_until: float
+
+
+class TaskStore(Protocol):
+    """Task snapshots, keyed by task id, each expiring after ``ttl`` seconds (the task's
+    TTL). Written by the replica that runs the task on every status change and lease renewal;
+    read by the others for ``tasks/get``, ``tasks/update`` and ``tasks/cancel``."""
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        """Create or replace the snapshot."""
+        ...
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        """Several ``put``s in one round trip (lease renewals)."""
+        ...
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        """The snapshot, or None (unknown, expired)."""
+        ...
+
+
+class Bus(Protocol):
+    """Messages between replicas: at-most-once, in order per channel and publisher, to the
+    replicas subscribed when it is published (Redis pub/sub semantics). Used to route a
+    session's messages to the replica that holds its GET stream or runs the request a client
+    response answers, and to fan out list-changed / resource-updated events."""
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        """Send ``data`` to every current subscriber of ``channel`` on every replica."""
+        ...
+
+    async def subscribe(self, channel: str, deliver: Callable[[bytes], None]) -> Callable[[], None]:
+        """Call ``deliver(data)`` (synchronously, in the bus's task: it must not block) for
+        each message on ``channel``, from when this returns; returns the unsubscribe
+        function. Raises :class:`StoreUnavailable` if the subscription is not confirmed in
+        time. After a reconnection the bus subscribes again by itself (messages published
+        meanwhile are lost)."""
+        ...
+
+
+class Store(Protocol):
+    """The bundle a server is given (``Server(store=...)``, ``--store URL``)."""
+
+    #: True when other processes see what this one stores (then sessions are adopted by any
+    #: replica, and messages are routed through the bus).
+    shared: bool
+    #: This process's id among the replicas (random, short, URL-safe).
+    replica: str
+    #: The bound of every call, in seconds.
+    timeout: float
+    sessions: SessionStore
+    events: EventStore
+    bus: Bus
+    tasks: TaskStore
+
+    @property
+    def ready(self) -> bool:
+        """False while the backend is known to be unreachable (readiness probes)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """Hold the store's connections and background tasks open while serving."""
+        ...
+
+    async def shared_secret(self, name: str) -> bytes:
+        """A 32-byte random secret shared by every replica under ``name`` (created by the
+        first that asks); e.g. the sealing key of 2026-07-28 ``requestState``."""
+        ...

@@ -1,0 +1,157 @@
+"""The in-memory store: one process, today's behaviour, no dependency (the default)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import secrets
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+
+import trio
+
+from ._contracts import Bus, EventStore, SessionRecord, SessionStore, TaskSnapshot, TaskStore
+
+__all__ = [
+    "MemoryBus",
+    "MemoryEventStore",
+    "MemorySessionStore",
+    "MemoryStore",
+    "MemoryTaskStore",
+]
+
+
+class MemoryEventStore:
+    """In-memory event store, at most ``max_events`` per session (oldest dropped).
+
+    Event ids are ``<stream>_<n>``: ``n`` counts up within the stream.
+    """
+
+    def __init__(self, max_events: int = 1000) -> None:
+        self.max_events = max_events
+        self._events: dict[str, deque[tuple[str, int, bytes | None]]] = {}
+        self._counters: dict[tuple[str, str], int] = {}
+
+    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        counter = self._counters.get((session_id, stream_id), 0) + 1
+        self._counters[(session_id, stream_id)] = counter
+        events = self._events.setdefault(session_id, deque(maxlen=self.max_events))
+        events.append((stream_id, counter, data))
+        return f"{stream_id}_{counter}"
+
+    async def replay(
+        self, session_id: str, last_event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        stream_id, _, number = last_event_id.rpartition("_")
+        if not number.isdigit() or (session_id, stream_id) not in self._counters:
+            return None
+        after = int(number)
+        found = [
+            (f"{s}_{n}", data)
+            for s, n, data in self._events.get(session_id, ())
+            if s == stream_id and n > after and data is not None
+        ]
+        return stream_id, found
+
+    async def forget(self, session_id: str) -> None:
+        self._events.pop(session_id, None)
+        for key in [k for k in self._counters if k[0] == session_id]:
+            del self._counters[key]
+
+
+class MemorySessionStore:
+    """Session records in a dict, expiring on the trio clock."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[SessionRecord, float]] = {}
+
+    async def save(self, session_id: str, record: SessionRecord, ttl: float) -> None:
+        self._records[session_id] = (record, trio.current_time() + ttl)
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        found = self._records.get(session_id)
+        if found is None:
+            return None
+        if found[1] <= trio.current_time():
+            del self._records[session_id]
+            return None
+        return found[0]
+
+    async def touch(self, session_id: str, ttl: float) -> None:
+        found = self._records.get(session_id)
+        if found is not None:
+            self._records[session_id] = (found[0], trio.current_time() + ttl)
+
+    async def delete(self, session_id: str) -> None:
+        self._records.pop(session_id, None)
+
+
+class MemoryTaskStore:
+    """Task snapshots in a dict (one process: nobody else reads them)."""
+
+    def __init__(self) -> None:
+        self._snapshots: dict[str, tuple[TaskSnapshot, float]] = {}
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        self._snapshots[task_id] = (snapshot, trio.current_time() + ttl)
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        for task_id, snapshot, ttl in items:
+            await self.put(task_id, snapshot, ttl)
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        found = self._snapshots.get(task_id)
+        if found is None or found[1] <= trio.current_time():
+            self._snapshots.pop(task_id, None)
+            return None
+        return found[0]
+
+
+class MemoryBus:
+    """In-process channels: ``publish`` calls each subscriber at once."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, list[Callable[[bytes], None]]] = {}
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        for deliver in list(self._subscribers.get(channel, ())):
+            deliver(data)
+
+    async def subscribe(self, channel: str, deliver: Callable[[bytes], None]) -> Callable[[], None]:
+        self._subscribers.setdefault(channel, []).append(deliver)
+
+        def unsubscribe() -> None:
+            listeners = self._subscribers.get(channel, [])
+            with contextlib.suppress(ValueError):
+                listeners.remove(deliver)
+            if not listeners:
+                self._subscribers.pop(channel, None)
+
+        return unsubscribe
+
+
+class MemoryStore:
+    """Everything in this process's memory: nothing is shared (``shared`` is False), so a
+    second process sees none of it. The default."""
+
+    shared: bool = False
+    timeout: float = math.inf
+
+    def __init__(self, max_events: int = 1000) -> None:
+        self.replica = secrets.token_urlsafe(4)
+        self.sessions: SessionStore = MemorySessionStore()
+        self.events: EventStore = MemoryEventStore(max_events)
+        self.bus: Bus = MemoryBus()
+        self.tasks: TaskStore = MemoryTaskStore()
+        self._secrets: dict[str, bytes] = {}
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        yield
+
+    async def shared_secret(self, name: str) -> bytes:
+        return self._secrets.setdefault(name, secrets.token_bytes(32))

@@ -1,0 +1,379 @@
+"""The Redis store: sessions, SSE events, the bus and shared secrets for many replicas.
+
+Keys (all under ``prefix``, default ``mcp:``):
+
+- ``s:<session>``: the session record (msgspec JSON), with the idle timeout as its TTL;
+- ``ec:<session>`` (hash stream -> counter) and ``ev:<session>`` (list of ``<id> <data>``,
+  trimmed to ``max_events``): the replay store, expiring with ``event_ttl``;
+- ``secret:<name>``: shared secrets (``SET NX``: the first replica's wins);
+- pub/sub channels ``<prefix><channel>``.
+
+Round trips: ``append`` and ``replay`` are one each (a script, a pipeline); ``load`` one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import msgspec
+import trio
+
+from ._contracts import (
+    Bus,
+    EventStore,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    TaskSnapshot,
+    TaskStore,
+)
+from ._resp import RedisClient, RedisError, RespConnection
+
+__all__ = ["RedisBus", "RedisEventStore", "RedisSessionStore", "RedisStore", "RedisTaskStore"]
+
+log = logging.getLogger("mcp_runtime.stores")
+
+_record_decoder = msgspec.json.Decoder(SessionRecord)
+_task_decoder = msgspec.json.Decoder(TaskSnapshot)
+
+# KEYS: counters, events; ARGV: stream, has-data, data, max events, ttl seconds.
+_APPEND = """
+local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+local id = ARGV[1] .. '_' .. n
+if ARGV[2] == '1' then
+  redis.call('RPUSH', KEYS[2], id .. ' ' .. ARGV[3])
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+  redis.call('EXPIRE', KEYS[2], ARGV[5])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return id
+"""
+
+
+def _seconds(ttl: float) -> int:
+    return max(1, int(ttl + 0.999))
+
+
+class RedisEventStore:
+    """The replay store in Redis, at most ``max_events`` per session, expiring ``ttl``
+    seconds after the session's last event."""
+
+    def __init__(self, client: RedisClient, prefix: str, max_events: int, ttl: float) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.max_events = max_events
+        self.ttl = ttl
+
+    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        keys = (self.prefix + "ec:" + session_id, self.prefix + "ev:" + session_id)
+        reply = await self.client.call(
+            "EVAL",
+            _APPEND,
+            2,
+            *keys,
+            stream_id,
+            "0" if data is None else "1",
+            data or b"",
+            self.max_events,
+            _seconds(self.ttl),
+        )
+        return bytes(reply).decode()
+
+    async def replay(
+        self, session_id: str, last_event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        stream_id, _, number = last_event_id.rpartition("_")
+        if not number.isdigit() or not stream_id:
+            return None
+        after = int(number)
+        exists, entries = await self.client.pipeline(
+            [
+                ["HEXISTS", self.prefix + "ec:" + session_id, stream_id],
+                ["LRANGE", self.prefix + "ev:" + session_id, 0, -1],
+            ]
+        )
+        if isinstance(exists, RedisError) or isinstance(entries, RedisError):
+            raise StoreUnavailable(f"redis error on replay: {exists!r} {entries!r}")
+        if not exists:
+            return None
+        found: list[tuple[str, bytes]] = []
+        for entry in entries:
+            event_id, _, data = bytes(entry).partition(b" ")
+            stream, _, n = event_id.decode().rpartition("_")
+            if stream == stream_id and int(n) > after:
+                found.append((event_id.decode(), data))
+        return stream_id, found
+
+    async def forget(self, session_id: str) -> None:
+        await self.client.call(
+            "DEL", self.prefix + "ec:" + session_id, self.prefix + "ev:" + session_id
+        )
+
+
+class RedisSessionStore:
+    def __init__(self, client: RedisClient, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+
+    async def save(self, session_id: str, record: SessionRecord, ttl: float) -> None:
+        data = msgspec.json.encode(record)
+        await self.client.call("SET", self.prefix + "s:" + session_id, data, "EX", _seconds(ttl))
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        data = await self.client.call("GET", self.prefix + "s:" + session_id)
+        if data is None:
+            return None
+        try:
+            return _record_decoder.decode(data)
+        except msgspec.DecodeError:
+            log.warning("unreadable session record session=%s", session_id[:8])
+            return None
+
+    async def touch(self, session_id: str, ttl: float) -> None:
+        await self.client.call("EXPIRE", self.prefix + "s:" + session_id, _seconds(ttl))
+
+    async def delete(self, session_id: str) -> None:
+        await self.client.call("DEL", self.prefix + "s:" + session_id)
+
+
+class RedisTaskStore:
+    def __init__(self, client: RedisClient, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+
+    async def put(self, task_id: str, snapshot: TaskSnapshot, ttl: float) -> None:
+        await self.put_many([(task_id, snapshot, ttl)])
+
+    async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
+        if not items:
+            return
+        commands: list[list[Any]] = [
+            ["SET", self.prefix + "t:" + task_id, msgspec.json.encode(snap), "EX", _seconds(ttl)]
+            for task_id, snap, ttl in items
+        ]
+        for reply in await self.client.pipeline(commands):
+            if isinstance(reply, RedisError):
+                raise StoreUnavailable(f"redis refused a task write: {reply}")
+
+    async def get(self, task_id: str) -> TaskSnapshot | None:
+        data = await self.client.call("GET", self.prefix + "t:" + task_id)
+        if data is None:
+            return None
+        try:
+            return _task_decoder.decode(data)
+        except msgspec.DecodeError:
+            return None
+
+
+class RedisBus:
+    """Redis pub/sub on one dedicated connection, reconnected with backoff by :meth:`serve`."""
+
+    def __init__(self, client: RedisClient, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self._handlers: dict[str, list[Callable[[bytes], None]]] = {}
+        self._confirmed: dict[str, trio.Event] = {}
+        self._commands_send, self._commands_recv = trio.open_memory_channel[list[Any]](1 << 16)
+        self.connected = False
+        self._conn: RespConnection | None = None
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        await self.client.call("PUBLISH", self.prefix + channel, data)
+
+    async def subscribe(self, channel: str, deliver: Callable[[bytes], None]) -> Callable[[], None]:
+        name = self.prefix + channel
+        handlers = self._handlers.setdefault(name, [])
+        handlers.append(deliver)
+        if len(handlers) == 1:
+            self._confirmed[name] = trio.Event()
+            self._commands_send.send_nowait(["SUBSCRIBE", name])
+        confirmed = self._confirmed.get(name)
+        if confirmed is not None and not confirmed.is_set():
+            with trio.move_on_after(self.client.timeout):
+                await confirmed.wait()
+            if not confirmed.is_set():
+                self._unsubscribe(name, deliver)
+                raise StoreUnavailable(f"redis did not confirm SUBSCRIBE {channel} in time")
+
+        def unsubscribe() -> None:
+            self._unsubscribe(name, deliver)
+
+        return unsubscribe
+
+    def _unsubscribe(self, name: str, deliver: Callable[[bytes], None]) -> None:
+        handlers = self._handlers.get(name, [])
+        with contextlib.suppress(ValueError):
+            handlers.remove(deliver)
+        if not handlers and name in self._handlers:
+            del self._handlers[name]
+            self._confirmed.pop(name, None)
+            with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+                self._commands_send.send_nowait(["UNSUBSCRIBE", name])
+
+    async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the pub/sub connection up until cancelled (reconnecting with backoff)."""
+        client = self.client
+        backoff = client.backoff_min
+        started = False
+        while True:
+            conn: RespConnection | None = None
+            try:
+                with trio.fail_after(client.timeout):
+                    conn = await RespConnection.open(
+                        client.host, client.port, client.db, client.password
+                    )
+                    # From here the writer sends new (un)subscribes; the current set goes
+                    # whole (a duplicate SUBSCRIBE is harmless).
+                    self._conn = conn
+                    if self._handlers:
+                        await conn.send([["SUBSCRIBE", *self._handlers]])
+                self.connected = True
+                backoff = client.backoff_min
+                if not started:
+                    started = True
+                    task_status.started()
+                log.info("redis pub/sub connected")
+                await self._read(conn)
+            except (
+                OSError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+                trio.TooSlowError,
+                StoreUnavailable,
+            ) as exc:
+                if self.connected:
+                    log.warning("redis pub/sub lost: %s", exc)
+            finally:
+                self.connected = False
+                self._conn = None
+                if conn is not None:
+                    await conn.aclose()
+            if not started:
+                started = True
+                task_status.started()  # serve degraded; readiness says so
+            await trio.sleep(backoff)
+            backoff = min(client.backoff_max, backoff * 2)
+
+    async def write(self) -> None:
+        """Send queued (un)subscribes on the current connection (run until cancelled); with
+        none, they wait: a new connection subscribes to the whole current set."""
+        async for command in self._commands_recv:
+            name = command[1]
+            if command[0] == "SUBSCRIBE" and name not in self._handlers:
+                continue
+            if command[0] == "UNSUBSCRIBE" and name in self._handlers:
+                continue
+            conn = self._conn
+            if conn is None:
+                continue
+            try:
+                with trio.fail_after(self.client.timeout):
+                    await conn.send([command])
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+                continue  # the reader notices and reconnects, subscribing to the whole set
+
+    async def _read(self, conn: RespConnection) -> None:
+        while True:
+            reply = await conn.read()
+            if not isinstance(reply, list) or len(reply) < 3:
+                continue
+            kind = reply[0]
+            name = bytes(reply[1]).decode()
+            if kind == b"message":
+                for deliver in list(self._handlers.get(name, ())):
+                    try:
+                        deliver(reply[2])
+                    except Exception:
+                        log.exception("bus subscriber failed channel=%s", name)
+            elif kind == b"subscribe":
+                confirmed = self._confirmed.get(name)
+                if confirmed is not None:
+                    confirmed.set()
+
+
+class RedisStore:
+    """Sessions, events, the bus and shared secrets in one Redis (``redis://host:port/db``)."""
+
+    shared: bool = True
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 6379,
+        db: int = 0,
+        *,
+        password: str | None = None,
+        prefix: str = "mcp:",
+        timeout: float = 1.0,
+        max_events: int = 1000,
+        event_ttl: float = 30 * 60.0,
+        health_interval: float = 1.0,
+    ) -> None:
+        self.replica = secrets.token_urlsafe(4).replace("_", "")
+        self.timeout = timeout
+        self.prefix = prefix
+        self.health_interval = health_interval
+        self.client = RedisClient(host, port, db, password, timeout=timeout)
+        self.sessions: SessionStore = RedisSessionStore(self.client, prefix)
+        self.events: EventStore = RedisEventStore(self.client, prefix, max_events, event_ttl)
+        self.tasks: TaskStore = RedisTaskStore(self.client, prefix)
+        self.redis_bus = RedisBus(self.client, prefix)
+        self.bus: Bus = self.redis_bus
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisStore:
+        """``redis://[:password@]host[:port][/db]``."""
+        parts = urlsplit(url)
+        if parts.scheme != "redis":
+            raise ValueError(f"not a redis:// URL: {url!r}")
+        db_text = parts.path.lstrip("/") or "0"
+        if not db_text.isdigit():
+            raise ValueError(f"bad database number in {url!r}")
+        password = unquote(parts.password) if parts.password else None
+        return cls(
+            parts.hostname or "127.0.0.1",
+            parts.port or 6379,
+            int(db_text),
+            password=password,
+            **options,
+        )
+
+    def __repr__(self) -> str:
+        c = self.client
+        return f"<RedisStore {c.host}:{c.port}/{c.db} replica={self.replica}>"
+
+    @property
+    def ready(self) -> bool:
+        return self.client.up and self.redis_bus.connected
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.redis_bus.write)
+            await nursery.start(self.redis_bus.serve)
+            nursery.start_soon(self._watch)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+                await self.client.aclose()
+
+    async def _watch(self) -> None:
+        """PING now and then, so readiness notices an outage nobody else hit."""
+        while True:
+            with contextlib.suppress(StoreUnavailable, RedisError):
+                await self.client.call("PING")
+            await trio.sleep(self.health_interval)
+
+    async def shared_secret(self, name: str) -> bytes:
+        key = self.prefix + "secret:" + name
+        mine = secrets.token_bytes(32)
+        _set, value = await self.client.pipeline([["SET", key, mine, "NX"], ["GET", key]])
+        if not isinstance(value, bytes) or len(value) != 32:
+            raise StoreUnavailable(f"redis returned no usable secret for {name!r}")
+        return value

@@ -1,0 +1,216 @@
+"""A small RESP2 client for Redis on trio sockets: commands on a bounded pool of connections,
+and one pub/sub connection. Why our own and not coredis: see docs/deploy.md ("Why not
+coredis"): the runtime is trio-only (no anyio in the runtime), and this is all it needs.
+
+Every call is bounded by ``timeout`` (connect, write and read together) and fails with
+:class:`StoreUnavailable`; after a failure, calls fail fast for a backoff window (doubling
+from ``backoff_min`` to ``backoff_max``), then the next call connects again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from ._contracts import StoreUnavailable
+
+__all__ = ["RedisClient", "RedisError", "RespConnection", "encode_command"]
+
+log = logging.getLogger("mcp_runtime.stores")
+
+Arg = bytes | str | int | float
+
+
+class RedisError(Exception):
+    """An error reply (``-ERR ...``): the command was wrong, the server is fine."""
+
+
+class _Incomplete(Exception):
+    pass
+
+
+def encode_command(args: Sequence[Arg]) -> bytes:
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, str):
+            data = arg.encode()
+        else:
+            data = str(arg).encode()
+        parts.append(b"$%d\r\n" % len(data))
+        parts.append(data)
+        parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
+    end = buf.find(b"\r\n", pos)
+    if end < 0:
+        raise _Incomplete
+    kind = buf[pos : pos + 1]
+    line = bytes(buf[pos + 1 : end])
+    pos = end + 2
+    if kind == b"+":
+        return line, pos
+    if kind == b"-":
+        return RedisError(line.decode(errors="replace")), pos
+    if kind == b":":
+        return int(line), pos
+    if kind == b"$":
+        size = int(line)
+        if size < 0:
+            return None, pos
+        if len(buf) < pos + size + 2:
+            raise _Incomplete
+        return bytes(buf[pos : pos + size]), pos + size + 2
+    if kind == b"*":
+        count = int(line)
+        if count < 0:
+            return None, pos
+        items = []
+        for _ in range(count):
+            item, pos = _parse(buf, pos)
+            items.append(item)
+        return items, pos
+    raise StoreUnavailable(f"redis protocol error: unexpected {kind!r}")
+
+
+class RespConnection:
+    """One connection: write commands, read replies (no timeouts here: callers bound them)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self._buf = bytearray()
+
+    @classmethod
+    async def open(cls, host: str, port: int, db: int, password: str | None) -> RespConnection:
+        conn = cls(await trio.open_tcp_stream(host, port))
+        try:
+            setup: list[list[Arg]] = []
+            if password is not None:
+                setup.append(["AUTH", password])
+            if db:
+                setup.append(["SELECT", db])
+            if setup:
+                for reply in await conn.pipeline(setup):
+                    if isinstance(reply, RedisError):
+                        raise StoreUnavailable(f"redis refused the connection setup: {reply}")
+        except BaseException:
+            await conn.aclose()
+            raise
+        return conn
+
+    async def send(self, commands: Sequence[Sequence[Arg]]) -> None:
+        await self.stream.send_all(b"".join(encode_command(c) for c in commands))
+
+    async def read(self) -> Any:
+        while True:
+            if self._buf:
+                try:
+                    value, used = _parse(self._buf, 0)
+                except _Incomplete:
+                    pass
+                else:
+                    del self._buf[:used]
+                    return value
+            chunk = await self.stream.receive_some(65536)
+            if not chunk:
+                raise trio.BrokenResourceError("redis closed the connection")
+            self._buf += chunk
+
+    async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        await self.send(commands)
+        return [await self.read() for _ in commands]
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self.stream.aclose()
+
+
+class RedisClient:
+    """Commands on a pool of at most ``pool_size`` connections."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
+        *,
+        timeout: float = 1.0,
+        pool_size: int = 16,
+        backoff_min: float = 0.05,
+        backoff_max: float = 2.0,
+    ) -> None:
+        self.host, self.port, self.db, self.password = host, port, db, password
+        self.timeout = timeout
+        self.backoff_min = backoff_min
+        self.backoff_max = backoff_max
+        self._idle: list[RespConnection] = []
+        self._limit = trio.CapacityLimiter(pool_size)
+        self._backoff = 0.0
+        self._down_until = -1.0
+        #: False after a failure, True after the next success.
+        self.up = True
+
+    async def call(self, *args: Arg) -> Any:
+        """One command; an error reply raises :class:`RedisError`."""
+        reply = (await self.pipeline([args]))[0]
+        if isinstance(reply, RedisError):
+            raise reply
+        return reply
+
+    async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        """Several commands in one round trip; error replies are returned, not raised."""
+        now = trio.current_time()
+        if now < self._down_until:
+            raise StoreUnavailable(
+                f"redis at {self.host}:{self.port} is unreachable "
+                f"(retrying in {self._down_until - now:.2f}s)"
+            )
+        conn: RespConnection | None = None
+        try:
+            with trio.fail_after(self.timeout):
+                async with self._limit:
+                    conn = self._idle.pop() if self._idle else None
+                    if conn is None:
+                        conn = await RespConnection.open(
+                            self.host, self.port, self.db, self.password
+                        )
+                    replies = await conn.pipeline(commands)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise self._failed(conn, f"{type(exc).__name__}: {exc}") from None
+        except trio.TooSlowError:
+            raise self._failed(conn, f"no answer within {self.timeout}s") from None
+        except BaseException:
+            if conn is not None:  # cancelled mid-reply: the connection is out of step
+                await conn.aclose()
+            raise
+        self._idle.append(conn)
+        if not self.up:
+            log.info("redis is reachable again at %s:%s", self.host, self.port)
+        self.up = True
+        self._backoff = 0.0
+        return replies
+
+    def _failed(self, conn: RespConnection | None, why: str) -> StoreUnavailable:
+        if conn is not None:
+            trio.lowlevel.spawn_system_task(conn.aclose)
+        for idle in self._idle:
+            trio.lowlevel.spawn_system_task(idle.aclose)
+        self._idle.clear()
+        self._backoff = min(self.backoff_max, max(self.backoff_min, self._backoff * 2))
+        self._down_until = trio.current_time() + self._backoff
+        if self.up:
+            log.warning("redis at %s:%s unavailable: %s", self.host, self.port, why)
+        self.up = False
+        return StoreUnavailable(f"redis at {self.host}:{self.port} unavailable: {why}")
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.aclose()

@@ -1,0 +1,230 @@
+"""The store contracts, on both implementations, against a real redis-server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import trio
+
+from runtime.stores import (
+    MemoryStore,
+    RedisClient,
+    RedisError,
+    RedisStore,
+    SessionRecord,
+    Store,
+    StoreUnavailable,
+    TaskSnapshot,
+    open_store,
+)
+
+from .servers import RedisServer, free_port
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Poll (the bus delivers from another task, or another process)."""
+    for _ in range(500):
+        if condition():
+            return
+        await trio.sleep(0.01)
+    raise AssertionError("condition not met in 5s")
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        made: Store = MemoryStore(max_events=5)
+    else:
+        url = request.getfixturevalue("redis_url")
+        made = RedisStore.from_url(url, max_events=5)
+    async with made.running():
+        yield made
+
+
+async def test_events_replay_after_last_event_id(store: Store) -> None:
+    with trio.fail_after(5):
+        prime = await store.events.append("s1", "g0", None)
+        first = await store.events.append("s1", "g0", b'{"a":1}')
+        other = await store.events.append("s1", "p1", b'{"b":2}')
+        second = await store.events.append("s1", "g0", b'{"a": "x y"}')
+        assert (prime, first, other, second) == ("g0_1", "g0_2", "p1_1", "g0_3")
+        assert await store.events.replay("s1", prime) == (
+            "g0",
+            [("g0_2", b'{"a":1}'), ("g0_3", b'{"a": "x y"}')],
+        )
+        assert await store.events.replay("s1", second) == ("g0", [])
+        assert await store.events.replay("s1", "nope_1") is None
+        assert await store.events.replay("s2", first) is None
+        assert await store.events.replay("s1", "g0") is None
+
+
+async def test_events_bounded_per_session(store: Store) -> None:
+    with trio.fail_after(5):
+        for n in range(8):
+            await store.events.append("s1", "g0", b"%d" % n)
+        found = await store.events.replay("s1", "g0_0")
+        assert found == ("g0", [(f"g0_{n}", b"%d" % (n - 1)) for n in range(4, 9)])
+        await store.events.forget("s1")
+        assert await store.events.replay("s1", "g0_0") is None
+
+
+async def test_session_records(store: Store) -> None:
+    record = SessionRecord(
+        version="2025-06-18",
+        client_capabilities={"elicitation": {}},
+        client_info={"name": "c", "version": "1"},
+        log_level="debug",
+        principal='"alice"',
+    )
+    with trio.fail_after(5):
+        assert await store.sessions.load("x") is None
+        await store.sessions.save("x", record, 60)
+        assert await store.sessions.load("x") == record
+        await store.sessions.touch("x", 60)
+        await store.sessions.delete("x")
+        assert await store.sessions.load("x") is None
+
+
+async def test_shared_secret_is_stable(store: Store) -> None:
+    with trio.fail_after(5):
+        a = await store.shared_secret("mrtr")
+        assert len(a) == 32
+        assert await store.shared_secret("mrtr") == a
+        assert await store.shared_secret("other") != a
+
+
+async def test_bus_reaches_every_subscriber(store: Store) -> None:
+    got: list[tuple[str, bytes]] = []
+    with trio.fail_after(5):
+        stop_a = await store.bus.subscribe("c1", lambda d: got.append(("a", d)))
+        stop_b = await store.bus.subscribe("c1", lambda d: got.append(("b", d)))
+        await store.bus.publish("c1", b"one")
+        await store.bus.publish("c2", b"elsewhere")
+        await _until(lambda: len(got) >= 2)
+        stop_a()
+        await store.bus.publish("c1", b"two")
+        await _until(lambda: len(got) >= 3)
+        stop_b()
+        await trio.sleep(0.05)
+    assert sorted(got[:2]) == [("a", b"one"), ("b", b"one")]
+    assert got[2:] == [("b", b"two")]
+
+
+async def test_two_redis_stores_share_everything(redis_url: str) -> None:
+    """Two replicas (two stores on one Redis): what one writes, the other reads or hears."""
+    one, two = RedisStore.from_url(redis_url), RedisStore.from_url(redis_url)
+    heard: list[bytes] = []
+    with trio.fail_after(5):
+        async with one.running(), two.running():
+            assert one.replica != two.replica
+            await two.bus.subscribe("session:x", heard.append)
+            await one.sessions.save("x", SessionRecord(version="2025-11-25"), 60)
+            assert await two.sessions.load("x") == SessionRecord(version="2025-11-25")
+            event = await one.events.append("x", "g0", b"{}")
+            assert await two.events.replay("x", "g0_0") == ("g0", [(event, b"{}")])
+            await one.bus.publish("session:x", b"hello")
+            await _until(lambda: bool(heard))
+            assert heard == [b"hello"]
+            assert await one.shared_secret("k") == await two.shared_secret("k")
+
+
+async def test_unreachable_redis_fails_fast_and_recovers() -> None:
+    """Calls against a stopped server raise StoreUnavailable within the timeout (never
+    hang); once the server is back, the same client works again without a restart."""
+    server = RedisServer(free_port())
+    client = RedisClient("127.0.0.1", server.port, timeout=0.5, backoff_max=0.2)
+    with trio.fail_after(20):
+        start = trio.current_time()
+        with pytest.raises(StoreUnavailable, match="unavailable"):
+            await client.call("PING")
+        with pytest.raises(StoreUnavailable, match="unreachable"):  # inside the backoff
+            await client.call("PING")
+        assert trio.current_time() - start < 1.0
+        assert not client.up
+        server.start()
+        try:
+            while True:
+                try:
+                    assert await client.call("PING") == b"PONG"
+                    break
+                except StoreUnavailable:
+                    await trio.sleep(0.05)
+            assert client.up
+            await client.call("SET", "k", "v")
+            server.stop()
+            with pytest.raises(StoreUnavailable):
+                await client.call("GET", "k")
+            server.start()
+            while True:
+                try:
+                    assert await client.call("GET", "k") is None  # a fresh, empty server
+                    break
+                except StoreUnavailable:
+                    await trio.sleep(0.05)
+        finally:
+            server.stop()
+            await client.aclose()
+
+
+async def test_silent_redis_times_out() -> None:
+    """A server that accepts but never answers: StoreUnavailable after the timeout."""
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    client = RedisClient("127.0.0.1", port, timeout=0.3)
+    async with trio.open_nursery() as nursery:
+
+        async def accept_and_hang() -> None:
+            stream = await listener.accept()
+            async with stream:
+                await trio.sleep_forever()
+
+        nursery.start_soon(accept_and_hang)
+        with trio.fail_after(5):
+            start = trio.current_time()
+            with pytest.raises(StoreUnavailable, match=r"no answer within 0.3s"):
+                await client.call("PING")
+            assert 0.25 < trio.current_time() - start < 1.0
+        nursery.cancel_scope.cancel()
+    await listener.aclose()
+
+
+async def test_error_replies_raise_redis_error(redis_url: str) -> None:
+    store = RedisStore.from_url(redis_url)
+    client = store.client
+    with trio.fail_after(5):
+        with pytest.raises(RedisError, match="unknown command"):
+            await client.call("NOSUCHCOMMAND")
+        assert await client.call("PING") == b"PONG"  # the connection is still in step
+        replies = await client.pipeline([["SET", "a", "1"], ["INCR", "a"], ["GET", "a"]])
+        assert replies == [b"OK", 2, b"2"]
+    await client.aclose()
+
+
+def test_open_store_urls() -> None:
+    assert isinstance(open_store(None), MemoryStore)
+    assert isinstance(open_store("memory://"), MemoryStore)
+    made = open_store("redis://:s3cret@localhost:6390/2")
+    assert isinstance(made, RedisStore)
+    assert (made.client.host, made.client.port, made.client.db) == ("localhost", 6390, 2)
+    assert made.client.password == "s3cret"
+    with pytest.raises(ValueError, match="unknown store"):
+        open_store("postgres://x")
+    with pytest.raises(ValueError, match="bad database"):
+        open_store("redis://localhost/x")
+
+
+async def test_task_snapshots(store: Store) -> None:
+    snap = TaskSnapshot(
+        task={"taskId": "t1", "status": "working"}, owner=None, replica="r", lease_until=1.5
+    )
+    later = TaskSnapshot(
+        task={"taskId": "t2", "status": "completed"}, owner='"bob"', replica="r", lease_until=2
+    )
+    with trio.fail_after(5):
+        assert await store.tasks.get("t1") is None
+        await store.tasks.put("t1", snap, 60)
+        assert await store.tasks.get("t1") == snap
+        await store.tasks.put_many([("t2", later, 60), ("t1", later, 60)])
+        assert await store.tasks.get("t1") == later == await store.tasks.get("t2")
+        await store.tasks.put_many([])
