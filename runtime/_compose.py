@@ -24,10 +24,18 @@ __all__ = ["build_dispatcher", "transport_hooks"]
 
 
 def build_dispatcher(server: Server) -> Dispatcher:
-    """The method tables of every MCP feature, for ``server`` (era selection included)."""
+    """The method tables of every MCP feature, for ``server`` (era selection included),
+    inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     import handlers
 
-    return handlers.build_dispatcher(server)
+    dispatcher = handlers.build_dispatcher(server)
+    if not server.middleware_chain:
+        return dispatcher
+    from .middleware import MiddlewareDispatcher
+
+    for middleware in server.middleware_chain:
+        middleware.bind(server)
+    return MiddlewareDispatcher(dispatcher, server.middleware_chain)
 
 
 def transport_hooks(server: Server) -> Hooks:

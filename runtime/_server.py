@@ -30,6 +30,7 @@ from .transports import open_unix_listener as _open_unix_listener
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
     from .auth import AuthConfig
+    from .middleware import Middleware, RequestMiddleware
     from .transports import EventStore, HttpLimits
 from .features import (
     Completer,
@@ -55,6 +56,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 C = TypeVar("C", bound=Completer)
+M = TypeVar("M", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 _stream_ids = itertools.count(1)
@@ -136,6 +138,8 @@ class Server:
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
+        #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
+        self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
         #: What ``lifespan`` yielded, while serving (else None).
         self.state: Any = None
@@ -424,6 +428,24 @@ class Server:
         the registry (registry changes send it already). Same contract as
         :meth:`notify_resource_updated`."""
         self.registry.changes.list_changed(kind)
+
+    # -- middleware -------------------------------------------------------------------------
+
+    def add_middleware(self, *middleware: Middleware | RequestMiddleware) -> None:
+        """Append middleware to the chain (the first added is the outermost): instances of
+        ``runtime.middleware.Middleware``, subclasses of it, or plain
+        ``async def mw(request, call_next)`` functions (around requests). Add it before
+        serving: the chain is built with the dispatcher, on the first request.
+        """
+        from .middleware import as_middleware
+
+        self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
+        self._dispatcher = None
+
+    def middleware(self, fn: M) -> M:
+        """Decorator form of :meth:`add_middleware` for a plain function."""
+        self.add_middleware(fn)
+        return fn
 
     # -- dispatch ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from ...protocol import (
     id_key,
     invalid_params,
     probe,
+    retry_after,
     select_era,
     status_of,
 )
@@ -271,7 +272,11 @@ class StreamableEndpoint:
         elif streaming:
             await exchange.end(sse_event(reply, None))
         elif accept_json:
-            await exchange.respond(status_of(reply), reply)
+            status = status_of(reply)
+            if status == 429:  # a rate limit's refusal (runtime.middleware.RateLimit)
+                await exchange.respond(status, reply, headers=_retry_after_header(reply))
+            else:
+                await exchange.respond(status, reply)
         else:
             await exchange.start_stream(
                 200,
@@ -318,6 +323,11 @@ class _PostChannel:
 #: ``_meta`` keys that make a handler send notifications on the request's stream
 #: (2026-07-28 basic/utilities/progress, server/utilities/logging).
 _STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/logLevel"})
+
+
+def _retry_after_header(reply: bytes) -> list[tuple[str, str]]:
+    """``Retry-After`` for a 429 answer (RFC 6585 section 4)."""
+    return [("Retry-After", retry_after(reply) or "1")]
 
 
 def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
