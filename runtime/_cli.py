@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=str.lower,
         default=_env("LOG_LEVEL", "info"),
     )
+    serve.add_argument(
+        "--middleware",
+        metavar="MODULE:OBJ",
+        action="append",
+        default=[m for m in _env("MIDDLEWARE", "").split(",") if m],
+        help="add middleware (repeatable; comma-separated in MCP_RUNTIME_MIDDLEWARE)",
+    )
     serve.add_argument("--max-in-flight", type=_positive_int, default=_env("MAX_IN_FLIGHT"))
     serve.add_argument(
         "--request-timeout",
@@ -215,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = load_target(args.target)
         if args.transport == "unix" and not args.socket:
             raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
+        if args.middleware:
+            from ._cli_tools import add_middleware_specs
+
+            add_middleware_specs(server, args.middleware)
         changes: dict[str, Any] = {}
         if args.max_in_flight is not None:
             changes["max_in_flight"] = int(args.max_in_flight)
