@@ -36,9 +36,11 @@ def main() -> int:
         _counts.clear()
 
     def dump(signum: int, frame: FrameType | None) -> None:
+        # A snapshot first: this handler's own frames are traced too, and a code object
+        # seen for the first time while iterating grew the dict under the iteration.
         found = {
             f"{code.co_filename}:{code.co_firstlineno}:{code.co_qualname}": n
-            for code, n in _counts.items()
+            for code, n in list(_counts.items())
         }
         with open(out, "w", encoding="utf-8") as f:
             json.dump(found, f)
