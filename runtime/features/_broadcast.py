@@ -121,6 +121,10 @@ class Broadcast:
         self._token: trio.lowlevel.TrioToken | None = None
         #: Set by :meth:`end_all` (server shutdown): new subscribers start ended.
         self.closed_reason: str | None = None
+        #: Called with every list change and resource update, synchronously in the
+        #: publishing thread, subscribers or not: a server that mounts this one
+        #: (``Server.mount``) keeps its namespaced copies and subscriptions in step.
+        self.relays: list[Callable[[Change], None]] = []
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -157,11 +161,15 @@ class Broadcast:
 
     def list_changed(self, kind: ListKind) -> None:
         """Publish ``notifications/{kind}/list_changed``."""
+        for relay in self.relays:
+            relay(("list", kind))
         if self._by_kind[kind]:
             self._hop(self._publish, ("list", kind))
 
     def resource_updated(self, uri: str) -> None:
         """Publish ``notifications/resources/updated`` for ``uri`` (exact match)."""
+        for relay in self.relays:
+            relay(("updated", uri))
         if uri in self._by_uri:
             self._hop(self._publish, ("updated", uri))
 
