@@ -29,6 +29,7 @@ from .transports import open_unix_listener as _open_unix_listener
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
+    from ._mount import Mount
     from .auth import AuthConfig
     from .middleware import Middleware, RequestMiddleware
     from .transports import EventStore, HttpLimits
@@ -138,6 +139,8 @@ class Server:
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
+        #: Mounted servers by prefix (``mount``; docs/composition.md).
+        self.mounts: dict[str, Mount] = {}
         #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
         self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
@@ -155,7 +158,12 @@ class Server:
         )
 
     def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
-        return None if self._lifespan is None else self._lifespan(self)
+        own = None if self._lifespan is None else self._lifespan(self)
+        if not self.mounts:
+            return own
+        from ._mount import nested_lifespans
+
+        return nested_lifespans([m.child for m in self.mounts.values()], own)
 
     def _set_state(self, state: Any) -> None:
         self.state = state
@@ -428,6 +436,30 @@ class Server:
         the registry (registry changes send it already). Same contract as
         :meth:`notify_resource_updated`."""
         self.registry.changes.list_changed(kind)
+
+    # -- composition ------------------------------------------------------------------------
+
+    def mount(self, other: Server, prefix: str) -> None:
+        """Serve ``other``'s tools and prompts as ``{prefix}_{name}`` and its resources as
+        ``scheme://{prefix}/...``, kept in step with ``other`` (its later changes and
+        resource updates are forwarded); its lifespan runs inside this one's. Sends
+        list-changed while serving. ValueError for a prefix in use or a name collision.
+        """
+        from ._mount import Mount
+
+        if other is self:
+            raise ValueError("a server cannot mount itself")
+        if prefix in self.mounts:
+            raise ValueError(f"prefix {prefix!r} is already mounted")
+        mount = Mount(self, other, prefix)
+        mount.attach()
+        self.mounts[prefix] = mount
+
+    def unmount(self, prefix: str) -> Server:
+        """Remove what ``mount(..., prefix)`` added (sends list-changed); returns the server."""
+        mount = self.mounts.pop(prefix)
+        mount.detach()
+        return mount.child
 
     # -- middleware -------------------------------------------------------------------------
 
