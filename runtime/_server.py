@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
     from ._mount import Mount
     from .auth import AuthConfig
-    from .middleware import Middleware, RequestMiddleware
+    from .middleware import Metrics, Middleware, RequestMiddleware
     from .transports import EventStore, HttpLimits
 from .features import (
     Completer,
@@ -611,6 +611,8 @@ class Server:
         authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
         auth: AuthConfig | None = None,
         event_store: EventStore | None = None,
+        metrics: Metrics | None = None,
+        metrics_path: str = "/metrics",
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
@@ -624,7 +626,14 @@ class Server:
         ``auth`` (``runtime.auth.AuthConfig``) makes it an OAuth 2.1 resource server instead:
         bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
         paths; sessions are bound to the token's subject and client id.
+
+        ``metrics`` (``runtime.middleware.Metrics``): serve its Prometheus text at
+        ``GET metrics_path`` (off by default); added to the middleware chain, first, when
+        it is not there yet.
         """
+        if metrics is not None and metrics not in self.middleware_chain:
+            self.middleware_chain.insert(0, metrics)
+            self._dispatcher = None
         with self._lifetime.shutdown_signal() as shutdown:
             from ._compose import transport_hooks
             from .transports import serve_http as _serve_http
@@ -643,6 +652,8 @@ class Server:
                 authenticate=authenticate,
                 auth=auth,
                 event_store=event_store,
+                metrics=metrics.render if metrics is not None else None,
+                metrics_path=metrics_path,
                 shutdown=shutdown,
                 task_status=task_status,
             )

@@ -17,13 +17,16 @@ from ._chain import (
     ToolCall,
     as_middleware,
 )
+from ._metrics import Metrics
 from ._observe import DEFAULT_REDACT, MethodTiming, RequestLogging, Timing, redact
 from ._ratelimit import RateLimit, TokenBucket
+from ._sessions import SessionCounter
 
 __all__ = [
     "DEFAULT_REDACT",
     "Authorize",
     "MethodTiming",
+    "Metrics",
     "Middleware",
     "MiddlewareDispatcher",
     "Next",
@@ -34,6 +37,7 @@ __all__ = [
     "RequestMiddleware",
     "ResourceRead",
     "ResponseCache",
+    "SessionCounter",
     "Timing",
     "TokenBucket",
     "ToolCall",

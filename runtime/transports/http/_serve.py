@@ -17,7 +17,7 @@ after the grace (plus one second) is cancelled.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import trio
@@ -35,6 +35,8 @@ from ._streams import EventStore, MemoryEventStore
 __all__ = ["serve_http"]
 
 log = logging.getLogger("mcp_runtime.http")
+#: The Prometheus text exposition format, version 0.0.4.
+_PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def serve_http(
@@ -52,6 +54,8 @@ async def serve_http(
     authenticate: Authenticate | None = None,
     auth: AuthConfig | None = None,
     event_store: EventStore | None = None,
+    metrics: Callable[[], bytes] | None = None,
+    metrics_path: str = "/metrics",
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -66,6 +70,10 @@ async def serve_http(
     authentication at each of ``auth.resource_metadata.well_known_paths()``. Or
     ``authenticate``, the generic hook (``runtime.transports.http.Authenticate``).
     With either, a session is bound to the principal that created it.
+
+    ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
+    text format (``runtime.middleware.Metrics.render``); off by default, and like the
+    metadata documents it needs no token (bind to loopback or filter it at the proxy).
     """
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
@@ -99,6 +107,10 @@ async def serve_http(
                     return exchange.respond(200, document)
                 if path is not None and target == path:
                     return streamable(request, exchange)
+                if metrics is not None and target == metrics_path:
+                    if request.method != "GET":
+                        raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                    return exchange.respond(200, metrics(), content_type=_PROMETHEUS_TEXT)
                 if sse_path is not None and target == sse_path:
                     return legacy.stream(request, exchange)
                 if sse_path is not None and target == messages_path:
