@@ -17,7 +17,8 @@ after the grace (plus one second) is cancelled.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import trio
@@ -56,6 +57,7 @@ async def serve_http(
     event_store: EventStore | None = None,
     metrics: Callable[[], bytes] | None = None,
     metrics_path: str = "/metrics",
+    sockets: Sequence[socket.socket] | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -71,6 +73,9 @@ async def serve_http(
     ``authenticate``, the generic hook (``runtime.transports.http.Authenticate``).
     With either, a session is bound to the principal that created it.
 
+    ``sockets``: already bound, listening sockets to accept on instead of opening
+    ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
+
     ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
     text format (``runtime.middleware.Metrics.render``); off by default, and like the
     metadata documents it needs no token (bind to loopback or filter it at the proxy).
@@ -80,7 +85,10 @@ async def serve_http(
     body_limit = limits.max_body_size or max_body_size
     policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     store = event_store or MemoryEventStore(limits.max_replay_events)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    if sockets is not None:
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in sockets]
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
     try:
         async with trio.open_nursery() as sessions_nursery:
