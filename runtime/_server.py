@@ -29,6 +29,9 @@ from .transports import open_unix_listener as _open_unix_listener
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
+    import socket
+    from collections.abc import Sequence
+
     from ._mount import Mount
     from .auth import AuthConfig
     from .middleware import Metrics, Middleware, RequestMiddleware
@@ -613,6 +616,7 @@ class Server:
         event_store: EventStore | None = None,
         metrics: Metrics | None = None,
         metrics_path: str = "/metrics",
+        sockets: Sequence[socket.socket] | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
@@ -629,7 +633,8 @@ class Server:
 
         ``metrics`` (``runtime.middleware.Metrics``): serve its Prometheus text at
         ``GET metrics_path`` (off by default); added to the middleware chain, first, when
-        it is not there yet.
+        it is not there yet. ``sockets``: bound, listening sockets to accept on instead
+        of ``host:port``.
         """
         if metrics is not None and metrics not in self.middleware_chain:
             self.middleware_chain.insert(0, metrics)
@@ -654,6 +659,7 @@ class Server:
                 event_store=event_store,
                 metrics=metrics.render if metrics is not None else None,
                 metrics_path=metrics_path,
+                sockets=sockets,
                 shutdown=shutdown,
                 task_status=task_status,
             )
