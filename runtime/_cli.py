@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         default=_env("REQUEST_TIMEOUT"),
     )
+    from ._cli_tools import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -207,6 +210,10 @@ def _configure_logging(level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("dev", "install"):
+        from ._cli_tools import run_command
+
+        return run_command(args)
     if args.command != "serve":
         parser.print_help(sys.stderr)
         return 2

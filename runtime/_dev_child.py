@@ -1,0 +1,70 @@
+"""One version of the server under ``mcp-runtime dev`` (runtime/_dev.py starts it):
+``python -m runtime._dev_child TARGET FD HOST PATH LOG_LEVEL``. Loads TARGET, says what it
+declares, serves HTTP on the inherited listening socket FD, and writes ``READY`` on stdout
+once it accepts; SIGTERM drains it (``run_with_signals``). Exit code 2 when TARGET does not
+load (the reason in one line on stderr)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ._cli import UsageError, _configure_logging, load_target
+from ._dev import READY, say, summary
+from ._lifetime import run_with_signals
+
+#: Seconds between checks that the supervisor is still alive.
+ORPHAN_CHECK = 1.0
+
+
+def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
+    _configure_logging(log_level)
+    sock = socket.socket(fileno=fd)
+    try:
+        server = load_target(target)
+    except UsageError as exc:
+        say(f"error: {exc}")
+        return 2
+    except BaseException as exc:  # e.g. SystemExit raised by the file itself
+        say(f"error: loading {target!r} failed: {type(exc).__name__}: {exc}")
+        return 2
+    name = sock.getsockname()
+    shown = f"[{name[0]}]" if ":" in name[0] else name[0]
+    say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")
+
+    parent = os.getppid()
+
+    async def serve(**options: Any) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def serve_then_stop(task_status: trio.TaskStatus[Any]) -> None:
+                await server.serve_http(**options, task_status=task_status)
+                nursery.cancel_scope.cancel()  # served out: stop watching the parent
+
+            await nursery.start(serve_then_stop)
+            os.write(sys.stdout.fileno(), READY)
+            # A supervisor that died without stopping us (SIGKILL) leaves no one to: we
+            # notice the reparenting and shut down rather than serve on as an orphan.
+            while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process this
+                await trio.sleep(ORPHAN_CHECK)
+            say("the supervisor is gone: shutting down")
+            server.shutdown()
+
+    serve_fn: Callable[..., Any] = serve
+    trio.run(
+        run_with_signals,
+        server.shutdown,
+        server.limits.shutdown_grace,
+        serve_fn,
+        {"sockets": [sock], "host": host, "path": path},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))
