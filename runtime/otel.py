@@ -25,6 +25,7 @@ Metrics: ``mcp.server.operation.duration`` (histogram, s; the conventions' name)
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any, Final
 
 import trio
@@ -215,4 +216,4 @@ class OpenTelemetry(Middleware):
                     metric_attributes["error.type"] = error_type
                 self.in_flight.add(-1, {"mcp.method.name": request.method})
                 self.requests.add(1, metric_attributes)
-                self.duration.record(trio.current_time() - request.started, metric_attributes)
+                self.duration.record(perf_counter() - request.started, metric_attributes)

@@ -10,6 +10,7 @@ memory).
 from __future__ import annotations
 
 import bisect
+from time import perf_counter
 from typing import Any, Final
 
 import trio
@@ -73,7 +74,7 @@ class Metrics(Middleware):
             raise
         finally:
             self.in_flight -= 1
-            elapsed = trio.current_time() - request.started
+            elapsed = perf_counter() - request.started
             method = self._method(request.method)
             key = (method, outcome)
             self.requests[key] = self.requests.get(key, 0) + 1

