@@ -469,11 +469,14 @@ class Server:
     def add_middleware(self, *middleware: Middleware | RequestMiddleware) -> None:
         """Append middleware to the chain (the first added is the outermost): instances of
         ``runtime.middleware.Middleware``, subclasses of it, or plain
-        ``async def mw(request, call_next)`` functions (around requests). Add it before
-        serving: the chain is built with the dispatcher, on the first request.
+        ``async def mw(request, call_next)`` functions (around requests). RuntimeError while
+        serving: the chain is built with the dispatcher, which connections keep.
         """
         from .middleware import as_middleware
 
+        if self._lifetime.serving:
+            # Connections and transports hold the dispatcher they started with.
+            raise RuntimeError("add middleware before serving")
         self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
         self._dispatcher = None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from handlers import McpDispatcher
@@ -237,3 +238,15 @@ async def test_notifications_pass_through_their_chain() -> None:
             await peer.send({"jsonrpc": "2.0", "method": "notifications/whatever"})
             await peer.call("ping", {})
     assert seen == ["notifications/initialized", "notifications/whatever"]
+
+
+async def test_adding_middleware_while_serving_is_refused() -> None:
+    app = make_app()
+    with trio.fail_after(10):
+        async with open_memory_peer(app) as peer:
+            await peer.initialize()
+            with pytest.raises(RuntimeError, match="before serving"):
+                app.add_middleware(Middleware())
+            reply = await peer.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+            assert reply["result"]["content"][0]["text"] == "2"
+    app.add_middleware(Middleware())  # stopped serving: fine again
