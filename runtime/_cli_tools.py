@@ -79,6 +79,12 @@ def add_commands(commands: Any) -> None:
 
     dev = commands.add_parser("dev", help="serve over HTTP and reload on file changes")
     dev.add_argument("target", metavar="TARGET", help="path/file.py[:obj] or module[:obj]")
+    dev.add_argument(
+        "--transport",
+        choices=("http", "stdio"),
+        default="http",
+        help="http (default) or stdio (the session survives reloads)",
+    )
     dev.add_argument("--host", default="127.0.0.1")
     dev.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks one")
     dev.add_argument("--path", default="/mcp")
@@ -125,20 +131,18 @@ def _dev(args: Any) -> int:
     import trio
 
     from ._dev import run_dev
+    from ._dev_stdio import run_stdio_dev
 
+    options = {"watch": args.watch, "poll": args.poll, "log_level": args.log_level}
     try:
-        trio.run(
-            functools.partial(
-                run_dev,
-                args.target,
-                host=args.host,
-                port=args.port,
-                path=args.path,
-                watch=args.watch,
-                poll=args.poll,
-                log_level=args.log_level,
+        if args.transport == "stdio":
+            trio.run(functools.partial(run_stdio_dev, args.target, **options))
+        else:
+            trio.run(
+                functools.partial(
+                    run_dev, args.target, host=args.host, port=args.port, path=args.path, **options
+                )
             )
-        )
     except KeyboardInterrupt:
         return 0
     except OSError as exc:

@@ -32,7 +32,7 @@ import trio
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["READY", "run_dev", "say", "summary"]
+__all__ = ["READY", "roots_of", "run_dev", "say", "summary", "watcher"]
 
 #: Seconds between scans of the polling watcher (without watchfiles).
 POLL_INTERVAL: Final = 0.5
@@ -106,7 +106,7 @@ async def _watchfiles(roots: list[Path]) -> AsyncIterator[set[str]]:
         yield {path for _, path in changes}
 
 
-def _watcher(roots: list[Path], poll: bool) -> AsyncIterator[set[str]]:
+def watcher(roots: list[Path], poll: bool) -> AsyncIterator[set[str]]:
     if not poll:
         try:
             import watchfiles  # noqa: F401
@@ -117,7 +117,7 @@ def _watcher(roots: list[Path], poll: bool) -> AsyncIterator[set[str]]:
     return _poll(roots)
 
 
-def _roots(target: str, watch: list[str] | None) -> list[Path]:
+def roots_of(target: str, watch: list[str] | None) -> list[Path]:
     """What to watch: ``watch``, else the target file's directory (a module: the cwd)."""
     if watch:
         return [Path(p) for p in watch]
@@ -177,7 +177,7 @@ async def run_dev(
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``target`` over HTTP with reload, until cancelled or SIGINT/SIGTERM (then the
-    current child drains and exits first)."""
+    current child drains and exits first). Over stdio: ``runtime._dev_stdio``."""
     async with trio.open_nursery() as nursery:
 
         async def stop_on_signal() -> None:
@@ -207,7 +207,7 @@ async def _supervise(
     sock.listen(128)
     sock.set_inheritable(True)
     bound = sock.getsockname()
-    roots = _roots(target, watch)
+    roots = roots_of(target, watch)
     argv = [
         sys.executable,
         "-m",
@@ -233,7 +233,7 @@ async def _supervise(
         if current is None:
             say("the target failed to load (above); waiting for a change")
         task_status.started((bound[0], bound[1]))
-        async for changed in _watcher(roots, poll):
+        async for changed in watcher(roots, poll):
             say(f"change in {', '.join(sorted(Path(p).name for p in changed))}: reloading")
             fresh = await _start_child(argv, sock.fileno())
             if fresh is None:

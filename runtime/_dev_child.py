@@ -1,8 +1,9 @@
 """One version of the server under ``mcp-runtime dev`` (runtime/_dev.py starts it):
-``python -m runtime._dev_child TARGET FD HOST PATH LOG_LEVEL``. Loads TARGET, says what it
-declares, serves HTTP on the inherited listening socket FD, and writes ``READY`` on stdout
-once it accepts; SIGTERM drains it (``run_with_signals``). Exit code 2 when TARGET does not
-load (the reason in one line on stderr)."""
+``python -m runtime._dev_child TARGET FD HOST PATH LOG_LEVEL`` (HTTP), or
+``python -m runtime._dev_child TARGET stdio LOG_LEVEL`` (stdio: runtime/_dev_stdio.py).
+Loads TARGET, says what it declares, serves HTTP on the inherited listening socket FD, and
+writes ``READY`` on stdout once it accepts (or serves stdio); SIGTERM drains it
+(``run_with_signals``). Exit code 2 when TARGET does not load (the reason on stderr)."""
 
 from __future__ import annotations
 
@@ -66,5 +67,22 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     return 0
 
 
+def main_stdio(target: str, log_level: str) -> int:
+    _configure_logging(log_level)
+    try:
+        server = load_target(target)
+    except UsageError as exc:
+        say(f"error: {exc}")
+        return 2
+    except BaseException as exc:  # e.g. SystemExit raised by the file itself
+        say(f"error: loading {target!r} failed: {type(exc).__name__}: {exc}")
+        return 2
+    say(f"loaded {summary(server)}")
+    server.run("stdio")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[2] == "stdio":
+        raise SystemExit(main_stdio(sys.argv[1], sys.argv[3]))
     raise SystemExit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))

@@ -16,6 +16,7 @@ import trio
 from ..peers import ROOT, cli, run_sdk_client
 from ..transports.app import modern, modern_headers
 from ..transports.http_client import request
+from ..wire import RawPeer
 
 QUICKSTART = ROOT / "examples" / "quickstart.py"
 
@@ -105,3 +106,62 @@ async def test_dev_reloads_keeps_the_socket_and_survives_import_errors(
     text = err.read_text()
     assert "Traceback" not in text
     assert process.returncode == 0  # SIGTERM: the supervisor stopped its child and itself
+
+
+async def test_dev_over_stdio_keeps_the_session_across_reloads(tmp_path: Path) -> None:
+    server = tmp_path / "server.py"
+    shutil.copy(QUICKSTART, server)
+    err = tmp_path / "dev.stderr"
+    with err.open("wb") as err_file:
+        process = await trio.lowlevel.open_process(
+            cli("dev", str(server), "--transport", "stdio"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            cwd=ROOT,
+        )
+    assert process.stdin is not None and process.stdout is not None
+    peer = RawPeer(process.stdin, process.stdout, "ndjson")
+    notes: list[dict[str, Any]] = []
+
+    async def call(request_id: int, method: str, params: Any) -> dict[str, Any]:
+        await peer.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            message = await peer.receive(timeout=30)
+            if message.get("id") == request_id:
+                return message
+            notes.append(message)
+
+    try:
+        with trio.fail_after(90):
+            init = await peer.initialize()
+            assert init["result"]["serverInfo"]["name"] == "quickstart"
+            tools = await call(2, "tools/list", {})
+            assert [t["name"] for t in tools["result"]["tools"]] == ["add", "countdown", "divide"]
+
+            _edit(server, "def add(", "def plus(")
+            await _wait_for(err, r"reloaded:", 1)
+            # the same session, no new initialize: the new version knows it
+            tools = await call(3, "tools/list", {})
+            assert [t["name"] for t in tools["result"]["tools"]] == ["plus", "countdown", "divide"]
+            assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in notes
+            plus = await call(4, "tools/call", {"name": "plus", "arguments": {"a": 2, "b": 3}})
+            assert plus["result"]["content"][0]["text"] == "5"
+
+            await trio.sleep(0.3)
+            _edit(server, "def plus(", "def plus((")
+            text = await _wait_for(err, r"reload failed")
+            assert "SyntaxError" in text
+            again = await call(5, "tools/call", {"name": "plus", "arguments": {"a": 1, "b": 1}})
+            assert again["result"]["content"][0]["text"] == "2"  # the old version serves on
+            # the supervisor's own requests never reach the client
+            assert all("mcp-runtime-dev" not in str(m.get("id")) for m in notes)
+
+            await process.stdin.aclose()  # the client leaves: everything ends
+            assert await process.wait() == 0
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert "Traceback" not in err.read_text()
