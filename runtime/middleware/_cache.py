@@ -9,7 +9,8 @@ principal. A hint of 0 ms (the default) caches nothing. Served in both eras; a m
 says how much of its ``ttlMs`` is left.
 
 A list result is keyed on the registry's current entries too, so a tool, prompt or resource
-added or removed (what sends list-changed) is never hidden by a cached list.
+added or removed (what sends list-changed) is never hidden by a cached list; a resource the
+server reports updated (``notify_resource_updated``) is dropped from the cache at once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..protocol import CACHEABLE_METHODS
 from ._chain import Middleware, Next, Request
 
 if TYPE_CHECKING:
-    from ..features import App
+    from ..features import App, Change
 
 __all__ = ["ResponseCache"]
 
@@ -41,12 +42,24 @@ class ResponseCache(Middleware):
             raise ValueError("max_entries must be >= 1")
         self.max_entries = max_entries
         self._app: App | None = None
-        self._entries: OrderedDict[bytes, tuple[float, Any]] = OrderedDict()
+        #: key -> (expiry, result, the URI of a resources/read or None)
+        self._entries: OrderedDict[bytes, tuple[float, Any, str | None]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def bind(self, app: App) -> None:
         self._app = app
+        relays = app.registry.changes.relays
+        if self._forget not in relays:
+            relays.append(self._forget)
+
+    def _forget(self, change: Change) -> None:
+        """A resource update drops its cached reads (the relay of the change broadcast)."""
+        what, uri = change
+        if what != "updated":
+            return
+        for key in [k for k, entry in self._entries.items() if entry[2] == uri]:
+            del self._entries[key]
 
     def _key(self, request: Request, scope: str) -> bytes:
         assert self._app is not None
@@ -87,7 +100,12 @@ class ResponseCache(Middleware):
         result = await call_next()
         if isinstance(result, dict) and result.get("resultType", "complete") == "complete":
             stored = msgspec.json.decode(msgspec.json.encode(result))  # a private copy
-            self._entries[key] = (now + ttl_ms / 1000, stored)
+            uri = request.params.get("uri") if method == "resources/read" else None
+            self._entries[key] = (
+                now + ttl_ms / 1000,
+                stored,
+                uri if isinstance(uri, str) else None,
+            )
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

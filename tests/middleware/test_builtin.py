@@ -151,7 +151,11 @@ async def test_response_cache_follows_the_hints_and_registry_changes() -> None:
 
             again = await post(address, modern(5, "tools/list"), "bob")
             assert [t["name"] for t in again.json()["result"]["tools"]][-1] == "late"
-    assert calls["read"] == 2
+            # an update drops the cached reads of that URI
+            app.notify_resource_updated("data://counter")
+            fresh = await post(address, modern(6, "resources/read", read), "ann")
+            assert fresh.json()["result"]["contents"][0]["text"] == "read 3"
+    assert calls["read"] == 3
     assert cache.hits == 1
 
 
