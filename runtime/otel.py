@@ -3,9 +3,10 @@
     from runtime.otel import OpenTelemetry
     app.add_middleware(OpenTelemetry())
 
-One SERVER span per request, named ``{mcp.method.name} {target}`` (the tool or prompt name
-when there is one), with the attributes the OpenTelemetry MCP semantic conventions define
-(status: development; gen-ai/mcp.md): ``mcp.method.name``, ``mcp.protocol.version``,
+One SERVER span per request (and per notification from the client), named
+``{mcp.method.name} {target}`` (the tool or prompt name when there is one), with the
+attributes the OpenTelemetry MCP semantic conventions define (status: development;
+gen-ai/mcp.md): ``mcp.method.name``, ``mcp.protocol.version``,
 ``mcp.session.id`` (handshake-era sessions: the connection id, never the HTTP
 ``Mcp-Session-Id`` itself, which is a credential), ``mcp.resource.uri``,
 ``jsonrpc.request.id``, ``jsonrpc.protocol.version``, ``gen_ai.tool.name``,
@@ -167,6 +168,25 @@ class OpenTelemetry(Middleware):
             if isinstance(uri, str):
                 attributes["mcp.resource.uri"] = uri
         return name, attributes
+
+    async def on_notification(self, request: Request, call_next: Next) -> None:
+        """A SERVER span for each notification the client sends (``notifications/...``),
+        with its parent from ``_meta`` too."""
+        name, attributes = self._attributes(request)
+        with self.tracer.start_as_current_span(
+            name,
+            context=self._parent(request),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                await call_next()
+            except Exception as exc:
+                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_status(Status(StatusCode.ERROR))
+                raise
 
     async def on_request(self, request: Request, call_next: Next) -> Any:
         self.sessions.saw(request)

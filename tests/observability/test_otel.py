@@ -131,6 +131,8 @@ async def test_server_to_client_request_carries_the_span_context() -> None:
             assert sum(p.value for p in points["mcp.server.sessions.open"]) == 1
     # the connection ended: its session is no longer counted
     assert sum(p.value for p in metric_points(reader)["mcp.server.sessions.open"]) == 0
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert "notifications/initialized" in names  # notifications get spans too
     span = next(s for s in exporter.get_finished_spans() if s.name == "tools/call ask_roots")
     assert str(span.attributes["mcp.session.id"]).startswith("c")
     _, trace_id, span_id, _ = sent.split("-")
