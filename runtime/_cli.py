@@ -232,6 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help=_help(flag),
         )
+    serve.add_argument(
+        "--middleware",
+        metavar="MODULE:OBJ",
+        action="append",
+        default=[m for m in os.environ.get("MCP_RUNTIME_MIDDLEWARE", "").split(",") if m],
+        help="add middleware (repeatable; comma-separated in MCP_RUNTIME_MIDDLEWARE)",
+    )
+    from ._cli_tools import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -450,6 +460,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_main(arguments)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("dev", "install"):
+        from ._cli_tools import run_command
+
+        return run_command(args)
     if args.command != "serve":
         parser.print_help(sys.stderr)
         return 2
@@ -466,6 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 server = load_target(args.target)
         else:
             server = load_target(args.target)
+        if args.middleware:
+            from ._cli_tools import add_middleware_specs
+
+            add_middleware_specs(server, args.middleware)
         changes: dict[str, Any] = {}
         if settings["max_in_flight"] is not None:
             changes["max_in_flight"] = int(settings["max_in_flight"])

@@ -71,9 +71,17 @@ def load_handlers() -> ModuleType:
 
 
 def build_dispatcher(server: Server) -> Dispatcher:
-    """The method tables of every MCP feature, for ``server`` (era selection included)."""
+    """The method tables of every MCP feature, for ``server`` (era selection included),
+    inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     build: Callable[[Server], Dispatcher] = load_handlers().build_dispatcher
-    return build(server)
+    dispatcher = build(server)
+    if not server.middleware_chain:
+        return dispatcher
+    from .middleware import MiddlewareDispatcher
+
+    for middleware in server.middleware_chain:
+        middleware.bind(server)
+    return MiddlewareDispatcher(dispatcher, server.middleware_chain)
 
 
 def transport_hooks(server: Server) -> Hooks:

@@ -56,6 +56,11 @@ class Lifetime:
         self._all_served: trio.Event | None = None
         self._shutdown_events: set[trio.Event] = set()
 
+    @property
+    def serving(self) -> bool:
+        """True while any ``serve_*`` of the server runs."""
+        return self._serving > 0
+
     def shutdown(self) -> None:
         """Begin a graceful shutdown of everything being served. Safe from any task of the
         server's trio run."""

@@ -30,7 +30,12 @@ from .transports import serve_pipe as _serve_pipe
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
+    import socket
+    from collections.abc import Sequence
+
+    from ._mount import Mount
     from .auth import AuthConfig
+    from .middleware import Metrics, Middleware, RequestMiddleware
     from .stores import Store
     from .transports import EventStore, HttpLimits
 from .features import (
@@ -58,6 +63,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 C = TypeVar("C", bound=Completer)
+M = TypeVar("M", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 _stream_ids = itertools.count(1)
@@ -170,6 +176,10 @@ class Server:
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
+        #: Mounted servers by prefix (``mount``; docs/composition.md).
+        self.mounts: dict[str, Mount] = {}
+        #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
+        self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
         #: What ``lifespan`` yielded, while serving (else None).
         self.state: Any = None
@@ -185,7 +195,12 @@ class Server:
         )
 
     def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
-        return None if self._lifespan is None else self._lifespan(self)
+        own = None if self._lifespan is None else self._lifespan(self)
+        if not self.mounts:
+            return own
+        from ._mount import nested_lifespans
+
+        return nested_lifespans([m.child for m in self.mounts.values()], own)
 
     def _set_state(self, state: Any) -> None:
         self.state = state
@@ -471,6 +486,51 @@ class Server:
         :meth:`notify_resource_updated`."""
         self.registry.changes.list_changed(kind)
 
+    # -- composition ------------------------------------------------------------------------
+
+    def mount(self, other: Server, prefix: str) -> None:
+        """Serve ``other``'s tools and prompts as ``{prefix}_{name}`` and its resources as
+        ``scheme://{prefix}/...``, kept in step with ``other`` (its later changes and
+        resource updates are forwarded); its lifespan runs inside this one's. Sends
+        list-changed while serving. ValueError for a prefix in use or a name collision.
+        """
+        from ._mount import Mount
+
+        if other is self:
+            raise ValueError("a server cannot mount itself")
+        if prefix in self.mounts:
+            raise ValueError(f"prefix {prefix!r} is already mounted")
+        mount = Mount(self, other, prefix)
+        mount.attach()
+        self.mounts[prefix] = mount
+
+    def unmount(self, prefix: str) -> Server:
+        """Remove what ``mount(..., prefix)`` added (sends list-changed); returns the server."""
+        mount = self.mounts.pop(prefix)
+        mount.detach()
+        return mount.child
+
+    # -- middleware -------------------------------------------------------------------------
+
+    def add_middleware(self, *middleware: Middleware | RequestMiddleware) -> None:
+        """Append middleware to the chain (the first added is the outermost): instances of
+        ``runtime.middleware.Middleware``, subclasses of it, or plain
+        ``async def mw(request, call_next)`` functions (around requests). RuntimeError while
+        serving: the chain is built with the dispatcher, which connections keep.
+        """
+        from .middleware import as_middleware
+
+        if self._lifetime.serving:
+            # Connections and transports hold the dispatcher they started with.
+            raise RuntimeError("add middleware before serving")
+        self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
+        self._dispatcher = None
+
+    def middleware(self, fn: M) -> M:
+        """Decorator form of :meth:`add_middleware` for a plain function."""
+        self.add_middleware(fn)
+        return fn
+
     # -- dispatch ---------------------------------------------------------------------------
 
     @property
@@ -652,6 +712,9 @@ class Server:
         auth: AuthConfig | None = None,
         event_store: EventStore | None = None,
         sock: Any = None,
+        metrics: Metrics | None = None,
+        metrics_path: str = "/metrics",
+        sockets: Sequence[socket.socket] | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over HTTP: Streamable HTTP (2026-07-28 and the 2025-03-26..2025-11-25
@@ -665,12 +728,20 @@ class Server:
         ``auth`` (``runtime.auth.AuthConfig``) makes it an OAuth 2.1 resource server instead:
         bearer tokens on every request, per-tool scopes, RFC 9728 metadata at the well-known
         paths; sessions are bound to the token's subject and client id.
-        ``sock``: a listening socket to accept on instead (``--workers``). Liveness and
-        readiness answer at ``/healthz`` and ``/readyz`` (docs/deploy.md).
+        ``sock``: a listening socket to accept on instead (``--workers``); ``sockets``: bound,
+        listening sockets to accept on instead of ``host:port`` (``mcp-runtime dev``).
+        Liveness and readiness answer at ``/healthz`` and ``/readyz`` (docs/deploy.md).
+
+        ``metrics`` (``runtime.middleware.Metrics``): serve its Prometheus text at
+        ``GET metrics_path`` (off by default); added to the middleware chain, first, when
+        it is not there yet.
         """
         from ._shared import sharing
         from .stores import open_store
 
+        if metrics is not None and metrics not in self.middleware_chain:
+            self.middleware_chain.insert(0, metrics)
+            self._dispatcher = None
         store = open_store(self.store)
         with self._lifetime.shutdown_signal() as shutdown:
             from ._compose import transport_hooks
@@ -693,6 +764,9 @@ class Server:
                     event_store=event_store or self.event_store,
                     store=store,
                     sock=sock,
+                    sockets=sockets,
+                    metrics=metrics.render if metrics is not None else None,
+                    metrics_path=metrics_path,
                     shutdown=shutdown,
                     task_status=task_status,
                 )

@@ -137,6 +137,10 @@ class Broadcast:
         #: here, to pass it on to other replicas (``runtime._shared``); those deliver it
         #: with :meth:`deliver`, which does not relay again.
         self.relay: Callable[[Change], None] | None = None
+        #: Called with every list change and resource update, synchronously in the
+        #: publishing thread, subscribers or not: a server that mounts this one
+        #: (``Server.mount``) keeps its namespaced copies and subscriptions in step.
+        self.relays: list[Callable[[Change], None]] = []
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -175,6 +179,8 @@ class Broadcast:
         """Publish ``notifications/{kind}/list_changed``."""
         if self.relay is not None:
             self._hop(self.relay, ("list", kind))
+        for relay in self.relays:
+            relay(("list", kind))
         if self._by_kind[kind]:
             self._hop(self._publish, ("list", kind))
 
@@ -182,6 +188,8 @@ class Broadcast:
         """Publish ``notifications/resources/updated`` for ``uri`` (exact match)."""
         if self.relay is not None:
             self._hop(self.relay, ("updated", uri))
+        for relay in self.relays:
+            relay(("updated", uri))
         if uri in self._by_uri:
             self._hop(self._publish, ("updated", uri))
 

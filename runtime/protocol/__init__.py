@@ -44,6 +44,7 @@ from ._errors import (
     overloaded,
     parse_error,
     peer_timeout,
+    rate_limited,
     request_timeout,
     shutting_down,
     unsupported_version,
@@ -80,7 +81,7 @@ from ._methods import (
     NAMED_METHODS,
     SUBSCRIPTIONS_LISTEN,
 )
-from ._status import ERROR_STATUS, http_status, status_of
+from ._status import ERROR_STATUS, http_status, retry_after, status_of
 from ._versions import (
     BATCH_REVISION,
     HANDSHAKE_VERSIONS,
@@ -169,7 +170,9 @@ __all__ = [
     "parse_error",
     "peer_timeout",
     "probe",
+    "rate_limited",
     "request_timeout",
+    "retry_after",
     "select_era",
     "shutting_down",
     "split_batch",

@@ -14,6 +14,7 @@ and the HTTP layer for what arrives before a handler), or encode it with ``error
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "overloaded",
     "parse_error",
     "peer_timeout",
+    "rate_limited",
     "request_timeout",
     "shutting_down",
     "unsupported_version",
@@ -179,6 +181,18 @@ def overloaded(reason: str, **data: Any) -> JSONRPCError:
     """-32010 ``Server overloaded: reason``: a bound was hit; ``data`` names the limit so a
     client can back off (DESIGN.md "Bounded everything")."""
     return JSONRPCError(SERVER_OVERLOADED, f"Server overloaded: {reason}", data or None)
+
+
+def rate_limited(retry_after_seconds: float, limit: str) -> JSONRPCError:
+    """-32010 for a request refused by a rate limit (``runtime.middleware.RateLimit``):
+    ``data.retryAfterMs`` says when a token is back, ``data.limit`` which bucket ran dry.
+    A modern HTTP answer carrying it is 429 with ``Retry-After`` (RFC 6585 section 4)."""
+    retry_ms = max(1, math.ceil(retry_after_seconds * 1000))
+    return JSONRPCError(
+        SERVER_OVERLOADED,
+        "Server overloaded: rate limit exceeded",
+        {"limit": limit, "retryAfterMs": retry_ms},
+    )
 
 
 def header_mismatch(reason: str) -> JSONRPCError:

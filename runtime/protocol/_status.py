@@ -5,6 +5,10 @@ itself (parse, shape, headers, version, capabilities) are 400, an unknown method
 ("Protocol Version Header"); errors a handler produced (invalid arguments, a missing
 resource) are ordinary JSON-RPC results of a successful exchange, 200. The handshake era
 answers every JSON-RPC error with 200 and its body.
+
+A rate-limit refusal (-32010 whose ``data`` has ``retryAfterMs``, ``rate_limited``) is 429
+with ``Retry-After`` on a modern answer (RFC 6585 section 4: "Too Many Requests"): the
+status a client's HTTP stack already backs off on.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from ._errors import (
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
+    SERVER_OVERLOADED,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 
-__all__ = ["ERROR_STATUS", "http_status", "status_of"]
+__all__ = ["ERROR_STATUS", "http_status", "retry_after", "status_of"]
 
 ERROR_STATUS: Final = {
     PARSE_ERROR: 400,
@@ -59,4 +64,22 @@ def status_of(data: bytes) -> int:
     except msgspec.DecodeError:
         return 200
     code = error.get("code") if error else None
+    if code == SERVER_OVERLOADED and _retry_after_ms(error) is not None:
+        return 429
     return http_status(code) if isinstance(code, int) else 200
+
+
+def _retry_after_ms(error: dict[str, object] | None) -> int | None:
+    data = error.get("data") if error else None
+    value = data.get("retryAfterMs") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def retry_after(data: bytes) -> str | None:
+    """The ``Retry-After`` value (whole seconds, rounded up) of an answer ``status_of``
+    called 429, else None."""
+    try:
+        ms = _retry_after_ms(_error_probe.decode(data).error)
+    except msgspec.DecodeError:
+        return None
+    return None if ms is None else str(-(-ms // 1000))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import trio
@@ -37,6 +37,8 @@ from ._streams import EventStore, MemoryEventStore
 __all__ = ["serve_http"]
 
 log = logging.getLogger("mcp_runtime.http")
+#: The Prometheus text exposition format, version 0.0.4.
+_PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def serve_http(
@@ -57,6 +59,9 @@ async def serve_http(
     store: Store | None = None,
     health_paths: tuple[str, str] | None = ("/healthz", "/readyz"),
     sock: socket.socket | None = None,
+    metrics: Callable[[], bytes] | None = None,
+    metrics_path: str = "/metrics",
+    sockets: Sequence[socket.socket] | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -80,6 +85,13 @@ async def serve_http(
     ``health_paths`` (liveness, readiness; None: none): GET liveness answers 200 while the
     process serves; readiness answers 200 ``{"ready":true}``, or 503 while draining
     (shutdown) or while the shared store is unreachable. Neither needs authentication.
+
+    ``sockets``: already bound, listening sockets to accept on instead of opening
+    ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
+
+    ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
+    text format (``runtime.middleware.Metrics.render``); off by default, and like the
+    metadata documents it needs no token (bind to loopback or filter it at the proxy).
     """
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
@@ -89,8 +101,10 @@ async def serve_http(
     if event_store is None and shared is not None:
         event_store = shared.events
     events = event_store or MemoryEventStore(limits.max_replay_events)
-    if sock is not None:  # a listening socket shared by --workers (runtime._workers)
-        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+    if sockets is None and sock is not None:  # a listening socket shared by --workers
+        sockets = [sock]
+    if sockets is not None:  # (and mcp-runtime dev keeps one across reloads)
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in sockets]
     else:
         listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
@@ -121,6 +135,10 @@ async def serve_http(
                     return exchange.respond(200, document)
                 if path is not None and target == path:
                     return streamable(request, exchange)
+                if metrics is not None and target == metrics_path:
+                    if request.method != "GET":
+                        raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                    return exchange.respond(200, metrics(), content_type=_PROMETHEUS_TEXT)
                 if sse_path is not None and target == sse_path:
                     return legacy.stream(request, exchange)
                 if sse_path is not None and target == messages_path:

@@ -36,6 +36,7 @@ from ...protocol import (
     id_key,
     invalid_params,
     probe,
+    retry_after,
     select_era,
     shutting_down,
     status_of,
@@ -283,7 +284,7 @@ class StreamableEndpoint:
         elif streaming:
             await exchange.end(sse_event(reply, None))
         elif accept_json:
-            await exchange.respond(status_of(reply), reply)
+            await exchange.respond(_json_status(reply), reply)
         else:
             await exchange.start_stream(
                 200,
@@ -343,6 +344,19 @@ class _PostChannel:
 #: ``_meta`` keys that make a handler send notifications on the request's stream
 #: (2026-07-28 basic/utilities/progress, server/utilities/logging).
 _STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/logLevel"})
+
+
+def _json_status(reply: bytes) -> int:
+    """``status_of(reply)``, except that a rate limit's refusal (429) is raised as the
+    HttpError that answers it with ``Retry-After`` (RFC 6585 section 4): the driver writes
+    it. The common answer costs what ``status_of`` costs, not a branch more per request."""
+    if reply[:1] != b"{" or reply.find(b'"error"') < 0:  # as status_of: most replies
+        return 200
+    status = status_of(reply)
+    if status == 429:
+        headers = [("Retry-After", retry_after(reply) or "1")]
+        raise HttpError(429, "Too Many Requests", reply, headers)
+    return status
 
 
 def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import trio
 
 from ...framing import encode_sse_comment
+from ...protocol import retry_after
 from ._exchange import Exchange
 
 __all__ = [
@@ -258,6 +259,8 @@ async def answer(
             async for _event_id, last in stream.receive:
                 data = last
         status = status_of(data) if status_of is not None else 200
+        if status == 429:  # a rate limit's refusal: RFC 6585 section 4
+            headers = [*headers, ("Retry-After", retry_after(data) or "1")]
         await exchange.respond(status, data, headers=headers)
         return
     # The head, the priming event and the first message leave in one write; a stream that

@@ -1,0 +1,203 @@
+"""What the CLI adds for extending a server: ``--middleware`` objects, and the ``dev`` and
+``install`` commands (kept apart from ``_cli`` so that file stays the serve command)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["add_middleware_specs", "load_object"]
+
+
+def load_object(spec: str) -> Any:
+    """``path/file.py:obj`` or ``package.module:obj`` (dotted attributes allowed).
+    Raises ValueError with a one-line reason."""
+    where, sep, attr = spec.partition(":")
+    if not where or not sep or not attr:
+        raise ValueError(f"invalid --middleware {spec!r}: expected module:obj or file.py:obj")
+    try:
+        if where.endswith(".py") or os.sep in where or "/" in where:
+            module = _import_path(Path(where))
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(where)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"importing {where!r} failed: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"{where!r} has no {attr!r}") from None
+    return obj
+
+
+def add_middleware_specs(server: Server, specs: list[str]) -> None:
+    """Add the middleware each ``module:obj`` names (a Middleware instance or subclass, an
+    ``async def mw(request, call_next)``, or a list of those), after the served file's own."""
+    for spec in specs:
+        obj = load_object(spec)
+        items = obj if isinstance(obj, list | tuple) else [obj]
+        try:
+            server.add_middleware(*items)
+        except TypeError as exc:
+            raise ValueError(f"--middleware {spec}: {exc}") from None
+
+
+def _import_path(path: Path) -> Any:
+    """Import a Python file by path (its directory importable, as ``python file.py``)."""
+    if not path.is_file():
+        raise ValueError(f"cannot load {str(path)!r}: no such file")
+    name = f"_mcp_runtime_extra_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot load {str(path)!r}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- dev and install -------------------------------------------------------------------------
+
+
+def add_commands(commands: Any) -> None:
+    """The ``dev`` and ``install`` subcommands."""
+    from ._install import CLIENTS
+
+    dev = commands.add_parser("dev", help="serve over HTTP and reload on file changes")
+    dev.add_argument("target", metavar="TARGET", help="path/file.py[:obj] or module[:obj]")
+    dev.add_argument(
+        "--transport",
+        choices=("http", "stdio"),
+        default="http",
+        help="http (default) or stdio (the session survives reloads)",
+    )
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks one")
+    dev.add_argument("--path", default="/mcp")
+    dev.add_argument(
+        "--watch", action="append", metavar="PATH", help="what to watch (default: TARGET's dir)"
+    )
+    dev.add_argument("--poll", action="store_true", help="poll for changes (no watchfiles)")
+    dev.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error", "critical"),
+        type=str.lower,
+        default="info",
+    )
+    install = commands.add_parser(
+        "install",
+        help="add the server to an MCP client's configuration",
+    )
+    install.add_argument(
+        "target", metavar="TARGET", nargs="?", help="path/file.py[:obj] or module[:obj]"
+    )
+    install.add_argument("--client", choices=CLIENTS, required=True)
+    install.add_argument("--name", help="the entry's name (default: the server's name)")
+    install.add_argument("--url", help="a remote server's URL instead of a TARGET to start")
+    install.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
+    )
+    install.add_argument("--config", metavar="FILE", help="the config file (default: the client's)")
+    install.add_argument("--dry-run", action="store_true", help="print the result, write nothing")
+    install.add_argument("--force", action="store_true", help="replace an entry of that name")
+
+
+def run_command(args: Any) -> int:
+    """Run ``dev`` or ``install``; usage errors are one line on stderr and exit code 2."""
+    try:
+        if args.command == "dev":
+            return _dev(args)
+        return _install(args)
+    except ValueError as exc:
+        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dev(args: Any) -> int:
+    import trio
+
+    from ._dev import run_dev
+    from ._dev_stdio import run_stdio_dev
+
+    options = {"watch": args.watch, "poll": args.poll, "log_level": args.log_level}
+    try:
+        if args.transport == "stdio":
+            trio.run(functools.partial(run_stdio_dev, args.target, **options))
+        else:
+            trio.run(
+                functools.partial(
+                    run_dev, args.target, host=args.host, port=args.port, path=args.path, **options
+                )
+            )
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _install(args: Any) -> int:
+    from ._install import entry_for, install
+
+    if (args.target is None) == (args.url is None):
+        raise ValueError("install needs a TARGET or --url (not both)")
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    name = args.name
+    if name is None:
+        if args.url is not None:
+            raise ValueError("--url needs --name")
+        name = _server_name(args.target)
+    entry = entry_for(args.client, args.target, url=args.url, env=env)
+    written, text = install(
+        args.client,
+        name,
+        entry,
+        config=Path(args.config) if args.config else None,
+        dry_run=args.dry_run,
+        force=args.force,
+    )
+    if written is None:
+        sys.stdout.write(text)
+    else:
+        print(f"mcp-runtime: added {name!r} to {written}", file=sys.stderr)
+    return 0
+
+
+def _server_name(target: str) -> str:
+    """The Server's own name: TARGET is loaded (so a broken TARGET fails here, not later
+    in the client)."""
+    import subprocess
+
+    # In a child process: the served file's import-time side effects stay out of ours.
+    code = (
+        "import sys\nfrom runtime._cli import load_target, UsageError\n"
+        "try:\n    print(load_target(sys.argv[1]).name)\n"
+        "except UsageError as exc:\n    print(exc, file=sys.stderr); sys.exit(2)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, target], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+        raise ValueError(f"cannot load {target!r}: {reason}")
+    return done.stdout.strip().splitlines()[-1]

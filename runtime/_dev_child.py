@@ -1,0 +1,91 @@
+"""One version of the server under ``mcp-runtime dev`` (runtime/_dev.py starts it):
+``python -m runtime._dev_child TARGET FD HOST PATH LOG_LEVEL`` (HTTP), or
+``python -m runtime._dev_child TARGET stdio LOG_LEVEL`` (stdio: runtime/_dev_stdio.py).
+Loads TARGET, says what it declares, serves HTTP on the inherited listening socket FD, and
+writes ``READY`` on stdout once it accepts (or serves stdio); SIGTERM drains it
+(``run_with_signals``). Exit code 2 when TARGET does not load (the reason on stderr)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ._cli import UsageError, _configure_logging, load_target
+from ._dev import READY, say, summary
+from ._lifetime import run_with_signals
+
+#: Seconds between checks that the supervisor is still alive.
+ORPHAN_CHECK = 1.0
+
+
+def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
+    _configure_logging(log_level, "text")
+    sock = socket.socket(fileno=fd)
+    try:
+        server = load_target(target)
+    except UsageError as exc:
+        say(f"error: {exc}")
+        return 2
+    except BaseException as exc:  # e.g. SystemExit raised by the file itself
+        say(f"error: loading {target!r} failed: {type(exc).__name__}: {exc}")
+        return 2
+    name = sock.getsockname()
+    shown = f"[{name[0]}]" if ":" in name[0] else name[0]
+    say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")
+
+    parent = os.getppid()
+
+    async def serve(
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED, **options: Any
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def serve_then_stop(task_status: trio.TaskStatus[Any]) -> None:
+                await server.serve_http(**options, task_status=task_status)
+                nursery.cancel_scope.cancel()  # served out: stop watching the parent
+
+            address = await nursery.start(serve_then_stop)
+            task_status.started(address)
+            os.write(sys.stdout.fileno(), READY)
+            # A supervisor that died without stopping us (SIGKILL) leaves no one to: we
+            # notice the reparenting and shut down rather than serve on as an orphan.
+            while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process this
+                await trio.sleep(ORPHAN_CHECK)
+            say("the supervisor is gone: shutting down")
+            server.shutdown()
+
+    serve_fn: Callable[..., Any] = serve
+    trio.run(
+        run_with_signals,
+        server.shutdown,
+        server.limits.shutdown_grace,
+        serve_fn,
+        {"sockets": [sock], "host": host, "path": path},
+    )
+    return 0
+
+
+def main_stdio(target: str, log_level: str) -> int:
+    _configure_logging(log_level, "text")
+    try:
+        server = load_target(target)
+    except UsageError as exc:
+        say(f"error: {exc}")
+        return 2
+    except BaseException as exc:  # e.g. SystemExit raised by the file itself
+        say(f"error: loading {target!r} failed: {type(exc).__name__}: {exc}")
+        return 2
+    say(f"loaded {summary(server)}")
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[2] == "stdio":
+        raise SystemExit(main_stdio(sys.argv[1], sys.argv[3]))
+    raise SystemExit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))

@@ -1,0 +1,47 @@
+"""Middleware: ordered async callables around requests, notifications, tool calls,
+resource reads and prompt gets (``app.add_middleware(...)``, ``--middleware module:obj``).
+
+See docs/middleware.md. A server with no middleware runs none of this.
+"""
+
+from ._authorize import Authorize, scopes_of
+from ._cache import ResponseCache
+from ._chain import (
+    Middleware,
+    MiddlewareDispatcher,
+    Next,
+    PromptGet,
+    Request,
+    RequestMiddleware,
+    ResourceRead,
+    ToolCall,
+    as_middleware,
+)
+from ._metrics import Metrics
+from ._observe import DEFAULT_REDACT, MethodTiming, RequestLogging, Timing, redact
+from ._ratelimit import RateLimit, TokenBucket
+from ._sessions import SessionCounter
+
+__all__ = [
+    "DEFAULT_REDACT",
+    "Authorize",
+    "MethodTiming",
+    "Metrics",
+    "Middleware",
+    "MiddlewareDispatcher",
+    "Next",
+    "PromptGet",
+    "RateLimit",
+    "Request",
+    "RequestLogging",
+    "RequestMiddleware",
+    "ResourceRead",
+    "ResponseCache",
+    "SessionCounter",
+    "Timing",
+    "TokenBucket",
+    "ToolCall",
+    "as_middleware",
+    "redact",
+    "scopes_of",
+]
