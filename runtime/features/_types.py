@@ -1,4 +1,5 @@
-"""MCP wire types a user returns from handlers: content blocks and resource contents.
+"""MCP wire types a user's tool, resource and prompt functions return: content blocks and
+resource contents.
 
 Field names follow the MCP schema (2025-11-25 and 2026-07-28 ``schema.ts``); msgspec
 ``rename`` turns snake_case attributes into the wire's camelCase. ``UNSET`` fields are

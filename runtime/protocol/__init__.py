@@ -47,6 +47,7 @@ from ._errors import (
     rate_limited,
     request_timeout,
     shutting_down,
+    store_unavailable,
     unsupported_version,
 )
 from ._jsonrpc import (
@@ -177,5 +178,6 @@ __all__ = [
     "shutting_down",
     "split_batch",
     "status_of",
+    "store_unavailable",
     "unsupported_version",
 ]

@@ -49,6 +49,7 @@ __all__ = [
     "rate_limited",
     "request_timeout",
     "shutting_down",
+    "store_unavailable",
     "unsupported_version",
 ]
 
@@ -159,6 +160,12 @@ def shutting_down() -> JSONRPCError:
     """-32000 for a request the server's shutdown cut short after its grace period: every
     accepted request gets one reply (DESIGN.md; issue 16 item 4)."""
     return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
+
+
+def store_unavailable() -> JSONRPCError:
+    """-32603 for a request the shared store (``runtime.stores``) could not serve: the state
+    it needs is unreachable for now (the detail goes to the log)."""
+    return JSONRPCError(INTERNAL_ERROR, "Session store unavailable")
 
 
 def request_timeout(timeout_seconds: float | None) -> JSONRPCError:

@@ -18,7 +18,6 @@ from ...protocol import (
     CANCELLED,
     HANDSHAKE_VERSIONS,
     INITIALIZE,
-    INTERNAL_ERROR,
     Envelope,
     JSONRPCError,
     Kind,
@@ -28,6 +27,7 @@ from ...protocol import (
     id_key,
     overloaded,
     split_batch,
+    store_unavailable,
 )
 from ...stores import StoreUnavailable
 from ._auth import Gate
@@ -64,7 +64,7 @@ class HandshakeEra:
         try:
             session = await self.registry.find(session_id, principal, token)
         except StoreUnavailable as exc:
-            raise store_unavailable(exc) from None
+            raise store_refusal(exc) from None
         # With auth on, a session belongs to the principal that created it: to anyone else
         # it does not exist (404 reveals nothing).
         if (
@@ -88,7 +88,7 @@ class HandshakeEra:
                 try:
                     await shared.sessions.touch(session.id, self.limits.session_idle_timeout)
                 except StoreUnavailable as exc:
-                    raise store_unavailable(exc) from None
+                    raise store_refusal(exc) from None
         return session
 
     async def initialize(
@@ -108,7 +108,7 @@ class HandshakeEra:
         try:
             await self.registry.share(session)
         except StoreUnavailable as exc:
-            raise store_unavailable(exc) from None
+            raise store_refusal(exc) from None
         try:
             await self.post_session(
                 request, exchange, session, message, Kind.REQUEST, accept_json, accept_sse
@@ -340,7 +340,7 @@ class HandshakeEra:
             try:
                 found = await session.store.replay(session.id, last)
             except StoreUnavailable as exc:
-                raise store_unavailable(exc) from None
+                raise store_refusal(exc) from None
             if found is None:
                 raise refusal(400, "Bad Request: unknown Last-Event-ID")
             stream_id, replay = found
@@ -388,16 +388,17 @@ class HandshakeEra:
             try:
                 await session.shared.sessions.delete(session.id)
             except StoreUnavailable as exc:
-                raise store_unavailable(exc) from None
+                raise store_refusal(exc) from None
             await session.publish(b"end", b"")
         await exchange.respond(200, b"")
 
 
-def store_unavailable(exc: StoreUnavailable) -> HttpError:
-    """The shared store did not answer in time: 503 with a JSON-RPC error, at once."""
-    error = JSONRPCError(INTERNAL_ERROR, f"Session store unavailable: {exc}")
+def store_refusal(exc: StoreUnavailable) -> HttpError:
+    """The shared store did not answer in time: 503 with a JSON-RPC error, at once (the
+    detail goes to the log, not the wire)."""
+    log.warning("session store unavailable: %s", exc)
     reason = "Service Unavailable: session store unavailable"
-    return HttpError(503, reason, error_reply(error), [("Retry-After", "1")])
+    return HttpError(503, reason, error_reply(store_unavailable()), [("Retry-After", "1")])
 
 
 def _seq(event_id: str) -> int:

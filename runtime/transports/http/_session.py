@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ...protocol import ModernRequest, id_key, probe
+from ...protocol import ModernRequest, error_reply, id_key, probe, store_unavailable
 from ...stores import SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._streams import EventStore, Key, ResponseStream
@@ -323,13 +323,7 @@ class HttpSession:
         except StoreUnavailable as exc:
             log.warning("session not saved session=%s: %s", self.id[:8], exc)
             self.end()
-            return msgspec.json.encode(
-                {
-                    "jsonrpc": "2.0",
-                    "id": ref,
-                    "error": {"code": -32603, "message": f"Session store unavailable: {exc}"},
-                }
-            )
+            return error_reply(store_unavailable(), ref)
         return data
 
     def _started(self, connection: Any) -> None:
