@@ -122,8 +122,7 @@ async def serve_http(
             mcp_path = path if path not in gate.metadata else None
 
             def app(request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
-                # Routes by path and returns the endpoint's own coroutine: no frame of its
-                # own on every request.
+                # A router: returns the coroutine of the endpoint that answers this path.
                 target = request.path
                 if target == mcp_path:
                     return streamable(request, exchange)

@@ -349,9 +349,7 @@ _STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/lo
 def _json_status(reply: bytes) -> int:
     """``status_of(reply)``, except that a rate limit's refusal (429) is raised as the
     HttpError that answers it with ``Retry-After`` (RFC 6585 section 4): the driver writes
-    it. The common answer costs what ``status_of`` costs, not a branch more per request."""
-    if reply[:1] != b"{" or reply.find(b'"error"') < 0:  # as status_of: most replies
-        return 200
+    it."""
     status = status_of(reply)
     if status == 429:
         headers = [("Retry-After", retry_after(reply) or "1")]
