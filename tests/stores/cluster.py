@@ -85,7 +85,11 @@ class Cluster:
     def wait_up(self, count: int, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if sum(row["status"].startswith("UP") for row in self.servers()) >= count:
+            try:
+                up = sum(row["status"].startswith("UP") for row in self.servers())
+            except (FileNotFoundError, ConnectionRefusedError):
+                up = 0  # HAProxy has not opened its stats socket yet (a loaded machine)
+            if up >= count:
                 return
             time.sleep(0.1)
         raise TimeoutError(f"HAProxy sees fewer than {count} replicas up: {self.servers()}")

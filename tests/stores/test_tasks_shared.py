@@ -124,8 +124,8 @@ async def test_kill_9_under_load_loses_no_acknowledged_task(
                     continue
                 try:
                     task_id = await create(replicas, i, "build", target=f"{n}.{k}", seconds=1.0)
-                except OSError:
-                    continue  # refused by the dead replica: never acknowledged
+                except (OSError, trio.BrokenResourceError):
+                    continue  # refused or reset by the dying replica: never acknowledged
                 acknowledged.append((i, task_id))
                 await trio.sleep(0.05)
 
