@@ -4,7 +4,10 @@ mcp-runtime serve benchmarks/servers/mcp_runtime_server.py                     #
 mcp-runtime serve benchmarks/servers/mcp_runtime_server.py --transport http --port 8000  # /mcp
 """
 
+import time
 from functools import cache
+
+import trio
 
 from runtime import Server
 
@@ -56,3 +59,38 @@ async def bytes_4mib() -> bytes:
 async def size(data: str) -> int:
     """The length of ``data`` (the big tools/call argument row)."""
     return len(data)
+
+
+@app.tool
+async def touch() -> str:
+    """Tell every subscriber that mem://blob changed (the fan-out row)."""
+    app.notify_resource_updated("mem://blob")
+    return "touched"
+
+
+class _LongestStep(trio.abc.Instrument):
+    """The longest trio task step: how long one message kept the event loop from anything else."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._started = time.perf_counter()  # the step that installs it is under way
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._started = time.perf_counter()
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.longest = max(self.longest, time.perf_counter() - self._started)
+
+
+_steps: list[_LongestStep] = []
+
+
+@app.tool
+async def longest_step_ms() -> float:
+    """The longest task step since the last call, in ms (the first call starts watching)."""
+    if not _steps:
+        _steps.append(_LongestStep())
+        trio.lowlevel.add_instrument(_steps[0])
+        return 0.0
+    longest, _steps[0].longest = _steps[0].longest, 0.0
+    return longest * 1000

@@ -8,7 +8,7 @@ python sdk_server.py http-sse PORT    # Streamable HTTP, its default: stateful, 
 import sys
 from functools import cache
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 BLOB = ("0123456789abcdef" * 64)[:1024]
 MIB = 1 << 20
@@ -56,6 +56,13 @@ async def bytes_4mib() -> bytes:
 async def size(data: str) -> int:
     """The length of ``data``."""
     return len(data)
+
+
+@mcp.tool()
+async def touch(ctx: Context) -> str:
+    """Tell every listen stream that mem://blob changed (the fan-out row)."""
+    await ctx.notify_resource_updated("mem://blob")
+    return "touched"
 
 
 if __name__ == "__main__":
