@@ -17,7 +17,7 @@ from runtime.core import (
     RequestContext,
     ResourceNotFoundError,
 )
-from runtime.features import App, to_contents
+from runtime.features import App, reply_contents
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 
@@ -79,7 +79,7 @@ def methods(server: App) -> dict[str, Handler]:
         )
         if asking:
             return value  # type: ignore[no-any-return]
-        contents = to_contents(uri, value, definition.mime_type)
+        contents = reply_contents(uri, value, definition.mime_type)
         return _with_cache(ctx, {"contents": contents}, definition.cache)
 
     return {
