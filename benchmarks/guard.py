@@ -11,8 +11,9 @@ client, one request at a time, and costed by a count that the machine's speed do
   interpreter-bound paths: stdio ``tools/call``, one item of a batch, a modern (2026-07-28)
   HTTP POST, a handshake-session HTTP POST.
 - Instructions per request under valgrind's callgrind (the difference between a run of
-  ``READS_LONG`` and one of ``READS_SHORT`` reads, so start-up and exit cancel out) for the
-  1 MiB ``resources/read``, whose cost is C work (encoding, copies, writes) that bytecodes miss.
+  ``BIG_LONG`` and one of ``BIG_SHORT`` requests, so start-up and exit cancel out) for a 1 MiB
+  ``resources/read`` and a ``tools/call`` with a 1 MiB argument, whose cost is C work
+  (decoding, encoding, copies, reads and writes) that bytecodes miss.
 
 A figure more than ``TOLERANCE`` above its baseline fails the check (exit 1) with the command
 that records new baselines; a change that makes a path dearer on purpose commits the new
@@ -53,7 +54,8 @@ WARM = 100  # requests before counting: memos filled, code paths specialised
 COUNTED = 200  # requests counted per bytecode figure
 BATCH = 32  # items per batch
 PAUSE = 0.01  # seconds after each answer before the next request (see _paced)
-READS_SHORT, READS_LONG = 3, 11  # 1 MiB reads in the two callgrind runs
+BIG_SHORT, BIG_LONG = 3, 11  # 1 MiB requests of a kind in the callgrind runs
+MIB = 1 << 20
 BYTECODES, INSTRUCTIONS = "bytecodes per request", "instructions per request"
 
 
@@ -373,8 +375,15 @@ def read_template(uri: str) -> bytes:
     return wire._template("resources/read", {"uri": uri})
 
 
-def _instructions_for_reads(reads: int) -> int:
-    """Instructions a stdio server executes in all, start to exit, answering ``reads`` + 1."""
+def call_template() -> bytes:
+    data = "0123456789abcdef" * (MIB // 16)
+    return wire.call_template("size", {"data": data})
+
+
+def _instructions_for(reads: int, calls: int) -> int:
+    """Instructions a stdio server executes in all, start to exit, answering ``reads`` 1 MiB
+    reads and ``calls`` tools/call with 1 MiB arguments (and one of each first: the first read
+    builds the text, so it is in every run)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         argv = [
@@ -394,11 +403,14 @@ def _instructions_for_reads(reads: int) -> int:
         )
         try:
             peer.handshake(timeout=300)
-            template = read_template("mem://text/1")
-            for i in range(reads + 1):  # the first read builds the text: in both runs
-                reply = peer.request(template % (100 + i), timeout=300)
-                if len(reply) < 1 << 20 or wire.is_error(reply[:200]):
-                    raise wire.BenchError(f"resources/read answered {reply[:200]!r}")
+            work = [(read_template("mem://text/1"), reads), (call_template(), calls)]
+            rid = 100
+            for template, n in work:
+                for _ in range(n + 1):
+                    rid += 1
+                    reply = peer.request(template % rid, timeout=300)
+                    if wire.is_error(reply[:300]) or b'"result"' not in reply[:300]:
+                        raise wire.BenchError(f"answered {reply[:200]!r}")
         finally:
             peer.close(timeout=300)  # stdin EOF: the server exits, callgrind writes its counts
         with open(out, encoding="utf-8") as counts:
@@ -408,13 +420,19 @@ def _instructions_for_reads(reads: int) -> int:
         return int(found.group(1))
 
 
-def stdio_read_1mib() -> Measured:
-    """One ``resources/read`` of a 1 MiB text resource over stdio, in instructions."""
+def _big_instructions() -> dict[str, Measured]:
+    """Three callgrind runs at once: few of both, more reads, more calls; the differences."""
     if shutil.which("valgrind") is None:
         raise wire.BenchError("valgrind is missing (Debian: apt-get install valgrind)")
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        short, long = pool.map(_instructions_for_reads, (READS_SHORT, READS_LONG))
-    return Measured((long - short) / (READS_LONG - READS_SHORT), INSTRUCTIONS, {})
+    few, more = BIG_SHORT, BIG_LONG
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        base, reads, calls = pool.map(
+            lambda rc: _instructions_for(*rc), [(few, few), (more, few), (few, more)]
+        )
+    return {
+        "stdio_read_1mib": Measured((reads - base) / (more - few), INSTRUCTIONS, {}),
+        "stdio_call_1mib": Measured((calls - base) / (more - few), INSTRUCTIONS, {}),
+    }
 
 
 PATHS: dict[str, Callable[[], Measured]] = {
@@ -422,25 +440,30 @@ PATHS: dict[str, Callable[[], Measured]] = {
     "stdio_batch_item": stdio_batch_item,
     "http_modern_post": http_modern_post,
     "http_session_post": http_session_post,
-    "stdio_read_1mib": stdio_read_1mib,
 }
+BIG_PATHS = ("stdio_read_1mib", "stdio_call_1mib")  # measured together by _big_instructions
 
 
 def measure_all(only: list[str] | None = None) -> dict[str, Measured]:
-    """Every path, the slow callgrind one started first; all at once (each is sequential
+    """Every path, the slow callgrind runs started first; all at once (each is sequential
     inside, so running beside the others changes no count)."""
     names = [n for n in PATHS if not only or n in only]
-    names.sort(key=lambda n: n != "stdio_read_1mib")
-    workers = max(2, min(len(names), os.cpu_count() or 2))
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    big = not only or any(n in only for n in BIG_PATHS)
+    with concurrent.futures.ThreadPoolExecutor(max(2, len(names) + 1)) as pool:
+        big_future = pool.submit(_big_instructions) if big else None
         futures = {name: pool.submit(PATHS[name]) for name in names}
-        return {name: futures[name].result() for name in names}
+        found = {name: futures[name].result() for name in names}
+        if big_future is not None:
+            found.update((k, v) for k, v in big_future.result().items() if not only or k in only)
+        return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.guard", description=__doc__)
     parser.add_argument("--update", action="store_true", help=f"write {BASELINES.name}")
-    parser.add_argument("--only", nargs="*", choices=list(PATHS), help="measure these paths")
+    parser.add_argument(
+        "--only", nargs="*", choices=[*PATHS, *BIG_PATHS], help="measure these paths"
+    )
     parser.add_argument("--baselines", type=Path, default=BASELINES)
     args = parser.parse_args(argv)
     started = time.perf_counter()
