@@ -79,7 +79,7 @@ def methods(server: App) -> dict[str, Handler]:
         )
         if asking:
             return value  # type: ignore[no-any-return]
-        contents = reply_contents(uri, value, definition.mime_type)
+        contents = await reply_contents(uri, value, definition.mime_type)
         return _with_cache(ctx, {"contents": contents}, definition.cache)
 
     return {
