@@ -278,16 +278,36 @@ def _http_traced(tmp: str) -> Iterator[tuple[int, _Traced]]:
         proc.wait()
 
 
-def _paced(ask: Callable[[int], bytes], requests: int, first_id: int) -> None:
-    """``requests`` exchanges one at a time, a pause after each answer: the server is parked
-    in its event loop's wait before every request arrives, whatever the machine's speed, so
-    each request takes the same code path (a request already waiting when the server comes
-    back to read would skip the wait and count fewer bytecodes)."""
+def _parked(pid: int, timeout: float = 60.0) -> None:
+    """Wait until the server's main thread sleeps in epoll_wait (trio's event loop waiting for
+    I/O): under CPU contention (the callgrind runs beside it, a busy CI machine) a pause alone
+    can end before a slow traced server gets back to its wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            return  # no /proc: the pause alone
+        if state == b"S" and ("epoll" in wchan or wchan in ("", "0")):
+            return
+        time.sleep(0.001)
+    raise wire.BenchError("the traced server never went back to waiting")
+
+
+def _paced(ask: Callable[[int], bytes], requests: int, first_id: int, pid: int) -> None:
+    """``requests`` exchanges one at a time, the server parked in its event loop's wait before
+    each (a pause, then :func:`_parked`), so each request takes the same code path whatever
+    the machine's speed (a request already waiting when the server comes back to read would
+    skip the wait and count fewer bytecodes)."""
     for i in range(requests):
+        time.sleep(PAUSE)
+        _parked(pid)
         reply = ask(first_id + i)
         if wire.is_error(reply) or b'"result"' not in reply:
             raise wire.BenchError(f"request {first_id + i} answered {reply[:200]!r}")
-        time.sleep(PAUSE)
 
 
 def stdio_tools_call() -> Measured:
@@ -299,9 +319,9 @@ def stdio_tools_call() -> Measured:
         def ask(rid: int) -> bytes:
             return peer.request(template % rid, timeout=120)
 
-        _paced(ask, WARM, 1)
+        _paced(ask, WARM, 1, traced.pid)
         traced.zero()
-        _paced(ask, COUNTED, 1000)
+        _paced(ask, COUNTED, 1000, traced.pid)
         return traced.counts(COUNTED)
 
 
@@ -324,9 +344,9 @@ def stdio_batch_item() -> Measured:
                         return line
             raise wire.BenchError("no answer to a batch")
 
-        _paced(ask, 5, 1)
+        _paced(ask, 5, 1, traced.pid)
         traced.zero()
-        _paced(ask, batches, 1000)
+        _paced(ask, batches, 1000, traced.pid)
         return traced.counts(batches * BATCH)
 
 
@@ -350,9 +370,9 @@ def _http(mode: str) -> Measured:
                     raise wire.BenchError(f"HTTP {status}: {body[:200]!r}")
                 return body
 
-            _paced(ask, WARM, 1)
+            _paced(ask, WARM, 1, traced.pid)
             traced.zero()
-            _paced(ask, COUNTED, 1000)
+            _paced(ask, COUNTED, 1000, traced.pid)
             return traced.counts(COUNTED)
         finally:
             client.close()
