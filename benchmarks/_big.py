@@ -84,3 +84,65 @@ def measure(
     if contender == OURS:
         got["step_ms"] = _longest_step(peer, 3)
     return got
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+
+
+def http_templates() -> dict[str, tuple[bytes, str, str]]:
+    """Per payload: the modern (2026-07-28) request template, its Mcp-Method and Mcp-Name."""
+    data = ("0123456789abcdef" * (MIB // 16)).replace("%", "%%")
+    meta = {"_meta": wire.MODERN_META}
+    out = {}
+    for name, uri in (("read1", "mem://text/1"), ("read16", "mem://text/16")):
+        out[name] = (wire._template("resources/read", {"uri": uri, **meta}), "resources/read", uri)
+    out["blob4"] = (
+        wire._template("resources/read", {"uri": "mem://bytes/4", **meta}),
+        "resources/read",
+        "mem://bytes/4",
+    )
+    call = wire._template("tools/call", {"name": "size", "arguments": {"data": data}, **meta})
+    out["call1"] = (call, "tools/call", "size")
+    return out
+
+
+def http_metrics(payload: Payload) -> list[str]:
+    return [f"http_big_{payload.name}_{what}" for what in ("cpu_ms", "step_ms")]
+
+
+def measure_http(
+    port: int, pid: int, contender: str, payload: Payload, requests: int
+) -> dict[str, float]:
+    """Server CPU per request (and our longest task step) for one keep-alive client sending
+    ``payload`` as modern POSTs one at a time."""
+    from .run import OURS
+
+    template, method, name = http_templates()[payload.name]
+    client = wire.HttpClient(port, "/mcp", "modern", timeout=120)
+
+    def ask(rid: int, body: bytes, m: str, n: str) -> bytes:
+        status, _, reply = client.exchange(body % rid, {"Mcp-Method": m, "Mcp-Name": n})
+        if status != 200 or b'"result"' not in reply[:300]:
+            raise wire.BenchError(f"HTTP {status}: {reply[:200]!r}")
+        return reply
+
+    def longest(rid: int) -> float:
+        body = wire._template(
+            "tools/call", {"name": "longest_step_ms", "arguments": {}, "_meta": wire.MODERN_META}
+        )
+        reply = ask(rid, body, "tools/call", "longest_step_ms")
+        return float(wire._decode(reply)["result"]["structuredContent"]["result"])
+
+    try:
+        ask(1, template, method, name)  # warm-up; builds the payload
+        if contender == OURS:
+            longest(2)
+        cpu0 = procfs.run_seconds(pid)
+        for i in range(requests):
+            ask(10 + i, template, method, name)
+        got = {"cpu_ms": (procfs.run_seconds(pid) - cpu0) / requests * 1000}
+        if contender == OURS:
+            got["step_ms"] = longest(3)
+        return got
+    finally:
+        client.close()

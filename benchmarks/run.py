@@ -702,6 +702,53 @@ def measure_big(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
             guarded(rec, r, contender, names, one)
 
 
+@contextlib.contextmanager
+def _big_http_server(contender: str) -> Iterator[tuple[int, int]]:
+    from . import _big
+
+    if contender != _big.FLOOR:
+        with http_server(contender, "http-json") as (proc, port):
+            yield proc.pid, port
+        return
+    port = wire.free_port()
+    floor = subprocess.Popen(
+        [sys.executable, str(SERVERS / "floor_http.py"), str(port)], stdin=subprocess.DEVNULL
+    )
+    try:
+        wire.wait_for_port(port, 30, lambda: floor.poll() is None)
+        yield floor.pid, port
+    finally:
+        floor.kill()
+        floor.wait()
+
+
+def _big_http_one(rec: Recorder, r: int, contender: str, payload: Any, requests: int) -> None:
+    from . import _big
+
+    with _big_http_server(contender) as (pid, port):
+        got = _big.measure_http(port, pid, contender, payload, requests)
+    names = _big.http_metrics(payload)
+    rec.add(r, contender, names[0], got["cpu_ms"], f"n={requests}, modern POSTs, one client")
+    if "step_ms" in got:
+        rec.add(r, contender, names[1], got["step_ms"], "longest trio task step")
+
+
+def measure_big_http(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
+    """The same payloads as modern (2026-07-28) HTTP POSTs, one keep-alive client, beside
+    servers/floor_http.py (a blocking loop: msgspec decode, the same reply, one sendall)."""
+    from . import _big
+
+    for payload in _big.payloads():
+        requests = max(3, s.big_reads // payload.share)
+        names = _big.http_metrics(payload)
+        for contender in [_big.FLOOR, *order]:
+            if contender != _big.FLOOR and (why := peer_missing(contender)):
+                rec.unavailable(r, contender, names, why)
+                continue
+            one = functools.partial(_big_http_one, rec, r, contender, payload, requests)
+            guarded(rec, r, contender, names, one)
+
+
 FANOUT_METRICS = {
     "session": ["session_idle_kib", "session_fanout_ms", "session_fanout_cpu_ms"],
     "listen": ["listen_idle_kib", "listen_fanout_ms", "listen_fanout_cpu_ms"],
@@ -1015,6 +1062,8 @@ def main(argv: list[str] | None = None) -> int:
                     guarded(rec, r, contender, metrics, functools.partial(fn, contender))
             if "big" in groups:
                 measure_big(rec, s, r, order)
+                if "http" in transports:
+                    measure_big_http(rec, s, r, order)
             if "http" in groups:
                 for http_mode in HTTP_MODES:
                     measure_http(rec, s, r, order, http_mode, "http" in transports)
