@@ -2,8 +2,10 @@
 
     python -m benchmarks._opcount OUT serve TARGET [options]   (the CLI's own arguments)
 
-Used by ``python -m benchmarks.http_floor --opcodes``: SIGUSR1 zeroes the counts, SIGUSR2
-writes them to ``OUT`` as JSON ({"file:first line:qualified name": count}). Tracing every
+Used by ``python -m benchmarks.http_floor --opcodes`` and ``python -m benchmarks.guard``:
+SIGUSR1 zeroes the counts and then creates ``OUT.zeroed`` (so the caller knows the signal was
+handled), SIGUSR2 writes them to ``OUT`` as JSON ({"file:first line:qualified name": count}),
+whole (written aside and renamed, so a reader never sees half a file). Tracing every
 opcode makes the server some fifty times slower, but the counts do not depend on the
 machine's speed or noise: a deterministic picture of where the interpreter's work goes.
 """
@@ -11,6 +13,7 @@ machine's speed or noise: a deterministic picture of where the interpreter's wor
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections import Counter
@@ -34,6 +37,8 @@ def main() -> int:
 
     def reset(signum: int, frame: FrameType | None) -> None:
         _counts.clear()
+        with open(out + ".zeroed", "w"):
+            pass
 
     def dump(signum: int, frame: FrameType | None) -> None:
         # A snapshot first (one C call, no opcode events): counting this very function's
@@ -43,8 +48,9 @@ def main() -> int:
             f"{code.co_filename}:{code.co_firstlineno}:{code.co_qualname}": n
             for code, n in snapshot
         }
-        with open(out, "w", encoding="utf-8") as f:
+        with open(out + ".part", "w", encoding="utf-8") as f:
             json.dump(found, f)
+        os.replace(out + ".part", out)
 
     signal.signal(signal.SIGUSR1, reset)
     signal.signal(signal.SIGUSR2, dump)

@@ -39,6 +39,148 @@ CATALOG: list[tuple[str, str, str, str]] = [
     ("shed_err_p99_us", "overload: -32010 round trip p99", "us", "lower"),
     ("shed_cpu_us", "overload: server CPU per refused request", "us", "lower"),
     ("shed_ok_p50_ms", "overload: accepted 50 ms calls, p50", "ms", "lower"),
+    ("shed_ok_p99_ms", "overload: accepted 5 ms calls, 10x the cap offered, p99", "ms", "lower"),
+    ("unloaded_p99_ms", "overload: the same calls at the cap, p99", "ms", "lower"),
+    ("shed_cpu10x_us", "overload, 10x the cap: net server CPU per refusal", "us", "lower"),
+    ("big_read1_cpu_ms", "stdio resources/read 1 MiB text: server CPU", "ms", "lower"),
+    ("big_read16_cpu_ms", "stdio resources/read 16 MiB text: server CPU", "ms", "lower"),
+    ("big_blob4_cpu_ms", "stdio resources/read 4 MiB blob: server CPU", "ms", "lower"),
+    ("big_call1_cpu_ms", "stdio tools/call, 1 MiB argument: server CPU", "ms", "lower"),
+    ("big_read1_rss_x", "read 1 MiB: peak RSS growth / payload", "x", "lower"),
+    ("big_read16_rss_x", "read 16 MiB: peak RSS growth / payload", "x", "lower"),
+    ("big_blob4_rss_x", "read 4 MiB blob: peak RSS growth / payload", "x", "lower"),
+    ("big_call1_rss_x", "tools/call 1 MiB: peak RSS growth / payload", "x", "lower"),
+    ("big_read1_step_ms", "read 1 MiB: longest event-loop step", "ms", "lower"),
+    ("big_read16_step_ms", "read 16 MiB: longest event-loop step", "ms", "lower"),
+    ("big_blob4_step_ms", "read 4 MiB blob: longest event-loop step", "ms", "lower"),
+    ("big_call1_step_ms", "tools/call 1 MiB: longest event-loop step", "ms", "lower"),
+    ("http_big_read1_cpu_ms", "HTTP resources/read 1 MiB text: server CPU", "ms", "lower"),
+    ("http_big_read16_cpu_ms", "HTTP resources/read 16 MiB text: server CPU", "ms", "lower"),
+    ("http_big_blob4_cpu_ms", "HTTP resources/read 4 MiB blob: server CPU", "ms", "lower"),
+    ("http_big_call1_cpu_ms", "HTTP tools/call, 1 MiB argument: server CPU", "ms", "lower"),
+    ("http_big_read16_step_ms", "HTTP read 16 MiB: longest event-loop step", "ms", "lower"),
+    ("http_big_blob4_step_ms", "HTTP read 4 MiB blob: longest event-loop step", "ms", "lower"),
+    ("http_big_call1_step_ms", "HTTP tools/call 1 MiB: longest event-loop step", "ms", "lower"),
+    ("session_idle_kib", "memory per idle session with a GET stream", "KiB", "lower"),
+    ("listen_idle_kib", "memory per idle 2026-07-28 listen stream", "KiB", "lower"),
+    ("session_fanout_ms", "resources/updated to 1,000 sessions: last one has it", "ms", "lower"),
+    ("session_fanout_cpu_ms", "resources/updated to 1,000 sessions: server CPU", "ms", "lower"),
+    ("listen_fanout_ms", "resources/updated to 1,000 listens: last one has it", "ms", "lower"),
+    ("listen_fanout_cpu_ms", "resources/updated to 1,000 listens: server CPU", "ms", "lower"),
+]
+# benchmarks/servers/floor_stdio.py for the big payloads; `python -c "import trio, msgspec"`
+# for spawn_init_ms
+FLOOR = "floor"
+
+# Issue 22: label, our metric, (reference contender, its metric), "min"/"max" ratio or "abs".
+ROUND2_TARGETS: list[tuple[str, str, tuple[str, str], str, float]] = [
+    (
+        "HTTP modern JSON, 16 clients >= 50% of client ceiling",
+        "http_json_c16",
+        ("client", "ceiling_http16"),
+        "min",
+        0.5,
+    ),
+    (
+        "HTTP sessions + SSE, 16 clients >= 35% of client ceiling",
+        "http_sse_c16",
+        ("client", "ceiling_http16"),
+        "min",
+        0.35,
+    ),
+    ("read 1 MiB CPU <= 1.3x floor", "big_read1_cpu_ms", (FLOOR, "big_read1_cpu_ms"), "max", 1.3),
+    (
+        "read 16 MiB CPU <= 1.3x floor",
+        "big_read16_cpu_ms",
+        (FLOOR, "big_read16_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "read 4 MiB blob CPU <= 1.3x floor",
+        "big_blob4_cpu_ms",
+        (FLOOR, "big_blob4_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "tools/call 1 MiB CPU <= 1.3x floor",
+        "big_call1_cpu_ms",
+        (FLOOR, "big_call1_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "HTTP read 1 MiB CPU <= 1.3x floor",
+        "http_big_read1_cpu_ms",
+        (FLOOR, "http_big_read1_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "HTTP read 16 MiB CPU <= 1.3x floor",
+        "http_big_read16_cpu_ms",
+        (FLOOR, "http_big_read16_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "HTTP read 4 MiB blob CPU <= 1.3x floor",
+        "http_big_blob4_cpu_ms",
+        (FLOOR, "http_big_blob4_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    (
+        "HTTP tools/call 1 MiB CPU <= 1.3x floor",
+        "http_big_call1_cpu_ms",
+        (FLOOR, "http_big_call1_cpu_ms"),
+        "max",
+        1.3,
+    ),
+    ("HTTP read 16 MiB longest loop step < 20 ms", "http_big_read16_step_ms", ("", ""), "abs", 20),
+    ("read 16 MiB peak RSS growth <= 3x payload", "big_read16_rss_x", ("", ""), "abs", 3.01),
+    ("read 16 MiB longest loop step < 20 ms", "big_read16_step_ms", ("", ""), "abs", 20),
+    ("read 4 MiB blob longest loop step < 20 ms", "big_blob4_step_ms", ("", ""), "abs", 20),
+    (
+        "fan-out to 1,000 listens >= 10x SDK (time)",
+        "listen_fanout_ms",
+        (SDK, "listen_fanout_ms"),
+        "max",
+        0.1,
+    ),
+    ("memory per idle session + GET stream < 20 KiB", "session_idle_kib", ("", ""), "abs", 20),
+    ("memory per idle listen stream < 20 KiB", "listen_idle_kib", ("", ""), "abs", 20),
+    ("memory per idle TCP connection < 16 KiB", "tcp_idle_kib", ("", ""), "abs", 16),
+    ("memory per idle WebSocket < 24 KiB", "ws_idle_kib", ("", ""), "abs", 24),
+    (
+        "overload: accepted p99 <= 2x unloaded p99",
+        "shed_ok_p99_ms",
+        (OURS, "unloaded_p99_ms"),
+        "max",
+        2,
+    ),
+    (
+        "overload: server CPU per refusal < 30 us (one at a time)",
+        "shed_cpu_us",
+        ("", ""),
+        "abs",
+        30,
+    ),
+    (
+        "overload: server CPU per refusal < 30 us (10x offered)",
+        "shed_cpu10x_us",
+        ("", ""),
+        "abs",
+        30,
+    ),
+    (
+        "spawn -> initialize <= 1.25x `import trio, msgspec`",
+        "spawn_init_ms",
+        (FLOOR, "spawn_init_ms"),
+        "max",
+        1.25,
+    ),
 ]
 CLIENT_ROWS = [
     ("ceiling_stdio64", "load client ceiling: stdio vs `cat`, 64 in flight", "calls/s"),
@@ -117,6 +259,12 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
             f"{_ratio(med.get((OURS, metric)), med.get((SDK, metric)))} | "
             f"{_ratio(med.get((FASTMCP, metric)), med.get((SDK, metric)))} |"
         )
+    for metric, label, unit, _ in CATALOG:
+        if (FLOOR, metric) in med:
+            lines.append(
+                f"| floor: {label} | {unit} | lower | {_fmt(med[(FLOOR, metric)])} | | | "
+                f"ours {_ratio(med.get((OURS, metric)), med[(FLOOR, metric)])} | |"
+            )
     for metric, label, unit in CLIENT_ROWS:
         if ("client", metric) in med:
             lines.append(f"| {label} | {unit} | higher | {_fmt(med[('client', metric)])} | | | | |")
@@ -146,6 +294,16 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
                 ok = ratio >= bound if kind == "min" else ratio <= bound
                 met = "yes" if ok else "**no**"
         target_lines.append(f"| {label} | {shown} | {met} |")
+    target_lines += [
+        "",
+        "Targets (issue 22):",
+        "",
+        "| target | figure | met? |",
+        "| --- | --- | --- |",
+    ]
+    for label, ours_m, ref, kind, bound in ROUND2_TARGETS:
+        shown, met = _round2(med, notes, ours_m, ref, kind, bound)
+        target_lines.append(f"| {label} | {shown} | {met} |")
     footnotes = []
     seen = set()
     for (c, m), note in sorted(notes.items()):
@@ -154,6 +312,27 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
             seen.add((c, note))
             footnotes.append(f"- {c} `{m}`: {note}")
     return "\n".join(lines), target_lines, footnotes
+
+
+def _round2(
+    med: dict[tuple[str, str], float],
+    notes: dict[tuple[str, str], str],
+    ours_m: str,
+    ref: tuple[str, str],
+    kind: str,
+    bound: float,
+) -> tuple[str, str]:
+    a = med.get((OURS, ours_m))
+    if a is None:
+        return "n/a", f"n/a ({notes.get((OURS, ours_m), 'not measured')})"
+    if kind == "abs":
+        return _fmt(a), "yes" if a < bound else "**no**"
+    b = med.get(ref)
+    if not b:
+        return "n/a", f"n/a ({notes.get(ref, 'reference not measured')})"
+    ratio = a / b
+    ok = ratio >= bound if kind == "min" else ratio <= bound
+    return f"{ratio:.3g}x ({_fmt(a)} vs {_fmt(b)})", "yes" if ok else "**no**"
 
 
 def draw_chart(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
@@ -200,6 +379,13 @@ def draw_chart(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
         names.append(label.split(" >=")[0].split(" <=")[0])
         achieved.append(better)
         wanted.append(bound if kind == "min" else 1 / bound)
+    for label, ours_m, ref, kind, bound in ROUND2_TARGETS:
+        a, b = med.get((OURS, ours_m)), med.get(ref)
+        if kind == "abs" or a is None or not b:
+            continue
+        names.append(label.split(" >=")[0].split(" <=")[0])
+        achieved.append(a / b if kind == "min" else b / a)
+        wanted.append(bound if kind == "min" else 1 / bound)
     rows_y = list(range(len(names)))
     ax2.barh(rows_y, achieved, color=colors[OURS], label="achieved (x better than SDK)")
     ax2.scatter(wanted, rows_y, marker="|", s=400, color="red", label="target", zorder=3)
@@ -207,7 +393,7 @@ def draw_chart(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
     ax2.axvline(1, color="black", lw=0.8)
     ax2.set_yticks(rows_y)
     ax2.set_yticklabels(names, fontsize=8)
-    ax2.set_title("mcp-runtime vs SDK (x better), red = target")
+    ax2.set_title("mcp-runtime vs SDK, floor or ceiling (x better), red = target")
     # below the bars, where it can hide no bar or target mark
     ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
     ax2.grid(axis="x", alpha=0.3)
@@ -234,7 +420,7 @@ def render(
         "",
         main,
         "",
-        "Targets (issue 5):",
+        "Targets (issue 5, then issue 22 against floors and ceilings):",
         "",
         *targets,
         "",

@@ -59,12 +59,15 @@ class Settings:
     hang_timeout: float
     http_slices: int  # HTTP: each client count is measured in this many slices per contender,
     http_slice: float  # of this many seconds each, rotating through the contenders
+    streams: int  # idle handshake sessions with GET streams / listen streams (benchmarks/_fanout)
+    fanout: int  # of which this many are subscribed to the resource that changes
+    big_reads: int  # requests per big-payload measurement (benchmarks/_big)
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(2, 0.8, 500, 50_000, 3, 2, 2000, 2.0, 4, 0.4)
-        return cls(3, 2.5, 3000, 200_000, 7, 5, 2000, 5.0, 6, 0.6)
+            return cls(2, 0.8, 500, 50_000, 3, 2, 2000, 2.0, 4, 0.4, 1000, 1000, 20)
+        return cls(3, 2.5, 3000, 200_000, 7, 5, 2000, 5.0, 6, 0.6, 10_000, 1000, 150)
 
 
 @dataclass
@@ -309,7 +312,21 @@ def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None
     """
     failed = {c: why for c in order if (why := peer_missing(c))}
     spawn_ms: dict[str, list[float]] = {c: [] for c in order}
+    floor: list[float] = []
     for i in range(s.spawns):
+        # The floor (issue 22): the interpreter importing our two dependencies, in the same
+        # rounds, so it sees the same machine as the servers do; timed to its first line out,
+        # as a server is to its first reply (the interpreter's exit is not part of either).
+        t = time.perf_counter()
+        with subprocess.Popen(
+            [sys.executable, "-c", "import trio, msgspec; print('ready', flush=True)"],
+            stdout=subprocess.PIPE,
+            cwd=str(ROOT),
+        ) as imported:
+            assert imported.stdout is not None
+            if imported.stdout.readline() != b"ready\n":
+                raise BenchError("python -c 'import trio, msgspec' failed")
+            floor.append((time.perf_counter() - t) * 1000)
         for contender in order:
             if contender in failed:
                 continue
@@ -319,6 +336,13 @@ def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None
                     spawn_ms[contender].append((time.perf_counter() - peer.spawned_at) * 1000)
             except (BenchError, OSError, ValueError, KeyError) as exc:
                 failed[contender] = f"error: {type(exc).__name__}: {exc}"[:200]
+    rec.add(
+        r,
+        "floor",
+        "spawn_init_ms",
+        statistics.median(floor),
+        f'python -c "import trio, msgspec; print(...)" to its line, n={len(floor)}',
+    )
     for contender in order:
         if contender in failed:
             rec.unavailable(r, contender, ["spawn_init_ms"], failed[contender])
@@ -653,6 +677,114 @@ def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: 
             proc.wait()
 
 
+def _big_one(rec: Recorder, r: int, contender: str, payload: Any, requests: int) -> None:
+    from . import _big
+
+    cm: contextlib.AbstractContextManager[wire.StdioPeer]
+    if contender == _big.FLOOR:
+        floor = [sys.executable, str(SERVERS / "floor_stdio.py")]
+        cm = contextlib.closing(wire.StdioPeer(floor, cwd=str(ROOT)))
+    else:
+        cm = stdio_peer(contender, f"big-{payload.name}")
+    with cm as peer:
+        got = _big.measure(peer, contender, payload, requests)
+    names = _big.metrics(payload)
+    rec.add(r, contender, names[0], got["cpu_ms"], f"n={requests}, {payload.size >> 20} MiB")
+    rec.add(r, contender, names[1], got["rss_x"], "peak RSS growth / payload")
+    if "step_ms" in got:
+        rec.add(r, contender, names[2], got["step_ms"], "longest trio task step")
+
+
+def measure_big(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
+    """Big payloads over stdio, each contender and the floor in turn per payload (_big.py)."""
+    from . import _big
+
+    for payload in _big.payloads():
+        requests = max(3, s.big_reads // payload.share)
+        names = _big.metrics(payload)
+        for contender in [_big.FLOOR, *order]:
+            if contender != _big.FLOOR and (why := peer_missing(contender)):
+                rec.unavailable(r, contender, names, why)
+                continue
+            one = functools.partial(_big_one, rec, r, contender, payload, requests)
+            guarded(rec, r, contender, names, one)
+
+
+@contextlib.contextmanager
+def _big_http_server(contender: str) -> Iterator[tuple[int, int]]:
+    from . import _big
+
+    if contender != _big.FLOOR:
+        with http_server(contender, "http-json") as (proc, port):
+            yield proc.pid, port
+        return
+    port = wire.free_port()
+    floor = subprocess.Popen(
+        [sys.executable, str(SERVERS / "floor_http.py"), str(port)], stdin=subprocess.DEVNULL
+    )
+    try:
+        wire.wait_for_port(port, 30, lambda: floor.poll() is None)
+        yield floor.pid, port
+    finally:
+        floor.kill()
+        floor.wait()
+
+
+def _big_http_one(rec: Recorder, r: int, contender: str, payload: Any, requests: int) -> None:
+    from . import _big
+
+    with _big_http_server(contender) as (pid, port):
+        got = _big.measure_http(port, pid, contender, payload, requests)
+    names = _big.http_metrics(payload)
+    rec.add(r, contender, names[0], got["cpu_ms"], f"n={requests}, modern POSTs, one client")
+    if "step_ms" in got:
+        rec.add(r, contender, names[1], got["step_ms"], "longest trio task step")
+
+
+def measure_big_http(rec: Recorder, s: Settings, r: int, order: list[str]) -> None:
+    """The same payloads as modern (2026-07-28) HTTP POSTs, one keep-alive client, beside
+    servers/floor_http.py (a blocking loop: msgspec decode, the same reply, one sendall)."""
+    from . import _big
+
+    for payload in _big.payloads():
+        requests = max(3, s.big_reads // payload.share)
+        names = _big.http_metrics(payload)
+        for contender in [_big.FLOOR, *order]:
+            if contender != _big.FLOOR and (why := peer_missing(contender)):
+                rec.unavailable(r, contender, names, why)
+                continue
+            one = functools.partial(_big_http_one, rec, r, contender, payload, requests)
+            guarded(rec, r, contender, names, one)
+
+
+FANOUT_METRICS = {
+    "session": ["session_idle_kib", "session_fanout_ms", "session_fanout_cpu_ms"],
+    "listen": ["listen_idle_kib", "listen_fanout_ms", "listen_fanout_cpu_ms"],
+}
+
+
+def measure_fanout(rec: Recorder, s: Settings, r: int, era: str, contender: str) -> None:
+    """Idle handshake sessions with GET streams, or idle modern listen streams: memory per
+    stream at ``s.streams``, and one resources/updated to ``s.fanout`` of them (_fanout.py)."""
+    from . import _fanout
+
+    with open(RESULTS / "logs" / f"{contender}-{era}-fanout.log", "ab") as log:
+        got = _fanout.measure(era, s.streams, s.fanout, log, contender)
+    rec.add(r, contender, f"{era}_idle_kib", got["idle_kib"], got["idle_note"])
+    rec.add(r, contender, f"{era}_fanout_ms", got["fanout_ms"], got["fanout_note"])
+    rec.add(r, contender, f"{era}_fanout_cpu_ms", got["fanout_cpu_ms"], "server CPU to the last")
+
+
+# Who can be measured how: the SDK's MCPServer publishes resources/updated to 2026-07-28
+# listen streams (Context.notify_resource_updated) but has no server-wide call for handshake
+# sessions' resources/subscribe; fastmcp has neither.
+FANOUT_UNAVAILABLE = {
+    (SDK, "session"): "MCPServer has no server-wide resources/updated for handshake sessions",
+    (FASTMCP, "session"): "no server-wide resources/updated",
+    (FASTMCP, "listen"): "no 2026-07-28 subscriptions/listen",
+}
+
+
 OVERLOAD_METRICS = ["shed_err_p50_us", "shed_err_p99_us", "shed_cpu_us", "shed_ok_p50_ms"]
 
 
@@ -761,6 +893,95 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
         peer.close()
 
 
+def _offer(
+    peer: wire.StdioPeer, template: bytes, depth: int, seconds: float
+) -> tuple[list[int], int, float]:
+    """Keep ``depth`` calls in flight for ``seconds`` (a refused one is replaced at once):
+    (round trips of the accepted, refusals, server CPU seconds)."""
+    ok_rtts: list[int] = []
+    refused = 0
+    sent_at: dict[int, int] = {}
+    clock = time.perf_counter_ns
+    cpu0 = procfs.run_seconds(peer.pid)
+    end = clock() + int(seconds * 1e9)
+    hard = end + int(15e9)
+    while clock() < hard and (clock() < end or sent_at):
+        if clock() < end and len(sent_at) < depth:
+            now = clock()
+            out = []
+            while len(sent_at) < depth:
+                sent_at[peer.next_id] = now
+                out.append(template % peer.next_id)
+                peer.next_id += 1
+            peer.write(b"\n".join(out) + b"\n")
+        for line in peer.read_lines(0.2):
+            rid = wire.response_id(line)
+            if rid not in sent_at:
+                continue
+            rtt = clock() - sent_at.pop(rid)
+            if wire.is_error(line):
+                refused += 1
+            else:
+                ok_rtts.append(rtt)
+    return ok_rtts, refused, procfs.run_seconds(peer.pid) - cpu0
+
+
+OVERLOAD10_METRICS = ["unloaded_p99_ms", "shed_ok_p99_ms", "shed_cpu10x_us"]
+
+
+def measure_overload10(rec: Recorder, s: Settings, r: int) -> None:
+    """Issue 22 item 5: --max-in-flight 16 and 5 ms calls; first exactly 16 in flight (the
+    unloaded p99), then 160 offered (10x the cap): the accepted calls' p99, and the server CPU
+    per refusal net of the accepted calls' own CPU (measured in the unloaded run)."""
+    limit, seconds = 16, max(s.time_cap, 1.0) * 2
+    argv = [
+        *_ours_cli(),
+        "serve",
+        str(SERVERS / "overload_server.py"),
+        "--log-level",
+        "error",
+        "--max-in-flight",
+        str(limit),
+    ]
+    logs = RESULTS / "logs"
+    peer = wire.StdioPeer(
+        argv, cwd=str(ROOT), env=server_env(OURS), stderr_path=str(logs / "overload10.log")
+    )
+    try:
+        peer.handshake()
+        call = wire.call_template("sleep", {"ms": 5})
+        _offer(peer, call, limit, 0.5)  # warm-up
+        base, base_refused, base_cpu = _offer(peer, call, limit, seconds)
+        if base_refused or not base:
+            raise BenchError(f"{base_refused} refused at the cap itself")
+        loaded, refused, cpu = _offer(peer, call, 10 * limit, seconds)
+        per_call = base_cpu / len(base)
+        rec.add(
+            r,
+            OURS,
+            "unloaded_p99_ms",
+            wire.percentile(base, 99) / 1e6,
+            f"{limit} sleep(5 ms) calls in flight, n={len(base)}",
+        )
+        rec.add(
+            r,
+            OURS,
+            "shed_ok_p99_ms",
+            wire.percentile(loaded, 99) / 1e6,
+            f"{10 * limit} offered: {len(loaded)} accepted, {refused} refused",
+        )
+        rec.add(
+            r,
+            OURS,
+            "shed_cpu10x_us",
+            (cpu - len(loaded) * per_call) / refused * 1e6 if refused else None,
+            f"({cpu * 1e3:.0f} ms CPU - {len(loaded)} accepted x {per_call * 1e6:.0f} us) "
+            f"/ {refused} refusals",
+        )
+    finally:
+        peer.close()
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -780,7 +1001,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="short run (about 3 minutes)")
     parser.add_argument(
-        "--only", nargs="*", default=None, help="groups: import stdio batch modern http scale"
+        "--only",
+        nargs="*",
+        default=None,
+        help="groups: import stdio batch modern http scale big",
     )
     parser.add_argument("--contenders", nargs="*", default=list(CONTENDERS))
     parser.add_argument(
@@ -791,12 +1015,13 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings.make(args.quick)
     mode = "quick" if args.quick else "full"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    # 10,000 idle streams (benchmarks/_fanout) hold a socket each on both sides.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 32768)), hard))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "logs").mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     rec = Recorder(run_id=stamp, mode=mode)
-    groups = set(args.only or ["import", "stdio", "batch", "modern", "http", "scale"])
+    groups = set(args.only or ["import", "stdio", "batch", "modern", "http", "scale", "big"])
     transports = ours_transports()
     contenders = [c for c in CONTENDERS if c in args.contenders]
     started = time.perf_counter()
@@ -843,6 +1068,10 @@ def main(argv: list[str] | None = None) -> int:
                         rec.unavailable(r, contender, metrics, why)
                         continue
                     guarded(rec, r, contender, metrics, functools.partial(fn, contender))
+            if "big" in groups:
+                measure_big(rec, s, r, order)
+                if "http" in transports:
+                    measure_big_http(rec, s, r, order)
             if "http" in groups:
                 for http_mode in HTTP_MODES:
                     measure_http(rec, s, r, order, http_mode, "http" in transports)
@@ -862,6 +1091,27 @@ def main(argv: list[str] | None = None) -> int:
                     lambda: measure_idle(rec, s, r, "ws", "ws" in transports),  # noqa: B023 - called in this iteration
                 )
                 guarded(rec, r, OURS, OVERLOAD_METRICS, lambda: measure_overload(rec, s, r))  # noqa: B023 - called in this iteration
+                guarded(
+                    rec,
+                    r,
+                    OURS,
+                    OVERLOAD10_METRICS,
+                    functools.partial(measure_overload10, rec, s, r),
+                )
+                for era, metrics in FANOUT_METRICS.items():
+                    for contender in order:
+                        if why := FANOUT_UNAVAILABLE.get((contender, era)) or peer_missing(
+                            contender
+                        ):
+                            rec.unavailable(r, contender, metrics, why)
+                            continue
+                        guarded(
+                            rec,
+                            r,
+                            contender,
+                            metrics,
+                            functools.partial(measure_fanout, rec, s, r, era, contender),
+                        )
         rec.out = None
     if args.profile:
         from ._profile import profile_http, profile_stdio

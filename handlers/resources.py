@@ -10,7 +10,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import Handler, RequestContext
-from runtime.features import App, to_contents
+from runtime.features import App, reply_contents
 from runtime.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, JSONRPCError, ResourceNotFoundError
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
@@ -73,7 +73,7 @@ def methods(server: App) -> dict[str, Handler]:
         )
         if asking:
             return value  # type: ignore[no-any-return]
-        contents = to_contents(uri, value, definition.mime_type)
+        contents = await reply_contents(uri, value, definition.mime_type)
         return _with_cache(ctx, {"contents": contents}, definition.cache)
 
     return {

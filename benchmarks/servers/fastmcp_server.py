@@ -6,10 +6,18 @@ python fastmcp_server.py http-sse PORT    # Streamable HTTP, its default: statef
 """
 
 import sys
+from functools import cache
 
 from fastmcp import FastMCP
 
 BLOB = ("0123456789abcdef" * 64)[:1024]
+MIB = 1 << 20
+
+
+@cache
+def big_text(mib: int) -> str:
+    return "0123456789abcdef" * (mib * MIB // 16)
+
 
 mcp = FastMCP("bench-fastmcp", version="1.0.0")
 
@@ -24,6 +32,30 @@ async def echo(text: str) -> str:
 async def blob() -> str:
     """1,024 bytes of text."""
     return BLOB
+
+
+@mcp.resource("mem://text/1", mime_type="text/plain")
+async def text_1mib() -> str:
+    """1 MiB of text."""
+    return big_text(1)
+
+
+@mcp.resource("mem://text/16", mime_type="text/plain")
+async def text_16mib() -> str:
+    """16 MiB of text."""
+    return big_text(16)
+
+
+@mcp.resource("mem://bytes/4", mime_type="application/octet-stream")
+async def bytes_4mib() -> bytes:
+    """4 MiB of bytes (a base64 blob on the wire)."""
+    return big_text(4).encode()
+
+
+@mcp.tool
+async def size(data: str) -> int:
+    """The length of ``data``."""
+    return len(data)
 
 
 if __name__ == "__main__":

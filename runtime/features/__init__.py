@@ -17,7 +17,7 @@ Other packages import the names re-exported here, never the private modules.
 
 from ._annotations import enc_hook
 from ._broadcast import LIST_KINDS, REPLICA_COPY, TASK_KEY, Broadcast, Change, ListKind, Subscriber
-from ._contents import to_contents
+from ._contents import reply_contents, to_contents
 from ._input import (
     INPUT_METHODS,
     BecomeTask,
@@ -99,6 +99,7 @@ __all__ = [
     "output_spec",
     "params_digest",
     "principal_key",
+    "reply_contents",
     "required_capability",
     "to_contents",
 ]

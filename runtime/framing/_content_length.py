@@ -114,7 +114,8 @@ class ContentLengthFramer:
                 end = self._body_end
                 if len(buf) < end:
                     break
-                frame = bytes(buf[self._body : end])
+                # One copy: slicing the bytearray itself would copy once more.
+                frame = bytes(memoryview(buf)[self._body : end])
                 self._start = self._line = self._scan = end
                 self._state = _HEADERS
                 return frame

@@ -100,7 +100,8 @@ class NdjsonFramer:
                 raise self._too_long(start)
             if end == start or (buf[start] in _BLANK_CODES and _is_blank(buf[start:end])):
                 continue
-            return bytes(buf[start:end])
+            # One copy: slicing the bytearray itself would copy once more (1 MiB: ~0.1 ms).
+            return bytes(memoryview(buf)[start:end])
 
         # No complete line left: compact, then look at the unterminated tail.
         if self._start:

@@ -80,3 +80,13 @@ def test_handler_errors_are_200(code: int) -> None:
 
 def test_a_result_mentioning_error_is_200() -> None:
     assert status_of(encode_result(1, {"error": {"code": -32600}})) == 200
+
+
+def test_an_error_whose_data_mentions_result_keeps_its_status() -> None:
+    reply = encode_error(1, -32601, "x", {"result": 1, "text": '"result":'})
+    assert status_of(reply) == 404
+
+
+def test_a_string_id_naming_error_or_result_changes_nothing() -> None:
+    assert status_of(encode_result('"error":"result":', {"x": 1})) == 200
+    assert status_of(encode_error('"result":', -32600, "x")) == 400

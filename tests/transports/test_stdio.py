@@ -10,6 +10,7 @@ import sys
 import time
 
 import msgspec
+import pytest
 import trio
 
 from ..peers import ROOT, WIRE_SERVER, cli, open_stdio_peer
@@ -139,3 +140,31 @@ def test_a_crashed_stdio_server_exits_non_zero() -> None:
         .rstrip()
         .endswith("mcp-runtime: error: the stdio connection crashed (see the log above)")
     )
+
+
+def test_stdio_pipes_are_grown_to_one_mebibyte() -> None:
+    """Big replies cross in 1 MiB pipe writes, not 64 KiB ones (PIPE_SIZE in
+    runtime/transports/_stdio.py); the capacity is the pipe's, so the client's ends show it."""
+    import fcntl
+
+    getpipe = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if getpipe is None:
+        pytest.skip("F_GETPIPE_SZ is Linux only; elsewhere the pipes are left as they are")
+    with open("/proc/sys/fs/pipe-max-size") as f:
+        wanted = min(1 << 20, int(f.read()))
+    process = subprocess.Popen(
+        cli("serve", str(WIRE_SERVER)), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            b'"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        )
+        process.stdin.flush()
+        assert b'"result"' in process.stdout.readline()  # the channel is open by now
+        assert fcntl.fcntl(process.stdout.fileno(), getpipe) == wanted
+        assert fcntl.fcntl(process.stdin.fileno(), getpipe) == wanted
+    finally:
+        process.kill()
+        process.wait()

@@ -80,9 +80,11 @@ class SocketIO:
                 raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
             if sent == len(data):
                 return
-            data = data[sent:]
+            rest = memoryview(data)[sent:]  # (a bytes slice would copy all that is left)
+        else:
+            rest = memoryview(data)
         async with self._write_lock:
-            await self._write_slowly(memoryview(data))
+            await self._write_slowly(rest)
 
     async def _write_slowly(self, view: memoryview) -> None:
         with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:

@@ -1,0 +1,210 @@
+"""Many clients at rest and one change to all of them (issue 22, items 3 and 4).
+
+Two shapes of an idle subscriber, each on its own fresh ``mcp-runtime serve --transport http``:
+
+- handshake era (2025-11-25): a session (``initialize``, ``notifications/initialized``) with
+  its standalone GET stream open (basic/transports "Listening for Messages from the Server"),
+  the first ``fanout`` of them also ``resources/subscribe``-d to ``mem://blob``;
+- modern era (2026-07-28): a ``subscriptions/listen`` POST whose SSE response stays open, the
+  first ``fanout`` of them asking for ``resourceSubscriptions: ["mem://blob"]``.
+
+Memory: the server's RSS growth per idle stream once all are open. Fan-out: the ``touch`` tool
+calls ``notify_resource_updated("mem://blob")``; the row is the time from sending that call
+until the last subscriber's socket has ``notifications/resources/updated``, and the server CPU
+over that interval. The session POSTs go over a few keep-alive connections; each stream holds
+its own connection. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import subprocess
+import time
+from typing import Any
+
+from . import _procfs as procfs
+from . import _wire as wire
+
+POST_CONNECTIONS = 8
+UPDATED = b"notifications/resources/updated"
+
+
+def _serve(contender: str, port: int, streams: int, log: Any) -> subprocess.Popen[bytes]:
+    from .run import OURS, ROOT, SERVERS, _ours_cli, http_argv, server_env
+
+    if contender != OURS:
+        return subprocess.Popen(
+            http_argv(contender, "http-sse", port),
+            cwd=str(ROOT),
+            env=server_env(contender),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    argv = [
+        *_ours_cli(),
+        "serve",
+        str(SERVERS / "mcp_runtime_server.py"),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--max-connections",
+        str(streams + 100),
+    ]
+    return subprocess.Popen(
+        argv, cwd=str(ROOT), env=server_env(OURS), stdin=subprocess.DEVNULL, stdout=log, stderr=log
+    )
+
+
+def _open_stream(port: int, request: bytes) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(request)
+    return s
+
+
+def _await_all(socks: list[socket.socket], marker: bytes, deadline: float) -> tuple[int, float]:
+    """Read every socket until each has ``marker``; (how many did, when the last did)."""
+    sel = selectors.DefaultSelector()
+    seen: dict[socket.socket, bytearray] = {}
+    for s in socks:
+        s.setblocking(False)
+        seen[s] = bytearray()
+        sel.register(s, selectors.EVENT_READ)
+    done = 0
+    last = time.perf_counter()
+    try:
+        while done < len(socks) and time.perf_counter() < deadline:
+            for key, _ in sel.select(0.5):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    data = sock.recv(65536)
+                except BlockingIOError:
+                    continue
+                buf = seen[sock]
+                buf += data
+                if marker in buf or not data:
+                    if data:
+                        done += 1
+                        last = time.perf_counter()
+                    sel.unregister(sock)
+                    del buf[:]
+    finally:
+        sel.close()
+    return done, last
+
+
+def _sessions(port: int, n: int, fanout: int) -> list[str]:
+    """``n`` initialized sessions, the first ``fanout`` subscribed to mem://blob."""
+    posts = [wire.HttpClient(port, "/mcp", "session") for _ in range(POST_CONNECTIONS)]
+    subscribe = wire._template("resources/subscribe", {"uri": "mem://blob"})
+    ids = []
+    try:
+        for i in range(n):
+            c = posts[i % POST_CONNECTIONS]
+            c.session_id = None
+            status, headers, body = c.exchange(wire.initialize(0))
+            if status != 200 or "mcp-session-id" not in headers:
+                raise wire.BenchError(f"initialize {i}: HTTP {status} {body[:200]!r}")
+            c.session_id = headers["mcp-session-id"]
+            c.exchange(wire.INITIALIZED)
+            if i < fanout:
+                status, _, body = c.exchange(subscribe % 1)
+                if status != 200 or b'"result"' not in body:
+                    raise wire.BenchError(f"resources/subscribe: HTTP {status} {body[:200]!r}")
+            ids.append(c.session_id)
+    finally:
+        for c in posts:
+            c.close()
+    return ids
+
+
+def _get_request(port: int, session_id: str) -> bytes:
+    return (
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+        f"Mcp-Session-Id: {session_id}\r\nMCP-Protocol-Version: {wire.HANDSHAKE_VERSION}\r\n\r\n"
+    ).encode()
+
+
+def _listen_request(port: int, rid: int, subscribed: bool) -> bytes:
+    wanted: dict[str, Any] = (
+        {"resourceSubscriptions": ["mem://blob"]} if subscribed else {"toolsListChanged": True}
+    )
+    body = wire._template(
+        "subscriptions/listen", {"notifications": wanted, "_meta": wire.MODERN_META}
+    ) % (rid)
+    c = wire.HttpClient(port, "/mcp", "modern")
+    head = c.head(body, {"Mcp-Method": "subscriptions/listen"})
+    c.close()
+    return head + body
+
+
+def _touch(port: int) -> None:
+    c = wire.HttpClient(port, "/mcp", "modern", timeout=60)
+    try:
+        template = wire.call_template("touch", {}).replace(
+            b'"arguments":{}', b'"arguments":{},"_meta":' + wire._json.encode(wire.MODERN_META)
+        )
+        headers = {"Mcp-Method": "tools/call", "Mcp-Name": "touch"}
+        status, _, body = c.exchange(template % 1, headers)
+        if status != 200 or b"touched" not in body:
+            raise wire.BenchError(f"touch: HTTP {status} {body[:200]!r}")
+    finally:
+        c.close()
+
+
+def measure(
+    era: str, streams: int, fanout: int, log: Any, contender: str = "mcp-runtime"
+) -> dict[str, Any]:
+    """Open ``streams`` idle subscribers of ``era`` ('session' or 'listen'), then notify."""
+    port = wire.free_port()
+    proc = _serve(contender, port, streams, log)
+    socks: list[socket.socket] = []
+    try:
+        wire.wait_for_port(port, 60, lambda: proc.poll() is None)
+        time.sleep(0.3)
+        before = procfs.status_kib(proc.pid, "VmRSS")
+        t = time.perf_counter()
+        if era == "session":
+            ids = _sessions(port, streams, fanout)
+            socks = [_open_stream(port, _get_request(port, sid)) for sid in ids]
+            ready, _ = _await_all(socks, b"\r\n\r\n", time.perf_counter() + 120)
+        else:
+            socks = [
+                _open_stream(port, _listen_request(port, 10 + i, i < fanout))
+                for i in range(streams)
+            ]
+            ready, _ = _await_all(socks, b"acknowledged", time.perf_counter() + 120)
+        opened = time.perf_counter() - t
+        if ready != streams:
+            raise wire.BenchError(f"{ready} of {streams} {era} streams opened")
+        time.sleep(1.0)
+        after = procfs.status_kib(proc.pid, "VmRSS")
+        cpu0 = procfs.cpu_seconds(proc.pid)
+        t0 = time.perf_counter()
+        _touch(port)
+        got, last = _await_all(socks[:fanout], UPDATED, time.perf_counter() + 60)
+        cpu = procfs.cpu_seconds(proc.pid) - cpu0
+        if got != fanout:
+            raise wire.BenchError(f"{got} of {fanout} subscribers got the update")
+        return {
+            "idle_kib": (after - before) / streams,
+            "idle_note": f"{streams} {era} streams opened in {opened:.1f}s, RSS "
+            f"{before / 1024:.1f}->{after / 1024:.1f} MiB",
+            "fanout_ms": (last - t0) * 1000,
+            "fanout_cpu_ms": cpu * 1000,
+            "fanout_note": f"{fanout} subscribers of {streams} open streams",
+        }
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
