@@ -73,8 +73,8 @@ class SessionStore(Protocol):
 
 class EventStore(Protocol):
     """Where SSE events wait for a client that may resume with ``Last-Event-ID`` (MCP
-    2025-11-25 basic/transports, "Resumability and Redelivery"). The same protocol as
-    ``runtime.transports.http.EventStore``: event ids are ``<stream>_<n>``, ``n`` counting up
+    2025-11-25 basic/transports, "Resumability and Redelivery"); the HTTP transport's, with
+    ``MemoryEventStore`` as its default. Event ids are ``<stream>_<n>``, ``n`` counting up
     within the stream, unique across replicas when the store is shared. Bounded per session
     (oldest dropped first) and by age (a shared store expires a session's events with it)."""
 

@@ -16,13 +16,13 @@ Other packages import only the names re-exported here.
 
 from __future__ import annotations
 
+from ...stores import EventStore, MemoryEventStore
 from ._auth import Authenticate, Gate, calls_in
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import HttpError
 from ._modern import header_params
 from ._serve import serve_http
 from ._session import Hooks
-from ._streams import EventStore, MemoryEventStore
 
 __all__ = [
     "Authenticate",

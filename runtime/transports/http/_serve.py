@@ -24,7 +24,7 @@ from typing import Any
 import trio
 
 from ...auth import AuthConfig
-from ...stores import Store
+from ...stores import EventStore, MemoryEventStore, Store
 from ._auth import Authenticate, Gate
 from ._edge import EdgePolicy, HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest
@@ -32,7 +32,6 @@ from ._legacy import LegacySseEndpoint
 from ._server import serve_http_listeners
 from ._session import Hooks, SessionRegistry
 from ._streamable import StreamableEndpoint
-from ._streams import EventStore, MemoryEventStore
 
 __all__ = ["serve_http"]
 

@@ -23,9 +23,9 @@ import msgspec
 import trio
 
 from ...protocol import ModernRequest, error_reply, id_key, probe, store_unavailable
-from ...stores import SessionRecord, Store, StoreUnavailable
+from ...stores import EventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
-from ._streams import EventStore, Key, ResponseStream
+from ._streams import Key, ResponseStream
 
 __all__ = ["Hooks", "HttpSession", "SessionRegistry"]
 

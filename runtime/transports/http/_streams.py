@@ -1,19 +1,18 @@
-"""Response streams, the replay event store, and the writer that answers a POST as JSON or SSE.
+"""Response streams and the writer that answers a POST as JSON or SSE.
 
 MCP 2025-11-25 basic/transports, "Resumability and Redelivery": event ids are unique across
 all streams of a session and encode their stream, so ``Last-Event-ID`` names both the
 stream and the position in it; the server replays only that stream's later events. The
-store is bounded (``HttpLimits.max_replay_events``, oldest dropped first) and sits behind
-the small :class:`EventStore` interface so a shared store can replace the in-memory one.
+events wait in an ``EventStore`` (``runtime.stores``: in memory, bounded by
+``HttpLimits.max_replay_events``, or shared across replicas).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
@@ -22,8 +21,6 @@ from ...protocol import retry_after
 from ._exchange import Exchange
 
 __all__ = [
-    "EventStore",
-    "MemoryEventStore",
     "ResponseStream",
     "answer",
     "sse_event",
@@ -42,62 +39,6 @@ def sse_event(data: bytes | None, event_id: str | None, retry: int | None = None
     if retry is not None:
         head += b"retry: %d\n" % retry
     return head + b"data: " + (data or b"") + b"\n\n"
-
-
-class EventStore(Protocol):
-    """Where SSE events wait for a client that may resume with ``Last-Event-ID``."""
-
-    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
-        """Store one event of ``stream_id`` (None: a priming event) and return its id."""
-        ...
-
-    async def replay(
-        self, session_id: str, last_event_id: str
-    ) -> tuple[str, list[tuple[str, bytes]]] | None:
-        """The stream of ``last_event_id`` and its stored events after it, or None."""
-        ...
-
-    async def forget(self, session_id: str) -> None:
-        """Drop everything kept for a session (it ended)."""
-        ...
-
-
-class MemoryEventStore:
-    """In-memory :class:`EventStore`, at most ``max_events`` per session (oldest dropped).
-
-    Event ids are ``<stream>_<n>``: ``n`` counts up within the stream.
-    """
-
-    def __init__(self, max_events: int = 1000) -> None:
-        self.max_events = max_events
-        self._events: dict[str, deque[tuple[str, int, bytes | None]]] = {}
-        self._counters: dict[tuple[str, str], int] = {}
-
-    async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
-        counter = self._counters.get((session_id, stream_id), 0) + 1
-        self._counters[(session_id, stream_id)] = counter
-        events = self._events.setdefault(session_id, deque(maxlen=self.max_events))
-        events.append((stream_id, counter, data))
-        return f"{stream_id}_{counter}"
-
-    async def replay(
-        self, session_id: str, last_event_id: str
-    ) -> tuple[str, list[tuple[str, bytes]]] | None:
-        stream_id, _, number = last_event_id.rpartition("_")
-        if not number.isdigit() or (session_id, stream_id) not in self._counters:
-            return None
-        after = int(number)
-        found = [
-            (f"{s}_{n}", data)
-            for s, n, data in self._events.get(session_id, ())
-            if s == stream_id and n > after and data is not None
-        ]
-        return stream_id, found
-
-    async def forget(self, session_id: str) -> None:
-        self._events.pop(session_id, None)
-        for key in [k for k in self._counters if k[0] == session_id]:
-            del self._counters[key]
 
 
 class ResponseStream:
