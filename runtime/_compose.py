@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import logging
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
@@ -22,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
-from .core import Connection, Session, dispatch_single
+from .core import Connection, LoggedDispatcher, Session, dispatch_single
 from .features import REPLICA_COPY
 from .protocol import OPERATING
 from .stores import SessionRecord
@@ -75,13 +76,15 @@ def build_dispatcher(server: Server) -> Dispatcher:
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     build: Callable[[Server], Dispatcher] = load_handlers().build_dispatcher
     dispatcher = build(server)
-    if not server.middleware_chain:
-        return dispatcher
-    from .middleware import MiddlewareDispatcher
+    if server.middleware_chain:
+        from .middleware import MiddlewareDispatcher
 
-    for middleware in server.middleware_chain:
-        middleware.bind(server)
-    return MiddlewareDispatcher(dispatcher, server.middleware_chain)
+        for middleware in server.middleware_chain:
+            middleware.bind(server)
+        dispatcher = MiddlewareDispatcher(dispatcher, server.middleware_chain)
+    if logging.getLogger("mcp_runtime.requests").isEnabledFor(logging.DEBUG):
+        dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
+    return dispatcher
 
 
 def transport_hooks(server: Server) -> Hooks:

@@ -7,7 +7,7 @@ The wire rules these drive (envelope, error codes, versions, the lifecycle) are
 from ._channel import MessageChannel, Outgoing
 from ._connection import Connection
 from ._context import Peer, RequestContext
-from ._dispatch import BatchPolicy, Dispatcher, Handler, NotificationHandler
+from ._dispatch import BatchPolicy, Dispatcher, Handler, LoggedDispatcher, NotificationHandler
 from ._limits import Limits
 from ._session import Session
 from ._single import dispatch_single
@@ -18,6 +18,7 @@ __all__ = [
     "Dispatcher",
     "Handler",
     "Limits",
+    "LoggedDispatcher",
     "MessageChannel",
     "NotificationHandler",
     "Outgoing",

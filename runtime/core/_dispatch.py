@@ -65,10 +65,6 @@ class Dispatcher:
         self.requests = dict(requests)
         self.notifications = dict(notifications or {})
         self.batch_policy = batch_policy
-        #: One debug line per request (method, id, era, duration, outcome; never arguments)
-        #: when the ``mcp_runtime.requests`` logger is at DEBUG as the dispatcher is built
-        #: (``--log-level debug``); otherwise the hot path pays one attribute read.
-        self.trace = request_log.isEnabledFor(logging.DEBUG)
 
     def route(self, ctx: RequestContext) -> Handler | None:
         return self.requests.get(ctx.method)
@@ -92,8 +88,6 @@ class Dispatcher:
         """
         request_id = ctx.id
         assert request_id is not None
-        started = time.perf_counter() if self.trace else 0.0
-        outcome = "cancelled"
         try:
             handler = self.route(ctx)
             if handler is None:
@@ -101,15 +95,11 @@ class Dispatcher:
             result = await handler(ctx)
             if ctx.modern:
                 result = self.decorate(ctx, result)
-            outcome = "ok"
             return encode_result(request_id, result)
         except JSONRPCError as exc:
-            outcome = f"error code={exc.code}"
             return error_reply(exc, request_id)
         except msgspec.ValidationError as exc:
-            error = params_error(exc)
-            outcome = f"error code={error.code}"
-            return error_reply(error, request_id)
+            return error_reply(params_error(exc), request_id)
         except Exception as exc:
             if isinstance(exc, RecursionError) and "deserializing" in str(exc):
                 # params the envelope decoder followed but a handler's decoder, deeper in the
@@ -121,10 +111,7 @@ class Dispatcher:
                     request_id,
                     ctx.method,
                 )
-                error = invalid_params("nested too deeply")
-                outcome = f"error code={error.code}"
-                return error_reply(error, request_id)
-            outcome = "crashed"
+                return error_reply(invalid_params("nested too deeply"), request_id)
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
@@ -137,7 +124,6 @@ class Dispatcher:
                 raise
             # Any other BaseException subclass a handler raises is a bug like any other; it
             # must not take the connection (and every request on it) down (issue 16).
-            outcome = "crashed"
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
@@ -145,17 +131,6 @@ class Dispatcher:
                 ctx.method,
             )
             return error_reply(internal_error(), request_id)
-        finally:
-            if self.trace:
-                request_log.debug(
-                    "request conn=%s id=%r method=%s era=%s duration_ms=%.3f outcome=%s",
-                    ctx.peer.connection_id,
-                    request_id,
-                    ctx.method,
-                    "modern" if ctx.modern else "handshake",
-                    (time.perf_counter() - started) * 1000,
-                    outcome,
-                )
 
     async def dispatch_notification(self, ctx: RequestContext) -> None:
         """Run a notification handler; notifications are never answered, failures are logged."""
@@ -171,3 +146,62 @@ class Dispatcher:
             log.exception(
                 "notification handler failed conn=%s method=%s", ctx.peer.connection_id, ctx.method
             )
+
+
+class _Outcome(msgspec.Struct):
+    error: dict[str, Any] | None = None
+
+
+_outcome_decoder: Final = msgspec.json.Decoder(_Outcome)
+
+
+def _outcome(reply: bytes) -> str:
+    """ "ok", or "error code=N", from a whole reply this side encoded."""
+    if b'"error"' not in reply:
+        return "ok"
+    try:
+        error = _outcome_decoder.decode(reply).error
+    except msgspec.DecodeError:
+        return "ok"
+    return f"error code={error.get('code')}" if error else "ok"
+
+
+class LoggedDispatcher(Dispatcher):
+    """``inner`` with one debug line per request on the ``mcp_runtime.requests`` logger:
+    connection, id, method, era, duration and outcome, never arguments (``--log-level
+    debug``). The composition root wraps a dispatcher in it only when that logger is at
+    DEBUG, so a server that does not log requests runs none of this."""
+
+    def __init__(self, inner: Dispatcher) -> None:
+        super().__init__(inner.requests, inner.notifications, batch_policy=inner.batch_policy)
+        self.inner = inner
+
+    def route(self, ctx: RequestContext) -> Handler | None:
+        return self.inner.route(ctx)
+
+    def route_notification(self, ctx: RequestContext) -> NotificationHandler | None:
+        return self.inner.route_notification(ctx)
+
+    def decorate(self, ctx: RequestContext, result: Any) -> Any:
+        return self.inner.decorate(ctx, result)
+
+    async def dispatch(self, ctx: RequestContext) -> bytes:
+        started = time.perf_counter()
+        outcome = "cancelled"
+        try:
+            reply = await self.inner.dispatch(ctx)
+            outcome = _outcome(reply)
+            return reply
+        finally:
+            request_log.debug(
+                "request conn=%s id=%r method=%s era=%s duration_ms=%.3f outcome=%s",
+                ctx.peer.connection_id,
+                ctx.id,
+                ctx.method,
+                "modern" if ctx.modern else "handshake",
+                (time.perf_counter() - started) * 1000,
+                outcome,
+            )
+
+    async def dispatch_notification(self, ctx: RequestContext) -> None:
+        await self.inner.dispatch_notification(ctx)
