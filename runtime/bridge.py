@@ -61,6 +61,9 @@ _FEATURES: Final = ("tools", "resources", "prompts", "completions")
 _PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
 _META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 
+#: Input rounds answered for one forwarded request (as the client's own limit).
+MAX_INPUT_ROUNDS: Final = 10
+
 #: How long a forwarded server-to-client request may wait for our client's answer.
 SERVER_REQUEST_TIMEOUT: Final = 300.0
 
@@ -80,14 +83,26 @@ def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _per_hop_removed(result: Any) -> Any:
+async def _ask(request: Request, method: str, params: Any) -> Any:
+    """A server-to-client request to the client of ``request`` (handshake era), its JSON-RPC
+    error passed back as the remote's client error."""
+    try:
+        return await request.context.peer.request(
+            method, params, timeout=SERVER_REQUEST_TIMEOUT, related=request.id
+        )
+    except JSONRPCError as exc:
+        raise PeerError(exc.code, exc.message, exc.data) from None
+
+
+def _per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
     """The remote's result without what belongs to its hop: 2026-07-28 ``resultType``, the
     cache hints (server/utilities/caching) and ``_meta`` serverInfo. Our server adds its own
     to a modern request's result; a handshake-era client never sees them."""
     if not isinstance(result, dict):
         return result
     for key in _PER_HOP_FIELDS:
-        result.pop(key, None)
+        if not (keep_result_type and key == "resultType"):
+            result.pop(key, None)
     meta = result.get("_meta")
     if isinstance(meta, dict):
         meta.pop(_META_SERVER_INFO, None)
@@ -119,20 +134,41 @@ class Forward(Middleware):
         self.in_flight.append(request)
         try:
             if not isinstance(token, str | int):
-                return await self._forward(client, method, params, None)
+                return await self._forward(client, method, params, request, None)
             return await self._forward_with_progress(client, method, params, request, token)
         finally:
             self.in_flight.remove(request)
 
     async def _forward(
-        self, client: Client, method: str, params: dict[str, Any], progress: Any
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        request: Request,
+        progress: Any,
     ) -> Any:
-        try:
-            # No timeout of our own: the downstream request's cancel scope bounds it.
-            result = await client.request(method, params, timeout=None, progress=progress)
-        except PeerError as exc:
-            raise JSONRPCError(exc.code, exc.message, exc.data) from None
-        return _per_hop_removed(result)
+        for _round in range(MAX_INPUT_ROUNDS + 1):
+            try:
+                # No timeout of our own: the downstream request's cancel scope bounds it.
+                result = await client.request(method, params, timeout=None, progress=progress)
+            except PeerError as exc:
+                raise JSONRPCError(exc.code, exc.message, exc.data) from None
+            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+                return _per_hop_removed(result)
+            if request.era == "modern":
+                # 2026-07-28 basic/patterns/mrtr: our client answers the round and retries
+                # with inputResponses and the remote's requestState, both forwarded as is.
+                return _per_hop_removed(result, keep_result_type=True)
+            # A handshake-era client: each input request becomes a server-to-client request.
+            answers: dict[str, Any] = {}
+            for key, asked in (result.get("inputRequests") or {}).items():
+                answers[key] = await _ask(request, str(asked.get("method")), asked.get("params"))
+            params = {**params, "inputResponses": answers}
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+            else:
+                params.pop("requestState", None)
+        raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
     async def _forward_with_progress(
         self,
@@ -161,7 +197,7 @@ class Forward(Middleware):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay)
             try:
-                return await self._forward(client, method, params, progress)
+                return await self._forward(client, method, params, request, progress)
             finally:
                 send.close()
 
@@ -187,13 +223,12 @@ class Forward(Middleware):
         async def forward(params: dict[str, Any]) -> Any:
             for request in reversed(self.in_flight):
                 if request.era == "handshake":
-                    try:
-                        return await request.context.peer.request(
-                            method, params, timeout=SERVER_REQUEST_TIMEOUT, related=request.id
-                        )
-                    except JSONRPCError as exc:
-                        raise PeerError(exc.code, exc.message, exc.data) from None
-            raise PeerError(-32601, f"Method not found: {method} (no client to ask)")
+                    return await _ask(request, method, params)
+            # A 2026-07-28 client can only be asked in an input round of its own request,
+            # and the remote's request waits for an answer now: not bridged (docs/bridges.md).
+            raise PeerError(
+                -32601, f"Method not found: {method} (no handshake-era client request to ask)"
+            )
 
         return forward
 

@@ -1,0 +1,102 @@
+"""The proxy in-process over loopback TCP, our client on both ends: era bridging, errors,
+middleware on the way, and server-to-client requests forwarded across eras."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from runtime import Context, Server
+from runtime.bridge import proxy_server, proxy_target
+from runtime.client import PeerError, open_client
+from runtime.middleware import Next, Request
+from runtime.protocol import JSONRPCError
+
+
+def upstream() -> Server:
+    app = Server("upstream", "3.0.0", instructions="the remote")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @app.tool
+    def refuse() -> str:
+        """Refuses with a JSON-RPC error of its own."""
+        raise JSONRPCError(-32042, "refused upstream", {"why": "test"})
+
+    @app.tool
+    async def ask_name(ctx: Context) -> str:
+        """Elicits a name from the user."""
+        answer = await ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"hello {answer['content']['name']}"
+
+    return app
+
+
+@pytest.mark.parametrize("downstream_era", ["handshake", "modern"])
+@pytest.mark.parametrize("upstream_era", ["handshake", "auto"])
+async def test_eras_errors_middleware_through_the_proxy(
+    upstream_era: str, downstream_era: Any
+) -> None:
+    seen: list[str] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            remote = upstream()
+            port = (await nursery.start(remote.serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era=upstream_era)
+
+            @proxy.middleware
+            async def record(request: Request, call_next: Next) -> Any:
+                seen.append(request.method)
+                return await call_next()
+
+            proxy_port = (await nursery.start(proxy.serve_tcp))[1]
+
+            async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+                assert params["message"] == "Your name?"
+                return {"action": "accept", "content": {"name": "Ada"}}
+
+            async with open_client(
+                f"tcp://127.0.0.1:{proxy_port}", era=downstream_era, elicitation=elicit
+            ) as client:
+                assert client.era == downstream_era
+                assert client.description is not None
+                assert client.description.instructions == "the remote"
+                tools = [tool.name for tool in await client.all_tools()]
+                assert tools == ["add", "refuse", "ask_name"]
+                result = await client.call_tool("add", {"a": 2, "b": 40})
+                assert result.structured_content == {"result": 42}
+                invalid = await client.call_tool("add", {"a": "x", "b": 1})
+                assert invalid.is_error  # the remote's isError result, as is
+                with pytest.raises(PeerError) as raised:
+                    await client.call_tool("refuse", {})
+                assert (raised.value.code, raised.value.message) == (-32042, "refused upstream")
+                assert raised.value.data == {"why": "test"}
+                # The remote's elicitation (a server-to-client request, or a 2026-07-28
+                # input round) reaches our client in its own era's form and the answer
+                # goes back.
+                if (upstream_era, downstream_era) == ("handshake", "modern"):
+                    # Not bridged: the remote's request waits now, our client could only be
+                    # asked in an input round of a request of its own (docs/bridges.md).
+                    with pytest.raises(PeerError) as raised:
+                        await client.call_tool("ask_name", {})
+                    assert raised.value.code == -32601
+                    assert "elicitation/create" in raised.value.message
+                else:
+                    asked = await client.call_tool("ask_name", {})
+                    assert asked.text == "hello Ada"
+            nursery.cancel_scope.cancel()
+    assert "tools/call" in seen and "tools/list" in seen  # middleware saw forwarded requests
+
+
+def test_proxy_target() -> None:
+    assert proxy_target("stdio:python 'my server.py' --x") == ["python", "my server.py", "--x"]
+    assert proxy_target("http://h/mcp") == "http://h/mcp"
+    with pytest.raises(ValueError):
+        proxy_target("stdio:")
