@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from runtime import Context, Server
-from runtime.bridge import proxy_server, proxy_target
-from runtime.client import PeerError, open_client
+from runtime.bridge import Forward, proxy_server, proxy_target
+from runtime.client import Backoff, PeerError, open_client
 from runtime.middleware import Next, Request
 from runtime.protocol import JSONRPCError
 
@@ -100,3 +100,37 @@ def test_proxy_target() -> None:
     assert proxy_target("http://h/mcp") == "http://h/mcp"
     with pytest.raises(ValueError):
         proxy_target("stdio:")
+
+
+@pytest.mark.parametrize("upstream_era", ["handshake", "auto"])
+async def test_the_proxy_reconnects_to_a_restarted_remote(upstream_era: str) -> None:
+    """The remote (TCP) goes away and comes back on the same port: the proxy's client
+    re-opens the link with its backoff and our client's next requests are answered."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            first = trio.CancelScope()
+
+            async def serve_remote(
+                scope: trio.CancelScope, port: int, *, task_status: trio.TaskStatus[Any]
+            ) -> None:
+                with scope:
+                    await upstream().serve_tcp(port, task_status=task_status)
+
+            port = (await nursery.start(serve_remote, first, 0))[1]
+            proxy = proxy_server(
+                f"tcp://127.0.0.1:{port}",
+                era=upstream_era,
+                backoff=Backoff(initial=0.05, cap=0.2, max_elapsed=10),
+            )
+            proxy_port = (await nursery.start(proxy.serve_tcp))[1]
+            async with open_client(f"tcp://127.0.0.1:{proxy_port}", era="handshake") as client:
+                assert (await client.call_tool("add", {"a": 1, "b": 1})).text == "2"
+                first.cancel()  # the remote is gone
+                await trio.sleep(0.3)
+                await nursery.start(serve_remote, trio.CancelScope(), port)
+                tools = [tool.name for tool in await client.all_tools()]
+                assert tools == ["add", "refuse", "ask_name"]
+                assert (await client.call_tool("add", {"a": 2, "b": 3})).text == "5"
+                (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
+                assert forward.client is not None and forward.client.reconnects == 1
+            nursery.cancel_scope.cancel()
