@@ -311,7 +311,10 @@ def load_target(target: str) -> Server:
         # A remote server served through ours (docs/bridges.md): a URL, or stdio:COMMAND.
         from .bridge import proxy_server, proxy_target
 
-        return proxy_server(proxy_target(target))
+        try:
+            return proxy_server(proxy_target(target))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     spec, _, attr = target.partition(":")
     if not spec:
         raise UsageError(f"invalid TARGET {target!r}: expected path/file.py[:obj] or module[:obj]")
