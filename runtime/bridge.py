@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from .client import Backoff, Client, PeerError, open_client
+from ._lifetime import ServerCrashed
+from .client import Backoff, Client, ClientError, PeerError, open_client
 from .middleware import Middleware, Next, Request
 from .protocol import JSONRPCError
 
@@ -92,6 +93,18 @@ async def _ask(request: Request, method: str, params: Any) -> Any:
         )
     except JSONRPCError as exc:
         raise PeerError(exc.code, exc.message, exc.data) from None
+
+
+def _client_error(exc: BaseException) -> ClientError | None:
+    """The client's error inside ``exc`` (possibly nested in exception groups), if any."""
+    if isinstance(exc, ClientError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _client_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
@@ -256,18 +269,28 @@ def proxy_server(
         if forward in app.middleware_chain:
             app.middleware_chain.remove(forward)
         app.middleware_chain.append(forward)
-        async with open_client(
-            target,
-            era=era,  # type: ignore[arg-type]
-            framing=framing,
-            headers=headers,
-            bearer_token=bearer_token,
-            backoff=backoff,
-            timeout=None,
-            sampling=forward.handler("sampling/createMessage"),
-            elicitation=forward.handler("elicitation/create"),
-            roots=forward.handler("roots/list"),
-        ) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(
+                    open_client(
+                        target,
+                        era=era,  # type: ignore[arg-type]
+                        framing=framing,
+                        headers=headers,
+                        bearer_token=bearer_token,
+                        backoff=backoff,
+                        timeout=None,
+                        sampling=forward.handler("sampling/createMessage"),
+                        elicitation=forward.handler("elicitation/create"),
+                        roots=forward.handler("roots/list"),
+                    )
+                )
+            except (ClientError, BaseExceptionGroup) as exc:
+                # One line for the CLI (it exits 1 on ServerCrashed), not a traceback.
+                reason = _client_error(exc)
+                if reason is None:
+                    raise
+                raise ServerCrashed(f"cannot reach the remote MCP server: {reason}") from None
             forward.client = client
             try:
                 yield None

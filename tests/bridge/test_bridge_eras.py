@@ -3,12 +3,14 @@ middleware on the way, and server-to-client requests forwarded across eras."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
 import trio
 
 from runtime import Context, Server
+from runtime._lifetime import ServerCrashed
 from runtime.bridge import Forward, proxy_server, proxy_target
 from runtime.client import Backoff, PeerError, open_client
 from runtime.middleware import Next, Request
@@ -134,3 +136,17 @@ async def test_the_proxy_reconnects_to_a_restarted_remote(upstream_era: str) -> 
                 (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
                 assert forward.client is not None and forward.client.reconnects == 1
             nursery.cancel_scope.cancel()
+
+
+async def test_an_unreachable_remote_is_one_clear_error() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proxy = proxy_server(f"tcp://127.0.0.1:{port}", backoff=Backoff(max_attempts=1))
+    with trio.fail_after(10), pytest.raises(BaseException) as raised:
+        await proxy.serve_tcp()
+    crashed = raised.value
+    while isinstance(crashed, BaseExceptionGroup) and len(crashed.exceptions) == 1:
+        crashed = crashed.exceptions[0]
+    assert isinstance(crashed, ServerCrashed)
+    assert str(crashed).startswith("cannot reach the remote MCP server: tcp://127.0.0.1:")
