@@ -150,3 +150,37 @@ async def test_an_unreachable_remote_is_one_clear_error() -> None:
         crashed = crashed.exceptions[0]
     assert isinstance(crashed, ServerCrashed)
     assert str(crashed).startswith("cannot reach the remote MCP server: tcp://127.0.0.1:")
+
+
+@pytest.mark.parametrize("downstream_era", ["handshake", "modern"])
+async def test_http_client_to_proxy_to_websocket_remote(downstream_era: Any) -> None:
+    """HTTP <-> WebSocket: our client over Streamable HTTP to the proxy, the proxy over
+    WebSocket to the remote; progress and errors cross both."""
+    app = upstream()
+
+    @app.tool
+    async def count(ctx: Context) -> str:
+        """Reports progress 1 and 2 of 2."""
+        await ctx.report_progress(1, 2, "half")
+        await ctx.report_progress(2, 2, "done")
+        return "counted"
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(app.serve_websocket))[1]
+            proxy = proxy_server(f"ws://127.0.0.1:{port}/mcp")
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            progress: list[tuple[float, float | None, str | None]] = []
+            async with open_client(
+                f"http://127.0.0.1:{proxy_port}/mcp", era=downstream_era
+            ) as client:
+                assert client.era == downstream_era
+                result = await client.call_tool(
+                    "count", {}, progress=lambda *args: progress.append(args)
+                )
+                assert result.text == "counted"
+                assert progress == [(1.0, 2.0, "half"), (2.0, 2.0, "done")]
+                with pytest.raises(PeerError) as raised:
+                    await client.call_tool("refuse", {})
+                assert raised.value.code == -32042
+            nursery.cancel_scope.cancel()
