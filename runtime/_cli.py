@@ -299,10 +299,22 @@ def _import_file(path: Path) -> Any:
     return module
 
 
+#: TARGETs that name a remote MCP server to proxy rather than a file or module.
+_PROXY_PREFIXES = ("http://", "https://", "ws://", "wss://", "tcp://", "unix:", "pipe:", "stdio:")
+
+
 def load_target(target: str) -> Server:
     """Import TARGET and return its Server. Raises UsageError with a one-line reason."""
     from ._server import Server
 
+    if target.startswith(_PROXY_PREFIXES):
+        # A remote server served through ours (docs/bridges.md): a URL, or stdio:COMMAND.
+        from .bridge import proxy_server, proxy_target
+
+        try:
+            return proxy_server(proxy_target(target))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     spec, _, attr = target.partition(":")
     if not spec:
         raise UsageError(f"invalid TARGET {target!r}: expected path/file.py[:obj] or module[:obj]")
