@@ -183,8 +183,8 @@ class PromptResult(Result):
         return list(self.raw.get("messages") or [])
 
 
-class Tool(Result):
-    """One entry of ``tools/list``."""
+class _Entry(Result):
+    """One entry of a list result: every kind has a ``name`` and may have a description."""
 
     __slots__ = ()
 
@@ -193,12 +193,18 @@ class Tool(Result):
         return str(self.raw["name"])
 
     @property
-    def title(self) -> str | None:
-        return self.raw.get("title")
-
-    @property
     def description(self) -> str | None:
         return self.raw.get("description")
+
+
+class Tool(_Entry):
+    """One entry of ``tools/list``."""
+
+    __slots__ = ()
+
+    @property
+    def title(self) -> str | None:
+        return self.raw.get("title")
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -213,7 +219,7 @@ class Tool(Result):
         return dict(self.raw.get("annotations") or {})
 
 
-class Resource(Result):
+class Resource(_Entry):
     """One entry of ``resources/list``."""
 
     __slots__ = ()
@@ -223,19 +229,11 @@ class Resource(Result):
         return str(self.raw["uri"])
 
     @property
-    def name(self) -> str:
-        return str(self.raw["name"])
-
-    @property
-    def description(self) -> str | None:
-        return self.raw.get("description")
-
-    @property
     def mime_type(self) -> str | None:
         return self.raw.get("mimeType")
 
 
-class ResourceTemplate(Result):
+class ResourceTemplate(_Entry):
     """One entry of ``resources/templates/list``."""
 
     __slots__ = ()
@@ -245,30 +243,14 @@ class ResourceTemplate(Result):
         return str(self.raw["uriTemplate"])
 
     @property
-    def name(self) -> str:
-        return str(self.raw["name"])
-
-    @property
-    def description(self) -> str | None:
-        return self.raw.get("description")
-
-    @property
     def mime_type(self) -> str | None:
         return self.raw.get("mimeType")
 
 
-class Prompt(Result):
+class Prompt(_Entry):
     """One entry of ``prompts/list``."""
 
     __slots__ = ()
-
-    @property
-    def name(self) -> str:
-        return str(self.raw["name"])
-
-    @property
-    def description(self) -> str | None:
-        return self.raw.get("description")
 
     @property
     def arguments(self) -> list[dict[str, Any]]:

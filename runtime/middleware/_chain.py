@@ -158,9 +158,9 @@ class _Operation:
         return self.request.principal
 
 
-class ToolCall(_Operation):
-    """A ``tools/call``: ``name`` and ``arguments`` (change them to change the call).
-    The result is the ``CallToolResult`` object (``{"content": [...], "isError": ...}``)."""
+class _NamedCall(_Operation):
+    """An operation on a named thing with ``arguments`` (a tool call, a prompt get); change
+    either to change the call."""
 
     __slots__ = ()
 
@@ -185,6 +185,13 @@ class ToolCall(_Operation):
         self.request.params["arguments"] = value
 
 
+class ToolCall(_NamedCall):
+    """A ``tools/call``: ``name`` and ``arguments`` (change them to change the call).
+    The result is the ``CallToolResult`` object (``{"content": [...], "isError": ...}``)."""
+
+    __slots__ = ()
+
+
 class ResourceRead(_Operation):
     """A ``resources/read`` of ``uri``; the result is ``{"contents": [...]}``."""
 
@@ -199,27 +206,11 @@ class ResourceRead(_Operation):
         self.request.params["uri"] = value
 
 
-class PromptGet(_Operation):
+class PromptGet(_NamedCall):
     """A ``prompts/get`` of ``name`` with ``arguments``; the result is
     ``{"messages": [...], "description"?: ...}``."""
 
     __slots__ = ()
-
-    @property
-    def name(self) -> str:
-        return str(self.request.params.get("name", ""))
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self.request.params["name"] = value
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        params = self.request.params
-        args = params.get("arguments")
-        if not isinstance(args, dict):
-            args = params["arguments"] = {}
-        return args
 
 
 class Middleware:
