@@ -377,10 +377,14 @@ def _modern_params(message: Envelope) -> ModernParams | None:
     object: a generic reading would take the last) is refused with 400 and -32602.
     """
     raw = message.params
-    if not isinstance(raw, msgspec.Raw) or MODERN_MARKER not in bytes(raw):
-        return None  # the common handshake-era case: no decoding at all
+    if not isinstance(raw, msgspec.Raw):
+        return None
+    # One typed pass over the params (``arguments`` stay raw): no copy of them to look for
+    # the marker first, which cost a copy and a second pass of a 1 MiB argument.
     params = modern_params(raw)
     if params is None:
+        if MODERN_MARKER not in bytes(raw):
+            return None  # not modern at all: the handshake path answers it
         try:
             loose = msgspec.json.decode(raw)
         except RecursionError:  # deeper than msgspec follows here (issue 16): not modern
@@ -392,5 +396,5 @@ def _modern_params(message: Envelope) -> ModernParams | None:
         return None
     meta = params.meta
     if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
-        return None  # the marker sat elsewhere (in arguments, say): handshake era
+        return None  # no protocol version in _meta: handshake era
     return params
