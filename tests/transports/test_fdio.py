@@ -46,21 +46,28 @@ async def test_reads_what_is_there_and_waits_for_more() -> None:
 async def test_a_read_that_did_not_wait_still_lets_other_tasks_run() -> None:
     r, w = _pipe()
     stream = FdIO(r)
-    ran = []
+    steps = 0
+
+    async def other() -> None:
+        nonlocal steps
+        while True:
+            steps += 1
+            await trio.lowlevel.checkpoint()
+
     try:
-        os.write(w, b"x" * 10)
+        os.write(w, b"x" * 200)
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(lambda: _note(ran))
-                await stream.receive_some(1)  # data ready: no wait, but a yield
-                assert ran == [True]
+                nursery.start_soon(other)
+                for _ in range(200):  # every read finds its byte there: none waits
+                    assert await stream.receive_some(1) == b"x"
+                # trio orders each batch of runnable tasks at random: over 200 yields the
+                # other task runs (it would never run if a read that did not wait did not yield)
+                assert steps > 0
+                nursery.cancel_scope.cancel()
     finally:
         await stream.aclose()
         os.close(w)
-
-
-async def _note(ran: list[bool]) -> None:
-    ran.append(True)
 
 
 async def test_write_now_fills_the_pipe_and_write_rest_finishes() -> None:
