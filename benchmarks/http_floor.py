@@ -49,7 +49,17 @@ def _setups(instructions: bool) -> dict[str, Callable[[int], list[str]]]:
         argv = http_argv(OURS, "http-json", port)
         return [sys.executable, "-m", "runtime", *argv[argv.index("serve") :]]
 
+    ceiling = {
+        # the load client's own ceiling (``benchmarks.run``'s ceiling_http16): not a trio
+        # program and not run under callgrind, only beside the calls/s of the others
+        "fixed-reply responder (ceiling)": lambda port: [
+            sys.executable,
+            str(SERVERS / "null_http.py"),
+            str(port),
+        ]
+    }
     return {
+        **({} if instructions else ceiling),
         "trio alone, fixed bytes": lambda port: [
             sys.executable,
             str(SERVERS / "trio_floor.py"),

@@ -27,6 +27,11 @@ class MessageChannel(Protocol):
 
     ``send`` writes one or more messages (see ``Outgoing``) in order, framed and coalesced
     into as few writes as the transport allows. ``aclose`` releases the underlying stream.
+
+    Optionally, ``send_now(messages)`` writes what the transport takes without waiting and
+    returns None when that was everything, else an awaitable that writes the rest (the
+    outbox awaits it under its write-timeout scope): a write that fits then costs no scope
+    and no scheduler pass (stdio).
     """
 
     async def receive(self) -> bytes: ...

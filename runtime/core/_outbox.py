@@ -10,7 +10,7 @@ them in one write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -40,6 +40,7 @@ class Outbox:
         "_on_break",
         "_queue",
         "_room",
+        "_send_now",
         "_writing",
         "closed",
     )
@@ -52,6 +53,10 @@ class Outbox:
         on_break: Callable[[str], None],
     ) -> None:
         self._channel = channel
+        # Optional (``MessageChannel``): write at once what fits, return the rest to await.
+        self._send_now: Callable[[list[Outgoing]], Awaitable[None] | None] | None = getattr(
+            channel, "send_now", None
+        )
         self._limits = limits
         self._id = connection_id
         self._on_break = on_break
@@ -116,6 +121,7 @@ class Outbox:
         the stream for every later message; ``limits.write_timeout`` bounds it instead, and
         a peer that stops reading for that long loses the connection."""
         limit = self._limits.write_timeout
+        send_now = self._send_now
         self._writing = True
         try:
             while self._queue and not self.closed:
@@ -123,10 +129,15 @@ class Outbox:
                 if self._room is not None:
                     self._room.set()
                     self._room = None
+                # A channel that can write without waiting (stdio) does so here: a write
+                # that fits needs neither a scope nor the scheduler (issue 22 item 5).
+                pending = send_now(batch) if send_now is not None else self._channel.send(batch)
+                if pending is None:
+                    continue
                 # One scope does both jobs (a scope's own deadline still fires when it is
                 # shielded): cheaper than a shield plus fail_after on this hot path.
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
-                    await self._channel.send(batch)
+                    await pending
                 if scope.cancelled_caught:
                     log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
                     self._break("write-timeout")

@@ -67,10 +67,15 @@ class Batch:
 class RequestTable(Generic[W]):
     """One connection's requests (``W``: how the driver waits for an answer to its own)."""
 
-    __slots__ = ("_in_flight", "_next_id", "_pending", "active", "max_in_flight")
+    __slots__ = ("_in_flight", "_next_id", "_overloaded", "_pending", "active", "max_in_flight")
 
     def __init__(self, max_in_flight: int, first_id: int = 1) -> None:
         self.max_in_flight = max_in_flight
+        # Built once: a full table refuses every request with the same error (only the id
+        # differs), which under overload is most of what the connection does (issue 22).
+        self._overloaded = overloaded(
+            "too many requests in flight on this connection", maxInFlight=max_in_flight
+        )
         self._in_flight: dict[tuple[type, RequestId], RequestContext] = {}
         self._pending: dict[tuple[type, RequestId], W] = {}
         self._next_id = first_id - 1
@@ -92,9 +97,8 @@ class RequestTable(Generic[W]):
             return refused
         if id_key(request_id) in self._in_flight:
             return invalid_request(f"Duplicate request id {request_id!r} is in flight")
-        limit = self.max_in_flight
-        if len(self._in_flight) >= limit:
-            return overloaded("too many requests in flight on this connection", maxInFlight=limit)
+        if len(self._in_flight) >= self.max_in_flight:
+            return self._overloaded
         return None
 
     def enter(self, ctx: RequestContext) -> None:

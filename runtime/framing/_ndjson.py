@@ -88,6 +88,10 @@ class NdjsonFramer:
 
     def next_frame(self) -> bytes | None:
         buf = self._buf
+        if self._scan == len(buf) and not self._start and not self._eof:
+            # Nothing fed since the tail was judged (a reader asks again before it reads):
+            # no line, and nothing to compact or to find too long.
+            return None
         limit = self.max_frame_size
         while True:
             newline = buf.find(b"\n", self._scan)

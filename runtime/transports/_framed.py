@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Final, Literal
 
 import trio
 
 from ..framing import ContentLengthFramer, Framer, NdjsonFramer
+from ._fdio import FdIO
 
 __all__ = ["FramedChannel", "FramingName", "make_framer"]
 
@@ -51,6 +52,9 @@ class FramedChannel:
         self._eof = False
         self._partial = False
         self._partial_since = math.inf  # when the partly received frame began
+        # A stream that writes without waiting when it can (``FdIO``: stdio) lets
+        # ``send_now`` skip the outbox's scope and the scheduler for a write that fits.
+        self._direct = send_stream if isinstance(send_stream, FdIO) else None
 
     def _note_partial(self) -> None:
         partial = self._framer.buffered > 0
@@ -108,6 +112,21 @@ class FramedChannel:
             await self._send_stream.send_all(encode(messages[0][0]))
         else:
             await self._send_stream.send_all(b"".join([encode(m) for m, _ in messages]))
+
+    def send_now(self, messages: Sequence[tuple[bytes, object]]) -> Awaitable[None] | None:
+        """Write ``messages`` now if the stream takes them without waiting: None when it
+        did, else what is left to await (all of ``send`` for a stream that always waits).
+        The outbox bounds only that wait with its scope (``runtime.core`` Outbox)."""
+        direct = self._direct
+        if direct is None:
+            return self.send(messages)
+        encode = self._framer.encode
+        if len(messages) == 1:
+            data = encode(messages[0][0])
+        else:
+            data = b"".join([encode(m) for m, _ in messages])
+        rest = direct.write_now(data)
+        return None if rest is None else direct.write_rest(rest)
 
     async def aclose(self) -> None:
         try:

@@ -18,6 +18,7 @@ from typing import Final
 
 import trio
 
+from ._fdio import FdIO
 from ._framed import FramedChannel, FramingName, make_framer
 
 __all__ = ["PIPE_SIZE", "open_stdio_channel"]
@@ -63,8 +64,8 @@ async def open_stdio_channel(
     _grow_pipe(in_fd)
     _grow_pipe(out_fd)
     channel = FramedChannel(
-        trio.lowlevel.FdStream(in_fd),
-        trio.lowlevel.FdStream(out_fd),
+        FdIO(in_fd),
+        FdIO(out_fd),
         make_framer(framing, max_frame_size),
         read_timeout=read_timeout,
         idle_timeout=idle_timeout,
@@ -73,7 +74,7 @@ async def open_stdio_channel(
         yield channel
     finally:
         with trio.CancelScope(shield=True):
-            # FdStream made the shared file descriptions non-blocking; undo that for the
+            # FdIO made the shared file descriptions non-blocking; undo that for the
             # code that runs after us (O_NONBLOCK lives on the description, not the fd).
             for fd in (in_fd, out_fd):
                 with contextlib.suppress(OSError):
