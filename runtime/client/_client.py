@@ -22,7 +22,7 @@ import trio.lowlevel
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._conversation import Conversation, Listener, Notification, Pending, peer_error
-from ._errors import BadMessage, ClientError, PeerError, RequestTimeout
+from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
 from ._link import Link, Outgoing
 from ._types import (
     CallToolResult,
@@ -359,10 +359,23 @@ class Client:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        """Choose the era: discover (modern), initialize (handshake) or probe (auto)."""
+        """Choose the era: discover (modern), initialize (handshake) or probe (auto).
+
+        ``auto`` over stdio: a server that predates 2026-07-28 may exit (or close its
+        stdout) in answer to ``server/discover`` instead of refusing it with an error (a
+        request before ``initialize``). The client then starts it once more and does the
+        handshake: a second exit is an error (``TransportLost``), never a loop. The probe is
+        not re-sent on the new process.
+        """
         if self.requested_era in ("auto", "modern"):
+            respawn_for_probe = (
+                self.requested_era == "auto"
+                and getattr(self.connector, "spawns", False)
+                and not self.connector.reconnects
+            )
+            self._conversation.reopen_once = respawn_for_probe
             try:
-                await self._discover()
+                await self._discover(repeatable=not respawn_for_probe)
                 self.era = "modern"
                 self._conversation.ready.set()
                 return
@@ -370,13 +383,19 @@ class Client:
                 if self.requested_era == "modern":
                     raise
                 log.info("server/discover refused (%s): falling back to initialize", exc)
+            except TransportLost as exc:
+                if not respawn_for_probe or self._conversation.reopen_once:
+                    raise  # not a stdio probe, or the link was not lost (a send failed)
+                log.info("the server exited at server/discover (%s): the handshake", exc)
+            finally:
+                self._conversation.reopen_once = False
         self.era = "handshake"
         await self._initialize()
         self._conversation.ready.set()
 
-    async def _discover(self) -> ServerDescription:
+    async def _discover(self, *, repeatable: bool = True) -> ServerDescription:
         raw = await self._request_raw(
-            "server/discover", {}, modern=True, repeatable=True, early=True
+            "server/discover", {}, modern=True, repeatable=repeatable, early=True
         )
         data = msgspec.json.decode(raw)
         if not isinstance(data, dict):

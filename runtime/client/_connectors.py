@@ -58,6 +58,9 @@ class StdioConnector:
     """Spawn ``command`` with its stdin/stdout as the link (own process group)."""
 
     reconnects = False
+    #: A server of our own making: ``era="auto"`` may start it once more for the handshake
+    #: when it exits in answer to the ``server/discover`` probe (see ``Client._start``).
+    spawns = True
 
     def __init__(
         self,

@@ -143,6 +143,9 @@ class Conversation:
         self.ready = trio.Event()
         self.dead: TransportLost | None = None
         self.closing = False
+        #: Set by the client while its era probe is out on a link that does not reconnect:
+        #: a loss then re-opens the link once, at once (the probe itself is not re-sent).
+        self.reopen_once = False
 
     def close(self) -> None:
         """Fail what still waits; the link closes when ``maintain`` is cancelled."""
@@ -193,6 +196,14 @@ class Conversation:
                 self._fail_all(TransportLost("the client is closed"))
                 return
             self._fail_unrepeatable(reason)
+            if not self.connector.reconnects and self.reopen_once:
+                self.reopen_once = False
+                log.warning(
+                    "%s closed during the era probe (%s): starting it once more",
+                    self.connector.description,
+                    reason,
+                )
+                continue
             if not self.connector.reconnects:
                 self._die(TransportLost(f"{self.connector.description}: {reason}"))
                 return
