@@ -19,11 +19,13 @@ import msgspec
 import trio
 import trio.lowlevel
 
+from ._answers import Answers, RequestHandler
 from ._backoff import Backoff
 from ._connectors import Connector
-from ._conversation import Conversation, Listener, Notification, Pending, peer_error
-from ._errors import BadMessage, ClientError, PeerError, RequestTimeout
+from ._conversation import Conversation, Listener, Notification
+from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._link import Link, Outgoing
+from ._param_headers import ParamHeaders
 from ._types import (
     CallToolResult,
     CompleteResult,
@@ -51,12 +53,10 @@ from ._wire import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    METHOD_NOT_FOUND,
     MODERN_VERSION,
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
-    encode_header_value,
 )
 
 __all__ = ["Client", "Era", "Notification", "RequestHandler"]
@@ -64,8 +64,6 @@ __all__ = ["Client", "Era", "Notification", "RequestHandler"]
 log = logging.getLogger("mcp_runtime.client")
 
 Era = Literal["auto", "modern", "handshake"]
-#: A handler for one kind of server-to-client request: gets ``params``, returns the result.
-RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 T = TypeVar("T")
 _DEFAULT: Final[Any] = object()
 #: Input rounds (2026-07-28 mrtr) one request may go through before the client stops: a
@@ -125,19 +123,10 @@ class Client:
         self.timeout = timeout
         self.backoff = backoff if backoff is not None else Backoff()
         self.client_info = client_info or Implementation("mcp-runtime-client", CLIENT_VERSION)
-        self._handlers: dict[str, RequestHandler] = {}
-        capabilities: dict[str, Any] = {}
-        if sampling is not None:
-            self._handlers["sampling/createMessage"] = sampling
-            capabilities["sampling"] = {}
-        if elicitation is not None:
-            self._handlers["elicitation/create"] = elicitation
-            capabilities["elicitation"] = {"form": {}, "url": {}}
-        if roots is not None:
-            self._handlers["roots/list"] = roots
-            capabilities["roots"] = {"listChanged": False}
+        #: The application's handlers for the server's requests and input rounds.
+        self.answers = Answers(sampling=sampling, elicitation=elicitation, roots=roots)
+        self.capabilities = self.answers.capabilities
         self._tasks = tasks
-        self.capabilities = capabilities
         #: What the server said about itself (``initialize`` / ``server/discover``).
         self.description: ServerDescription | None = None
         #: "modern" or "handshake" once connected.
@@ -145,9 +134,8 @@ class Client:
         self.log_level: str | None = None
         #: Handshake sessions re-initialized after the server lost ours.
         self.reinitializations = 0
-        #: 2026-07-28 "Schema Extension": per tool, the arguments its input schema marks with
-        #: ``x-mcp-header`` ({header name: property path}), learnt from tools/list.
-        self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: 2026-07-28 "Schema Extension": the arguments each tool mirrors into headers.
+        self._param_headers = ParamHeaders()
         #: Handshake-era resource subscriptions (uri -> holders), renewed on a new session.
         self._subscriptions: dict[str, int] = {}
         self._ids = itertools.count(1)
@@ -156,7 +144,7 @@ class Client:
             nursery,
             self.backoff,
             on_reconnect=self._after_reconnect,
-            answer=self._answer_server,
+            answer=self.answers.server_request,
             on_notification=on_notification,
         )
 
@@ -167,13 +155,6 @@ class Client:
         if self.era == "handshake":
             await self._initialize()
             await self._renew_session_state()
-
-    async def _answer_server(self, method: str, params: dict[str, Any]) -> Any:
-        """A server-to-client request, answered by the handler the application gave."""
-        handler = self._handlers.get(method)
-        if handler is None:
-            raise PeerError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        return await handler(params)
 
     @property
     def reconnects(self) -> int:
@@ -236,7 +217,7 @@ class Client:
         name = body.get(name_field) if name_field else None
         extra_headers: list[tuple[str, str]] = []
         if is_modern and method == "tools/call" and isinstance(name, str):
-            extra_headers = self._mirrored(name, body.get("arguments"))
+            extra_headers = self._param_headers.mirror(name, body.get("arguments"))
         safe = method in REPEATABLE_METHODS if repeatable is None else repeatable
         out = Outgoing(
             _encode(message),
@@ -255,37 +236,6 @@ class Client:
             progress_token=f"progress-{request_id}" if progress is not None else None,
             early=early,
         )
-
-    def _mirrored(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
-        """``Mcp-Param-{Name}`` headers for a tool call (2026-07-28 streamable-http
-        "Schema Extension"): each argument the tool marks with ``x-mcp-header`` and the call
-        gives, rendered as the server compares it (booleans ``true``/``false``, numbers as
-        JSON, strings encoded as header values)."""
-        found: list[tuple[str, str]] = []
-        for header, path in self._param_headers.get(tool, {}).items():
-            value: Any = arguments
-            for step in path:
-                value = value.get(step) if isinstance(value, dict) else None
-            if value is None:
-                continue
-            if isinstance(value, bool):
-                text = "true" if value else "false"
-            elif isinstance(value, (int, float)):
-                text = msgspec.json.encode(value).decode()
-            elif isinstance(value, str):
-                text = encode_header_value(value)
-            else:
-                continue  # objects and arrays are not mirrored
-            found.append((f"Mcp-Param-{header}", text))
-        return found
-
-    def _learn_tools(self, tools: Sequence[Tool]) -> None:
-        for tool in tools:
-            marked = _header_params(tool.input_schema)
-            if marked:
-                self._param_headers[tool.name] = marked
-            else:
-                self._param_headers.pop(tool.name, None)
 
     async def _call(
         self,
@@ -309,7 +259,7 @@ class Client:
                 return _convert(await self._await_task(task, timeout), result_type, method)
             if probe.result_type != "input_required":
                 return _decode(raw, result_type, method)
-            body["inputResponses"] = await self._answer_inputs(probe.input_requests or {})
+            body["inputResponses"] = await self.answers.input_requests(probe.input_requests or {})
             if probe.request_state is not None:
                 body["requestState"] = probe.request_state
             else:
@@ -336,7 +286,7 @@ class Client:
                 if task.status == "input_required" and task.input_requests:
                     fresh = {k: v for k, v in task.input_requests.items() if k not in answered}
                     if fresh:
-                        responses = await self._answer_inputs(fresh)
+                        responses = await self.answers.input_requests(fresh)
                         answered.update(responses)
                         await self.update_task(task.task_id, responses)
                         task = await self.get_task(task.task_id)
@@ -344,25 +294,26 @@ class Client:
                 await trio.sleep((task.poll_interval_ms or task.poll_interval or 200) / 1000)
                 task = await self.get_task(task.task_id)
 
-    async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
-        answers: dict[str, Any] = {}
-        for key, request in requests.items():
-            method = request.get("method") if isinstance(request, dict) else None
-            handler = self._handlers.get(str(method))
-            if handler is None:
-                raise ClientError(
-                    f"the server asked for {method!r} input and no handler is registered for it"
-                )
-            answers[key] = await handler(request.get("params") or {})
-        return answers
-
     # -- lifecycle --------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        """Choose the era: discover (modern), initialize (handshake) or probe (auto)."""
+        """Choose the era: discover (modern), initialize (handshake) or probe (auto).
+
+        ``auto`` over stdio: a server that predates 2026-07-28 may exit (or close its
+        stdout) in answer to ``server/discover`` instead of refusing it with an error (a
+        request before ``initialize``). The client then starts it once more and does the
+        handshake: a second exit is an error (``TransportLost``), never a loop. The probe is
+        not re-sent on the new process.
+        """
         if self.requested_era in ("auto", "modern"):
+            respawn_for_probe = (
+                self.requested_era == "auto"
+                and getattr(self.connector, "spawns", False)
+                and not self.connector.reconnects
+            )
+            self._conversation.reopen_once = respawn_for_probe
             try:
-                await self._discover()
+                await self._discover(repeatable=not respawn_for_probe)
                 self.era = "modern"
                 self._conversation.ready.set()
                 return
@@ -370,13 +321,19 @@ class Client:
                 if self.requested_era == "modern":
                     raise
                 log.info("server/discover refused (%s): falling back to initialize", exc)
+            except TransportLost as exc:
+                if not respawn_for_probe or self._conversation.reopen_once:
+                    raise  # not a stdio probe, or the link was not lost (a send failed)
+                log.info("the server exited at server/discover (%s): the handshake", exc)
+            finally:
+                self._conversation.reopen_once = False
         self.era = "handshake"
         await self._initialize()
         self._conversation.ready.set()
 
-    async def _discover(self) -> ServerDescription:
+    async def _discover(self, *, repeatable: bool = True) -> ServerDescription:
         raw = await self._request_raw(
-            "server/discover", {}, modern=True, repeatable=True, early=True
+            "server/discover", {}, modern=True, repeatable=repeatable, early=True
         )
         data = msgspec.json.decode(raw)
         if not isinstance(data, dict):
@@ -482,7 +439,7 @@ class Client:
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         page = await self._call("tools/list", _cursor(cursor), ListToolsResult)
-        self._learn_tools(page.tools)
+        self._param_headers.learn(page.tools)
         return page
 
     async def all_tools(self) -> list[Tool]:
@@ -508,10 +465,10 @@ class Client:
         except PeerError as exc:
             # -32020 HeaderMismatch: the tool mirrors arguments into Mcp-Param-* headers and
             # we did not know it yet (no tools/list seen): learn the tools, try once more.
-            if exc.code != HEADER_MISMATCH or name in self._param_headers:
+            if exc.code != HEADER_MISMATCH or self._param_headers.knows(name):
                 raise
             await self.all_tools()
-            if name not in self._param_headers:
+            if not self._param_headers.knows(name):
                 raise
             return await self._call(
                 "tools/call", params, CallToolResult, timeout=timeout, progress=progress
@@ -655,58 +612,18 @@ class Client:
         if timeout is _DEFAULT:
             timeout = self.timeout
         await self._conversation.wait_usable()
-        entries: list[Pending] = []
-        items = []
+        modern = self.era == "modern"
+        items: list[tuple[Any, str, bytes]] = []
         for method, params in calls:
             request_id = next(self._ids)
             body = dict(params or {})
-            if self.era == "modern":
+            if modern:
                 body["_meta"] = {**(body.get("_meta") or {}), **self._modern_meta()}
             message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
             if body:
                 message["params"] = body
-            items.append(message)
-            pending = Pending(
-                method,
-                Outgoing(b"", method, request_id, modern=self.era == "modern"),
-                False,
-                None,
-            )
-            pending.generation = self._conversation.generation
-            self._conversation.requests[request_id] = pending
-            entries.append(pending)
-        out = Outgoing(
-            _encode(items),
-            "batch",
-            None,
-            batch_ids=[p.out.request_id for p in entries],
-            expects_response=True,
-        )
-        try:
-            with trio.fail_after(math.inf if timeout is None else timeout):
-                await self._conversation.send(out)
-                for pending in entries:
-                    await pending.done.wait()
-        except trio.TooSlowError:
-            await self._conversation.cancel_unanswered(entries, "timeout")
-            raise RequestTimeout("batch", float(timeout or 0)) from None
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True):
-                await self._conversation.cancel_unanswered(entries, "cancelled by the client")
-            raise
-        finally:
-            for pending in entries:
-                self._conversation.requests.pop(pending.out.request_id, None)
-        results: list[Any] = []
-        for pending in entries:
-            outcome = pending.outcome
-            if isinstance(outcome, ClientError):
-                results.append(outcome)
-            elif outcome is None or outcome.error is not None:
-                results.append(peer_error(outcome.error if outcome else None))
-            else:
-                results.append(msgspec.json.decode(outcome.result) if outcome.result else None)
-        return results
+            items.append((request_id, method, _encode(message)))
+        return await self._conversation.batch(items, modern=modern, timeout=timeout)
 
     # -- notifications -------------------------------------------------------------------------
 
@@ -804,27 +721,6 @@ class Client:
             if cursor in seen:
                 raise BadMessage(f"the server repeated the cursor {cursor[:50]!r}")
             seen.add(cursor)
-
-
-def _header_params(schema: Any) -> dict[str, tuple[str, ...]]:
-    """{header name: property path} for the ``x-mcp-header`` annotations of an input schema,
-    following ``properties`` chains only (2026-07-28 streamable-http "Schema Extension")."""
-    found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(properties, dict):
-            return
-        for key, sub in properties.items():
-            if not isinstance(sub, dict):
-                continue
-            header = sub.get("x-mcp-header")
-            if isinstance(header, str) and header:
-                found[header] = (*path, key)
-            walk(sub, (*path, key))
-
-    walk(schema, ())
-    return found
 
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:

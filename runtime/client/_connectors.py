@@ -23,12 +23,12 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import trio
 
 from ._errors import TransportLost
-from ._link import FramedLink, Link, Outgoing, single_errors
+from ._link import FramedLink, Link, single_errors
 from ._wire import make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "PipeConnector",
     "SocketConnector",
     "StdioConnector",
-    "WebSocketConnector",
 ]
 
 log = logging.getLogger("mcp_runtime.client")
@@ -59,6 +58,9 @@ class StdioConnector:
     """Spawn ``command`` with its stdin/stdout as the link (own process group)."""
 
     reconnects = False
+    #: A server of our own making: ``era="auto"`` may start it once more for the handshake
+    #: when it exits in answer to the ``server/discover`` probe (see ``Client._start``).
+    spawns = True
 
     def __init__(
         self,
@@ -312,75 +314,3 @@ class PipeConnector:
                 yield link
             finally:
                 await link.aclose()
-
-
-class WebSocketConnector:
-    """``ws://`` / ``wss://``: one JSON-RPC message per WebSocket text message, subprotocol
-    ``mcp`` (trio-websocket)."""
-
-    reconnects = True
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        max_message_size: int = 4 * 1024 * 1024,
-        connect_timeout: float = 10.0,
-    ) -> None:
-        self.url = url
-        self.headers = dict(headers or {})
-        self.max_message_size = max_message_size
-        self.connect_timeout = connect_timeout
-        self.description = url
-
-    @asynccontextmanager
-    async def open(self) -> AsyncIterator[Link]:
-        from trio_websocket import open_websocket_url
-
-        try:
-            async with open_websocket_url(
-                self.url,
-                subprotocols=["mcp"],
-                extra_headers=[(k.encode(), v.encode()) for k, v in self.headers.items()],
-                max_message_size=self.max_message_size,
-                connect_timeout=self.connect_timeout,
-                disconnect_timeout=2,
-            ) as ws:
-                yield _WebSocketLink(ws, self.description)
-        except OSError as exc:
-            raise TransportLost(f"cannot connect to {self.description}: {exc}") from None
-        except Exception as exc:
-            if type(exc).__name__ in ("HandshakeError", "ConnectionRejected", "ConnectionTimeout"):
-                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
-            raise
-
-
-class _WebSocketLink:
-    def __init__(self, ws: Any, name: str) -> None:
-        self._ws = ws
-        self._name = name
-
-    async def send(self, out: Outgoing) -> None:
-        from trio_websocket import ConnectionClosed
-
-        try:
-            await self._ws.send_message(out.data.decode("utf-8"))
-        except ConnectionClosed as exc:
-            raise TransportLost(f"{self._name}: closed: {exc.reason}") from None
-
-    async def receive(self) -> bytes:
-        from trio_websocket import ConnectionClosed
-
-        try:
-            message = await self._ws.get_message()
-        except ConnectionClosed as exc:
-            code = getattr(exc.reason, "code", None)
-            if code in (1000, 1001):
-                raise trio.EndOfChannel from None
-            raise TransportLost(f"{self._name}: closed: {exc.reason}") from None
-        return message.encode("utf-8") if isinstance(message, str) else bytes(message)
-
-    async def aclose(self) -> None:
-        with trio.CancelScope(shield=True):
-            await self._ws.aclose()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from typing import Any, Final
 
@@ -143,6 +143,9 @@ class Conversation:
         self.ready = trio.Event()
         self.dead: TransportLost | None = None
         self.closing = False
+        #: Set by the client while its era probe is out on a link that does not reconnect:
+        #: a loss then re-opens the link once, at once (the probe itself is not re-sent).
+        self.reopen_once = False
 
     def close(self) -> None:
         """Fail what still waits; the link closes when ``maintain`` is cancelled."""
@@ -193,6 +196,14 @@ class Conversation:
                 self._fail_all(TransportLost("the client is closed"))
                 return
             self._fail_unrepeatable(reason)
+            if not self.connector.reconnects and self.reopen_once:
+                self.reopen_once = False
+                log.warning(
+                    "%s closed during the era probe (%s): starting it once more",
+                    self.connector.description,
+                    reason,
+                )
+                continue
             if not self.connector.reconnects:
                 self._die(TransportLost(f"{self.connector.description}: {reason}"))
                 return
@@ -458,7 +469,54 @@ class Conversation:
             raise BadMessage(f"{method}: a response with neither result nor error")
         return outcome.result
 
-    async def cancel_unanswered(self, entries: list[Pending], reason: str) -> None:
+    async def batch(
+        self, items: Sequence[tuple[Any, str, bytes]], *, modern: bool, timeout: float | None
+    ) -> list[Any]:
+        """Send ``items`` ((request id, method, encoded request), ...) as one JSON-RPC batch
+        and wait for every answer: each item's result (decoded) or its error
+        (:class:`PeerError`, or :class:`TransportLost` for one the link gave up on), in order.
+        A batch is never re-sent (its items are not all safe to repeat). On timeout or
+        cancellation the items still unanswered are cancelled at the server."""
+        entries: list[Pending] = []
+        for request_id, method, _data in items:
+            pending = Pending(method, Outgoing(b"", method, request_id, modern=modern), False, None)
+            pending.generation = self.generation
+            self.requests[request_id] = pending
+            entries.append(pending)
+        out = Outgoing(
+            b"[" + b",".join(data for _id, _method, data in items) + b"]",
+            "batch",
+            None,
+            batch_ids=[request_id for request_id, _method, _data in items],
+            expects_response=True,
+        )
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await self.send(out)
+                for pending in entries:
+                    await pending.done.wait()
+        except trio.TooSlowError:
+            await self._cancel_unanswered(entries, "timeout")
+            raise RequestTimeout("batch", float(timeout or 0)) from None
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._cancel_unanswered(entries, "cancelled by the client")
+            raise
+        finally:
+            for pending in entries:
+                self.requests.pop(pending.out.request_id, None)
+        results: list[Any] = []
+        for pending in entries:
+            outcome = pending.outcome
+            if isinstance(outcome, ClientError):
+                results.append(outcome)
+            elif outcome is None or outcome.error is not None:
+                results.append(peer_error(outcome.error if outcome else None))
+            else:
+                results.append(msgspec.json.decode(outcome.result) if outcome.result else None)
+        return results
+
+    async def _cancel_unanswered(self, entries: list[Pending], reason: str) -> None:
         """Tell the server to stop the items of a batch that have no answer yet."""
         for pending in entries:
             if not pending.done.is_set():

@@ -1,32 +1,51 @@
-"""A small HTTP/1.1 client for the Streamable HTTP link: one connection per exchange.
+"""A small HTTP/1.1 client for the HTTP links: a pool of persistent connections.
 
 The response parser is sans-IO (bytes in, events out), like the server's: a status line and
 header block capped at ``max_head``, then a body delimited by Content-Length, by chunked
-transfer coding (RFC 9112 7.1) or by the end of the connection. Every request carries
-``Connection: close``: a POST answered with an SSE stream holds its connection anyway, and
-one connection per exchange means a cut connection never affects another request.
+transfer coding (RFC 9112 7.1) or by the end of the connection.
+
+Connections are persistent (RFC 9112 9.3: HTTP/1.1's default) and kept in a
+:class:`HttpPool`, one per client: an exchange takes an idle connection to its origin or opens
+one; a response read to its end goes back to the pool, unless the server said
+``Connection: close``, spoke HTTP/1.0, or delimited the body by closing. A response given up
+before its end (an SSE stream the client stopped reading, a cancelled request) closes its
+connection: what remains of it cannot be told apart from the next response. One exchange at a
+time per connection (no pipelining); concurrent requests use parallel connections.
+
+A server may close an idle connection at any time (RFC 9112 9.5). Before reusing one the pool
+checks, without blocking, that the server has not closed it (a readable idle socket is either
+EOF or bytes nobody asked for; either way it is dropped) and opens a fresh one instead: the
+request was not sent yet, so nothing is lost and no error surfaces. The race left (the server
+closes in the instant between that check and the request) is RFC 9112 9.3.1's: the request
+may or may not have been seen, so it is retried on a fresh connection only for a method HTTP
+calls idempotent (GET, HEAD, DELETE); a POST fails with :class:`TransportLost` and the link's
+rules (repeat only what is safe to repeat) decide.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import select
 import ssl
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 import trio
 
 from ._errors import TransportLost
 
-__all__ = ["HttpResponse", "ResponseParser", "Url", "open_exchange"]
+__all__ = ["HttpPool", "HttpResponse", "ResponseParser", "Url"]
 
 #: Largest response head accepted (status line plus headers), bytes.
 MAX_HEAD: Final = 64 * 1024
 #: Largest chunk-size line, bytes (hex digits and extensions).
 _MAX_CHUNK_LINE: Final = 4096
 _RECEIVE: Final = 64 * 1024
+#: Methods RFC 9110 9.2.2 calls idempotent that the client sends: a reused connection that
+#: the server closed under them is retried once on a fresh connection.
+_IDEMPOTENT: Final = frozenset({"GET", "HEAD", "DELETE"})
 
 
 class ProtocolViolation(Exception):
@@ -77,6 +96,22 @@ class ResponseParser:
         self._mode = "head"  # head, length, chunked, close, done
         self._remaining = 0
         self._chunk_state = "size"  # size, data, crlf, trailer
+        self._http10 = False
+
+    @property
+    def complete(self) -> bool:
+        """The whole response has been read."""
+        return self._mode == "done"
+
+    @property
+    def reusable(self) -> bool:
+        """The response was read to its end and its connection may carry the next exchange
+        (RFC 9112 9.3: HTTP/1.1 without ``Connection: close``, a self-delimited body, and no
+        bytes past its end)."""
+        if self._mode != "done" or self._buf or self._eof or self._http10:
+            return False
+        tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
+        return "close" not in tokens
 
     @property
     def started(self) -> bool:
@@ -105,6 +140,7 @@ class ResponseParser:
         if not version.startswith("HTTP/1.") or not code.isdigit():
             raise ProtocolViolation(f"bad status line {lines[0][:100]!r}")
         self.status = int(code)
+        self._http10 = version == "HTTP/1.0"
         for line in lines[1:]:
             name, sep, value = line.partition(":")
             if not sep or not name or name != name.strip():
@@ -206,14 +242,20 @@ class ResponseParser:
 class HttpResponse:
     """A response whose body is read as it arrives. ``receive_some()`` returns body bytes,
     ``b""`` at the end. Raises :class:`TransportLost` when the connection breaks (a stalled
-    read past ``read_timeout`` included)."""
+    read past ``read_timeout`` included). ``aclose()`` hands a connection whose response was
+    read to its end back to its pool, and closes any other."""
 
     def __init__(
-        self, stream: trio.abc.Stream, parser: ResponseParser, read_timeout: float | None
+        self,
+        stream: trio.abc.Stream,
+        parser: ResponseParser,
+        read_timeout: float | None,
+        release: Callable[[trio.abc.Stream], Awaitable[None]] | None = None,
     ) -> None:
-        self._stream = stream
+        self._stream: trio.abc.Stream | None = stream
         self._parser = parser
         self._read_timeout = read_timeout
+        self._release = release
         self.status = parser.status
         self.headers = parser.headers
 
@@ -234,6 +276,8 @@ class HttpResponse:
                 raise TransportLost(f"bad HTTP response body: {exc}") from None
             if data is not None:
                 return data
+            if self._stream is None:
+                raise TransportLost("the response was closed")
             await _read(
                 self._stream, self._parser, self._read_timeout if timeout is None else timeout
             )
@@ -247,8 +291,18 @@ class HttpResponse:
         return bytes(body)
 
     async def aclose(self) -> None:
-        with trio.CancelScope(shield=True), contextlib.suppress(trio.BrokenResourceError, OSError):
-            await self._stream.aclose()
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        if self._release is not None and self._parser.reusable:
+            await self._release(stream)
+            return
+        await _close(stream)
+
+
+async def _close(stream: trio.abc.Stream) -> None:
+    with trio.CancelScope(shield=True), contextlib.suppress(trio.BrokenResourceError, OSError):
+        await stream.aclose()
 
 
 async def _read(stream: trio.abc.Stream, parser: ResponseParser, timeout: float | None) -> None:
@@ -269,54 +323,168 @@ class ConnectFailed(TransportLost):
     """The connection could not be made: nothing was sent, any request may be retried."""
 
 
-async def open_exchange(
-    url: Url,
-    method: str,
-    headers: Sequence[tuple[str, str]],
-    body: bytes = b"",
-    *,
-    connect_timeout: float = 10.0,
-    read_timeout: float | None = 30.0,
-    ssl_context: ssl.SSLContext | None = None,
-) -> HttpResponse:
-    """Send one request and return the response with its head read (body still to read).
+class _Stale(TransportLost):
+    """A reused connection broke before any byte of the response: the server had closed it
+    (or did so as the request went out)."""
 
-    Raises :class:`ConnectFailed` when no connection was made, :class:`TransportLost` when
-    the connection broke after the request was (maybe) sent.
+
+def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    return stream.socket if isinstance(stream, trio.SocketStream) else None
+
+
+def _closed_by_peer(stream: trio.abc.Stream) -> bool:
+    """An idle connection is readable only when the server closed it (EOF, a reset) or sent
+    bytes nobody asked for: either way it cannot carry a request. Checked without blocking."""
+    sock = _socket_of(stream)
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+@dataclasses.dataclass(slots=True)
+class _Idle:
+    stream: trio.abc.Stream
+    since: float
+
+
+class HttpPool:
+    """Persistent HTTP/1.1 connections of one client (see the module docstring).
+
+    ``max_idle``: idle connections kept per origin (more are closed when released).
+    ``idle_timeout``: an idle connection older than this is closed rather than reused (servers
+    close idle connections too: ours after ``HttpLimits.keep_alive_timeout``, 30 s).
+    ``aclose()`` closes every idle connection; one still carrying a response is closed when
+    that response is. ``opened`` counts the connections made (diagnostics and the tests).
     """
-    try:
-        with trio.fail_after(connect_timeout):
-            stream: trio.abc.Stream = await trio.open_tcp_stream(url.host, url.port)
-            if url.scheme == "https":
-                context = ssl_context or ssl.create_default_context()
-                tls = trio.SSLStream(stream, context, server_hostname=url.host)
-                await tls.do_handshake()
-                stream = tls
-    except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
-        raise ConnectFailed(f"cannot connect to {url.authority}: {exc!r}") from None
-    lines = [f"{method} {url.target} HTTP/1.1", f"Host: {url.authority}", "Connection: close"]
-    lines += [f"{name}: {value}" for name, value in headers]
-    if body or method == "POST":
-        lines.append(f"Content-Length: {len(body)}")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    parser = ResponseParser(head_request=method == "HEAD")
-    try:
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        max_idle: int = 4,
+        idle_timeout: float = 20.0,
+    ) -> None:
+        if max_idle < 0:
+            raise ValueError("max_idle must be >= 0")
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.ssl_context = ssl_context
+        self.max_idle = max_idle
+        self.idle_timeout = idle_timeout
+        self.opened = 0
+        self._idle: dict[tuple[str, str, int], list[_Idle]] = {}
+        self._closed = False
+
+    async def _connect(self, url: Url) -> trio.abc.Stream:
         try:
-            await stream.send_all(head + body)
-        except (trio.BrokenResourceError, OSError) as exc:
-            raise TransportLost(f"connection lost while sending: {exc!r}") from None
-        while True:
+            with trio.fail_after(self.connect_timeout):
+                stream: trio.abc.Stream = await trio.open_tcp_stream(url.host, url.port)
+                if url.scheme == "https":
+                    context = self.ssl_context or ssl.create_default_context()
+                    tls = trio.SSLStream(stream, context, server_hostname=url.host)
+                    await tls.do_handshake()
+                    stream = tls
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            raise ConnectFailed(f"cannot connect to {url.authority}: {exc!r}") from None
+        self.opened += 1
+        return stream
+
+    async def _take(self, url: Url) -> trio.abc.Stream | None:
+        """An idle connection to ``url``'s origin still usable, else None."""
+        idle = self._idle.get((url.scheme, url.host, url.port))
+        now = trio.current_time()
+        while idle:
+            entry = idle.pop()  # the most recently used: the least likely to be closed
+            if now - entry.since <= self.idle_timeout and not _closed_by_peer(entry.stream):
+                return entry.stream
+            await _close(entry.stream)
+        return None
+
+    def _releaser(self, url: Url) -> Callable[[trio.abc.Stream], Awaitable[None]]:
+        key = (url.scheme, url.host, url.port)
+
+        async def release(stream: trio.abc.Stream) -> None:
+            idle = self._idle.setdefault(key, [])
+            if self._closed or len(idle) >= self.max_idle:
+                await _close(stream)
+            else:
+                idle.append(_Idle(stream, trio.current_time()))
+
+        return release
+
+    async def exchange(
+        self,
+        url: Url,
+        method: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes = b"",
+    ) -> HttpResponse:
+        """Send one request and return the response with its head read (body still to read).
+
+        Raises :class:`ConnectFailed` when no connection was made (nothing was sent) and
+        :class:`TransportLost` when the connection broke after the request was (maybe) sent.
+        Cancelled: the connection is closed, never reused.
+        """
+        if self._closed:
+            raise TransportLost("the HTTP client is closed")
+        lines = [f"{method} {url.target} HTTP/1.1", f"Host: {url.authority}"]
+        lines += [f"{name}: {value}" for name, value in headers]
+        if body or method == "POST":
+            lines.append(f"Content-Length: {len(body)}")
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        stream = await self._take(url)
+        if stream is not None:
             try:
-                if parser.head():
-                    break
-            except ProtocolViolation as exc:
-                raise TransportLost(f"bad HTTP response: {exc}") from None
-            # Until the first byte the server is working (a tool answered as JSON sends its
-            # head when done): only the request's own timeout applies. Once a response has
-            # started, it must keep coming within read_timeout.
-            await _read(stream, parser, read_timeout if parser.started else None)
-    except BaseException:
-        with trio.CancelScope(shield=True), contextlib.suppress(trio.BrokenResourceError, OSError):
-            await stream.aclose()
-        raise
-    return HttpResponse(stream, parser, read_timeout)
+                return await self._send(url, stream, method, request, reused=True)
+            except _Stale:
+                if method not in _IDEMPOTENT:
+                    raise
+        return await self._send(url, await self._connect(url), method, request, reused=False)
+
+    async def _send(
+        self, url: Url, stream: trio.abc.Stream, method: str, request: bytes, *, reused: bool
+    ) -> HttpResponse:
+        parser = ResponseParser(head_request=method == "HEAD")
+        lost = _Stale if reused else TransportLost
+        try:
+            try:
+                await stream.send_all(request)
+            except (trio.BrokenResourceError, OSError) as exc:
+                raise lost(f"connection lost while sending: {exc!r}") from None
+            while True:
+                try:
+                    if parser.head():
+                        break
+                except ProtocolViolation as exc:
+                    if reused and not parser.started:  # EOF before any byte
+                        raise _Stale(f"bad HTTP response: {exc}") from None
+                    raise TransportLost(f"bad HTTP response: {exc}") from None
+                # Until the first byte the server is working (a tool answered as JSON sends
+                # its head when done): only the request's own timeout applies. Once a
+                # response has started, it must keep coming within read_timeout.
+                try:
+                    await _read(stream, parser, self.read_timeout if parser.started else None)
+                except TransportLost as exc:
+                    if reused and not parser.started:
+                        raise _Stale(str(exc)) from None
+                    raise
+        except BaseException:
+            await _close(stream)
+            raise
+        return HttpResponse(stream, parser, self.read_timeout, self._releaser(url))
+
+    async def aclose(self) -> None:
+        """Close every idle connection; later releases close theirs. Idempotent."""
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for entries in idle.values():
+            for entry in entries:
+                await _close(entry.stream)

@@ -18,7 +18,7 @@ from typing import Final
 import trio
 
 from ._errors import BadMessage, PeerError, TransportLost
-from ._http import HttpResponse, Url, open_exchange
+from ._http import HttpPool, HttpResponse, Url
 from ._link import Link, Outgoing
 from ._wire import FramingError, SSEDecoder
 
@@ -57,21 +57,27 @@ class LegacySseConnector:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
-        response = await open_exchange(
-            self.url,
-            "GET",
-            [("Accept", "text/event-stream"), *self.headers.items()],
+        # One pool per session: the GET stream holds a connection of its own for its whole
+        # life; the POSTs share the pool's persistent connections.
+        pool = HttpPool(
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             ssl_context=self.ssl_context,
         )
+        try:
+            response = await pool.exchange(
+                self.url, "GET", [("Accept", "text/event-stream"), *self.headers.items()]
+            )
+        except BaseException:
+            await pool.aclose()
+            raise
         try:
             if response.status != 200 or response.media_type != "text/event-stream":
                 raise TransportLost(
                     f"{self.description}: not an SSE endpoint (HTTP {response.status}, "
                     f"{response.media_type or 'no content type'})"
                 )
-            link = _LegacyLink(self, response)
+            link = _LegacyLink(self, response, pool)
             with trio.fail_after(_ENDPOINT_TIMEOUT):
                 await link.read_endpoint()
             yield link
@@ -79,12 +85,14 @@ class LegacySseConnector:
             raise TransportLost(f"{self.description}: no endpoint event") from None
         finally:
             await response.aclose()
+            await pool.aclose()
 
 
 class _LegacyLink:
-    def __init__(self, config: LegacySseConnector, response: HttpResponse) -> None:
+    def __init__(self, config: LegacySseConnector, response: HttpResponse, pool: HttpPool) -> None:
         self.config = config
         self._response = response
+        self._pool = pool
         self._decoder = SSEDecoder(max_frame_size=config.max_message_size)
         self.endpoint: Url | None = None
 
@@ -114,18 +122,15 @@ class _LegacyLink:
 
     async def send(self, out: Outgoing) -> None:
         assert self.endpoint is not None
-        response = await open_exchange(
+        response = await self._pool.exchange(
             self.endpoint,
             "POST",
             [("Content-Type", "application/json"), *self.config.headers.items()],
             out.data,
-            connect_timeout=self.config.connect_timeout,
-            read_timeout=self.config.read_timeout,
-            ssl_context=self.config.ssl_context,
         )
         try:
+            body = await response.read_all(64 * 1024)  # read to its end: the connection is reused
             if response.status >= 300:
-                body = await response.read_all(64 * 1024)
                 if response.status == 404:
                     raise TransportLost("the server does not know our SSE session (404)")
                 raise PeerError(
@@ -144,3 +149,4 @@ class _LegacyLink:
 
     async def aclose(self) -> None:
         await self._response.aclose()
+        await self._pool.aclose()

@@ -19,12 +19,12 @@ from ._connectors import (
     PipeConnector,
     SocketConnector,
     StdioConnector,
-    WebSocketConnector,
 )
 from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
 from ._streamable import HttpConnector
 from ._types import Implementation
+from ._websocket import WebSocketConnector
 from ._wire import LATEST_HANDSHAKE_VERSION
 
 __all__ = ["connector_for", "open_client", "server_command"]
@@ -84,7 +84,13 @@ def connector_for(
             ssl_context=ssl_context,
         )
     if text.startswith(("ws://", "wss://")):
-        return WebSocketConnector(text, headers=headers, connect_timeout=connect_timeout)
+        return WebSocketConnector(
+            text,
+            headers=headers,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            ssl_context=ssl_context,
+        )
     if text.startswith("tcp://"):
         host, _, port = text[len("tcp://") :].rstrip("/").rpartition(":")
         if not host or not port.isdigit():

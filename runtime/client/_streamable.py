@@ -1,8 +1,10 @@
 """The Streamable HTTP link, both eras (MCP 2025-03-26..2025-11-25 basic/transports
 "Streamable HTTP", and 2026-07-28 basic/transports/streamable-http).
 
-Every request is a POST of its own (one connection each), answered with JSON or with an SSE
-stream carrying the server's notifications and requests before the response. What happens
+Every request is a POST of its own, answered with JSON or with an SSE stream carrying the
+server's notifications and requests before the response. POSTs go over the link's pool of
+persistent connections (``_http.HttpPool``); one answered by an SSE stream holds its
+connection until the stream ends, and concurrent requests use parallel connections. What happens
 when something goes wrong, per the policy in ``docs/client.md``:
 
 - No connection could be made (nothing was sent): retried for any method, with backoff.
@@ -39,7 +41,7 @@ import trio
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
-from ._http import ConnectFailed, HttpResponse, Url, open_exchange
+from ._http import ConnectFailed, HttpPool, HttpResponse, Url
 from ._link import Failed, Link, Outgoing, single_errors
 from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
 
@@ -50,6 +52,10 @@ log = logging.getLogger("mcp_runtime.client")
 #: Event ids remembered for de-duplication of replayed events.
 _SEEN_IDS: Final = 4096
 _BATCH_REVISION: Final = "2025-03-26"
+#: Seconds an SSE answer's stream may take to end after the answer, so that its connection
+#: can be reused (2025-11-25: the server SHOULD close the stream after the response); a
+#: stream still open then is closed with its connection. The caller has its answer already.
+_DRAIN_WAIT: Final = 1.0
 
 
 class _Probe(msgspec.Struct):
@@ -94,10 +100,12 @@ class HttpConnector:
         read_timeout: float | None = 30.0,
         max_message_size: int = 4 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
+        max_idle_connections: int = 4,
     ) -> None:
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.backoff = backoff or Backoff()
+        self.max_idle_connections = max_idle_connections
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
@@ -121,6 +129,12 @@ class StreamableLink:
     def __init__(self, config: HttpConnector, nursery: trio.Nursery) -> None:
         self.config = config
         self._nursery = nursery
+        self.pool = HttpPool(
+            connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout,
+            ssl_context=config.ssl_context,
+            max_idle=config.max_idle_connections,
+        )
         self._send_inbox, self._inbox = trio.open_memory_channel[bytes | Failed](math.inf)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -187,6 +201,7 @@ class StreamableLink:
                     await response.aclose()
                 except ClientError:
                     pass
+        await self.pool.aclose()
         self._send_inbox.close()
 
     # -- exchanges --------------------------------------------------------------------------
@@ -224,22 +239,14 @@ class StreamableLink:
         headers = self._headers(out if method == "POST" else None, accept)
         if last_event_id is not None:
             headers.append(("Last-Event-ID", last_event_id))
-        return await open_exchange(
-            self.config.url,
-            method,
-            headers,
-            body,
-            connect_timeout=self.config.connect_timeout,
-            read_timeout=self.config.read_timeout,
-            ssl_context=self.config.ssl_context,
-        )
+        return await self.pool.exchange(self.config.url, method, headers, body)
 
     async def _post_message(self, out: Outgoing) -> None:
         """A notification or a response: the server answers 202 Accepted (or an error)."""
         response = await self._exchange("POST", out.data, out=out)
         try:
+            body = await response.read_all(64 * 1024)  # read to its end: the connection is reused
             if response.status >= 400:
-                body = await response.read_all(64 * 1024)
                 raise PeerError(
                     -32000, f"HTTP {response.status}: {body[:200].decode('utf-8', 'replace')}"
                 )
@@ -349,6 +356,8 @@ class StreamableLink:
         media = response.media_type
         if media == "text/event-stream" and status < 300:
             await self._read_events(response, out, ids, math.inf)
+            if not ids:
+                await _drain(response)
             return
         body = await response.read_all(self.config.max_message_size)
         if media == "application/json" and body:
@@ -485,6 +494,14 @@ class StreamableLink:
 
 class _SessionLost(Exception):
     pass
+
+
+async def _drain(response: HttpResponse) -> None:
+    """Read what follows the answer on its stream (nothing but its end, normally) so that the
+    connection goes back to the pool; give up after ``_DRAIN_WAIT`` (it is closed then)."""
+    with trio.move_on_after(_DRAIN_WAIT), suppress(TransportLost):
+        while await response.receive_some(timeout=_DRAIN_WAIT):
+            pass
 
 
 def _error_of(body: bytes) -> dict[str, Any] | None:

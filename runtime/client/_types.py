@@ -4,6 +4,13 @@ Wire names are camelCase (``rename="camel"``); unknown fields are ignored, so a 
 adding fields does not break an older client. Content blocks are a tagged union on ``type``
 (2025-11-25 schema.ts ``ContentBlock``). Everything the structs do not model stays reachable:
 ``meta`` holds ``_meta``; :meth:`runtime.client.Client.request` returns the raw result.
+
+The content blocks resemble ``runtime.features``' (``TextContent``, ``ImageContent``, ...) but
+are not the same structs, on purpose: those are what a server *writes* (``UNSET`` fields left
+off the wire, typed ``Annotations``, text and blob resource contents as two types), these are
+what a client *reads* from any server (absent fields are ``None``, unknown and odd-typed
+annotations tolerated, one ``ResourceContents`` with ``text`` or ``blob``). One set for both
+would either make the client strict about other servers' output or loosen what ours emits.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ class CuttableProxy:
         self.connections = 0
         self._scopes: set[trio.CancelScope] = set()
 
+    @property
+    def open_connections(self) -> int:
+        return len(self._scopes)
+
     def cut(self) -> int:
         """Drop every open connection; returns how many were cut."""
         scopes = list(self._scopes)

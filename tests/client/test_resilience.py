@@ -129,9 +129,12 @@ async def test_a_lost_session_is_reinitialized_once() -> None:
 # -- a server killed and restarted ------------------------------------------------------------
 
 
+_OLD_FIFOS: set[int] = set()
+
+
 async def _start_server(port: int, *extra: str) -> trio.Process:
     # --port applies to network transports only (the CLI refuses it for a Unix socket).
-    where = [] if "unix" in extra else ["--port", str(port)]
+    where = [] if "unix" in extra or "pipe" in extra else ["--port", str(port)]
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "runtime", "serve", str(SERVER_FILE), *where, *extra],
         cwd=ROOT,
@@ -140,9 +143,18 @@ async def _start_server(port: int, *extra: str) -> trio.Process:
         start_new_session=True,
     )
     socket_path = extra[extra.index("--socket") + 1] if "--socket" in extra else None
+    pipe_dir = extra[extra.index("--pipe-dir") + 1] if "--pipe-dir" in extra else None
     with trio.fail_after(20):
         while True:
             try:
+                if pipe_dir is not None:
+                    # The server makes fresh FIFOs at start (a killed one leaves its old ones):
+                    # wait until the FIFO it reads from is a new one.
+                    inode = os.stat(os.path.join(pipe_dir, "to-server")).st_ino
+                    if inode in _OLD_FIFOS:
+                        raise OSError("the previous server's FIFO")
+                    _OLD_FIFOS.add(inode)
+                    return process
                 if socket_path is not None:
                     stream: trio.SocketStream = await trio.open_unix_socket(socket_path)
                 else:
@@ -246,29 +258,40 @@ async def test_server_killed_and_restarted_on_the_same_port(era: str) -> None:
             await _kill(server)
 
 
-@pytest.mark.parametrize("transport", ["tcp", "unix", "ws"])
+@pytest.mark.parametrize("transport", ["tcp", "unix", "ws", "pipe", "sse"])
 async def test_stream_transports_reconnect_and_resend_what_is_safe(
     transport: str, tmp_path: Path
 ) -> None:
-    """A stream transport (TCP, Unix socket, WebSocket) reconnects with backoff after the
-    server went away; the handshake is redone; a request the caller marked repeatable is sent
-    again and answered; one that is not fails with TransportLost."""
+    """A transport that reconnects (TCP, Unix socket, WebSocket, a FIFO pair, legacy 2024-11-05
+    HTTP+SSE) does so with backoff after the server process was killed and started again; the
+    handshake is redone; a request the caller marked repeatable is sent again and answered;
+    one that is not fails with TransportLost."""
     port = free_port()
     socket_path = str(tmp_path / "mcp.sock")
+    pipe_dir = str(tmp_path / "pipes")
     options = {
         "tcp": ["--transport", "tcp"],
         "unix": ["--transport", "unix", "--socket", socket_path],
         "ws": ["--transport", "ws"],
+        "pipe": ["--transport", "pipe", "--pipe-dir", pipe_dir],
+        "sse": ["--transport", "http"],
     }[transport]
     target = {
         "tcp": f"tcp://127.0.0.1:{port}",
         "unix": f"unix:{socket_path}",
         "ws": f"ws://127.0.0.1:{port}/mcp",
+        "pipe": f"pipe:{pipe_dir}",
+        "sse": f"http://127.0.0.1:{port}/sse",
     }[transport]
     server = await _start_server(port, *options)
+    # A FIFO open waits for a peer: an attempt made while the server is down waits this long
+    # (the FIFOs it waits on are the dead server's; the next attempt finds the new ones).
+    connect_timeout = 0.5 if transport == "pipe" else 10.0
     try:
         with trio.fail_after(40):
-            async with open_client(target, era="handshake", backoff=FAST) as client:
+            async with open_client(
+                target, era="handshake", backoff=FAST, connect_timeout=connect_timeout
+            ) as client:
                 results: dict[str, Any] = {}
 
                 async def call(key: str, repeatable: bool) -> None:

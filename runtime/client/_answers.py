@@ -1,0 +1,69 @@
+"""What the client answers when the server asks: the application's handlers for
+server-to-client requests (sampling, elicitation in form and URL modes, roots), the
+capabilities they declare, and the 2026-07-28 input rounds they answer.
+
+Handshake era (2025-11-25 client/sampling, client/elicitation, client/roots): the server
+sends a JSON-RPC request and the handler's return value is the result. 2026-07-28: the
+server never sends requests; a result with ``resultType: "input_required"`` lists
+``inputRequests`` (each a method and params) that the same handlers answer, and the client
+re-sends the request with ``inputResponses`` (``Client._call``; a task's go through
+``tasks/update``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ._errors import ClientError, PeerError
+from ._wire import METHOD_NOT_FOUND
+
+__all__ = ["Answers", "RequestHandler"]
+
+#: A handler for one kind of server-to-client request: gets ``params``, returns the result.
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class Answers:
+    """The handlers the application gave (each optional; giving one declares it)."""
+
+    def __init__(
+        self,
+        *,
+        sampling: RequestHandler | None = None,
+        elicitation: RequestHandler | None = None,
+        roots: RequestHandler | None = None,
+    ) -> None:
+        self._handlers: dict[str, RequestHandler] = {}
+        #: The client capabilities these handlers declare (``initialize`` /
+        #: ``_meta[".../clientCapabilities"]``).
+        self.capabilities: dict[str, Any] = {}
+        if sampling is not None:
+            self._handlers["sampling/createMessage"] = sampling
+            self.capabilities["sampling"] = {}
+        if elicitation is not None:
+            self._handlers["elicitation/create"] = elicitation
+            self.capabilities["elicitation"] = {"form": {}, "url": {}}
+        if roots is not None:
+            self._handlers["roots/list"] = roots
+            self.capabilities["roots"] = {"listChanged": False}
+
+    async def server_request(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer a server-to-client request; -32601 for one no handler takes."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise PeerError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await handler(params)
+
+    async def input_requests(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``inputResponses`` for a 2026-07-28 ``inputRequests`` map (same keys)."""
+        answers: dict[str, Any] = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            handler = self._handlers.get(str(method))
+            if handler is None:
+                raise ClientError(
+                    f"the server asked for {method!r} input and no handler is registered for it"
+                )
+            answers[key] = await handler(request.get("params") or {})
+        return answers

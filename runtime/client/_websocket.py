@@ -1,0 +1,248 @@
+"""The WebSocket link (subprotocol ``mcp``, one JSON-RPC message per WebSocket message), on
+trio-websocket, with a guard against a server that stops in the middle of a message.
+
+trio-websocket reads the socket in its own task and hands over whole messages only: a peer
+that sends part of a frame and stops would leave ``get_message()`` waiting forever. So the
+byte stream under it is a :class:`StallGuard`, which follows the frame boundaries
+(:class:`FrameTracker`, sans-IO, RFC 6455 5.2) in what the server sends: while a message is
+partly received, each read must bring more bytes within ``read_timeout``, else the guard
+breaks the stream and the link reports :class:`TransportLost` ("stalled mid-message"), as
+the framed links do. Between messages there is no read timeout (the per-request timeouts
+cover a silent server).
+"""
+
+from __future__ import annotations
+
+import math
+import ssl
+import urllib.parse
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final
+
+import trio
+
+from ._errors import TransportLost
+from ._link import Link, Outgoing, single_errors
+
+__all__ = ["FrameTracker", "StallGuard", "WebSocketConnector"]
+
+#: Seconds the closing handshake may take when the client closes.
+_DISCONNECT_TIMEOUT: Final = 2.0
+_HANDSHAKE_END: Final = b"\r\n\r\n"
+
+
+class FrameTracker:
+    """Follows WebSocket frame boundaries in the bytes a server sends (sans-IO).
+
+    ``feed(data)`` with each read, in order; ``mid_message`` is true while a frame is partly
+    received or a fragmented message (a data frame without FIN) awaits its final fragment
+    (RFC 6455 5.4; control frames may come between fragments and do not end it). The HTTP
+    response to the opening handshake comes first and is skipped (the connect timeout covers
+    it). Never raises: it only counts bytes, the WebSocket library validates them.
+    """
+
+    def __init__(self) -> None:
+        self._in_handshake = True
+        self._tail = b""  # the last bytes of the handshake response seen (to find its end)
+        self._head = bytearray()  # the frame header read so far
+        self._remaining = 0  # payload bytes of the current frame still to come
+        self._fragmented = False
+
+    @property
+    def mid_message(self) -> bool:
+        return bool(self._head) or self._remaining > 0 or self._fragmented
+
+    def feed(self, data: bytes | bytearray) -> None:
+        view = memoryview(data)
+        if self._in_handshake:
+            joined = self._tail + bytes(view)
+            end = joined.find(_HANDSHAKE_END)
+            if end < 0:
+                self._tail = joined[-(len(_HANDSHAKE_END) - 1) :]
+                return
+            self._in_handshake = False
+            view = memoryview(joined)[end + len(_HANDSHAKE_END) :]
+        while view:
+            if self._remaining:
+                step = min(self._remaining, len(view))
+                self._remaining -= step
+                view = view[step:]
+                continue
+            self._head.append(view[0])
+            view = view[1:]
+            self._end_of_header()
+
+    def _end_of_header(self) -> None:
+        head = self._head
+        if len(head) < 2:
+            return
+        short = head[1] & 0x7F
+        size = 2 + (2 if short == 126 else 8 if short == 127 else 0) + (4 if head[1] & 0x80 else 0)
+        if len(head) < size:
+            return
+        if short == 126:
+            length = int.from_bytes(head[2:4], "big")
+        elif short == 127:
+            length = int.from_bytes(head[2:10], "big")
+        else:
+            length = short
+        opcode = head[0] & 0x0F
+        if opcode < 0x8:  # continuation, text, binary: FIN decides whether the message ends
+            self._fragmented = not head[0] & 0x80
+        self._remaining = length
+        head.clear()
+
+
+class StallGuard(trio.abc.Stream):
+    """Wraps the WebSocket's byte stream: a read while a message is partly received must
+    return within ``read_timeout`` seconds, else the stream is broken (``stalled`` says why)."""
+
+    def __init__(self, stream: trio.abc.Stream, read_timeout: float | None) -> None:
+        self._stream = stream
+        self._read_timeout = math.inf if read_timeout is None else read_timeout
+        self._tracker = FrameTracker()
+        self.stalled: str | None = None
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self._tracker.mid_message:
+            with trio.move_on_after(self._read_timeout) as scope:
+                data = await self._stream.receive_some(max_bytes)
+            if scope.cancelled_caught:
+                self.stalled = f"the server stalled mid-message for {self._read_timeout:g} s"
+                raise trio.BrokenResourceError(self.stalled)
+        else:
+            data = await self._stream.receive_some(max_bytes)
+        self._tracker.feed(data)
+        return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class WebSocketConnector:
+    """Opens a WebSocket to ``url`` (``ws://`` or ``wss://``), subprotocol ``mcp``."""
+
+    reconnects = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_message_size: int = 4 * 1024 * 1024,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 10.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"not a ws(s) URL: {url!r}")
+        self.url = url
+        self._tls = parts.scheme == "wss"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._tls else 80)
+        default_port = self._port == (443 if self._tls else 80)
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self._host_header = host if default_port else f"{host}:{self._port}"
+        self._resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.headers = dict(headers or {})
+        self.max_message_size = max_message_size
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.ssl_context = ssl_context
+        self.description = url
+
+    async def _connect(self) -> trio.abc.Stream:
+        try:
+            with trio.fail_after(self.connect_timeout):
+                if self._tls:
+                    return await trio.open_ssl_over_tcp_stream(
+                        self._host,
+                        self._port,
+                        ssl_context=self.ssl_context or ssl.create_default_context(),
+                        https_compatible=True,
+                    )
+                return await trio.open_tcp_stream(self._host, self._port)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Link]:
+        from trio_websocket import wrap_client_stream
+
+        guard = StallGuard(await self._connect(), self.read_timeout)
+        extra_headers = [(k.encode(), v.encode()) for k, v in self.headers.items()]
+        try:
+            async with single_errors(), trio.open_nursery() as nursery:
+                try:
+                    with trio.fail_after(self.connect_timeout):
+                        ws = await wrap_client_stream(
+                            nursery,
+                            guard,  # type: ignore[arg-type]  # any trio Stream does
+                            self._host_header,
+                            self._resource,
+                            subprotocols=["mcp"],
+                            extra_headers=extra_headers,
+                            max_message_size=self.max_message_size,
+                        )
+                except trio.TooSlowError:
+                    raise TransportLost(
+                        f"cannot connect to {self.description}: no handshake answer in "
+                        f"{self.connect_timeout:g} s"
+                    ) from None
+                try:
+                    yield _WebSocketLink(ws, self.description, guard)
+                finally:
+                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
+                        await ws.aclose()
+                    nursery.cancel_scope.cancel()
+        except Exception as exc:
+            if type(exc).__name__ in ("HandshakeError", "ConnectionRejected"):
+                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+            raise
+        finally:
+            with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
+                await guard.aclose()
+
+
+class _WebSocketLink:
+    def __init__(self, ws: Any, name: str, guard: StallGuard) -> None:
+        self._ws = ws
+        self._name = name
+        self._guard = guard
+
+    def _lost(self, reason: object) -> TransportLost:
+        if self._guard.stalled is not None:
+            return TransportLost(f"{self._name}: {self._guard.stalled}")
+        return TransportLost(f"{self._name}: closed: {reason}")
+
+    async def send(self, out: Outgoing) -> None:
+        from trio_websocket import ConnectionClosed
+
+        try:
+            await self._ws.send_message(out.data.decode("utf-8"))
+        except ConnectionClosed as exc:
+            raise self._lost(exc.reason) from None
+
+    async def receive(self) -> bytes:
+        from trio_websocket import ConnectionClosed
+
+        try:
+            message = await self._ws.get_message()
+        except ConnectionClosed as exc:
+            code = getattr(exc.reason, "code", None)
+            if code in (1000, 1001) and self._guard.stalled is None:
+                raise trio.EndOfChannel from None
+            raise self._lost(exc.reason) from None
+        return message.encode("utf-8") if isinstance(message, str) else bytes(message)
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
+            await self._ws.aclose()
