@@ -290,3 +290,49 @@ def test_legacy_sse_workers_without_a_store_are_refused() -> None:
         "HTTP+SSE sessions live in one process's memory, so another worker would answer 404 "
         "to them"
     ]
+
+
+@pytest.mark.parametrize("transport", ["ws", "tcp"])
+@pytest.mark.parametrize("shared", [True, False], ids=["store", "no-store"])
+def test_list_changes_reach_the_other_workers_with_a_store(
+    transport: str, shared: bool, redis_server: RedisServer
+) -> None:
+    """Two connections held on different workers: a tool registered on one announces
+    tools/list_changed on both with ``--store`` (the store's bus), on its own only without
+    (each worker then keeps its own registry, as documented)."""
+    redis_server.flush()
+    port = free_port()
+    proc = serve_workers(transport, port, *(["--store", redis_server.url] if shared else []))
+
+    async def scenario() -> bool:
+        with trio.fail_after(60):
+            async with contextlib.AsyncExitStack() as stack:
+                held: dict[int, Peer] = {}
+                while len(held) < 2:
+                    peer = await stack.enter_async_context(open_peer(transport, port))
+                    await initialized(transport, peer)
+                    await peer.send(call(2, "pid"))
+                    pid = int((await peer.answer(2))["result"]["content"][0]["text"])
+                    held.setdefault(pid, peer)
+                a, b = held.values()
+                params = {"name": "grow", "arguments": {"name": "extra_w"}}
+                await a.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
+                assert (await a.answer(3))["result"]["content"][0]["text"].startswith("added")
+                with trio.move_on_after(3):
+                    while True:
+                        message = await b.receive()
+                        if message.get("method") == "notifications/tools/list_changed":
+                            return True
+                return False
+
+    try:
+        wait_listening(transport, port)
+        assert trio.run(scenario) is shared
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
