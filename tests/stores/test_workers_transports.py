@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -336,3 +337,35 @@ def test_list_changes_reach_the_other_workers_with_a_store(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def test_workers_never_replace_a_file_that_is_not_a_socket(tmp_path: Path) -> None:
+    """The supervisor binds the Unix socket: a stale socket file is replaced (the main test
+    binds a fresh path), a regular file is refused in one line and kept."""
+    path = tmp_path / "mcp.sock"
+    path.write_text("keep me")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            "--transport", "unix", "--socket", str(path), "--workers", "2",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert done.stderr.decode().strip().splitlines() == [
+        f"mcp-runtime: error: cannot listen on --socket {path}: {path} exists and is not a socket"
+    ]
+    assert path.read_text() == "keep me"
+    # A stale socket (its server gone) is replaced.
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(path.with_name("stale.sock")))
+    stale.close()
+    proc = serve_workers("unix", str(path.with_name("stale.sock")))
+    try:
+        wait_listening("unix", str(path.with_name("stale.sock")))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    assert not path.with_name("stale.sock").exists()
