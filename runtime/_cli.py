@@ -70,6 +70,11 @@ _positive_float.__name__ = "positive number"
 _port.__name__ = "port (0-65535)"
 
 _NETWORK = ("tcp", "http", "sse", "ws")
+#: The transports that listen on a socket, which ``--workers`` processes can share.
+_LISTENING = ("http", "sse", "ws", "tcp", "unix")
+#: Those whose handshake-era sessions outlive a connection (each POST is its own connection,
+#: which the kernel may hand to any worker): more than one worker needs a shared store.
+_SESSIONS_SPAN_CONNECTIONS = ("http", "sse")
 _WEB = ("http", "sse", "ws")
 _STREAMS = ("stdio", "tcp", "unix", "pipe")
 #: ``--port`` when none is given: the README's and the peers' 8000 for the web transports, an
@@ -158,15 +163,15 @@ _FLAGS = (
         "store",
         "shared state for many workers or replicas: redis://host:port/db (default: memory)",
         metavar="URL",
-        transports=("http",),
+        transports=_LISTENING,
     ),
     _Flag(
         "workers",
-        "worker processes sharing the listening socket; more than 1 needs --store",
+        "worker processes sharing the listening socket; more than 1 with http or sse needs --store",
         1,
         type=_positive_int,
         metavar="N",
-        transports=("http",),
+        transports=_LISTENING,
     ),
     _Flag(
         "max-in-flight",
@@ -376,10 +381,17 @@ class _JsonFormatter(logging.Formatter):
 
 def _workers_refusal(settings: dict[str, Any], workers: int) -> str | None:
     """Why ``--workers N`` cannot run with these settings (one line), or None."""
-    store = settings["store"]
-    if not store or store.startswith("memory"):
+    transport = settings["transport"]
+    if transport not in _LISTENING:
         return (
-            f"--workers {workers} needs --store redis://host:port/db: handshake-era sessions "
+            f"--workers {workers} needs a listening transport ({', '.join(_LISTENING)}): "
+            f"--transport {transport} has one client, on this one process"
+        )
+    store = settings["store"]
+    if transport in _SESSIONS_SPAN_CONNECTIONS and (not store or store.startswith("memory")):
+        what = "handshake-era" if transport == "http" else "2024-11-05 HTTP+SSE"
+        return (
+            f"--workers {workers} needs --store redis://host:port/db: {what} sessions "
             "live in one process's memory, so another worker would answer 404 to them"
         )
     return None
@@ -521,17 +533,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mcp-runtime: error: --store: {exc}", file=sys.stderr)
             return 2
     if workers > 1:
-        from ._workers import bind_socket, supervise
+        from ._workers import bind_socket, bind_unix_socket, supervise
 
         try:
-            sock = bind_socket(settings["host"], int(settings["port"]))
+            if transport == "unix":
+                sock = bind_unix_socket(settings["socket"])
+            else:
+                sock = bind_socket(settings["host"], int(settings["port"]))
         except OSError as exc:
             print(f"mcp-runtime: error: {_bind_error(exc, transport, settings)}", file=sys.stderr)
             return 1
-        host, port = sock.getsockname()[:2]
+        address = None if transport == "unix" else sock.getsockname()[:2]
         print(
             f"mcp-runtime: serving {_summary(server)} with {workers} workers on "
-            f"{_url(transport, settings, (host, port))}",
+            f"{_url(transport, settings, address)}",
             file=sys.stderr,
             flush=True,
         )
@@ -572,14 +587,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The ``serve_*`` keyword arguments for ``transport`` from the resolved settings."""
+    # A worker of --workers N accepts on its supervisor's listening socket.
+    listen_fd = os.environ.get("MCP_RUNTIME_LISTEN_FD")
+    shared = socket.socket(fileno=int(listen_fd)) if listen_fd and transport in _LISTENING else None
     if transport in ("stdio", "unix", "pipe"):
         options: dict[str, Any] = {"framing": settings["framing"]}
         if transport == "unix":
             options["path"] = settings["socket"]
+            if shared is not None:
+                options["sock"] = shared
         if transport == "pipe":
             options["directory"] = settings["pipe_dir"]
         return options
     options = {"port": int(settings["port"]), "host": settings["host"]}
+    if shared is not None:
+        options["sock"] = shared
     if transport == "tcp":
         options["framing"] = settings["framing"]
         return options
@@ -599,9 +621,6 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
 
         base = server.http_limits or HttpLimits()
         options["http_limits"] = dataclasses.replace(base, **http_changes)
-    listen_fd = os.environ.get("MCP_RUNTIME_LISTEN_FD")
-    if listen_fd and transport == "http":  # a worker of --workers N: the supervisor's socket
-        options["sock"] = socket.socket(fileno=int(listen_fd))
     return options
 
 

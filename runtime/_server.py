@@ -630,14 +630,19 @@ class Server:
         *,
         host: str = "127.0.0.1",
         framing: FramingName = "ndjson",
+        sock: socket.socket | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept TCP connections until cancelled or shut down; each is its own session.
 
         Reports the bound socket address (``(host, port, ...)``) through ``task_status``, so
-        ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port.
+        ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port. ``sock``: an
+        already listening socket to accept on instead of binding (``--workers``).
         """
-        listeners = await trio.open_tcp_listeners(port, host=host)
+        if sock is not None:
+            listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        else:
+            listeners = await trio.open_tcp_listeners(port, host=host)
         address = listeners[0].socket.getsockname()
         await self._serve_listeners(listeners, framing, "tcp", address, task_status)
 
@@ -647,9 +652,16 @@ class Server:
         path: str,
         *,
         framing: FramingName = "ndjson",
+        sock: socket.socket | None = None,
         task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Accept connections on a Unix socket at ``path`` (removed again on exit)."""
+        """Accept connections on a Unix socket at ``path`` (removed again on exit).
+        ``sock``: the socket already listening at ``path`` (``--workers``: its supervisor
+        bound it and removes it, so a worker leaves the path alone)."""
+        if sock is not None:
+            shared = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+            await self._serve_listeners([shared], framing, "unix", path, task_status)
+            return
         listener = await _open_unix_listener(path)
         try:
             await self._serve_listeners([listener], framing, "unix", path, task_status)
@@ -797,29 +809,38 @@ class Server:
         http_limits: HttpLimits | None = None,
         auth: AuthConfig | None = None,
         authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None = None,
+        sock: socket.socket | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve MCP over WebSocket (subprotocol ``mcp``) at ``path`` until cancelled or
         :meth:`shutdown` (connections then close with 1001 after the grace period).
-        ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade."""
+        ``auth`` / ``authenticate`` as for :meth:`serve_http`, checked on the upgrade.
+        ``sock``: a listening socket to accept on instead (``--workers``). With a shared
+        ``store``, list changes, resource updates, sealing keys and 2026-07-28 tasks are
+        shared with the other workers and replicas (each connection is its own session)."""
+        from ._shared import sharing
+        from .stores import open_store
+
         with self._lifetime.shutdown_signal() as shutdown:
             from ._compose import transport_hooks
             from .transports import serve_websocket as _serve_websocket
 
-            await _serve_websocket(
-                transport_hooks(self),
-                port=port,
-                host=host,
-                path=path,
-                allowed_origins=allowed_origins,
-                allowed_hosts=allowed_hosts,
-                limits=http_limits or self.http_limits,
-                max_message_size=self.limits.max_frame_size,
-                auth=auth,
-                authenticate=authenticate,
-                shutdown=shutdown,
-                task_status=task_status,
-            )
+            async with sharing(self, open_store(self.store)):
+                await _serve_websocket(
+                    transport_hooks(self),
+                    port=port,
+                    host=host,
+                    path=path,
+                    allowed_origins=allowed_origins,
+                    allowed_hosts=allowed_hosts,
+                    limits=http_limits or self.http_limits,
+                    max_message_size=self.limits.max_frame_size,
+                    auth=auth,
+                    authenticate=authenticate,
+                    shutdown=shutdown,
+                    sock=sock,
+                    task_status=task_status,
+                )
 
     async def _serve_listeners(
         self,
@@ -849,8 +870,13 @@ class Server:
                 shutdown=shutdown,
             )
 
+        from ._shared import sharing
+        from .stores import open_store
+
         try:
-            async with trio.open_nursery() as connections:
+            # With a shared store (--store, e.g. under --workers): list changes, resource
+            # updates, sealing keys and 2026-07-28 tasks reach the other workers/replicas.
+            async with sharing(self, open_store(self.store)), trio.open_nursery() as connections:
                 with trio.CancelScope() as accept_scope:
 
                     async def stop_accepting() -> None:

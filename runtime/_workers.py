@@ -1,4 +1,5 @@
-"""``mcp-runtime serve --workers N``: N worker processes accepting on one listening socket.
+"""``mcp-runtime serve --workers N``: N worker processes accepting on one listening socket
+(HTTP, legacy SSE, WebSocket, TCP or a Unix socket).
 
 The supervisor (this module, no trio: it only waits on children and signals) binds the
 socket, starts each worker as ``python -m runtime._cli serve ...`` with the socket's file
@@ -11,17 +12,20 @@ a worker still running ``grace + KILL_AFTER`` seconds later is killed.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from types import FrameType
 
-__all__ = ["KILL_AFTER", "bind_socket", "supervise", "worker_argv"]
+__all__ = ["KILL_AFTER", "bind_socket", "bind_unix_socket", "supervise", "worker_argv"]
 
 log = logging.getLogger("mcp_runtime.workers")
 
@@ -43,6 +47,29 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
     sock.bind(address)
     sock.listen(socket.SOMAXCONN)
+    sock.set_inheritable(True)
+    return sock
+
+
+def bind_unix_socket(path: str) -> socket.socket:
+    """The shared listening Unix socket at ``path`` (inheritable; the supervisor removes it
+    on exit). A stale socket file there is replaced; anything else there is refused
+    (FileExistsError), so a typo never deletes a regular file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(mode):
+            raise FileExistsError(errno.EEXIST, f"{path} exists and is not a socket")
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 
@@ -133,4 +160,8 @@ def supervise(argv: Sequence[str], workers: int, sock: socket.socket, grace: flo
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        unix_path = sock.getsockname() if sock.family == socket.AF_UNIX else None
         sock.close()
+        if isinstance(unix_path, str) and unix_path:
+            with contextlib.suppress(OSError):
+                os.unlink(unix_path)

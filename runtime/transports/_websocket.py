@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import math
+import socket
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -137,10 +138,12 @@ async def serve_websocket(
     auth: AuthConfig | None = None,
     authenticate: Authenticate | None = None,
     shutdown: trio.Event,
+    sock: socket.socket | None = None,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over WebSocket until ``shutdown`` (then drain and close with 1001) or
-    cancellation. Reports the bound address through ``task_status``.
+    cancellation. Reports the bound address through ``task_status``. ``sock``: an already
+    listening socket to accept on instead of binding ``host:port`` (``--workers``).
 
     ``auth`` / ``authenticate`` as for ``serve_http``: the upgrade request is authenticated
     (a refusal is its 401/403 with the challenge, before the WebSocket exists); a
@@ -148,7 +151,10 @@ async def serve_websocket(
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    if sock is not None:  # a listening socket shared by --workers
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
     slots = trio.Semaphore(limits.max_connections)
 

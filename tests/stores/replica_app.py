@@ -106,3 +106,19 @@ async def deploy(environment: str, ctx: Context) -> str:
 async def forever() -> str:
     """Runs until cancelled."""
     await trio.sleep_forever()
+
+
+@app.tool
+async def sample_two(*, ctx: Context) -> str:
+    """Ask the client's model twice at once (two server requests pending together)."""
+    answers: dict[str, str] = {}
+
+    async def ask(tag: str) -> None:
+        message = {"role": "user", "content": {"type": "text", "text": tag}}
+        result = await ctx.sample([message], max_tokens=5)
+        answers[tag] = result["content"]["text"]
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "one")
+        nursery.start_soon(ask, "two")
+    return f"{answers['one']}|{answers['two']} on {REPLICA}"

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from ...protocol import (
     CANCELLED,
@@ -134,6 +134,9 @@ class HandshakeEra:
         headers = [("Mcp-Session-Id", session.id)]
         body = request.body
         batch_errors: list[bytes] = []
+        #: The client responses and cancellations of a batch (2025-03-26 allows batches of
+        #: responses to server requests): another replica may run the request they concern.
+        routed: list[bytes] = []
         if isinstance(message, list):
             forbidden = batch_refusal(session.protocol_version, http=True)
             if forbidden is not None:
@@ -150,6 +153,12 @@ class HandshakeEra:
                 )
             envelopes = split.envelopes
             keys = [id_key(request_id) for request_id in split.request_ids]
+            if session.shared is not None:
+                routed = [
+                    raw
+                    for raw, envelope in zip(split.raws, envelopes, strict=True)
+                    if envelope.method is UNSET or envelope.method == CANCELLED
+                ]
             batch_errors = split.errors
             if batch_errors:
                 body = b"[" + b",".join(split.raws) + b"]"
@@ -177,8 +186,12 @@ class HandshakeEra:
                 and (kind == Kind.RESPONSE or message.method == CANCELLED)
             ):
                 await session.publish(b"in", body)
+            elif routed:  # (the others ignore what concerns none of their requests)
+                await session.publish(b"in", b"[" + b",".join(routed) + b"]")
             await exchange.respond(202, b"", headers=headers)
             return
+        if routed:  # a batch of requests and responses: its responses go to the others too
+            await session.publish(b"in", b"[" + b",".join(routed) + b"]")
         stream = session.open_stream(keys)
         if stream is None:
             raise refusal(400, "Invalid Request: a request with this id is already in flight")

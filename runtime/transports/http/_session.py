@@ -382,6 +382,8 @@ class SessionRegistry:
         session = self.get(session_id)
         if session is not None or self.shared is None:
             return session
+        if session_id.startswith("sse:"):  # a 2024-11-05 session's record: never adopted
+            return None
         record = await self.shared.sessions.load(session_id)
         if record is None or self.hooks.import_session is None:
             return None
