@@ -43,6 +43,7 @@ from ._common import (
     paginated,
     request_meta,
 )
+from ._typed_call import TypedCallBase, TypedCalls
 
 __all__ = ["methods", "to_content"]
 
@@ -86,9 +87,15 @@ def to_content(value: Any) -> list[Any]:
     return [TextContent(text=_encode(value).decode())]
 
 
-def _retry_call(name: str, raw: bytes | Raw) -> list[Any]:
-    """What an input-required round binds its requestState to: the tool and its arguments."""
-    return [name, msgspec.json.decode(raw)]
+def _retry_call(name: str, params: Raw | bytes | None) -> list[Any]:
+    """What an input-required round binds its requestState to: the tool and its arguments
+    (read from the request's raw ``params`` only when a round needs them)."""
+    arguments = _read_params(params).arguments
+    return [name, msgspec.json.decode(_EMPTY_ARGS if arguments is UNSET else arguments)]
+
+
+def _read_params(params: Raw | bytes | None) -> _CallParams:
+    return _call_decoder.decode(_EMPTY_ARGS if params is None else params)
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -154,34 +161,50 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
 
 def methods(server: App) -> dict[str, Handler]:
     registry = server.registry
+    typed_calls = TypedCalls(registry)
 
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _list_decoder, b"{}")
         return paginated(server, "tools", registry.tools.values(), params.cursor)
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
-        params = decode_params(ctx, _call_decoder, b"{}")
-        tool = registry.tools.get(params.name)
-        if tool is None:
-            raise JSONRPCError.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
-        sig = tool.signature
-        meta = request_meta(ctx, params.meta)
-        raw = _EMPTY_ARGS if params.arguments is UNSET else params.arguments
-        try:
-            args = sig.json_decoder.decode(raw)
-        except msgspec.ValidationError as exc:
-            return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        params: _CallParams | TypedCallBase
+        read = typed_calls.read(ctx.params)  # params and arguments in one pass
+        if read is not None:
+            tool, params, args = read
+            sig = tool.signature
+            meta = request_meta(ctx, params.meta)
+            if args is UNSET:
+                try:
+                    args = sig.json_decoder.decode(_EMPTY_ARGS)
+                except msgspec.ValidationError as exc:
+                    return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        else:  # the general reading: params, then the arguments by the tool's decoder
+            params = decode_params(ctx, _call_decoder, b"{}")
+            found = registry.tools.get(params.name)
+            if found is None:
+                raise JSONRPCError.invalid_params(
+                    f"Unknown tool: {params.name}", {"name": params.name}
+                )
+            tool = found
+            sig = tool.signature
+            meta = request_meta(ctx, params.meta)
+            raw = _EMPTY_ARGS if params.arguments is UNSET else params.arguments
+            try:
+                args = sig.json_decoder.decode(raw)
+            except msgspec.ValidationError as exc:
+                return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
             if ctx.modern and tool.defer_task:
                 # Input rounds in the request first; ctx.become_task() hands over.
                 try:
-                    _, result = await execute(ctx, tool, args, params, meta, raw, None, True)
+                    _, result = await execute(ctx, tool, args, params, meta, None, True)
                 except BecomeTask as handoff:
                     gathered = InputRound(handoff.responses)
-                    return await start_task(ctx, tool, args, params, meta, raw, as_task, gathered)
+                    return await start_task(ctx, tool, args, params, meta, as_task, gathered)
                 return result
-            return await start_task(ctx, tool, args, params, meta, raw, as_task)
+            return await start_task(ctx, tool, args, params, meta, as_task)
         if sig.direct and params.request_state is None and not params.input_responses:
             # The common shape, an async tool that takes no Context: awaited right here,
             # without execute's layers (no Context, no input round, no thread). The same
@@ -191,9 +214,8 @@ def methods(server: App) -> dict[str, Handler]:
             except InputRequired as exc:  # raised by the tool itself
                 if not ctx.modern:
                     return _failed(ctx, tool, exc)
-                return input_required(
-                    server, ctx, exc, {}, None, functools.partial(_retry_call, tool.name, raw)
-                )
+                retry = functools.partial(_retry_call, tool.name, ctx.params)
+                return input_required(server, ctx, exc, {}, None, retry)
             except JSONRPCError:
                 raise
             except ToolError as exc:
@@ -201,16 +223,15 @@ def methods(server: App) -> dict[str, Handler]:
             except Exception as exc:
                 return _failed(ctx, tool, exc)
             return shape(tool, value)
-        _, result = await execute(ctx, tool, args, params, meta, raw, None)
+        _, result = await execute(ctx, tool, args, params, meta, None)
         return result
 
     async def start_task(
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams,
+        params: _CallParams | TypedCallBase,
         meta: dict[str, Any] | None,
-        raw: bytes | Raw,
         as_task: dict[str, Any],
         gathered: InputRound | None = None,
     ) -> dict[str, Any]:
@@ -220,7 +241,7 @@ def methods(server: App) -> dict[str, Handler]:
         record = server.tasks.create(tasks.owner(ctx), as_task.get("ttl") if as_task else None)
 
         async def run_task() -> dict[str, Any]:
-            _, result = await execute(ctx, tool, args, params, meta, raw, record, round=gathered)
+            _, result = await execute(ctx, tool, args, params, meta, record, round=gathered)
             return result
 
         if not ctx.modern:
@@ -233,9 +254,8 @@ def methods(server: App) -> dict[str, Handler]:
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams,
+        params: _CallParams | TypedCallBase,
         meta: dict[str, Any] | None,
-        raw: bytes | Raw,
         task: TaskRecord | None,
         defer_task: bool = False,
         round: InputRound | None = None,
@@ -259,7 +279,7 @@ def methods(server: App) -> dict[str, Handler]:
                     args,
                     meta,
                     params,
-                    functools.partial(_retry_call, tool.name, raw),
+                    functools.partial(_retry_call, tool.name, ctx.params),
                     defer_task,
                 )
                 if asking:

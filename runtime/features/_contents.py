@@ -81,7 +81,11 @@ async def _json_string(value: str | bytes | bytearray | memoryview) -> msgspec.R
         parts.append(memoryview(_encode(view[start : start + step]))[1:-1])
         await trio.lowlevel.checkpoint()
     parts.append(b'"')
-    return msgspec.Raw(b"".join(parts))
+    joined = b"".join(parts)
+    # The join is a copy of it all (16 MiB: several ms); the reply's encode and its first
+    # write follow, so they get a step of their own (issue 22: no step over 20 ms).
+    await trio.lowlevel.checkpoint()
+    return msgspec.Raw(joined)
 
 
 async def reply_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:

@@ -259,3 +259,7 @@ class ContentLengthFramer:
     def encode(self, payload: bytes) -> bytes:
         """Return ``Content-Length: N\\r\\n\\r\\n`` + payload (N counts bytes, per LSP 3.17)."""
         return b"Content-Length: %d\r\n\r\n" % len(payload) + payload
+
+    def encode_parts(self, payload: bytes) -> tuple[bytes, bytes, bytes]:
+        """The header, ``payload`` itself and no tail."""
+        return b"Content-Length: %d\r\n\r\n" % len(payload), payload, b""

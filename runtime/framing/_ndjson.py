@@ -163,10 +163,19 @@ class NdjsonFramer:
         a newline (the MCP stdio transport forbids embedded newlines), ends with a CR (a reader
         strips it), or is empty or blank (a reader skips it).
         """
+        self._check(payload)
+        return payload + b"\n"
+
+    def encode_parts(self, payload: bytes) -> tuple[bytes, bytes, bytes]:
+        """``(b"", payload, b"\\n")`` after the checks of :meth:`encode`."""
+        self._check(payload)
+        return b"", payload, b"\n"
+
+    @staticmethod
+    def _check(payload: bytes) -> None:
         if payload.find(b"\n") >= 0:  # (cheaper than ``in`` on bytes)
             raise ValueError("an NDJSON payload must not contain b'\\n'")
         if payload.endswith(b"\r"):
             raise ValueError("an NDJSON payload must not end with b'\\r'")
         if _is_blank(payload):
             raise ValueError("an NDJSON payload must not be empty or whitespace-only")
-        return payload + b"\n"

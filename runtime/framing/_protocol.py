@@ -55,3 +55,9 @@ class Framer(Protocol):
         """Frame one outgoing message. Raises ValueError for a payload the peer could not read
         back unchanged."""
         ...
+
+    def encode_parts(self, payload: bytes) -> tuple[bytes, bytes, bytes]:
+        """:meth:`encode` as (head, payload, tail), ``payload`` itself uncopied: a driver
+        writes a big message as three writes rather than building a copy of it with its
+        frame around (a 16 MiB reply: one 16 MiB copy less). Same ValueError as ``encode``."""
+        ...

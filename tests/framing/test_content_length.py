@@ -274,6 +274,10 @@ def test_encode() -> None:
     assert framer.encode(b'{"a":1}') == b'Content-Length: 7\r\n\r\n{"a":1}'
     assert framer.encode(b"") == b"Content-Length: 0\r\n\r\n"
     assert framer.encode("é".encode()) == b"Content-Length: 2\r\n\r\n\xc3\xa9"
+    for payload in (b'{"a":1}', b"", "é".encode()):
+        head, body, tail = framer.encode_parts(payload)
+        assert body is payload
+        assert head + body + tail == framer.encode(payload)
 
 
 # -- properties -----------------------------------------------------------------------------

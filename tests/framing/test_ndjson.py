@@ -224,6 +224,16 @@ def test_encode() -> None:
     for bad in (b'{"a":\n1}', b"{}\n", b"{}\r", b"", b"  ", b"\t\r"):
         with pytest.raises(ValueError):
             framer.encode(bad)
+        with pytest.raises(ValueError):
+            framer.encode_parts(bad)
+
+
+def test_encode_parts_frame_the_payload_uncopied() -> None:
+    framer = NdjsonFramer()
+    payload = b'{"text":"' + b"x" * (1 << 20) + b'"}'
+    head, body, tail = framer.encode_parts(payload)
+    assert body is payload  # written as it is: no copy of a big reply
+    assert head + body + tail == framer.encode(payload)
 
 
 # -- properties -----------------------------------------------------------------------------

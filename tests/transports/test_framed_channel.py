@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import trio
 import trio.testing
@@ -46,6 +48,37 @@ async def test_send_frames_and_coalesces() -> None:
     channel = FramedChannel(server, server, make_framer("content-length", 100))
     await channel.send([(b"{}", None), (b"[1]", 1)])
     assert await client.receive_some() == b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\n[1]"
+
+
+async def test_big_messages_cross_a_real_pipe_intact() -> None:
+    """A frame far over one read (sent in its parts, read in big reads) and small ones around
+    it arrive whole and in order, in both framings, through an OS pipe."""
+    big = b'{"text":"' + bytes(range(48, 58)) * 300_000 + b'"}'  # ~3 MiB
+    for framing in ("ndjson", "content-length"):
+        r1, w1 = os.pipe()
+        sender = FramedChannel(
+            trio.lowlevel.FdStream(os.dup(r1)), trio.lowlevel.FdStream(w1), make_framer(framing, 1)
+        )
+        receiver = FramedChannel(
+            trio.lowlevel.FdStream(r1),
+            trio.lowlevel.FdStream(os.dup(w1)),
+            make_framer(framing, 4 << 20),
+        )
+        got: list[bytes] = []
+
+        async def read_three(channel: FramedChannel = receiver, out: list[bytes] = got) -> None:
+            for _ in range(3):
+                out.append(await channel.receive())
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_three)
+                await sender.send([(b"{}", None)])
+                await sender.send([(big, None)])
+                await sender.send([(b"[1]", None)])
+        assert got == [b"{}", big, b"[1]"]
+        await sender.aclose()
+        await receiver.aclose()
 
 
 def test_unknown_framing_is_rejected() -> None:

@@ -77,6 +77,33 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
             await stream.aclose()
 
 
+async def test_big_bodies_arrive_whole_between_small_ones() -> None:
+    """A body over WRITE_APART_OVER leaves after its head in a write of its own; on the wire
+    it is the same response (Content-Length, the exact bytes), pipelined in order."""
+    big = bytes(range(256)) * 12_000  # ~3 MiB, > WRITE_APART_OVER
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        body = big if request.path == "/big" else request.path.encode()
+        await exchange.respond(200, body, content_type="application/octet-stream")
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(post("/a") + post("/big") + post("/b"))
+            data = b""
+            while not data.endswith(b"/b"):
+                more = await stream.receive_some(1 << 20)
+                assert more, data[-200:]
+                data += more
+            await stream.aclose()
+    _head, rest = data.split(b"\r\n\r\n", 1)
+    assert rest.startswith(b"/aHTTP/1.1 200 ")
+    head, rest = rest[2:].split(b"\r\n\r\n", 1)
+    assert b"content-length: %d" % len(big) in head.lower()
+    assert rest[: len(big)] == big
+    assert rest[len(big) :].startswith(b"HTTP/1.1 200 ") and rest.endswith(b"\r\n\r\n/b")
+
+
 async def test_hanging_up_mid_request_cancels_it_and_closes() -> None:
     seen: list[str] = []
     served = trio.Event()

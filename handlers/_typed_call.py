@@ -1,0 +1,109 @@
+"""``tools/call`` params read in one typed pass, the arguments included (issue 22).
+
+The general reading of a call is two passes over the arguments: ``params`` with the arguments
+kept raw (msgspec still walks every byte of them to find their end), then the tool's own
+decoder over the raw arguments. For a 1 MiB argument each pass is most of a floor's whole
+decode. Here every tool whose arguments decode with plain msgspec rules (strict, no decode
+hook) gets a params struct tagged by its name (``{"name": <tool>, "arguments": <its
+arguments struct>, ...}``); one decoder of the union of them all reads ``params`` and the
+arguments in a single pass.
+
+Only the success path is new: whatever this reading refuses (an unknown or unlisted tool,
+invalid arguments, a name given twice, a tool that needs a hook) returns None, and the caller
+reads the request the general way, which produces the same result or error as before. The
+union is rebuilt after the tool list changes (the registry's change relay) and is checked per
+call against the registry, so a tool replaced behind the registry's back is never read with
+its old arguments struct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from runtime.features import Change, Registry, ToolDef
+
+from ._common import InputFields
+
+__all__ = ["TypedCallBase", "TypedCalls"]
+
+
+class TypedCallBase(InputFields, kw_only=True):
+    """The fields of ``tools/call`` params beside ``name`` (the tag) and ``arguments`` (typed
+    per tool), exactly as the general reading (``tools._CallParams``) has them."""
+
+    task: dict[str, Any] | None = None
+    meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+def _eligible(tool: ToolDef) -> bool:
+    decoder = tool.signature.json_decoder
+    return bool(decoder.strict) and decoder.dec_hook is None
+
+
+class TypedCalls:
+    """The one-pass reader of ``tools/call`` params for ``registry``'s tools."""
+
+    __slots__ = ("_decoder", "_registry", "_structs")
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._decoder: msgspec.json.Decoder[Any] | None = None
+        #: tool name -> the arguments struct the union was built with (None: not built yet)
+        self._structs: dict[str, type] | None = None
+        registry.changes.relays.append(self._on_change)
+
+    def _on_change(self, change: Change) -> None:
+        if change == ("list", "tools"):
+            self._structs = None
+
+    def _build(self) -> None:
+        structs: dict[str, type] = {}
+        members: list[type] = []
+        for name, tool in self._registry.tools.items():
+            if not _eligible(tool):
+                continue
+            struct = tool.signature.struct
+            structs[name] = struct
+            members.append(
+                msgspec.defstruct(
+                    f"_Call{len(members)}",
+                    [("arguments", struct | UnsetType, UNSET)],
+                    bases=(TypedCallBase,),
+                    tag_field="name",
+                    tag=name,
+                    kw_only=True,
+                )
+            )
+        self._structs = structs
+        if not members:
+            self._decoder = None
+            return
+        union: Any = members[0]
+        for member in members[1:]:
+            union = union | member
+        self._decoder = msgspec.json.Decoder(union)
+
+    def read(self, raw: Raw | bytes | None) -> tuple[ToolDef, TypedCallBase, Any] | None:
+        """``(tool, params, arguments)`` (arguments UNSET when absent), or None: read it the
+        general way."""
+        if raw is None:
+            return None
+        if self._structs is None:
+            self._build()
+        decoder = self._decoder
+        if decoder is None:
+            return None
+        try:
+            params = decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
+            return None
+        name = type(params).__struct_config__.tag
+        tool = self._registry.tools.get(name)
+        assert self._structs is not None
+        if tool is None or tool.signature.struct is not self._structs.get(name):
+            self._structs = None  # the registry changed without telling: rebuild next time
+            return None
+        return tool, params, params.arguments
