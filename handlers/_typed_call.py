@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
 
 from ._common import InputFields
@@ -43,8 +44,27 @@ def _eligible(tool: ToolDef) -> bool:
     return bool(decoder.strict) and decoder.dec_hook is None
 
 
+Read = tuple[ToolDef, TypedCallBase, Any]
+
+
+class _Prepared:
+    """A reading made before the handler ran (era selection), kept in ``ctx.prepared``."""
+
+    __slots__ = ("owner", "raw", "read")
+
+    def __init__(self, owner: TypedCalls, raw: Raw, read: Read) -> None:
+        self.owner = owner
+        self.raw = raw
+        self.read = read
+
+
 class TypedCalls:
-    """The one-pass reader of ``tools/call`` params for ``registry``'s tools."""
+    """The one-pass reader of ``tools/call`` params for ``registry``'s tools.
+
+    One per server, shared by era selection (which needs ``params._meta``, read by
+    :meth:`prepare` in the same pass as the arguments) and the ``tools/call`` handler (which
+    takes that reading back with :meth:`read_for`), so a request's params are read once.
+    """
 
     __slots__ = ("_decoder", "_registry", "_structs")
 
@@ -86,7 +106,26 @@ class TypedCalls:
             union = union | member
         self._decoder = msgspec.json.Decoder(union)
 
-    def read(self, raw: Raw | bytes | None) -> tuple[ToolDef, TypedCallBase, Any] | None:
+    def prepare(self, ctx: RequestContext) -> Read | None:
+        """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`."""
+        raw = ctx.params
+        read = self.read(raw)
+        if read is not None:
+            assert raw is not None
+            ctx.prepared = _Prepared(self, raw, read)
+        return read
+
+    def read_for(self, ctx: RequestContext) -> Read | None:
+        """The reading :meth:`prepare` made of these very params (when the tool it found is
+        still the registered one), else a fresh :meth:`read` of ``ctx.params``."""
+        prepared = ctx.prepared
+        if type(prepared) is _Prepared and prepared.owner is self and prepared.raw is ctx.params:
+            read = prepared.read
+            if self._registry.tools.get(read[0].name) is read[0]:
+                return read
+        return self.read(ctx.params)
+
+    def read(self, raw: Raw | bytes | None) -> Read | None:
         """``(tool, params, arguments)`` (arguments UNSET when absent), or None: read it the
         general way."""
         if raw is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
+from msgspec import Raw
 
 from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
 from runtime.features import App
@@ -27,6 +28,8 @@ from runtime.protocol import (
     MODERN_ONLY,
     select_era,
 )
+
+from ._typed_call import TypedCalls
 
 __all__ = ["McpDispatcher"]
 
@@ -46,14 +49,26 @@ class McpDispatcher(Dispatcher):
         app: App,
         requests: dict[str, Handler],
         notifications: dict[str, NotificationHandler],
+        typed_calls: TypedCalls | None = None,
     ) -> None:
         super().__init__(requests, notifications)
         self.app = app
+        #: The ``tools/call`` handler's one-pass reader: a call's ``_meta`` is read in the
+        #: same pass as its arguments, and the handler takes the reading back (issue 22).
+        self.typed_calls = typed_calls
 
     def route(self, ctx: RequestContext) -> Handler | None:
         if ctx.modern:  # the transport read the era already (``dispatch_single``)
             return None if ctx.method in HANDSHAKE_ONLY else self.requests.get(ctx.method)
         meta = ctx.meta
+        if meta is None and ctx.method == "tools/call" and self.typed_calls is not None:
+            read = self.typed_calls.prepare(ctx)
+            if read is not None:
+                # The marker, if any, is in the (small) raw ``_meta``: no copy or search of
+                # the arguments, which may be megabytes.
+                raw_meta = read[1].meta
+                if not isinstance(raw_meta, Raw) or MODERN_MARKER not in bytes(raw_meta):
+                    return self._handshake_route(ctx)
         if meta is None:
             raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
