@@ -13,6 +13,7 @@ from .era import McpDispatcher
 
 __all__ = [
     "McpDispatcher",
+    "TypedCalls",
     "build_dispatcher",
     "completion",
     "era",
@@ -29,7 +30,7 @@ __all__ = [
 def build_dispatcher(server: App) -> Dispatcher:
     """The method tables of every feature, for one server."""
     lifecycle_requests, lifecycle_notifications = lifecycle.methods(server)
-    typed_calls = TypedCalls(server.registry)  # shared: a call's params are read once
+    typed_calls = TypedCalls.of(server.registry)  # shared: a call's params are read once
     requests: dict[str, Handler] = {}
     notifications: dict[str, NotificationHandler] = dict(lifecycle_notifications)
     for table in (

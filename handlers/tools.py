@@ -161,10 +161,10 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
 
 def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Handler]:
     """``typed_calls``: the server's one-pass reader of call params, shared with era
-    selection (``era.McpDispatcher``); a new one when not given."""
+    selection (``era.McpDispatcher``); the registry's own when not given."""
     registry = server.registry
     if typed_calls is None:
-        typed_calls = TypedCalls(registry)
+        typed_calls = TypedCalls.of(registry)
 
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _list_decoder, b"{}")

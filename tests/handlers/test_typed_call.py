@@ -124,7 +124,7 @@ async def test_a_call_is_read_once_era_selection_included(
             )
     assert result["structuredContent"] == {"result": 4}
     # Read once, by era selection (``prepare``), which found no marker in the raw _meta.
-    assert [(caller, b'"abcd"' in raw) for caller, raw in reads] == [("prepare", True)]
+    assert [(caller, b'"abcd"' in raw) for caller, raw in reads] == [("prepare_raw", True)]
 
 
 def _ctx(raw: bytes) -> RequestContext:
