@@ -31,7 +31,7 @@ from runtime.protocol import (
 
 from ._typed_call import TypedCalls
 
-__all__ = ["McpDispatcher"]
+__all__ = ["PREPARE_OVER", "McpDispatcher"]
 
 
 class _MetaProbe(msgspec.Struct):
@@ -39,6 +39,11 @@ class _MetaProbe(msgspec.Struct):
 
 
 _probe: Final = msgspec.json.Decoder(_MetaProbe)
+
+#: Params longer than this (bytes) of a ``tools/call`` are read for the era by the handler's
+#: typed pass (``TypedCalls.prepare``); shorter ones are searched for the era marker, which
+#: costs fewer bytecodes than handing a reading over (benchmarks/guard.py counts both).
+PREPARE_OVER: Final = 16 * 1024
 
 
 class McpDispatcher(Dispatcher):
@@ -61,18 +66,23 @@ class McpDispatcher(Dispatcher):
         if ctx.modern:  # the transport read the era already (``dispatch_single``)
             return None if ctx.method in HANDSHAKE_ONLY else self.requests.get(ctx.method)
         meta = ctx.meta
-        if meta is None and ctx.method == "tools/call" and self.typed_calls is not None:
-            read = self.typed_calls.prepare(ctx)
-            if read is not None:
-                # The marker, if any, is in the (small) raw ``_meta``: no copy or search of
-                # the arguments, which may be megabytes.
+        if meta is None:
+            raw = ctx.params
+            if raw is None:
+                return self._handshake_route(ctx)
+            if (
+                len(raw) > PREPARE_OVER
+                and ctx.method == "tools/call"
+                and self.typed_calls is not None
+                and (read := self.typed_calls.prepare(ctx)) is not None
+            ):
+                # A big call: the marker, if any, is in the raw ``_meta`` of the handler's
+                # own typed pass, no copy or search of the arguments (issue 22).
                 raw_meta = read[1].meta
                 if not isinstance(raw_meta, Raw) or MODERN_MARKER not in bytes(raw_meta):
                     return self._handshake_route(ctx)
-        if meta is None:
-            raw = ctx.params
             # Fast path: the marker key cannot be absent from a modern request's bytes.
-            if raw is None or MODERN_MARKER not in bytes(raw):
+            elif MODERN_MARKER not in bytes(raw):
                 return self._handshake_route(ctx)
             meta = _probe.decode(raw).meta
         modern = select_era(meta)  # raises for a modern request we cannot serve

@@ -44,6 +44,8 @@ _handlers: Any = load_handlers()
 era = _handlers.era
 TypedCalls = _handlers._typed_call.TypedCalls
 _VERSION = "io.modelcontextprotocol/protocolVersion"
+_BIG = "abcd" * 5000  # over era.PREPARE_OVER: era selection reads it in the typed pass
+_MODERN = {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 PARAMS: list[Any] = [
     {"name": "size", "arguments": {"data": "abc"}},
     {"name": "size", "arguments": {"data": "abc", "times": 3, "extra": [1, 2]}},
@@ -70,8 +72,15 @@ PARAMS: list[Any] = [
     {
         "name": "size",
         "arguments": {"data": "xy"},
-        "_meta": {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}},
+        "_meta": _MODERN,
     },
+    # The same, big: era selection takes the typed pass.
+    {"name": "size", "arguments": {"data": _VERSION + _BIG}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": {_VERSION: "1999-01-01"}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": {_VERSION: 7}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": _MODERN},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": 3},
+    {"name": "size", "arguments": {"data": 5, "pad": _BIG}},
     [],
 ]
 
@@ -120,11 +129,12 @@ async def test_a_call_is_read_once_era_selection_included(
     with trio.fail_after(20):
         async with open_client(_server()) as client:
             result = await client.request(
-                "tools/call", {"name": "size", "arguments": {"data": "abcd"}}
+                "tools/call", {"name": "size", "arguments": {"data": _BIG}}
             )
-    assert result["structuredContent"] == {"result": 4}
+    assert result["structuredContent"] == {"result": len(_BIG)}
     # Read once, by era selection (``prepare``), which found no marker in the raw _meta.
-    assert [(caller, b'"abcd"' in raw) for caller, raw in reads] == [("prepare_raw", True)]
+    assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("prepare_raw", True)]
+    assert len(_BIG) > era.PREPARE_OVER
 
 
 def _ctx(raw: bytes) -> RequestContext:
