@@ -1,0 +1,81 @@
+"""Issue 21 item 3: one upstream session per downstream session, and the remote's
+subscriptions, list changes and log messages forwarded to the client they belong to.
+
+Two concurrent official SDK client sessions (Streamable HTTP) -> ``mcp-runtime serve URL
+--transport http`` -> the official SDK's MCPServer (Streamable HTTP), which filters log
+messages by each session's ``logging/setLevel`` and sends resource updates to each session's
+``resources/subscribe``-d URIs: each client must see exactly what its own state lets through.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import trio
+
+from ..peers import ROOT, cli
+from .test_bridge_sdk import background, free_port
+
+UPSTREAM = ROOT / "tests" / "bridge" / "sdk_sessions_upstream.py"
+TWO_CLIENTS = ROOT / "tests" / "bridge" / "sdk_two_clients.py"
+
+
+async def two_sdk_clients(url: str) -> dict[str, Any]:
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [sys.executable, str(TWO_CLIENTS), url],
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    seen: dict[str, Any] = json.loads(result.stdout)
+    return seen
+
+
+def check_per_session(seen: dict[str, Any]) -> None:
+    # Two upstream sessions set a level (one each), not one shared.
+    assert seen["upstream_sessions"] == {"result": 2}
+    # a asked for debug and up, b for error only: the remote filtered per session.
+    assert seen["logs_a"] == [
+        "debug:debug message",
+        "info:info message",
+        "warning:warning message",
+        "error:error message",
+    ]
+    assert seen["logs_b"] == ["error:error message"]
+    updated = "notifications/resources/updated"
+    changed = ["notifications/tools/list_changed", ""]
+    # a subscribed to mem://a, b to mem://b; after a unsubscribed, touching mem://a reached
+    # nobody. Both sessions were told the tool list changed.
+    assert seen["notes_a"] == [[updated, "mem://a"], changed]
+    assert seen["notes_b"] == [[updated, "mem://b"], changed]
+    assert "grown" in seen["tools_after_grow"]
+
+
+async def test_two_sdk_clients_get_their_own_upstream_sessions() -> None:
+    port = free_port()
+    upstream = [sys.executable, str(UPSTREAM), "http", str(port)]
+    async with background(upstream, port):
+        proxy_port = free_port()
+        proxy = cli(
+            "serve",
+            f"http://127.0.0.1:{port}/mcp",
+            "--transport",
+            "http",
+            "--port",
+            str(proxy_port),
+            # The SDK server also speaks 2026-07-28 (stateless: no sessions to keep apart);
+            # pinned to the handshake era, where the remote keeps state per session.
+            "--upstream-era",
+            "handshake",
+        )
+        async with background(proxy, proxy_port):
+            seen = await two_sdk_clients(f"http://127.0.0.1:{proxy_port}/mcp")
+    caps = seen["initialize_a"]["capabilities"]
+    assert caps["resources"]["subscribe"] is True  # the remote's, as it declares them
+    assert "logging" in caps
+    check_per_session(seen)
