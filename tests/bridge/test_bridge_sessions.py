@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+import pytest
 import trio
 
 from ..peers import ROOT, cli
@@ -56,14 +57,18 @@ def check_per_session(seen: dict[str, Any]) -> None:
     assert "grown" in seen["tools_after_grow"]
 
 
-async def test_two_sdk_clients_get_their_own_upstream_sessions() -> None:
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_two_sdk_clients_get_their_own_upstream_sessions(transport: str) -> None:
+    """``http``: the remote on Streamable HTTP. ``sse``: on the legacy 2024-11-05 HTTP+SSE
+    transport (the SDK's ``run("sse")``), the proxy's client reaching it at ``/sse``."""
     port = free_port()
-    upstream = [sys.executable, str(UPSTREAM), "http", str(port)]
+    upstream = [sys.executable, str(UPSTREAM), transport, str(port)]
     async with background(upstream, port):
         proxy_port = free_port()
+        path = "/mcp" if transport == "http" else "/sse"
         proxy = cli(
             "serve",
-            f"http://127.0.0.1:{port}/mcp",
+            f"http://127.0.0.1:{port}{path}",
             "--transport",
             "http",
             "--port",
