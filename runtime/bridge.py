@@ -43,7 +43,15 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ._lifetime import ServerCrashed
-from .client import Backoff, Client, ClientError, Notification, PeerError, open_client
+from .client import (
+    Backoff,
+    Client,
+    ClientError,
+    Notification,
+    PeerError,
+    TransportLost,
+    open_client,
+)
 from .middleware import Middleware, Next, Request
 from .protocol import JSONRPCError, overloaded
 
@@ -199,6 +207,8 @@ class UpstreamSession:
         #: 2026-07-28 remote: one ``listen`` per subscribed URI (resources/subscribe).
         self.listens: dict[str, trio.CancelScope] = {}
         self._nursery: trio.Nursery | None = None
+        self._scope = trio.CancelScope()
+        self._probing = False
         self._send, self._receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
 
     def handler(self, method: str) -> Any:
@@ -236,37 +246,69 @@ class UpstreamSession:
         ended); ``ready`` is set once it is open or could not be."""
         caps = self.capabilities
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                try:
-                    client = await stack.enter_async_context(
-                        connect(
-                            sampling=self.handler("sampling/createMessage")
-                            if "sampling" in caps
-                            else None,
-                            elicitation=self.handler("elicitation/create")
-                            if "elicitation" in caps
-                            else None,
-                            roots=self.handler("roots/list") if "roots" in caps else None,
-                            on_notification=self.on_notification,
-                        )
-                    )
-                except (ClientError, BaseExceptionGroup) as exc:
-                    reason = _client_error(exc)
-                    if reason is None:
-                        raise
-                    self.failure = f"cannot reach the remote MCP server: {reason}"
-                    return
-                self.client = client
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    if client.era == "modern":
-                        nursery.start_soon(self._listen_lists, client)
-                    self.ready.set()
-                    async for note in self._receive:
-                        await self.peer.notify(note.method, _without_subscription(note.params))
+            with self._scope:
+                await self._run(connect, caps)
+        except (ClientError, BaseExceptionGroup) as exc:
+            reason = _client_error(exc)
+            if reason is None:
+                raise
+            # The remote is gone for this session; the downstream session lives on.
+            log.warning("an upstream session ended: %s", reason)
         finally:
             self.client = None
             self.ready.set()
+
+    async def _run(self, connect: Connect, caps: Mapping[str, Any]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(
+                    connect(
+                        sampling=self.handler("sampling/createMessage")
+                        if "sampling" in caps
+                        else None,
+                        elicitation=self.handler("elicitation/create")
+                        if "elicitation" in caps
+                        else None,
+                        roots=self.handler("roots/list") if "roots" in caps else None,
+                        on_notification=self.on_notification,
+                    )
+                )
+            except (ClientError, BaseExceptionGroup) as exc:
+                reason = _client_error(exc)
+                if reason is None:
+                    raise
+                self.failure = f"cannot reach the remote MCP server: {reason}"
+                return
+            self.client = client
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if client.era == "modern":
+                    nursery.start_soon(self._listen_lists, client)
+                self.ready.set()
+                async for note in self._receive:
+                    await self.peer.notify(note.method, _without_subscription(note.params))
+
+    def lost(self) -> None:
+        """A forwarded request found the link lost: if the client gave up reconnecting
+        (its backoff policy ran out), end this upstream session, so that the downstream
+        session's next request opens a new one; if it is reconnecting, nothing to do."""
+        client, nursery = self.client, self._nursery
+        if client is None or nursery is None or self._probing:
+            return
+        self._probing = True
+
+        async def probe() -> None:
+            try:
+                await client.ping()  # waits while reconnecting; fails at once when dead
+            except TransportLost:
+                log.warning("the upstream session is lost for good: a new one opens on demand")
+                self._scope.cancel()
+            except ClientError:
+                pass
+            finally:
+                self._probing = False
+
+        nursery.start_soon(probe)
 
     async def _listen_lists(self, client: Client) -> None:
         """A 2026-07-28 remote sends list changes only on a listen: hold one for the kinds
@@ -417,17 +459,30 @@ class Forward(Middleware):
             if client is None:
                 raise RuntimeError("the proxy is not connected to its remote server")
             in_flight = self.in_flight
-        if method in _SESSION_METHODS:
-            return await self._session_method(request, call_next, client, upstream)
-        params = _strip_meta(dict(request.params))
-        token = request.meta.get("progressToken")
-        in_flight.append(request)
         try:
-            if not isinstance(token, str | int):
-                return await self._forward(client, method, params, request, None)
-            return await self._forward_with_progress(client, method, params, request, token)
-        finally:
-            in_flight.remove(request)
+            if method in _SESSION_METHODS:
+                return await self._session_method(request, call_next, client, upstream)
+            params = _strip_meta(dict(request.params))
+            token = request.meta.get("progressToken")
+            in_flight.append(request)
+            try:
+                if not isinstance(token, str | int):
+                    return await self._forward(client, method, params, request, None)
+                return await self._forward_with_progress(client, method, params, request, token)
+            finally:
+                in_flight.remove(request)
+        except TransportLost as exc:
+            if upstream is not None:
+                upstream.lost()
+            raise JSONRPCError(
+                -32603,
+                f"the remote MCP server is unreachable: {exc}",
+                {"attempts": exc.attempts},
+            ) from None
+        except PeerError:
+            raise
+        except ClientError as exc:
+            raise JSONRPCError(-32603, f"the remote MCP server: {exc}") from None
 
     async def _session_method(
         self, request: Request, call_next: Next, client: Client, upstream: UpstreamSession | None
