@@ -317,7 +317,7 @@ class UpstreamSession:
         kinds = {k: bool((caps.get(k) or {}).get("listChanged")) for k in _LIST_KINDS}
         if not any(kinds.values()):
             return
-        await _relay_listen(client, self._send, **kinds)
+        await _relay_listen(client, self._send, kinds)
 
     def subscribe(self, client: Client, uri: str) -> Any:
         if client.era != "modern":
@@ -330,11 +330,13 @@ class UpstreamSession:
         scope = trio.CancelScope()
         self.listens[uri] = scope
 
-        async def hold() -> None:
+        async def hold(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
             with scope:
-                await _relay_listen(client, self._send, resource_uris=[uri])
+                await _relay_listen(
+                    client, self._send, {"resource_uris": [uri]}, task_status=task_status
+                )
 
-        self._nursery.start_soon(hold)
+        await self._nursery.start(hold)  # subscribed once the remote acknowledged
 
     async def unsubscribe(self, client: Client, uri: str) -> None:
         if client.era != "modern":
@@ -349,16 +351,35 @@ _LIST_KINDS: Final = ("tools", "prompts", "resources")
 
 
 async def _relay_listen(
-    client: Client, send: trio.MemorySendChannel[Notification], **filter_: Any
+    client: Client,
+    send: trio.MemorySendChannel[Notification],
+    filter_: dict[str, Any],
+    *,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Hold ``client.listen(**filter_)`` and pass its notifications to ``send``. Started
+    (``nursery.start``) once the remote is listening: a 2026-07-28 remote's acknowledgment
+    (its honored filter is the started value), at once for a handshake-era remote (whose
+    subscriptions are made before the listen yields). So nothing the remote publishes after
+    we acknowledge our own client is missed (basic/patterns/subscriptions)."""
     async with client.listen(**filter_) as notes:
+        started = False
+        if client.era != "modern":
+            task_status.started(None)
+            started = True
         async for note in notes:
             if note.method == "notifications/subscriptions/acknowledged":
+                if not started:
+                    honored = note.params.get("notifications")
+                    task_status.started(honored if isinstance(honored, dict) else None)
+                    started = True
                 continue
             try:
                 send.send_nowait(note)
             except trio.WouldBlock:
                 log.warning("downstream not reading: dropped %s", note.method)
+        if not started:
+            task_status.started(None)
 
 
 def _without_subscription(params: dict[str, Any]) -> dict[str, Any]:
@@ -532,28 +553,34 @@ class Forward(Middleware):
             filter_["task_ids"] = honored["taskIds"]
         meta = {_META_SUBSCRIPTION_ID: request.id}
         peer = request.context.peer
-        await peer.notify(
-            "notifications/subscriptions/acknowledged",
-            {"_meta": meta, "notifications": honored},
-            related=request.id,
-        )
-        if filter_:
-            send, receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
-            async with trio.open_nursery() as nursery:
 
-                async def listen() -> None:
-                    try:
-                        await _relay_listen(client, send, **filter_)
-                    finally:
-                        send.close()
+        async def acknowledge(notifications: dict[str, Any]) -> None:
+            await peer.notify(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": meta, "notifications": notifications},
+                related=request.id,
+            )
 
-                nursery.start_soon(listen)
-                async for note in receive:
-                    params = _without_subscription(note.params)
-                    params["_meta"] = {**(params.get("_meta") or {}), **meta}
-                    await peer.notify(note.method, params, related=request.id)
-        else:
+        if not filter_:
+            await acknowledge(honored)
             await trio.sleep_forever()
+        send, receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
+        async with trio.open_nursery() as nursery:
+
+            async def listen(*, task_status: trio.TaskStatus[Any]) -> None:
+                try:
+                    await _relay_listen(client, send, filter_, task_status=task_status)
+                finally:
+                    send.close()
+
+            # Acknowledged once the remote listens, with what it honored (a 2026-07-28
+            # remote's acknowledgment; else what its capabilities promise).
+            upstream_honored = await nursery.start(listen)
+            await acknowledge(upstream_honored if upstream_honored is not None else honored)
+            async for note in receive:
+                params = _without_subscription(note.params)
+                params["_meta"] = {**(params.get("_meta") or {}), **meta}
+                await peer.notify(note.method, params, related=request.id)
         # The remote ended its listen: so do we ("Graceful Closure").
         return {"_meta": dict(meta)}
 

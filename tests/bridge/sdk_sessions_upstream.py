@@ -13,6 +13,8 @@ through, so a proxy that shared one upstream session between its clients shows u
 - ``touch(uri)``: ``notifications/resources/updated`` to the sessions subscribed to ``uri``;
 - ``grow``: registers a new tool and sends ``notifications/tools/list_changed`` to every
   session;
+- ``announce(uri)``: a tools list change and an update of ``uri`` to the 2026-07-28
+  ``subscriptions/listen`` streams;
 - ``sessions``: how many sessions set a log level.
 """
 
@@ -20,7 +22,7 @@ import sys
 from typing import Any
 
 from mcp import types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 mcp = MCPServer("sdk-sessions", version="2.0.0", log_level="WARNING")
 LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -97,6 +99,15 @@ async def grow() -> str:
     for session in list(levels):
         await channel[session].send_tool_list_changed()
     return "grew"
+
+
+@mcp.tool()
+async def announce(uri: str, ctx: Context) -> str:
+    """2026-07-28: publish a tools list change and an update of ``uri`` to the
+    ``subscriptions/listen`` streams (the SDK's subscription bus)."""
+    await ctx.notify_tools_changed()
+    await ctx.notify_resource_updated(uri)
+    return "announced"
 
 
 @mcp.tool()

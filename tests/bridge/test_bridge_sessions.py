@@ -21,6 +21,7 @@ from .test_bridge_sdk import background, free_port
 
 UPSTREAM = ROOT / "tests" / "bridge" / "sdk_sessions_upstream.py"
 TWO_CLIENTS = ROOT / "tests" / "bridge" / "sdk_two_clients.py"
+MODERN_LISTEN = ROOT / "tests" / "bridge" / "sdk_modern_listen.py"
 
 
 async def two_sdk_clients(url: str) -> dict[str, Any]:
@@ -84,3 +85,40 @@ async def test_two_sdk_clients_get_their_own_upstream_sessions(transport: str) -
     assert caps["resources"]["subscribe"] is True  # the remote's, as it declares them
     assert "logging" in caps
     check_per_session(seen)
+
+
+async def test_two_modern_sdk_clients_listen_through_the_proxy() -> None:
+    """2026-07-28 on both sides: two SDK ``mcp.Client``s hold ``subscriptions/listen``
+    through the proxy; the SDK's MCPServer publishes list changes and resource updates on its
+    subscription bus; each listen gets what its filter asked for."""
+    port = free_port()
+    upstream = [sys.executable, str(UPSTREAM), "http", str(port)]
+    async with background(upstream, port):
+        proxy_port = free_port()
+        proxy = cli(
+            "serve",
+            f"http://127.0.0.1:{port}/mcp",
+            "--transport",
+            "http",
+            "--port",
+            str(proxy_port),
+        )
+        async with background(proxy, proxy_port):
+            with trio.fail_after(60):
+                result = await trio.run_process(
+                    [sys.executable, str(MODERN_LISTEN), f"http://127.0.0.1:{proxy_port}/mcp"],
+                    cwd=ROOT,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    seen = json.loads(result.stdout)
+    assert seen["version"] == "2026-07-28"
+    assert seen["honored_a"]["toolsListChanged"] is True
+    assert seen["honored_a"]["resourceSubscriptions"] == ["mem://a"]
+    assert seen["honored_b"]["toolsListChanged"] is True
+    assert "ResourceUpdated:mem://a" in seen["seen_a"]
+    assert "ToolsListChanged:" in seen["seen_a"]
+    assert set(seen["seen_a"]) == {"ToolsListChanged:", "ResourceUpdated:mem://a"}
+    assert set(seen["seen_b"]) == {"ToolsListChanged:"}  # b asked for no resource
