@@ -462,9 +462,9 @@ class Forward(Middleware):
         handshake = request.era == "handshake"
         if method == "initialize":
             opened = await self._session(request)
-            return self._describe(await call_next(), opened.client)
+            return self._describe(await call_next(), opened.client, modern=False)
         if method == "server/discover":
-            return self._describe(await call_next(), self.client)
+            return self._describe(await call_next(), self.client, modern=True)
         if method == "subscriptions/listen" and not handshake:
             return await self._listen(request)
         if method not in FORWARDED_METHODS and method not in _SESSION_METHODS:
@@ -651,7 +651,7 @@ class Forward(Middleware):
             finally:
                 send.close()
 
-    def _describe(self, result: Any, client: Client | None) -> Any:
+    def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
         """Our ``initialize``/``server/discover`` result, with the remote's features as it
         declares them (so ``subscribe``, ``listChanged`` and tasks only where it has them)."""
         if client is None or client.description is None or not isinstance(result, dict):
@@ -662,8 +662,13 @@ class Forward(Middleware):
             caps.pop(feature, None)
             if feature in remote.capabilities:
                 caps[feature] = remote.capabilities[feature]
+        # Tasks are forwarded, not translated between the two task protocols: declared only
+        # when the remote speaks the one of our client's era.
+        same_era = client.era == ("modern" if modern else "handshake")
+        if not same_era:
+            caps.pop("tasks", None)
         extensions = remote.capabilities.get("extensions")
-        if isinstance(extensions, dict) and _TASKS_EXTENSION in extensions:
+        if same_era and modern and isinstance(extensions, dict) and _TASKS_EXTENSION in extensions:
             caps["extensions"] = {**(caps.get("extensions") or {}), _TASKS_EXTENSION: {}}
         result["capabilities"] = caps
         if remote.instructions and "instructions" not in result:

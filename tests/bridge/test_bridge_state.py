@@ -176,3 +176,23 @@ async def test_tasks_cross_the_proxy(era: Any) -> None:
                 with pytest.raises(PeerError):
                     await client.get_task("no-such-task")
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("upstream_era", "downstream_era"), [("modern", "handshake"), ("handshake", "modern")]
+)
+async def test_tasks_are_not_declared_across_eras(upstream_era: Any, downstream_era: Any) -> None:
+    """The two task protocols are not translated: a client of the other era is not told
+    the remote has tasks (docs/bridges.md "Not covered yet")."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(upstream().serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era=upstream_era)
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{proxy_port}/mcp"
+            async with open_client(url, era=downstream_era) as client:
+                caps = client.description.capabilities if client.description else {}
+                assert "tasks" not in caps
+                assert "io.modelcontextprotocol/tasks" not in (caps.get("extensions") or {})
+                assert "tools" in caps
+            nursery.cancel_scope.cancel()
