@@ -13,8 +13,9 @@ Forwarded faithfully:
 - progress: a downstream ``progressToken`` gets the remote's ``notifications/progress``;
 - cancellation: a downstream cancellation (or timeout) cancels the forwarded request, which
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
-- server-to-client requests (sampling, elicitation, roots) the remote sends while one of our
-  handshake-era requests is being forwarded go to that request's client, and its answer back;
+- server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
+  session's upstream session go to that session's client (related to its newest request being
+  forwarded, if any), and its answer back;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
   ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
 - tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
