@@ -196,3 +196,48 @@ async def test_tasks_are_not_declared_across_eras(upstream_era: Any, downstream_
                 assert "io.modelcontextprotocol/tasks" not in (caps.get("extensions") or {})
                 assert "tools" in caps
             nursery.cancel_scope.cancel()
+
+
+async def test_each_session_is_asked_for_its_own_roots() -> None:
+    """The remote's roots/list on a session's upstream session reaches that session's
+    client, concurrently; a client that declared no roots is not asked (its upstream client
+    declares none either, so the remote refuses)."""
+    app = upstream()
+
+    @app.tool
+    async def my_roots(ctx: Context) -> list[str]:
+        """The caller's roots."""
+        return [root["uri"] for root in await ctx.list_roots()]
+
+    def roots_of(uri: str) -> Any:
+        async def answer(params: dict[str, Any]) -> dict[str, Any]:
+            return {"roots": [{"uri": uri, "name": uri}]}
+
+        return answer
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(app.serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="handshake")
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{proxy_port}/mcp"
+            async with (
+                open_client(url, era="handshake", roots=roots_of("file:///a")) as a,
+                open_client(url, era="handshake", roots=roots_of("file:///b")) as b,
+                open_client(url, era="handshake") as none,
+            ):
+                async with trio.open_nursery() as both:  # concurrently
+                    seen: dict[str, Any] = {}
+
+                    async def call(name: str, client: Any) -> None:
+                        result = await client.call_tool("my_roots", {})
+                        seen[name] = (result.is_error, result.text)
+
+                    both.start_soon(call, "a", a)
+                    both.start_soon(call, "b", b)
+                assert seen == {"a": (False, "file:///a"), "b": (False, "file:///b")}
+                with pytest.raises(PeerError) as raised:
+                    await none.call_tool("my_roots", {})
+                assert raised.value.code == -32021  # the remote's missing-capability error
+                assert "roots" in raised.value.message
+            nursery.cancel_scope.cancel()
