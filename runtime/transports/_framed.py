@@ -133,8 +133,8 @@ class FramedChannel:
         did, else what is left to await (all of ``send`` for a stream that always waits).
         The outbox bounds only that wait with its scope (``runtime.core`` Outbox)."""
         direct = self._direct
-        if direct is None:
-            return self.send(messages)
+        if direct is None or (len(messages) == 1 and len(messages[0][0]) > _WRITE_PARTS_OVER):
+            return self.send(messages)  # (a big message goes out as its parts, uncopied)
         encode = self._framer.encode
         if len(messages) == 1:
             data = encode(messages[0][0])
