@@ -226,14 +226,13 @@ class Connection:
         """
         log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
-            async with trio.open_nursery() as outer:
-                self._connection_scope = outer.cancel_scope
-                watch_scope = trio.CancelScope()
+            # A cancel scope, not a nursery: the shutdown watcher runs in the requests
+            # nursery, so an idle connection holds one nursery (issue 22 item 4: memory at rest).
+            with trio.CancelScope() as self._connection_scope:
                 try:
-                    await self._serve_requests(outer, watch_scope, started)
+                    await self._serve_requests(started)
                 finally:
                     self._cancel_outside_requests()
-                    watch_scope.cancel()
                     self._fail_pending()
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
@@ -245,16 +244,12 @@ class Connection:
                 await self.channel.aclose()
             log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
 
-    async def _serve_requests(
-        self,
-        outer: trio.Nursery,
-        watch_scope: trio.CancelScope,
-        started: Callable[[Connection], None] | None,
-    ) -> None:
+    async def _serve_requests(self, started: Callable[[Connection], None] | None) -> None:
         async with trio.open_nursery() as requests:
             self._requests = requests
             if self._shutdown is not None:
-                outer.start_soon(self._watch_shutdown, self._shutdown, watch_scope)
+                # Ends with the requests nursery, which outlives the drain it may bound.
+                requests.start_soon(self._watch_shutdown, self._shutdown)
             self._reader.start(requests)
             if started is not None:
                 started(self)
@@ -298,15 +293,18 @@ class Connection:
             assert ctx.cancel_scope is not None
             ctx.cancel_scope.cancel()
 
-    async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
-        with watch_scope:
-            await shutdown.wait()
-            drain = self._drain_scope
-            if drain is not None:  # draining a one-POST connection: shutdown bounds it too
-                drain.deadline = min(
-                    drain.deadline, trio.current_time() + self.limits.shutdown_grace
-                )
-            self._reader.stop()
+    async def _watch_shutdown(self, shutdown: trio.Event) -> None:
+        await shutdown.wait()
+        self.stop_reading()
+
+    def stop_reading(self) -> None:
+        """The server shuts down: stop reading, give in-flight requests
+        ``limits.shutdown_grace``, then end (what ``shutdown`` being set does). For servers
+        that watch one shutdown event for many connections instead of a task per connection."""
+        drain = self._drain_scope
+        if drain is not None:  # draining a one-POST connection: shutdown bounds it too
+            drain.deadline = min(drain.deadline, trio.current_time() + self.limits.shutdown_grace)
+        self._reader.stop()
 
     def _on_idle(self) -> None:
         if self._drained is not None:
