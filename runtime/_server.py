@@ -76,7 +76,13 @@ def _holding_running(
 
     @functools.wraps(method)
     async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with self._lifetime.running():
+        lifetime = self._lifetime
+        if lifetime.hold():  # nested in a running serve (each connection): a count only
+            try:
+                return await method(self, *args, **kwargs)
+            finally:
+                lifetime.release()
+        async with lifetime.running():
             return await method(self, *args, **kwargs)
 
     return serve
