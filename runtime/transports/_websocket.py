@@ -167,55 +167,10 @@ async def serve_websocket(
     async def _serve_one(stream: trio.SocketStream) -> None:
         conn_id = f"ws-{next(_ids)}"
         async with trio.open_nursery() as nursery:
-            request = None
-            with trio.move_on_after(limits.header_timeout) as head:
-                try:
-                    request = await _wrap_server_stream(nursery, stream, max_message_size)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    log.info("websocket handshake failed %s error=%r", conn_id, exc)
-            if head.cancelled_caught or request is None:
-                log.warning("closing %s reason=header-timeout", conn_id)
-                await trio.aclose_forcefully(stream)
+            accepted = await _accept(nursery, stream, conn_id)
+            if accepted is None:
                 return
-            fields = [
-                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers
-            ]
-            headers = dict(fields)
-            # wsproto moves Host out of the extra headers into the event.
-            host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
-            reason = policy.check(host, headers.get("origin"))
-            if reason is not None:
-                log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
-                await request.reject(403, body=reason.encode())
-                await trio.aclose_forcefully(stream)
-                return
-            if request.path.split("?")[0] != path:
-                await request.reject(404, body=b"Not Found")
-                await trio.aclose_forcefully(stream)
-                return
-            principal = None
-            if gate.enabled:
-                authorization = [v for k, v in fields if k == "authorization"]
-                try:
-                    _key, principal = await gate.check(
-                        ", ".join(authorization) if authorization else None, request.path, fields
-                    )
-                except HttpError as refusal:
-                    log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
-                    extra = [("Content-Type", "application/json"), *refusal.headers]
-                    await request.reject(
-                        refusal.status,
-                        extra_headers=[(k.encode(), v.encode()) for k, v in extra],
-                        body=refusal.body or b"",
-                    )
-                    await trio.aclose_forcefully(stream)
-                    return
-            offered = request.proposed_subprotocols
-            if offered and SUBPROTOCOL not in offered:
-                await request.reject(400, body=b"the 'mcp' subprotocol is required")
-                await trio.aclose_forcefully(stream)
-                return
-            ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
+            ws, principal = accepted
             channel = _WebSocketChannel(ws, shutdown, gate, principal)
             sweep.add(ws)
             try:
@@ -228,6 +183,61 @@ async def serve_websocket(
             finally:
                 sweep.discard(ws)
             nursery.cancel_scope.cancel()
+
+    async def _accept(
+        nursery: trio.Nursery, stream: trio.SocketStream, conn_id: str
+    ) -> tuple[Any, Any] | None:
+        """The upgrade, checked: (socket, principal), or None when refused and closed. A
+        function of its own so that the request's headers are not kept for the connection's
+        life (issue 22 item 4)."""
+        request = None
+        with trio.move_on_after(limits.header_timeout) as head:
+            try:
+                request = await _wrap_server_stream(nursery, stream, max_message_size)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.info("websocket handshake failed %s error=%r", conn_id, exc)
+        if head.cancelled_caught or request is None:
+            log.warning("closing %s reason=header-timeout", conn_id)
+            await trio.aclose_forcefully(stream)
+            return None
+        fields = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers]
+        headers = dict(fields)
+        # wsproto moves Host out of the extra headers into the event.
+        host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
+        reason = policy.check(host, headers.get("origin"))
+        if reason is not None:
+            log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
+            await request.reject(403, body=reason.encode())
+            await trio.aclose_forcefully(stream)
+            return None
+        if request.path.split("?")[0] != path:
+            await request.reject(404, body=b"Not Found")
+            await trio.aclose_forcefully(stream)
+            return None
+        principal = None
+        if gate.enabled:
+            authorization = [v for k, v in fields if k == "authorization"]
+            try:
+                _key, principal = await gate.check(
+                    ", ".join(authorization) if authorization else None, request.path, fields
+                )
+            except HttpError as refusal:
+                log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
+                extra = [("Content-Type", "application/json"), *refusal.headers]
+                await request.reject(
+                    refusal.status,
+                    extra_headers=[(k.encode(), v.encode()) for k, v in extra],
+                    body=refusal.body or b"",
+                )
+                await trio.aclose_forcefully(stream)
+                return None
+        offered = request.proposed_subprotocols
+        if offered and SUBPROTOCOL not in offered:
+            await request.reject(400, body=b"the 'mcp' subprotocol is required")
+            await trio.aclose_forcefully(stream)
+            return None
+        ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
+        return ws, principal
 
     # One task watches shutdown for every connection (stop_accepting) and one times every
     # socket's pings and message deadline (_Sweep): an idle socket holds no timer or watcher
