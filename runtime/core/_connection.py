@@ -147,6 +147,9 @@ class Connection:
         self._broke: str | None = None
         #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
         self._drain_scope: trio.CancelScope | None = None
+        #: ``at_close`` callbacks (None until the first; "ended" once they ran).
+        self._at_close: list[Callable[[], None]] | None = None
+        self._ended = False
 
     @property
     def close_reason(self) -> str:
@@ -179,6 +182,16 @@ class Connection:
         if self._requests is None:
             raise RuntimeError("the connection is not serving")
         self._requests.start_soon(fn, name=name)
+
+    def at_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once the connection has ended (at once if it has): for
+        per-connection state that needs cleaning up but no task of its own while idle."""
+        if self._ended:
+            fn()
+            return
+        if self._at_close is None:
+            self._at_close = []
+        self._at_close.append(fn)
 
     async def request(
         self,
@@ -242,7 +255,17 @@ class Connection:
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await self.channel.aclose()
+            self._run_at_close()
             log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
+
+    def _run_at_close(self) -> None:
+        self._ended = True
+        callbacks, self._at_close = self._at_close or [], None
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:
+                log.exception("at_close callback failed conn=%s", self._id)
 
     async def _serve_requests(self, started: Callable[[Connection], None] | None) -> None:
         async with trio.open_nursery() as requests:
