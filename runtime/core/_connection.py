@@ -239,16 +239,16 @@ class Connection:
         """
         log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
-            # A cancel scope, not a nursery: the shutdown watcher runs in the requests
-            # nursery, so an idle connection holds one nursery (issue 22 item 4: memory at rest).
-            with trio.CancelScope() as self._connection_scope:
-                try:
-                    await self._serve_requests(started)
-                finally:
-                    self._cancel_outside_requests()
-                    self._fail_pending()
-                    # Flush what is still queued (shielded, bounded by the write timeout).
-                    await self._out.close()
+            # One nursery and no scope of its own: the shutdown watcher runs in the requests
+            # nursery, and broken output cancels that nursery's scope (what follows it here
+            # is shielded anyway); issue 22 item 4, memory per idle connection.
+            try:
+                await self._serve_requests(started)
+            finally:
+                self._cancel_outside_requests()
+                self._fail_pending()
+                # Flush what is still queued (shielded, bounded by the write timeout).
+                await self._out.close()
         except Exception:
             self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
             log.exception("connection crashed conn=%s", self._id)
@@ -270,6 +270,7 @@ class Connection:
     async def _serve_requests(self, started: Callable[[Connection], None] | None) -> None:
         async with trio.open_nursery() as requests:
             self._requests = requests
+            self._connection_scope = requests.cancel_scope
             if self._shutdown is not None:
                 # Ends with the requests nursery, which outlives the drain it may bound.
                 requests.start_soon(self._watch_shutdown, self._shutdown)
