@@ -99,6 +99,28 @@ _error_decoder: Final = msgspec.json.Decoder(_ErrorObject)
 class Connection:
     """Serves one message channel until it ends. Also the handlers' ``Peer``."""
 
+    __slots__ = (
+        "_at_close",
+        "_broke",
+        "_closing",
+        "_connection_scope",
+        "_drain_scope",
+        "_drained",
+        "_ended",
+        "_id",
+        "_out",
+        "_outside",
+        "_reader",
+        "_requests",
+        "_shutdown",
+        "_table",
+        "channel",
+        "dispatcher",
+        "drain_on_eof",
+        "limits",
+        "session",
+    )
+
     def __init__(
         self,
         channel: MessageChannel,
