@@ -113,19 +113,40 @@ def _offered(server: App) -> set[ListKind]:
     return {kind for kind in _FILTER_FIELDS if caps.get(kind, {}).get("listChanged")}
 
 
-async def _deliver(subscriber: Subscriber, peer: Peer) -> None:
-    """A handshake session's delivery task: unsolicited notifications (``related=None``, the
-    session's standalone stream on HTTP). Waiting on a full write queue only delays this
-    session; its changes coalesce meanwhile (runtime.features)."""
-    try:
-        while True:
-            for change in await subscriber.receive():
-                method, params = _notification(change, None)
-                await peer.notify(method, params)
-    except trio.EndOfChannel:
-        pass
-    finally:
-        subscriber.end("connection closed")
+def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
+    """A handshake session's delivery of unsolicited notifications (``related=None``, the
+    session's standalone stream on HTTP): a task only while there is something to deliver,
+    started by the first change offered (an idle session holds none; issue 22 item 4).
+    Waiting on a full write queue only delays this session; its changes coalesce meanwhile
+    (runtime.features). The subscriber ends when the connection does."""
+    delivering = False
+
+    async def deliver() -> None:
+        nonlocal delivering
+        try:
+            while subscriber.pending:  # receive() returns at once while changes are pending
+                for change in await subscriber.receive():
+                    method, params = _notification(change, None)
+                    await peer.notify(method, params)
+        except BaseException:
+            subscriber.end("connection closed")
+            raise
+        finally:
+            delivering = False
+
+    def offered() -> None:
+        nonlocal delivering
+        if delivering or subscriber.end_reason is not None:
+            return
+        delivering = True
+        try:
+            peer.start_soon(deliver, name="subscriptions")
+        except RuntimeError:  # the connection is ending
+            delivering = False
+            subscriber.end("connection closed")
+
+    subscriber.on_offer = offered
+    peer.at_close(lambda: subscriber.end("connection closed"))
 
 
 def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
@@ -142,7 +163,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         feed = changes.open(kinds, label=ctx.peer.connection_id)
         ctx.session.state[_FEED_KEY] = feed
         try:
-            ctx.peer.start_soon(lambda: _deliver(feed, ctx.peer), name="subscriptions")
+            _deliver_when_offered(feed, ctx.peer)
         except RuntimeError:
             feed.end("connection closed")
         return feed

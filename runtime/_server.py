@@ -76,7 +76,13 @@ def _holding_running(
 
     @functools.wraps(method)
     async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with self._lifetime.running():
+        lifetime = self._lifetime
+        if lifetime.hold():  # nested in a running serve (each connection): a count only
+            try:
+                return await method(self, *args, **kwargs)
+            finally:
+                lifetime.release()
+        async with lifetime.running():
             return await method(self, *args, **kwargs)
 
     return serve
@@ -855,6 +861,16 @@ class Server:
         stack = contextlib.ExitStack()
         shutdown = stack.enter_context(self._lifetime.shutdown_signal())
 
+        # One task watches shutdown for every connection (stop_accepting), and connections
+        # are served directly (this serve already holds the server running): an idle
+        # connection costs no watcher task and no context manager (issue 22 item 4).
+        live: set[Connection] = set()
+
+        def started(connection: Connection) -> None:
+            live.add(connection)
+            if shutdown.is_set():
+                connection.stop_reading()
+
         async def handle(stream: trio.SocketStream) -> None:
             channel = FramedChannel(
                 stream,
@@ -863,12 +879,17 @@ class Server:
                 read_timeout=limits.read_timeout,
                 idle_timeout=limits.idle_timeout,
             )
-            await self.serve_connection(
+            connection = Connection(
                 channel,
+                self.dispatcher,
+                limits=limits,
                 session=Session(transport),
                 connection_id=f"{transport}-{next(_stream_ids)}",
-                shutdown=shutdown,
             )
+            try:
+                await connection.serve(started=started)
+            finally:
+                live.discard(connection)
 
         from ._shared import sharing
         from .stores import open_store
@@ -882,6 +903,8 @@ class Server:
                     async def stop_accepting() -> None:
                         await shutdown.wait()
                         accept_scope.cancel()
+                        for connection in list(live):
+                            connection.stop_reading()
 
                     connections.start_soon(stop_accepting)
                     log.info("listening transport=%s address=%s", transport, address)

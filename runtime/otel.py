@@ -83,6 +83,9 @@ class _TracingPeer:
     def start_soon(self, fn: Any, name: str | None = None) -> None:
         self._peer.start_soon(fn, name)
 
+    def at_close(self, fn: Any) -> None:
+        self._peer.at_close(fn)
+
     async def request(
         self,
         method: str,

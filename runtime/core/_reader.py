@@ -77,6 +77,28 @@ class Reader:
     called when the last suspended request or batch finished (the drain waits for it).
     """
 
+    __slots__ = (
+        "_channel",
+        "_dispatcher",
+        "_id",
+        "_limits",
+        "_nursery",
+        "_on_idle",
+        "_on_notification",
+        "_on_response",
+        "_out",
+        "_peer",
+        "_receive_nowait",
+        "_scope",
+        "_session",
+        "_stop",
+        "_table",
+        "_waiting",
+        "end_reason",
+        "ended",
+        "ending",
+    )
+
     def __init__(
         self,
         *,

@@ -43,6 +43,17 @@ class FramedChannel:
     Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
     """
 
+    __slots__ = (
+        "_eof",
+        "_framer",
+        "_idle_timeout",
+        "_partial",
+        "_partial_since",
+        "_read_timeout",
+        "_receive_stream",
+        "_send_stream",
+    )
+
     def __init__(
         self,
         receive_stream: trio.abc.ReceiveStream,

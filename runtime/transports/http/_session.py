@@ -290,15 +290,22 @@ class HttpSession:
                     del self._by_key[key]
 
     async def run(self, hooks: Hooks, shutdown: trio.Event) -> None:
-        """Serve the session's connection until it ends, shuts down or is ended."""
+        """Serve the session's connection until it ends, shuts down or is ended. Shutdown
+        reaches a running connection through the registry's one watcher (no watcher task per
+        idle session: issue 22 item 4)."""
+
+        def started(connection: Any) -> None:
+            self._started(connection)
+            if shutdown.is_set():
+                connection.stop_reading()
+
         try:
             with self.scope:
                 await hooks.serve_connection(
                     _SessionChannel(self),
                     session=self.core,
                     connection_id=f"http-{self.id[:8]}",
-                    shutdown=shutdown,
-                    started=self._started,
+                    started=started,
                 )
         finally:
             if self.unsubscribe is not None:
@@ -365,6 +372,14 @@ class SessionRegistry:
         #: A shared store (``Store.shared``): handshake sessions are saved there and any
         #: replica adopts a session it has not seen (``find``).
         self.shared = shared if shared is not None and shared.shared else None
+        nursery.start_soon(self._stop_at_shutdown)
+
+    async def _stop_at_shutdown(self) -> None:
+        """One watcher for every session: at shutdown each stops reading and drains."""
+        await self._shutdown.wait()
+        for session in list(self._sessions.values()):
+            if session.connection is not None:
+                session.connection.stop_reading()
 
     def __len__(self) -> int:
         return len(self._sessions)
