@@ -44,6 +44,7 @@ class FramedChannel:
     """
 
     __slots__ = (
+        "_direct",
         "_eof",
         "_framer",
         "_idle_timeout",
