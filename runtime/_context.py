@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Final
 
@@ -23,6 +24,8 @@ from .protocol import META_CLIENT_INFO, META_LOG_LEVEL, RequestId
 __all__ = ["Context"]
 
 log = logging.getLogger("mcp_runtime.context")
+#: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
+_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 
 # RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
@@ -272,6 +275,8 @@ class Context:
             answers = await self.task.inputs({name: {"method": method, "params": params}})
             return answers[name]  # checked by tasks/update
         if not request.modern:
+            if self.task is not None:
+                return await self._ask_as_task(method, params, timeout)
             return await request.peer.request(method, params, timeout=timeout, related=request.id)
         if request.method not in INPUT_METHODS or self._round is None:
             raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
@@ -297,6 +302,11 @@ class Context:
             )
         request = self._request
         if not request.modern:
+            if self.task is not None:
+                return {
+                    key: await self._ask_as_task(value["method"], value.get("params", {}), 300.0)
+                    for key, value in requests.items()
+                }
             return {
                 key: await request.peer.request(
                     value["method"], value.get("params", {}), timeout=300.0, related=request.id
@@ -316,6 +326,24 @@ class Context:
         return {
             key: check_response(key, value["method"], known[key]) for key, value in requests.items()
         }
+
+    async def _ask_as_task(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        """A handshake-era task asks the client: the request carries the task's id (MCP
+        2025-11-25 basic/utilities/tasks, "Associating Task-Related Messages": MUST) and the
+        task reads ``input_required`` until the answer comes ("Input Required Status")."""
+        task = self.task
+        assert task is not None
+        meta = dict(params.get("_meta") or {})
+        meta[_RELATED_TASK] = {"taskId": task.task_id}
+        request = self._request
+        ask = functools.partial(
+            request.peer.request,
+            method,
+            {**params, "_meta": meta},
+            timeout=timeout,
+            related=request.id,
+        )
+        return await task.asking(ask)
 
     async def become_task(self) -> None:
         """Continue this ``tools/call`` as a task (tools registered with

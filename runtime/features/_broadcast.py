@@ -202,7 +202,7 @@ class Broadcast:
     def deliver(self, change: Change) -> None:
         """A change another replica published: to this replica's subscribers only (call
         from the trio thread)."""
-        if change[0] in ("list", "updated"):
+        if change[0] in ("list", "updated", "task"):
             self._publish(change)
 
     def task_changed(self, task_id: str) -> None:
