@@ -335,13 +335,11 @@ class Context:
         assert task is not None
         meta = dict(params.get("_meta") or {})
         meta[_RELATED_TASK] = {"taskId": task.task_id}
-        request = self._request
+        # Not related to the creating request: its answer (CreateTaskResult) ends its
+        # stream, maybe before this is sent; unrelated, HTTP sends it on the session's GET
+        # stream ("clients SHOULD expect messages to be delivered on any SSE stream").
         ask = functools.partial(
-            request.peer.request,
-            method,
-            {**params, "_meta": meta},
-            timeout=timeout,
-            related=request.id,
+            self._request.peer.request, method, {**params, "_meta": meta}, timeout=timeout
         )
         return await task.asking(ask)
 
