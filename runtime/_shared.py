@@ -22,6 +22,7 @@ import msgspec
 import trio
 
 from .features import (
+    TASK_KEY,
     TERMINAL,
     Broadcast,
     Change,
@@ -224,6 +225,7 @@ class _TaskMirror:
                 log.warning("tasks: not receiving other replicas' %s yet: %s", channel, exc)
         nursery.start_soon(self._write)
         nursery.start_soon(self._renew)
+        nursery.start_soon(self._rechecking)
 
     def snapshot(self, record: TaskRecord) -> tuple[str, TaskSnapshot, float]:
         owner = record.owner if isinstance(record.owner, str) else None
@@ -354,6 +356,30 @@ class _TaskMirror:
                 )
             except StoreUnavailable as exc:
                 log.warning("task snapshot not written task=%s: %s", task_id, exc)
+
+    async def _recheck(self) -> None:
+        """Other replicas' tasks a listen here watches, read again from the store: a
+        change whose bus message was lost (at-most-once) is announced now, and a task whose
+        replica died is announced failed once its lease ran out (``settle``)."""
+        for task_id, task in list(self._latest.items()):
+            if task.get("status") in TERMINAL or not self.changes.watched(TASK_KEY + task_id):
+                continue
+            try:
+                snap = await self.store.tasks.get(task_id)
+            except StoreUnavailable:
+                return
+            if snap is None or snap.replica == self.replica:
+                continue
+            snap = await self.settle(task_id, snap)
+            if snap.task != self._latest.get(task_id):
+                self._remember(task_id, snap.task)
+                self.changes.deliver(("task", task_id))
+
+    async def _rechecking(self) -> None:
+        # Apart from _renew: a slow store here must not delay this replica's leases.
+        while True:
+            await trio.sleep(LEASE_RENEW)
+            await self._recheck()
 
     async def _renew(self) -> None:
         while True:

@@ -205,6 +205,10 @@ class Broadcast:
         if change[0] in ("list", "updated", "task"):
             self._publish(change)
 
+    def watched(self, uri: str) -> bool:
+        """Whether a subscriber watches ``uri`` (or, under ``TASK_KEY``, a task id)."""
+        return uri in self._by_uri
+
     def task_changed(self, task_id: str) -> None:
         """Publish ``notifications/tasks`` for a task watched by a listen (``taskIds``)."""
         if TASK_KEY + task_id in self._by_uri:

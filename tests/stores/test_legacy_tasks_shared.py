@@ -279,3 +279,38 @@ async def test_a_listen_hears_a_task_run_on_another_replica(
     assert tasks[0]["status"] == "input_required"
     assert tasks[-1]["result"]["content"][0]["text"] == "deployed to qa on r1"
     assert tasks[-1]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+
+
+async def test_a_listen_hears_that_a_dead_replicas_task_failed(
+    replicas: Cluster,  # noqa: F811
+) -> None:
+    """The replica running a watched task is killed (-9): nothing is published any more,
+    yet the listen on another replica hears the task failed once its lease ran out."""
+    with trio.fail_after(30):
+        task_id = await create(replicas, 1, "forever")
+        listen = await connect(addr(replicas, 0))
+        body = modern(1, "subscriptions/listen", {"notifications": {"taskIds": [task_id]}})
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = TASKS
+        await listen.send("POST", "/mcp", headers=modern_headers("subscriptions/listen"), body=body)
+        assert (await listen.head()).status == 200
+        statuses: list[str] = []
+
+        async def until(status: str) -> None:
+            while status not in statuses:
+                event = await listen.next_event()
+                assert event is not None
+                if event.data:
+                    message = msgspec.json.decode(event.data)
+                    if message["method"] == "notifications/tasks":
+                        statuses.append(message["params"]["status"])
+                        last.update(message["params"])
+
+        last: dict[str, Any] = {}
+        await until("working")
+        killed = trio.current_time()
+        replicas.kill_replica(1)
+        await until("failed")
+        assert trio.current_time() - killed < 12  # the lease (6 s) and a recheck (2 s)
+        assert last["statusMessage"] == "the replica running this task stopped (its lease expired)"
+        assert last["error"]["code"] == -32603
+        await listen.aclose()
