@@ -15,10 +15,11 @@ created them; modern task ids are the capability (unguessable, CSPRNG).
 
 from __future__ import annotations
 
-import functools
+import logging
 from typing import Any, Final
 
 import msgspec
+import trio
 
 from runtime.core import Handler, Peer, RequestContext
 from runtime.features import (
@@ -37,9 +38,14 @@ __all__ = ["EXTENSION", "created", "methods", "owner", "report_status", "wants_t
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+#: Status notifications of one task waiting to be sent (2025-11-25; see report_status).
+STATUS_QUEUE: Final = 16
 #: A shared handshake session's tasks belong to this prefix + its session id (a principal
 #: key never matches it: it would have to name a 128-bit random session id).
 SESSION_OWNER: Final = "session "
+
+
+log = logging.getLogger("mcp_runtime.tasks")
 
 
 class _TaskIdParams(msgspec.Struct):
@@ -104,15 +110,31 @@ def wants_task(
 def report_status(peer: Peer, record: TaskRecord) -> None:
     """2025-11-25: send ``notifications/tasks/status`` to the creating session on every
     status change, while its connection lives (the notification is optional; a closed
-    connection simply gets none)."""
+    connection simply gets none). One sender per task, so they leave in the order the
+    changes happened (one task per notification raced: ``working`` could follow
+    ``completed``); at most ``STATUS_QUEUE`` wait, past that a change is dropped (logged)."""
+    send, receive = trio.open_memory_channel[dict[str, Any]](STATUS_QUEUE)
+
+    async def sender() -> None:
+        async with receive:
+            async for params in receive:
+                await peer.notify("notifications/tasks/status", params)
 
     def changed(task: TaskRecord) -> None:
-        params = task.wire(legacy=True)
         try:
-            peer.start_soon(functools.partial(peer.notify, "notifications/tasks/status", params))
-        except RuntimeError:
-            record.listeners.remove(changed)  # the connection is gone
+            send.send_nowait(task.wire(legacy=True))
+        except trio.WouldBlock:
+            log.warning("task status notification dropped task=%s (queue full)", task.task_id)
+        except trio.ClosedResourceError:
+            return
+        if task.status in TERMINAL:
+            send.close()  # the last one: the sender ends after it
+            record.listeners.remove(changed)
 
+    try:
+        peer.start_soon(sender)
+    except RuntimeError:
+        return  # the connection is gone
     record.listeners.append(changed)
 
 

@@ -94,6 +94,13 @@ async def test_a_task_is_read_answered_awaited_and_cancelled_through_other_repli
         assert waiting["statusMessage"] == "waiting for input"
         assert "inputRequests" not in waiting and waiting["ttl"] == created["task"]["ttl"]
         # The elicitation reaches the GET stream on r1, tied to its task.
+        statuses: list[str] = []
+
+        def status_of(message: dict[str, Any]) -> None:
+            if message.get("method") == "notifications/tasks/status":
+                assert message["params"]["taskId"] == task_id
+                statuses.append(message["params"]["status"])
+
         while True:
             event = await stream.next_event()
             assert event is not None
@@ -101,6 +108,7 @@ async def test_a_task_is_read_answered_awaited_and_cancelled_through_other_repli
                 asked = msgspec.json.decode(event.data)
                 if asked.get("method") == "elicitation/create":
                     break
+                status_of(asked)
         meta = asked["params"]["_meta"]
         assert meta["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
         assert asked["params"]["message"] == "Deploy to prod?"
@@ -127,16 +135,13 @@ async def test_a_task_is_read_answered_awaited_and_cancelled_through_other_repli
         done = await result_of(r2, session, "tasks/get", taskId=task_id)
         assert done["status"] == "completed"
         # The status notifications went to the GET stream too (r0 -> r1 through the bus).
-        statuses: list[str] = []
         while "completed" not in statuses:
             event = await stream.next_event()
             assert event is not None
             if event.data:
-                note = msgspec.json.decode(event.data)
-                if note.get("method") == "notifications/tasks/status":
-                    assert note["params"]["taskId"] == task_id
-                    statuses.append(note["params"]["status"])
-        assert statuses[-1] == "completed" and "input_required" in statuses, statuses
+                status_of(msgspec.json.decode(event.data))
+        # Each change once, in order (2025-11-25 "Task Status Lifecycle").
+        assert statuses == ["input_required", "working", "completed"], statuses
         await stream.aclose()
 
         # Cancelled on r2, run on r1: cancelled before the answer (2025-11-25 MUST).
