@@ -106,3 +106,10 @@ async def deploy(environment: str, ctx: Context) -> str:
 async def forever() -> str:
     """Runs until cancelled."""
     await trio.sleep_forever()
+
+
+@app.tool(task="optional")
+async def standby(ctx: Context) -> str:
+    """Ask the client, naming the replica that runs it, and wait for the answer."""
+    answer = await ctx.elicit(f"standing by on {REPLICA}", {"type": "object", "properties": {}})
+    return f"{answer.get('action')} on {REPLICA}"

@@ -319,3 +319,43 @@ async def test_a_listen_hears_that_a_dead_replicas_task_failed(
         assert last["statusMessage"] == "the replica running this task stopped (its lease expired)"
         assert last["error"]["code"] == -32603
         await listen.aclose()
+
+
+async def test_through_haproxy_a_killed_runners_task_fails(cluster: Cluster) -> None:  # noqa: F811
+    """Through the balancer: a task asks the client, naming the replica that runs it; that
+    replica is killed (-9); the survivors answer tasks/get and tasks/result with the task
+    failed (lease expired), never ``working`` or ``input_required`` forever."""
+    where = ("127.0.0.1", cluster.port)
+    with trio.fail_after(60):
+        session = await open_session(where, where)
+        stream = await connect(where)
+        await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
+        assert (await stream.head()).status == 200
+        created = await result_of(
+            where, session, "tools/call", name="standby", arguments={}, task={}
+        )
+        task_id = created["task"]["taskId"]
+        while True:
+            event = await stream.next_event()
+            assert event is not None
+            if event.data:
+                asked = msgspec.json.decode(event.data)
+                if asked.get("method") == "elicitation/create":
+                    break
+        runner = asked["params"]["message"].removeprefix("standing by on ")
+        await stream.aclose()
+        waiting = await result_of(where, session, "tasks/get", taskId=task_id)
+        assert waiting["status"] == "input_required"
+        killed = trio.current_time()
+        cluster.kill_replica(int(runner[1:]))
+        failed = await legacy_poll(where, session, task_id, {"failed", "completed", "cancelled"})
+        assert trio.current_time() - killed < 12  # the lease (6 s) plus polling
+        assert failed["status"] == "failed"
+        assert failed["statusMessage"] == (
+            "the replica running this task stopped (its lease expired)"
+        )
+        ended = await rpc(where, session, "tasks/result", taskId=task_id)
+        assert ended["error"]["code"] == -32603 and "lease expired" in ended["error"]["message"]
+        listed = await result_of(where, session, "tasks/list")
+        assert [(t["taskId"], t["status"]) for t in listed["tasks"]] == [(task_id, "failed")]
+    print(f"runner={runner} failed after {trio.current_time() - killed:.1f}s")
