@@ -16,6 +16,7 @@ import trio
 from ..transports.app import modern, modern_headers
 from ..transports.http_client import connect, request, sse_messages
 from .cluster import Cluster
+from .servers import RedisServer
 from .test_failover import addr, replicas  # noqa: F401 - the fixture
 from .test_replicas import cluster  # noqa: F401 - the fixture
 from .test_tasks_shared import TASKS, create, modern_request, poll
@@ -359,3 +360,47 @@ async def test_through_haproxy_a_killed_runners_task_fails(cluster: Cluster) -> 
         listed = await result_of(where, session, "tasks/list")
         assert [(t["taskId"], t["status"]) for t in listed["tasks"]] == [(task_id, "failed")]
     print(f"runner={runner} failed after {trio.current_time() - killed:.1f}s")
+
+
+async def test_redis_gone_and_back_under_a_running_task() -> None:
+    """Redis stops while r0 runs a session's task: r1 answers tasks/* for it with a clear
+    -32603 (never a hang, never a wrong "unknown"); r0 still answers from its own table.
+    Redis comes back empty (no persistence): r0's next lease renewal writes the task again
+    and r1 finds it, without restarting anything."""
+    redis = RedisServer().start()
+    two = Cluster(redis.url, replicas=2)
+    try:
+        for i in range(2):
+            two.start_replica(i)
+        r0, r1 = addr(two, 0), addr(two, 1)
+        with trio.fail_after(60):
+            session = await open_session(r0, r1)
+            created = await result_of(
+                r0, session, "tools/call", name="forever", arguments={}, task={}
+            )
+            task_id = created["task"]["taskId"]
+            assert (await result_of(r1, session, "tasks/get", taskId=task_id))[
+                "status"
+            ] == "working"
+            redis.stop()
+            start = trio.current_time()
+            for method in ("tasks/get", "tasks/result", "tasks/cancel", "tasks/list"):
+                params = {} if method == "tasks/list" else {"taskId": task_id}
+                answer = await rpc(r1, session, method, **params)
+                assert answer["error"]["code"] == -32603, (method, answer)
+                assert "Task store unavailable" in answer["error"]["message"]
+            assert trio.current_time() - start < 8  # each bounded by the store timeout
+            local = await result_of(r0, session, "tasks/get", taskId=task_id)
+            assert local["status"] == "working"
+            redis.start()
+            while True:
+                again = await rpc(r1, session, "tasks/get", taskId=task_id)
+                if "result" in again:
+                    break
+                await trio.sleep(0.2)  # unavailable, then unknown until r0 renews
+            assert again["result"]["status"] == "working"
+            listed = await result_of(r1, session, "tasks/list")
+            assert [t["taskId"] for t in listed["tasks"]] == [task_id]
+    finally:
+        two.stop()
+        redis.stop()
