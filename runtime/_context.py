@@ -186,6 +186,17 @@ class Context:
         token = self._meta.get("progressToken")
         return token if isinstance(token, str | int) else None
 
+    @property
+    def _related(self) -> RequestId | None:
+        """The request this call's messages belong to on the wire: none for a handshake-era
+        task (its creating request was answered with CreateTaskResult, which ended that
+        request's stream; unrelated, Streamable HTTP sends them on the session's GET
+        stream: 2025-11-25 basic/utilities/tasks, "Task Progress Notifications": the
+        ``progressToken`` stays valid for the task's lifetime)."""
+        if self.task is not None and not self._request.modern:
+            return None
+        return self._request.id
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -207,7 +218,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._request.peer.notify("notifications/progress", params, related=self._request.id)
+        await self._request.peer.notify("notifications/progress", params, related=self._related)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through."""
@@ -227,7 +238,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._request.peer.notify("notifications/message", params, related=self._request.id)
+        await self._request.peer.notify("notifications/message", params, related=self._related)
 
     async def debug(self, data: Any) -> None:
         await self.log("debug", data)

@@ -404,3 +404,40 @@ async def test_redis_gone_and_back_under_a_running_task() -> None:
     finally:
         two.stop()
         redis.stop()
+
+
+async def test_a_tasks_progress_reaches_the_get_stream_on_another_replica(
+    replicas: Cluster,  # noqa: F811
+) -> None:
+    """2025-11-25 "Task Progress Notifications": the progressToken of the creating request
+    stays valid for the task's life; its notifications reach the session's GET stream (held
+    by r1) although the task runs on r2 and its creating POST was answered long before."""
+    r0, r1, r2 = (addr(replicas, i) for i in range(3))
+    with trio.fail_after(30):
+        session = await open_session(r0, r0)
+        stream = await connect(r1)
+        await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
+        assert (await stream.head()).status == 200
+        created = await result_of(
+            r2,
+            session,
+            "tools/call",
+            name="steps",
+            arguments={"n": 3},
+            task={},
+            _meta={"progressToken": "p1"},
+        )
+        task_id = created["task"]["taskId"]
+        progress: list[tuple[float, str]] = []
+        while len(progress) < 3:
+            event = await stream.next_event()
+            assert event is not None
+            if event.data:
+                message = msgspec.json.decode(event.data)
+                if message.get("method") == "notifications/progress":
+                    assert message["params"]["progressToken"] == "p1"
+                    progress.append((message["params"]["progress"], message["params"]["message"]))
+        assert progress == [(1, "step 1 on r2"), (2, "step 2 on r2"), (3, "step 3 on r2")]
+        result = await result_of(r0, session, "tasks/result", taskId=task_id)
+        assert result["content"][0]["text"] == "3 steps on r2"
+        await stream.aclose()
