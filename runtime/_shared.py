@@ -1,12 +1,14 @@
 """What a server shares with its other replicas while it serves over a shared store
 (``runtime.stores``; docs/deploy.md): list-changed and resource-updated events fanned out
 through the store's bus, the ``requestState`` sealing secret (2026-07-28 MRTR: state sealed
-on one replica opens on another), and 2026-07-28 tasks (SEP-2663): each replica writes its
-tasks' snapshots to the store (on every status change, and a lease renewed every
-``LEASE_RENEW`` seconds), answers ``tasks/get`` for another replica's task from the store,
-and sends ``tasks/update`` and ``tasks/cancel`` to the replica that runs it; a task whose
-lease ran out (its replica died) reads as ``failed``. Sessions and SSE events are shared by
-the HTTP transport itself (``serve_http(store=...)``).
+on one replica opens on another), and tasks of both protocols (2026-07-28 SEP-2663, and
+2025-11-25 tasks of a shared handshake session, owned by its session id): each replica
+writes its tasks' snapshots to the store (on every status change, and a lease renewed every
+``LEASE_RENEW`` seconds) and announces each change on ``TASKS_CHANNEL`` (for listens
+elsewhere); answers ``tasks/get``, ``tasks/list`` and ``tasks/result`` for another
+replica's task from the store, and sends ``tasks/update`` and ``tasks/cancel`` to the
+replica that runs it; a task whose lease ran out (its replica died) reads as ``failed``.
+Sessions and SSE events are shared by the HTTP transport itself (``serve_http(store=...)``).
 """
 
 from __future__ import annotations
