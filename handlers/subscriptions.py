@@ -24,7 +24,12 @@ import trio
 
 from runtime.core import Handler, NotificationHandler, Peer, RequestContext
 from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
-from runtime.protocol import MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, JSONRPCError
+from runtime.protocol import (
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    RESOURCE_NOT_FOUND,
+    JSONRPCError,
+)
 
 from ._common import decode_params
 from .lifecycle import capabilities
@@ -77,10 +82,10 @@ def _notification(
     params: dict[str, Any] = {} if meta is None else {"_meta": meta}
     if what == "task" and server is not None:
         # Each notification carries the full DetailedTask, as tasks/get would (SEP-2663).
-        record = server.tasks.peek(key)
-        if record is None:
+        # A task here, or (shared store) the last state heard from the replica running it.
+        task = server.tasks.latest(key)
+        if task is None:
             raise JSONRPCError.invalid_params("Unknown task", {"taskId": key})
-        task = record.wire(legacy=False)
         return "notifications/tasks", {**task, **params}
     if what == "updated":
         params["uri"] = key
@@ -92,10 +97,14 @@ def _known(registry: Registry, uri: str) -> bool:
     return uri in registry.resources or registry.find_template(uri) is not None
 
 
-def _task_known(server: App, task_id: str, owner: object | None) -> bool:
+async def _task_known(server: App, task_id: str, owner: object | None) -> bool:
+    """Whether ``owner`` may watch the task: one here, or (with a shared store) one another
+    replica runs, whose changes then reach this listen through the store's bus."""
     try:
-        server.tasks.get(task_id, owner)
-    except JSONRPCError:
+        await server.tasks.find(task_id, owner)
+    except JSONRPCError as exc:
+        if exc.code != INVALID_PARAMS:
+            raise  # the store is unreachable: say so rather than drop the id silently
         return False
     return True
 
@@ -226,9 +235,10 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
             who = task_owner(ctx)
-            task_ids = [t for t in dict.fromkeys(wanted.task_ids) if _task_known(server, t, who)]
-            if len(task_ids) > MAX_RESOURCE_SUBSCRIPTIONS:
+            asked = list(dict.fromkeys(wanted.task_ids))
+            if len(asked) > MAX_RESOURCE_SUBSCRIPTIONS:
                 raise _too_many()
+            task_ids = [t for t in asked if await _task_known(server, t, who)]
             honored["taskIds"] = task_ids
         request_id = ctx.id
         assert request_id is not None

@@ -208,8 +208,12 @@ class Broadcast:
     def deliver(self, change: Change) -> None:
         """A change another replica published: to this replica's subscribers only (call
         from the trio thread)."""
-        if change[0] in ("list", "updated"):
+        if change[0] in ("list", "updated", "task"):
             self._publish(change)
+
+    def watched(self, uri: str) -> bool:
+        """Whether a subscriber watches ``uri`` (or, under ``TASK_KEY``, a task id)."""
+        return uri in self._by_uri
 
     def task_changed(self, task_id: str) -> None:
         """Publish ``notifications/tasks`` for a task watched by a listen (``taskIds``)."""

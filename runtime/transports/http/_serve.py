@@ -123,6 +123,14 @@ async def serve_http(
             def app(request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
                 # A router: returns the coroutine of the endpoint that answers this path.
                 target = request.path
+                if shutdown.is_set():
+                    # Draining: a connection opened now gets its answer and is closed; only
+                    # the health paths serve (the balancer sends nothing new here).
+                    exchange.close_after = True
+                    if health_paths is None or target not in health_paths:
+                        raise HttpError(
+                            503, "Service Unavailable: draining", headers=[("Retry-After", "1")]
+                        )
                 if target == mcp_path:
                     return streamable(request, exchange)
                 document = gate.metadata.get(target)
@@ -161,6 +169,16 @@ async def serve_http(
                     await exchange.respond(200, b'{"ready":true}', headers=headers)
 
             async with trio.open_nursery() as connections:
+
+                async def drain_deadline() -> None:
+                    # The grace period counts from the shutdown, however long accepting
+                    # goes on for readiness probes (serve_http_listeners ``drain``).
+                    await shutdown.wait()
+                    deadline = trio.current_time() + hooks.shutdown_grace + 1.0
+                    connections.cancel_scope.deadline = deadline
+                    sessions_nursery.cancel_scope.deadline = deadline
+
+                connections.start_soon(drain_deadline)
                 log.info(
                     "listening transport=http address=%s path=%s sse_path=%s",
                     address,
@@ -177,11 +195,8 @@ async def serve_http(
                     write_timeout=hooks.write_timeout,
                     shutdown=shutdown,
                     handler_nursery=connections,
+                    drain=hooks.shutdown_grace,
                 )
-                # Accepting stopped: drain within the grace period, then cancel the rest.
-                deadline = trio.current_time() + hooks.shutdown_grace + 1.0
-                connections.cancel_scope.deadline = deadline
-                sessions_nursery.cancel_scope.deadline = deadline
     finally:
         with trio.CancelScope(shield=True):
             for listener in listeners:

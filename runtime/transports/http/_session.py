@@ -453,6 +453,8 @@ class SessionRegistry:
             session.export = self.hooks.export_session
             # Stream ids unique across replicas (event ids name their stream).
             session.stream_suffix = "-" + self.shared.replica
+            # Its tasks belong to the shared id, not to this replica's copy.
+            session.core.shared_id = session_id
         self._sessions[session_id] = session
 
         async def run() -> None:
