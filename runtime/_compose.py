@@ -155,4 +155,5 @@ def transport_hooks(server: Server) -> Hooks:
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,
         shutdown_grace=server.limits.shutdown_grace,
+        on_refusal=server.dispatcher.on_refusal,
     )

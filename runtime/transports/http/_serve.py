@@ -21,9 +21,11 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+import msgspec
 import trio
 
 from ...auth import AuthConfig
+from ...protocol import Refusal
 from ...stores import EventStore, MemoryEventStore, Store
 from ._auth import Authenticate, Gate
 from ._edge import EdgePolicy, HttpLimits
@@ -34,6 +36,8 @@ from ._session import Hooks, SessionRegistry
 from ._streamable import StreamableEndpoint
 
 __all__ = ["serve_http"]
+
+Endpoint = Callable[[HttpRequest, Exchange], Awaitable[None]]
 
 log = logging.getLogger("mcp_runtime.http")
 #: The Prometheus text exposition format, version 0.0.4.
@@ -113,8 +117,15 @@ async def serve_http(
                 hooks, limits, events, sessions_nursery, shutdown, shared=shared
             )
             sessions_nursery.start_soon(registry.reap)
-            streamable = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
+            streamable: Endpoint = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
             legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
+            sse_stream: Endpoint = legacy.stream
+            sse_messages: Endpoint = legacy.messages
+            observe = hooks.on_refusal
+            if observe is not None:  # else the endpoints as they are: nothing on their path
+                streamable = _observed(streamable, observe)
+                sse_stream = _observed(sse_stream, observe)
+                sse_messages = _observed(sse_messages, observe)
 
             # The MCP endpoint first (nearly every request), unless a metadata document
             # is served at that very path.
@@ -138,9 +149,9 @@ async def serve_http(
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
                     return exchange.respond(200, metrics(), content_type=_PROMETHEUS_TEXT)
                 if sse_path is not None and target == sse_path:
-                    return legacy.stream(request, exchange)
+                    return sse_stream(request, exchange)
                 if sse_path is not None and target == messages_path:
-                    return legacy.messages(request, exchange)
+                    return sse_messages(request, exchange)
                 if health_paths is not None and target in health_paths:
                     return health(request, exchange, target == health_paths[1])
                 raise HttpError(404, "Not Found")
@@ -186,3 +197,61 @@ async def serve_http(
         with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()
+
+
+class _Named(msgspec.Struct):
+    method: Any = None
+    id: Any = None
+
+
+class _ErrorBody(msgspec.Struct):
+    error: dict[str, Any] | None = None
+
+
+def _observed(endpoint: Endpoint, observe: Callable[[Refusal], None]) -> Endpoint:
+    """``endpoint`` telling ``observe`` of each request it refuses with an HttpError (one
+    the dispatcher did not already see: ``HttpError.observed``)."""
+
+    async def call(request: HttpRequest, exchange: Exchange) -> None:
+        try:
+            await endpoint(request, exchange)
+        except HttpError as exc:
+            if not exc.observed:
+                try:
+                    observe(_refusal_of(request, exc))
+                except Exception:
+                    log.exception("refusal observer failed")
+            raise
+
+    return call
+
+
+def _refusal_of(request: HttpRequest, exc: HttpError) -> Refusal:
+    """The Refusal for ``exc``: its JSON-RPC code when its body is one error, and the method
+    and id of the request when its body names them."""
+    code = None
+    if exc.body:
+        try:
+            error = msgspec.json.decode(exc.body, type=_ErrorBody).error
+        except msgspec.DecodeError:
+            error = None
+        if error is not None and isinstance(error.get("code"), int):
+            code = error["code"]
+    method = request_id = None
+    if request.body:
+        try:
+            named = msgspec.json.decode(request.body, type=_Named)
+        except msgspec.DecodeError:
+            pass
+        else:
+            method = named.method if isinstance(named.method, str) else None
+            request_id = named.id
+    return Refusal(
+        code,
+        exc.reason,
+        "http",
+        request.connection_id,
+        method,
+        request_id,
+        status=exc.status,
+    )
