@@ -714,6 +714,7 @@ class Server:
         sock: Any = None,
         metrics: Metrics | None = None,
         metrics_path: str = "/metrics",
+        metrics_token: str | None = None,
         sockets: Sequence[socket.socket] | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -734,7 +735,8 @@ class Server:
 
         ``metrics`` (``runtime.middleware.Metrics``): serve its Prometheus text at
         ``GET metrics_path`` (off by default); added to the middleware chain, first, when
-        it is not there yet.
+        it is not there yet. ``metrics_token``: GET ``metrics_path`` then needs
+        ``Authorization: Bearer <metrics_token>`` (else 401).
         """
         from ._shared import sharing
         from .stores import open_store
@@ -767,6 +769,7 @@ class Server:
                     sockets=sockets,
                     metrics=metrics.render if metrics is not None else None,
                     metrics_path=metrics_path,
+                    metrics_token=metrics_token,
                     shutdown=shutdown,
                     task_status=task_status,
                 )

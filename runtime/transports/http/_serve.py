@@ -16,6 +16,7 @@ after the grace (plus one second) is cancelled.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -64,6 +65,7 @@ async def serve_http(
     sock: socket.socket | None = None,
     metrics: Callable[[], bytes] | None = None,
     metrics_path: str = "/metrics",
+    metrics_token: str | None = None,
     sockets: Sequence[socket.socket] | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
@@ -93,9 +95,12 @@ async def serve_http(
     ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
 
     ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
-    text format (``runtime.middleware.Metrics.render``); off by default, and like the
-    metadata documents it needs no token (bind to loopback or filter it at the proxy).
+    text format (``runtime.middleware.Metrics.render``); off by default. With
+    ``metrics_token`` it needs ``Authorization: Bearer <metrics_token>`` (compared in
+    constant time; else 401 with ``WWW-Authenticate: Bearer``, RFC 6750 section 3); without
+    it, like the metadata documents, none (bind to loopback or filter it at the proxy).
     """
+    expected = f"Bearer {metrics_token}".encode() if metrics_token else None
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
@@ -147,6 +152,14 @@ async def serve_http(
                 if metrics is not None and target == metrics_path:
                     if request.method != "GET":
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                    if expected is not None and not hmac.compare_digest(
+                        (request.header("authorization") or "").encode(), expected
+                    ):
+                        raise HttpError(
+                            401,
+                            "Unauthorized: the metrics endpoint needs its bearer token",
+                            headers=[("WWW-Authenticate", 'Bearer realm="metrics"')],
+                        )
                     return exchange.respond(200, metrics(), content_type=_PROMETHEUS_TEXT)
                 if sse_path is not None and target == sse_path:
                     return sse_stream(request, exchange)
