@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=flag.metavar,
             default=None,
             help=_help(flag),
-            **({"nargs": "?", "const": flag.const} if flag.const is not None else {}),
+            nargs="?" if flag.const is not None else None,
+            const=flag.const,
         )
     serve.add_argument(
         "--middleware",
