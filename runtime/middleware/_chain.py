@@ -367,6 +367,11 @@ class MiddlewareDispatcher(Dispatcher):
             return handler
         return functools.partial(self._serve_notification, handler)
 
+    def around(self, ctx: RequestContext, handler: Handler) -> Awaitable[Any]:
+        """Run ``handler(ctx)`` inside this dispatcher's chains for ``ctx`` (a mounted
+        server's own middleware around the rest of its parent's chain: ``runtime._mount``)."""
+        return self._serve(handler, ctx)
+
     async def _serve(self, handler: Handler | None, ctx: RequestContext) -> Any:
         request = Request(ctx)
         operation = self._operations.get(ctx.method)
