@@ -277,22 +277,29 @@ class MountLifespans:
     async def serving(
         self, mounts: dict[str, Mount], own: contextlib.AbstractAsyncContextManager[Any] | None
     ) -> AsyncIterator[Any]:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            try:
-                for prefix, mount in list(mounts.items()):
-                    await self.enter(prefix, mount.child)
-                if own is None:
-                    yield None
-                else:
-                    async with own as state:
-                        yield state
-            finally:
-                self._nursery = None
-                for prefix in reversed(list(self._held)):
-                    held = self._held.pop(prefix)
-                    held.release.set()
-                    await held.exited.wait()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                try:
+                    for prefix, mount in list(mounts.items()):
+                        await self.enter(prefix, mount.child)
+                    if own is None:
+                        yield None
+                    else:
+                        async with own as state:
+                            yield state
+                finally:
+                    self._nursery = None
+                    for prefix in reversed(list(self._held)):
+                        held = self._held.pop(prefix)
+                        held.release.set()
+                        await held.exited.wait()
+        except BaseExceptionGroup as group:
+            # What the serve raised (a port in use, a crash) passes through as it was: the
+            # CLI reports it in one line (as Lifetime's task nursery does).
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
 
     def mount_while_serving(self, parent: Server, prefix: str, mount: Mount) -> None:
         """Enter the child's lifespan in a task, then add its features (list-changed)."""
