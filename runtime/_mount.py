@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -249,22 +249,32 @@ class MountLifespans:
     before serving are entered (in mount order) before the parent's own lifespan; a child
     mounted while serving is entered before its features appear (``mount``), and one
     unmounted while serving is exited then (``unmount``). When serving ends, what is still
-    mounted is exited in reverse mount order, each waited for in turn.
+    mounted is exited in reverse mount order, each waited for in turn. A server that
+    started serving without mounts has no nursery here (it runs exactly as before): a child
+    mounted into it while serving is held in the server's task nursery, and exited with it
+    (cancelled) when serving ends, unless unmounted first.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: Callable[[], trio.Nursery | None]) -> None:
         self._nursery: trio.Nursery | None = None
+        #: The server's task nursery while it serves: where a child mounted while serving
+        #: is held when the server started without mounts (and so without a nursery here).
+        self._fallback = fallback
         self._held: dict[str, _Held] = {}
+
+    def _where(self) -> trio.Nursery | None:
+        return self._nursery if self._nursery is not None else self._fallback()
 
     @property
     def open(self) -> bool:
-        return self._nursery is not None
+        return self._where() is not None
 
     async def enter(self, prefix: str, child: Server) -> None:
         """Enter ``child``'s lifespan (under ``prefix``) now; its exceptions propagate."""
-        assert self._nursery is not None
+        nursery = self._where()
+        assert nursery is not None
         held = _Held(child)
-        await self._nursery.start(held.hold)
+        await nursery.start(held.hold)
         self._held[prefix] = held
 
     def release(self, prefix: str) -> None:
@@ -303,8 +313,9 @@ class MountLifespans:
 
     def mount_while_serving(self, parent: Server, prefix: str, mount: Mount) -> None:
         """Enter the child's lifespan in a task, then add its features (list-changed)."""
-        assert self._nursery is not None
-        self._nursery.start_soon(self._mount, parent, prefix, mount)
+        nursery = self._where()
+        assert nursery is not None
+        nursery.start_soon(self._mount, parent, prefix, mount)
 
     async def _mount(self, parent: Server, prefix: str, mount: Mount) -> None:
         try:

@@ -178,7 +178,7 @@ class Server:
         self._dispatcher: Dispatcher | None = None
         #: Mounted servers by prefix (``mount``; docs/composition.md).
         self.mounts: dict[str, Mount] = {}
-        self._mount_lifespans = MountLifespans()
+        self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
         #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
         self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
@@ -197,6 +197,8 @@ class Server:
 
     def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
         own = None if self._lifespan is None else self._lifespan(self)
+        if not self.mounts:
+            return own
         # The mounted children's lifespans, and a place for those mounted while serving.
         return self._mount_lifespans.serving(self.mounts, own)
 
