@@ -102,6 +102,8 @@ class _Flag:
     metavar: str | None = None
     #: The transports it applies to (None: all); given for another one, it is refused.
     transports: tuple[str, ...] | None = None
+    #: The value of the flag given without one (None: the flag needs a value).
+    const: str | None = None
 
     @property
     def dest(self) -> str:
@@ -180,6 +182,20 @@ _FLAGS = (
         type=_positive_int,
         metavar="N",
         transports=_LISTENING,
+    ),
+    _Flag(
+        "metrics",
+        "serve request metrics as Prometheus text at PATH (bare --metrics: /metrics; default: off)",
+        metavar="PATH",
+        transports=("http", "sse"),
+        const="/metrics",
+    ),
+    _Flag(
+        "metrics-token",
+        "the bearer token GET --metrics needs (Authorization: Bearer TOKEN; else 401); "
+        "prefer the environment variable, a command line is visible to other users",
+        metavar="TOKEN",
+        transports=("http", "sse"),
     ),
     _Flag(
         "max-in-flight",
@@ -285,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=flag.metavar,
             default=None,
             help=_help(flag),
+            nargs="?" if flag.const is not None else None,
+            const=flag.const,
         )
     serve.add_argument(
         "--middleware",
@@ -335,6 +353,11 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
     if transport == "pipe" and not values["pipe_dir"]:
         raise UsageError("--transport pipe needs --pipe-dir DIR (or MCP_RUNTIME_PIPE_DIR)")
+    metrics = values["metrics"]
+    if metrics is not None and not metrics.startswith("/"):
+        raise UsageError(f"--metrics {metrics!r}: expected a path such as /metrics")
+    if values["metrics_token"] and metrics is None:
+        raise UsageError("--metrics-token needs --metrics (the endpoint is off without it)")
     return values
 
 
@@ -697,6 +720,13 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
 
         base = server.http_limits or HttpLimits()
         options["http_limits"] = dataclasses.replace(base, **http_changes)
+    if settings["metrics"] is not None:
+        from .middleware import Metrics
+
+        options["metrics"] = Metrics()
+        options["metrics_path"] = settings["metrics"]
+        if settings["metrics_token"]:
+            options["metrics_token"] = settings["metrics_token"]
     return options
 
 

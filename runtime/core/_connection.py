@@ -52,6 +52,7 @@ from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
+    Refusal,
     RequestId,
     connection_closed,
     encode_notification,
@@ -427,6 +428,20 @@ class Connection:
             request_id, env.method, self.session.lifecycle, in_batch=False
         )
         if refused is not None:
+            observe = self.dispatcher.on_refusal
+            if observe is not None:
+                session = self.session
+                observe(
+                    Refusal(
+                        refused.code,
+                        refused.message,
+                        session.transport,
+                        self.connection_id,
+                        env.method,
+                        request_id,
+                        principal=session.principal,
+                    )
+                )
             return error_reply(refused, request_id)
         params = env.params if isinstance(env.params, Raw) else None
         ctx = RequestContext(env.method, request_id, params, self.session, self)

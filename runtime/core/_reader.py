@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 from msgspec import Raw
@@ -30,6 +31,7 @@ from ..protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    Refusal,
     classify,
     decode_frame,
     decode_item,
@@ -273,6 +275,8 @@ class Reader:
                     escape_excerpt(exc.excerpt),
                 )
                 error = framing_error(exc.reason, oversized="exceeds" in exc.reason)
+                if self._dispatcher.on_refusal is not None:
+                    self._observe(error)
                 await self._out.answer(error_reply(error))
                 if exc.fatal:
                     await self._end("framing-error")
@@ -305,6 +309,8 @@ class Reader:
             exc.message,
             escape_excerpt(bytes(data)),
         )
+        if self._dispatcher.on_refusal is not None:
+            self._observe(exc)
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
@@ -335,7 +341,30 @@ class Reader:
         refused = self._table.refusal(
             request_id, env.method, self._session.lifecycle, in_batch=in_batch
         )
-        return None if refused is None else error_reply(refused, request_id)
+        if refused is None:
+            return None
+        if self._dispatcher.on_refusal is not None:
+            self._observe(refused, env.method, request_id)
+        return error_reply(refused, request_id)
+
+    def _observe(
+        self, error: JSONRPCError, method: str | None = None, request_id: Any = None
+    ) -> None:
+        """Tell the dispatcher's refusal observer (only called when there is one)."""
+        observe = self._dispatcher.on_refusal
+        assert observe is not None
+        session = self._session
+        observe(
+            Refusal(
+                error.code,
+                error.message,
+                session.transport,
+                self._id,
+                method,
+                request_id,
+                principal=session.principal,
+            )
+        )
 
     async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
         refusal = self._refusal(env, in_batch=False)
@@ -358,6 +387,8 @@ class Reader:
     async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
+            if self._dispatcher.on_refusal is not None:
+                self._observe(refusal)
             await self._out.answer(error_reply(refusal))
             return None
         return await self._walk(scope, Batch(items), 0)

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ...protocol import ModernRequest, error_reply, id_key, probe, store_unavailable
+from ...protocol import ModernRequest, Refusal, error_reply, id_key, probe, store_unavailable
 from ...stores import EventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._streams import Key, ResponseStream
@@ -75,6 +75,10 @@ class Hooks:
     #: replica serves any session's POST.
     export_session: Callable[[Any], SessionRecord | None] | None = None
     import_session: Callable[[str, Any, SessionRecord], Any] | None = None
+    #: The dispatcher's refusal observer (``runtime.protocol.Refusal``; None: nothing
+    #: observes, and the transport builds nothing): told of every POST, GET or DELETE the
+    #: transport answers with an error before the request reaches the dispatcher.
+    on_refusal: Callable[[Refusal], None] | None = None
 
 
 class _SessionChannel:
