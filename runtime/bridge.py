@@ -15,7 +15,10 @@ Forwarded faithfully:
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
 - server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
   session's upstream session go to that session's client (related to its newest request being
-  forwarded, if any), and its answer back;
+  forwarded, if any), and its answer back; asked while forwarding a 2026-07-28 request, they
+  become input rounds of that request (``runtime._bridge_rounds``);
+- log messages of a 2026-07-28 request: its level passed on, the remote's messages on the
+  forwarded request's stream relayed to it at that level;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
   ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
 - tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
