@@ -5,6 +5,8 @@ both over Streamable HTTP (whose per-request streams tie a message to its reques
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,8 @@ from runtime import Context, Server
 from runtime.bridge import Forward, proxy_server
 from runtime.client import Notification, PeerError, open_client
 from runtime.middleware import Next, Request
+
+from .test_bridge_sdk import background, free_port
 
 
 def upstream() -> Server:
@@ -198,4 +202,34 @@ async def test_an_input_round_nobody_answers_ends_the_forwarded_request(
                 with pytest.raises(PeerError) as raised:
                     await client.request("tools/call", retry_of(state))
                 assert raised.value.code == -32602
+            nursery.cancel_scope.cancel()
+
+
+async def test_sdk_remote_logs_and_elicitation_reach_a_modern_client() -> None:
+    """The official SDK's server (handshake era, Streamable HTTP, a separate process) behind
+    the proxy; our client in 2026-07-28: the tool's log messages at the client's level, its
+    elicitation as an input round."""
+    port = free_port()
+    command = [sys.executable, str(Path(__file__).parent / "sdk_asking_upstream.py"), str(port)]
+    asked: list[dict[str, Any]] = []
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with trio.fail_after(60):
+        async with background(command, port), trio.open_nursery() as nursery:
+            proxy = proxy_server(f"http://127.0.0.1:{port}/mcp", era="handshake")
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            async with open_client(
+                f"http://127.0.0.1:{proxy_port}/mcp", era="modern", elicitation=elicit
+            ) as client:
+                await client.set_logging_level("info")
+                seen: list[Notification] = []
+                result = await client.call_tool("chatty", {"tag": "s"}, on_notification=seen.append)
+                assert result.text == "s"
+                assert logs(seen) == [("info", "info s"), ("warning", "warning s")]
+                result = await client.call_tool("ask_name", {})
+                assert result.text == "hello Ada"
+                assert [a["message"] for a in asked] == ["Your name?"]
             nursery.cancel_scope.cancel()
