@@ -604,6 +604,58 @@ class Forward(Middleware):
         # The remote ended its listen: so do we ("Graceful Closure").
         return {"_meta": dict(meta)}
 
+    async def _await_remote_task(
+        self, client: Client, created: dict[str, Any], request: Request
+    ) -> Any:
+        """A 2026-07-28 remote chose to run a handshake-era client's request as a task
+        (tasks extension): poll it with ``tasks/get`` at its poll interval until it ends and
+        answer its result (or its error); its input requests are asked of our client as
+        server-to-client requests and answered with ``tasks/update``. Our client's
+        cancellation cancels the task (``tasks/cancel``)."""
+        task_id = str(created.get("taskId"))
+        interval = created.get("pollIntervalMs")
+        answered: set[str] = set()
+        try:
+            while True:
+                wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
+                await trio.sleep(min(wait, _MAX_TASK_POLL_MS) / 1000)
+                try:
+                    task = await client.get_task(task_id)
+                except PeerError as exc:
+                    raise JSONRPCError(exc.code, exc.message, exc.data) from None
+                interval = task.poll_interval_ms or task.poll_interval or interval
+                if task.status == "completed":
+                    return _per_hop_removed(task.result)
+                if task.status in ("failed", "cancelled"):
+                    error = task.error if isinstance(task.error, dict) else {}
+                    code = error.get("code")
+                    raise JSONRPCError(
+                        code if isinstance(code, int) else -32603,
+                        str(error.get("message") or f"the remote's task {task.status}"),
+                        error.get("data"),
+                    )
+                fresh = {
+                    key: asked
+                    for key, asked in (task.input_requests or {}).items()
+                    if key not in answered and isinstance(asked, dict)
+                }
+                if task.status == "input_required" and fresh:
+                    responses = {
+                        key: await _ask(request, str(asked.get("method")), asked.get("params"))
+                        for key, asked in fresh.items()
+                    }
+                    answered.update(responses)
+                    await client.update_task(task_id, responses)
+                    interval = 0
+        except trio.Cancelled:
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(_CANCEL_WAIT),
+                contextlib.suppress(ClientError),
+            ):
+                await client.cancel_task(task_id)
+            raise
+
     async def _lower_shared_level(self, client: Client, level: str) -> None:
         """A handshake-era remote logs at its session's level: the shared client's session
         is set to the lowest level a 2026-07-28 request asked for (each request then gets
@@ -702,6 +754,10 @@ class Forward(Middleware):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
                 # remote's, polled through us with tasks/get (forwarded).
                 return _per_hop_removed(result, keep_result_type=True)
+            if kind == "task":
+                # A handshake-era client did not ask for a task (the 2026-07-28 tasks
+                # extension is not declared across eras): run it to its end for it.
+                return await self._await_remote_task(client, result, request)
             if kind != "input_required":
                 return _per_hop_removed(result)
             if request.era == "modern":
@@ -789,6 +845,13 @@ class Forward(Middleware):
 
         return forward
 
+
+#: The longest wait between two polls of a remote's task run for a handshake-era client
+#: (its ``pollIntervalMs`` is honored up to this).
+_MAX_TASK_POLL_MS: Final = 5000
+
+#: How long cancelling a remote's task may take once our client went away.
+_CANCEL_WAIT: Final = 2.0
 
 #: The 2026-07-28 requests that may get an input round (basic/patterns/mrtr).
 _ASKING_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
