@@ -48,6 +48,7 @@ class FramedChannel:
     """
 
     __slots__ = (
+        "_big_read",
         "_direct",
         "_eof",
         "_framer",
