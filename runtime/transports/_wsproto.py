@@ -45,6 +45,9 @@ RECEIVE_SIZE: Final = 65536
 # A control frame (pong, close) is a few bytes: a peer that does not take them within this
 # long is gone. Shielded so that a reader stopped at shutdown never cuts one in half.
 CONTROL_TIMEOUT: Final = 5.0
+# Frames written while another write is in progress wait behind it, up to this many bytes
+# (control frames and in-band refusals: a few hundred bytes each in any honest exchange).
+BACKLOG_LIMIT: Final = 64 * 1024
 
 
 class ServerWebSocket:
@@ -83,7 +86,7 @@ class ServerWebSocket:
         self._parts: list[str] | list[bytes] | None = None
         self._size = 0
         self._writing = False
-        self._backlog: bytes | None = None
+        self._backlog: bytearray | None = None
         self._broken = False
         self._pongs: dict[bytes, trio.Event] | None = None
         self._closed: trio.Event | None = None
@@ -181,6 +184,8 @@ class ServerWebSocket:
                         await self.close(event.code, (event.reason or "")[:100])
                     self._ended()
                     raise trio.EndOfChannel
+            if self._broken:  # a pong could not be written: the peer is not reading
+                raise trio.BrokenResourceError("websocket broken")
             data = await self._stream.receive_some(RECEIVE_SIZE)
             if not data:
                 self._ended()
@@ -219,7 +224,17 @@ class ServerWebSocket:
         if self._broken:
             raise trio.BrokenResourceError("websocket broken")
         if self._writing:  # the write in progress sends it next
-            self._backlog = data if self._backlog is None else self._backlog + data
+            backlog = self._backlog
+            if backlog is None:
+                backlog = self._backlog = bytearray()
+            if len(backlog) + len(data) > BACKLOG_LIMIT:
+                # Pongs (or in-band refusals) piling up behind a write the peer does not
+                # take: a peer that sends but never reads. Give up on it.
+                log.warning("closing websocket reason=peer-not-reading")
+                self._broken = True
+                self._backlog = None
+                raise trio.BrokenResourceError("websocket peer not reading")
+            backlog += data
             return
         self._writing = True
         try:
@@ -227,7 +242,7 @@ class ServerWebSocket:
                 await self._stream.send_all(data)
                 if self._backlog is None:
                     break
-                data, self._backlog = self._backlog, None
+                data, self._backlog = bytes(self._backlog), None
         except BaseException:
             # A write cut short (error or cancellation) leaves a partial frame on the wire.
             self._broken = True
@@ -252,15 +267,17 @@ class ServerWebSocket:
             await self._write(data)
 
     async def ping(self) -> None:
-        """A ping; returns when its pong (or a later one, RFC 6455 5.5.3) arrives."""
+        """A ping; returns when its pong (or a later one, RFC 6455 5.5.3) arrives.
+        ``trio.BrokenResourceError`` once the socket is closing (no ping after a close)."""
+        ws = self._ws
+        if ws is None or ws.state is not ConnectionState.OPEN:
+            raise trio.BrokenResourceError("websocket closed")
         payload = os.urandom(4)
         arrived = trio.Event()
         if self._pongs is None:
             self._pongs = {}
         self._pongs[payload] = arrived
         try:
-            ws = self._ws
-            assert ws is not None
             await self._write(ws.send(Ping(payload=payload)))
             await arrived.wait()
         finally:
