@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ... import eager
 from ...protocol import ModernRequest, error_reply, id_key, probe, store_unavailable
 from ...stores import EventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
@@ -88,6 +89,16 @@ class _SessionChannel:
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         await self._session.route(messages)
+
+    def send_now(self, messages: Sequence[tuple[bytes, Any]]) -> Awaitable[None] | None:
+        """Route ``messages`` in this step when nothing in the way waits (the in-memory
+        event store never does): None, and the outbox needs no write scope; else what is
+        left to await (a shared store's round trip)."""
+        done, suspended = eager.start(self._session.route(messages))
+        if done:
+            return None
+        assert isinstance(suspended, eager.Suspended)
+        return eager.finish(suspended)
 
     async def aclose(self) -> None:
         self._session.inbound_recv.close()
