@@ -101,3 +101,40 @@ async def _slow_socket() -> None:
     event = b"id: g0_1\ndata: " + data + b"\n\n"
     assert bytes(sock.wire).startswith(event)  # whole, with no keep-alive inside it
     assert bytes(sock.wire[len(event) :]) in (b"", KEEPALIVE, KEEPALIVE * 2)
+
+
+async def test_events_written_straight_from_push_stay_whole_and_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket(room=10, drain=2.5)
+        stream = ResponseStream("g0")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 1.0)
+            await trio.sleep(0.5)  # the pump waits with nothing queued
+            assert stream.direct is not None
+            for n in range(1, 4):
+                stream.push(f"g0_{n}", b'{"n":%d}' % n)
+            # The first went to the socket from push itself (part of it: the rest is the
+            # pump's); the others queue behind it.
+            assert sock.wire == b"id: g0_1\nd"
+            await trio.sleep(10)
+            stream.finish()
+        events = b"".join(b'id: g0_%d\ndata: {"n":%d}\n\n' % (n, n) for n in range(1, 4))
+        assert bytes(sock.wire).startswith(events)
+        assert bytes(sock.wire[len(events) :]).replace(KEEPALIVE, b"") == b""
+
+
+async def test_a_pump_that_waits_writes_a_push_without_being_woken(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket()
+        stream = ResponseStream("g0")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 1.0, 4)  # replayed up to 4
+            await trio.sleep(0.5)
+            stream.push("g0_4", b"{}")  # skipped: the client has it
+            stream.push("g0_5", b"{}")
+            assert sock.wire == b"id: g0_5\ndata: {}\n\n"  # before the pump ran again
+            stream.finish()
