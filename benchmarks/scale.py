@@ -1,7 +1,7 @@
 """Scale-out figures (issue 19): the Redis store against in-memory, and ``--workers 2``
 against one worker, over Streamable HTTP in both eras.
 
-    python -m benchmarks.scale [--seconds 4] [--rounds 3] [--clients 16]
+    python -m benchmarks.scale [--seconds 4] [--rounds 3] [--clients 16] [--only "modern redis"]
 
 Each configuration is a fresh ``mcp-runtime serve benchmarks/servers/mcp_runtime_server.py``
 (and, for the Redis store, a fresh ``redis-server`` on a free loopback port, found on PATH).
@@ -128,15 +128,23 @@ def measure(config: Config, clients: int, seconds: float) -> dict[str, float]:
     }
 
 
+def runs_rate(found: dict[str, list[dict[str, float]]], name: str) -> list[float]:
+    return [run["rate"] for run in found[name]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument(
+        "--only", action="append", default=[], help="run the configurations naming this"
+    )
     args = parser.parse_args(argv)
-    found: dict[str, list[dict[str, float]]] = {c.name: [] for c in CONFIGS}
+    configs = [c for c in CONFIGS if not args.only or any(o in c.name for o in args.only)]
+    found: dict[str, list[dict[str, float]]] = {c.name: [] for c in configs}
     for r in range(args.rounds):
-        order = CONFIGS if r % 2 == 0 else list(reversed(CONFIGS))
+        order = configs if r % 2 == 0 else list(reversed(configs))
         for config in order:
             found[config.name].append(measure(config, args.clients, args.seconds))
             print(f"round {r + 1} {config.name}: {found[config.name][-1]}", file=sys.stderr)
@@ -165,13 +173,26 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     for mode in ("modern", "session"):
-        mem, red, w2 = (med[f"{mode} memory w1"], med[f"{mode} redis w1"], med[f"{mode} redis w2"])
-        print(
-            f"{mode}: redis/memory CPU per request {red['cpu_us'] / mem['cpu_us']:.2f}x "
-            f"(with redis-server's CPU {red['cpu_redis_us'] / mem['cpu_us']:.2f}x), "
-            f"throughput {red['rate'] / mem['rate']:.2f}x; "
-            f"--workers 2 / 1 throughput {w2['rate'] / red['rate']:.2f}x"
+        mem, red, w2 = (
+            med.get(f"{mode} memory w1"),
+            med.get(f"{mode} redis w1"),
+            med.get(f"{mode} redis w2"),
         )
+        if mem is not None and red is not None:
+            print(
+                f"{mode}: redis/memory CPU per request {red['cpu_us'] / mem['cpu_us']:.2f}x "
+                f"(with redis-server's CPU {red['cpu_redis_us'] / mem['cpu_us']:.2f}x), "
+                f"throughput {red['rate'] / mem['rate']:.2f}x"
+            )
+        if red is not None and w2 is not None:
+            rounds = [
+                w / o for w, o in zip(runs_rate(found, f"{mode} redis w2"),
+                                      runs_rate(found, f"{mode} redis w1"), strict=True)
+            ]  # fmt: skip
+            print(
+                f"{mode}: --workers 2 / 1 throughput {w2['rate'] / red['rate']:.2f}x "
+                f"(per round: {' '.join(f'{x:.2f}' for x in rounds)})"
+            )
     busy = {n: m["rate"] * (m["cpu_redis_us"] + m["client_us"]) / 1e6 for n, m in med.items()}
     print(
         "cores busy (server + redis + load client), of 2: "

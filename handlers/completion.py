@@ -90,12 +90,15 @@ def methods(server: App) -> dict[str, Handler]:
         context = params.context.arguments if params.context else {}
         completer = server.completer
         values: list[str]
+        suggested = None
         if completer is not None:
-            values = list(
-                await completer(
-                    ref.type, ref.name or ref.uri or "", argument.name, argument.value, context
-                )
+            # None from a completer: no completer for this ref (a mounted server's prompt
+            # or template whose server has none): completed from the annotation below.
+            suggested = await completer(
+                ref.type, ref.name or ref.uri or "", argument.name, argument.value, context
             )
+        if suggested is not None:
+            values = list(suggested)
         else:
             hints = typing.get_type_hints(fn, include_extras=True)
             allowed = suggestions_from_annotation(hints.get(argument.name))

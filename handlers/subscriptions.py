@@ -24,7 +24,12 @@ import trio
 
 from runtime.core import Handler, NotificationHandler, Peer, RequestContext
 from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
-from runtime.protocol import MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, JSONRPCError
+from runtime.protocol import (
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    RESOURCE_NOT_FOUND,
+    JSONRPCError,
+)
 
 from ._common import decode_params
 from .lifecycle import capabilities
@@ -77,10 +82,10 @@ def _notification(
     params: dict[str, Any] = {} if meta is None else {"_meta": meta}
     if what == "task" and server is not None:
         # Each notification carries the full DetailedTask, as tasks/get would (SEP-2663).
-        record = server.tasks.peek(key)
-        if record is None:
+        # A task here, or (shared store) the last state heard from the replica running it.
+        task = server.tasks.latest(key)
+        if task is None:
             raise JSONRPCError.invalid_params("Unknown task", {"taskId": key})
-        task = record.wire(legacy=False)
         return "notifications/tasks", {**task, **params}
     if what == "updated":
         params["uri"] = key
@@ -92,10 +97,14 @@ def _known(registry: Registry, uri: str) -> bool:
     return uri in registry.resources or registry.find_template(uri) is not None
 
 
-def _task_known(server: App, task_id: str, owner: object | None) -> bool:
+async def _task_known(server: App, task_id: str, owner: object | None) -> bool:
+    """Whether ``owner`` may watch the task: one here, or (with a shared store) one another
+    replica runs, whose changes then reach this listen through the store's bus."""
     try:
-        server.tasks.get(task_id, owner)
-    except JSONRPCError:
+        await server.tasks.find(task_id, owner)
+    except JSONRPCError as exc:
+        if exc.code != INVALID_PARAMS:
+            raise  # the store is unreachable: say so rather than drop the id silently
         return False
     return True
 
@@ -113,19 +122,40 @@ def _offered(server: App) -> set[ListKind]:
     return {kind for kind in _FILTER_FIELDS if caps.get(kind, {}).get("listChanged")}
 
 
-async def _deliver(subscriber: Subscriber, peer: Peer) -> None:
-    """A handshake session's delivery task: unsolicited notifications (``related=None``, the
-    session's standalone stream on HTTP). Waiting on a full write queue only delays this
-    session; its changes coalesce meanwhile (runtime.features)."""
-    try:
-        while True:
-            for change in await subscriber.receive():
-                method, params = _notification(change, None)
-                await peer.notify(method, params)
-    except trio.EndOfChannel:
-        pass
-    finally:
-        subscriber.end("connection closed")
+def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
+    """A handshake session's delivery of unsolicited notifications (``related=None``, the
+    session's standalone stream on HTTP): a task only while there is something to deliver,
+    started by the first change offered (an idle session holds none; issue 22 item 4).
+    Waiting on a full write queue only delays this session; its changes coalesce meanwhile
+    (runtime.features). The subscriber ends when the connection does."""
+    delivering = False
+
+    async def deliver() -> None:
+        nonlocal delivering
+        try:
+            while subscriber.pending:  # receive() returns at once while changes are pending
+                for change in await subscriber.receive():
+                    method, params = _notification(change, None)
+                    await peer.notify(method, params)
+        except BaseException:
+            subscriber.end("connection closed")
+            raise
+        finally:
+            delivering = False
+
+    def offered() -> None:
+        nonlocal delivering
+        if delivering or subscriber.end_reason is not None:
+            return
+        delivering = True
+        try:
+            peer.start_soon(deliver, name="subscriptions")
+        except RuntimeError:  # the connection is ending
+            delivering = False
+            subscriber.end("connection closed")
+
+    subscriber.on_offer = offered
+    peer.at_close(lambda: subscriber.end("connection closed"))
 
 
 def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
@@ -142,7 +172,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         feed = changes.open(kinds, label=ctx.peer.connection_id)
         ctx.session.state[_FEED_KEY] = feed
         try:
-            ctx.peer.start_soon(lambda: _deliver(feed, ctx.peer), name="subscriptions")
+            _deliver_when_offered(feed, ctx.peer)
         except RuntimeError:
             feed.end("connection closed")
         return feed
@@ -205,9 +235,10 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
             who = task_owner(ctx)
-            task_ids = [t for t in dict.fromkeys(wanted.task_ids) if _task_known(server, t, who)]
-            if len(task_ids) > MAX_RESOURCE_SUBSCRIPTIONS:
+            asked = list(dict.fromkeys(wanted.task_ids))
+            if len(asked) > MAX_RESOURCE_SUBSCRIPTIONS:
                 raise _too_many()
+            task_ids = [t for t in asked if await _task_known(server, t, who)]
             honored["taskIds"] = task_ids
         request_id = ctx.id
         assert request_id is not None

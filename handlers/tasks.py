@@ -15,14 +15,22 @@ created them; modern task ids are the capability (unguessable, CSPRNG).
 
 from __future__ import annotations
 
-import functools
+import logging
 from typing import Any, Final
 
 import msgspec
+import trio
 
 from runtime.core import Handler, Peer, RequestContext
-from runtime.features import TERMINAL, App, TaskHandle, TaskRecord, principal_key
-from runtime.protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
+from runtime.features import (
+    TERMINAL,
+    App,
+    TaskHandle,
+    TaskRecord,
+    legacy_wire,
+    principal_key,
+)
+from runtime.protocol import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
 
 from ._common import decode_params
 
@@ -30,6 +38,14 @@ __all__ = ["EXTENSION", "created", "methods", "owner", "report_status", "wants_t
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+#: Status notifications of one task waiting to be sent (2025-11-25; see report_status).
+STATUS_QUEUE: Final = 16
+#: A shared handshake session's tasks belong to this prefix + its session id (a principal
+#: key never matches it: it would have to name a 128-bit random session id).
+SESSION_OWNER: Final = "session "
+
+
+log = logging.getLogger("mcp_runtime.tasks")
 
 
 class _TaskIdParams(msgspec.Struct):
@@ -94,23 +110,41 @@ def wants_task(
 def report_status(peer: Peer, record: TaskRecord) -> None:
     """2025-11-25: send ``notifications/tasks/status`` to the creating session on every
     status change, while its connection lives (the notification is optional; a closed
-    connection simply gets none)."""
+    connection simply gets none). One sender per task, so they leave in the order the
+    changes happened (one task per notification raced: ``working`` could follow
+    ``completed``); at most ``STATUS_QUEUE`` wait, past that a change is dropped (logged)."""
+    send, receive = trio.open_memory_channel[dict[str, Any]](STATUS_QUEUE)
+
+    async def sender() -> None:
+        async with receive:
+            async for params in receive:
+                await peer.notify("notifications/tasks/status", params)
 
     def changed(task: TaskRecord) -> None:
-        params = task.wire(legacy=True)
         try:
-            peer.start_soon(functools.partial(peer.notify, "notifications/tasks/status", params))
-        except RuntimeError:
-            record.listeners.remove(changed)  # the connection is gone
+            send.send_nowait(task.wire(legacy=True))
+        except trio.WouldBlock:
+            log.warning("task status notification dropped task=%s (queue full)", task.task_id)
+        except trio.ClosedResourceError:
+            return
+        if task.status in TERMINAL:
+            send.close()  # the last one: the sender ends after it
+            record.listeners.remove(changed)
 
+    try:
+        peer.start_soon(sender)
+    except RuntimeError:
+        return  # the connection is gone
     record.listeners.append(changed)
 
 
 def owner(ctx: RequestContext) -> object | None:
-    """Whose task it is: the session (2025-11-25); in the modern era the authenticated
+    """Whose task it is: the session (2025-11-25; by its shared id when replicas share it,
+    so that every replica finds the session's tasks); in the modern era the authenticated
     principal when there is one, else nobody (the unguessable id is the capability)."""
     if not ctx.modern:
-        return ctx.session
+        shared_id = ctx.session.shared_id
+        return ctx.session if shared_id is None else SESSION_OWNER + shared_id
     return principal_key(ctx.session.principal)
 
 
@@ -122,9 +156,6 @@ def created(ctx: RequestContext, record: TaskRecord) -> dict[str, Any]:
 
 def methods(server: App) -> dict[str, Handler]:
     table = server.tasks
-
-    def find(ctx: RequestContext, task_id: str) -> TaskRecord:
-        return table.get(task_id, owner(ctx))
 
     def gate(ctx: RequestContext) -> None:
         if ctx.modern and not declares_extension(ctx):
@@ -163,20 +194,29 @@ def methods(server: App) -> dict[str, Handler]:
         # response"; the extension allows eventual consistency, we are immediate in both
         # (for a task on another replica: once that replica hears of it).
         await record.request_cancel("cancelled by the client")
-        return {} if ctx.modern else record.wire(legacy=True)
+        if ctx.modern:
+            return {}
+        if record.status not in TERMINAL:
+            # Another replica runs it and did not confirm in time: never claim "cancelled".
+            raise JSONRPCError(
+                INTERNAL_ERROR,
+                "Task cancellation not confirmed by the replica running it",
+                {"taskId": record.task_id},
+            )
+        return record.wire(legacy=True)
 
     async def result(ctx: RequestContext) -> dict[str, Any]:
         if ctx.modern:
             raise JSONRPCError.method_not_found(ctx.method)
         params = decode_params(ctx, _id_decoder, b"{}")
-        record = find(ctx, params.taskId)
-        await record.done.wait()
-        if record.status == "failed" and record.error is not None:
-            error = record.error
+        record = await find_any(ctx, params.taskId)
+        final = await record.finished()
+        error = final.get("error")
+        if final["status"] == "failed" and isinstance(error, dict):
             raise JSONRPCError(error["code"], error["message"], error.get("data"))
-        if record.status == "cancelled":
+        if final["status"] == "cancelled":
             raise JSONRPCError(INVALID_PARAMS, "Task was cancelled", {"taskId": record.task_id})
-        out = dict(record.result or {})
+        out = dict(final.get("result") or {})
         meta = dict(out.get("_meta") or {})
         meta[RELATED_TASK] = {"taskId": record.task_id}
         out["_meta"] = meta
@@ -186,8 +226,15 @@ def methods(server: App) -> dict[str, Handler]:
         if ctx.modern:
             raise JSONRPCError.method_not_found(ctx.method)
         params = decode_params(ctx, _list_decoder, b"{}")
-        page, next_cursor = server.cursors.page("tasks", table.owned_by(ctx.session), params.cursor)
-        out: dict[str, Any] = {"tasks": [record.wire(legacy=True) for record in page]}
+        who = owner(ctx)
+        found = [record.wire(legacy=True) for record in table.owned_by(who)]
+        if table.mirror is not None and isinstance(who, str):
+            # A shared session's tasks that other replicas run (tasks/get finds them, so
+            # tasks/list MUST list them: 2025-11-25 basic/utilities/tasks "Task Listing").
+            found += [legacy_wire(task) for task in await table.mirror.owned_by(who)]
+            found.sort(key=lambda task: (task["createdAt"], task["taskId"]))
+        page, next_cursor = server.cursors.page("tasks", found, params.cursor)
+        out: dict[str, Any] = {"tasks": list(page)}
         if next_cursor is not None:
             out["nextCursor"] = next_cursor
         return out

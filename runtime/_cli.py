@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -58,6 +58,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError
+    return value
+
+
 def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -67,6 +74,7 @@ def _port(text: str) -> int:
 
 _positive_int.__name__ = "positive integer"
 _positive_float.__name__ = "positive number"
+_non_negative_int.__name__ = "non-negative integer"
 _port.__name__ = "port (0-65535)"
 
 _NETWORK = ("tcp", "http", "sse", "ws")
@@ -94,6 +102,8 @@ class _Flag:
     metavar: str | None = None
     #: The transports it applies to (None: all); given for another one, it is refused.
     transports: tuple[str, ...] | None = None
+    #: The value of the flag given without one (None: the flag needs a value).
+    const: str | None = None
 
     @property
     def dest(self) -> str:
@@ -174,6 +184,20 @@ _FLAGS = (
         transports=_LISTENING,
     ),
     _Flag(
+        "metrics",
+        "serve request metrics as Prometheus text at PATH (bare --metrics: /metrics; default: off)",
+        metavar="PATH",
+        transports=("http", "sse"),
+        const="/metrics",
+    ),
+    _Flag(
+        "metrics-token",
+        "the bearer token GET --metrics needs (Authorization: Bearer TOKEN; else 401); "
+        "prefer the environment variable, a command line is visible to other users",
+        metavar="TOKEN",
+        transports=("http", "sse"),
+    ),
+    _Flag(
         "max-in-flight",
         "requests running at once per connection; past it, -32010 (default 64)",
         type=_positive_int,
@@ -197,6 +221,47 @@ _FLAGS = (
         "text",
         choices=("text", "json"),
     ),
+    # A remote TARGET (docs/bridges.md): how the proxy reaches it. Refused for a file TARGET.
+    _Flag(
+        "upstream-era",
+        "a remote TARGET's protocol era: auto probes 2026-07-28 and falls back to initialize "
+        "(default auto)",
+        choices=("auto", "modern", "handshake"),
+    ),
+    _Flag(
+        "upstream-retries",
+        "a remote TARGET's reconnection attempts after a lost link, 0 = none (default 8)",
+        type=_non_negative_int,
+        metavar="N",
+    ),
+    _Flag(
+        "upstream-backoff-max",
+        "a remote TARGET's longest wait between reconnection attempts (default 10)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "upstream-retry-for",
+        "a remote TARGET: no reconnection attempt starts this long after the link was lost "
+        "(default 30)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "max-upstream-sessions",
+        "a remote TARGET: upstream sessions held at once, one per downstream session (default 64)",
+        type=_positive_int,
+        metavar="N",
+    ),
+)
+
+#: The flags that configure the proxy of a remote TARGET (bridge.proxy_server's arguments).
+_UPSTREAM_FLAGS = (
+    "upstream_era",
+    "upstream_retries",
+    "upstream_backoff_max",
+    "upstream_retry_for",
+    "max_upstream_sessions",
 )
 
 
@@ -236,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=flag.metavar,
             default=None,
             help=_help(flag),
+            nargs="?" if flag.const is not None else None,
+            const=flag.const,
         )
     serve.add_argument(
         "--middleware",
@@ -286,6 +353,11 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--transport unix needs --socket PATH (or MCP_RUNTIME_SOCKET)")
     if transport == "pipe" and not values["pipe_dir"]:
         raise UsageError("--transport pipe needs --pipe-dir DIR (or MCP_RUNTIME_PIPE_DIR)")
+    metrics = values["metrics"]
+    if metrics is not None and not metrics.startswith("/"):
+        raise UsageError(f"--metrics {metrics!r}: expected a path such as /metrics")
+    if values["metrics_token"] and metrics is None:
+        raise UsageError("--metrics-token needs --metrics (the endpoint is off without it)")
     return values
 
 
@@ -308,18 +380,44 @@ def _import_file(path: Path) -> Any:
 _PROXY_PREFIXES = ("http://", "https://", "ws://", "wss://", "tcp://", "unix:", "pipe:", "stdio:")
 
 
-def load_target(target: str) -> Server:
-    """Import TARGET and return its Server. Raises UsageError with a one-line reason."""
+def _proxy_options(upstream: Mapping[str, Any]) -> dict[str, Any]:
+    """``proxy_server`` arguments from the ``--upstream-*`` settings (None: not given)."""
+    from .client import Backoff
+
+    options: dict[str, Any] = {}
+    if upstream.get("upstream_era") is not None:
+        options["era"] = upstream["upstream_era"]
+    if upstream.get("max_upstream_sessions") is not None:
+        options["max_upstream_sessions"] = upstream["max_upstream_sessions"]
+    policy: dict[str, Any] = {}
+    if upstream.get("upstream_retries") is not None:
+        policy["max_attempts"] = upstream["upstream_retries"]
+    if upstream.get("upstream_backoff_max") is not None:
+        policy["cap"] = upstream["upstream_backoff_max"]
+    if upstream.get("upstream_retry_for") is not None:
+        policy["max_elapsed"] = upstream["upstream_retry_for"]
+    if policy:
+        options["backoff"] = Backoff(**policy)
+    return options
+
+
+def load_target(target: str, *, upstream: Mapping[str, Any] | None = None) -> Server:
+    """Import TARGET and return its Server. Raises UsageError with a one-line reason.
+    ``upstream``: the ``--upstream-*`` settings, for a remote TARGET only."""
     from ._server import Server
 
+    given = [name for name, value in (upstream or {}).items() if value is not None]
     if target.startswith(_PROXY_PREFIXES):
         # A remote server served through ours (docs/bridges.md): a URL, or stdio:COMMAND.
         from .bridge import proxy_server, proxy_target
 
         try:
-            return proxy_server(proxy_target(target))
+            return proxy_server(proxy_target(target), **_proxy_options(upstream or {}))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise UsageError(f"{flag} applies only to a remote TARGET (a URL or stdio:COMMAND)")
     spec, _, attr = target.partition(":")
     if not spec:
         raise UsageError(f"invalid TARGET {target!r}: expected path/file.py[:obj] or module[:obj]")
@@ -499,11 +597,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     transport = settings["transport"]
     _configure_logging(settings["log_level"], settings["log_format"])
     try:
+        upstream = {name: settings[name] for name in _UPSTREAM_FLAGS}
         if transport == "stdio":
             with _stdout_to_stderr():
-                server = load_target(args.target)
+                server = load_target(args.target, upstream=upstream)
         else:
-            server = load_target(args.target)
+            server = load_target(args.target, upstream=upstream)
         if args.middleware:
             from ._cli_tools import add_middleware_specs
 
@@ -621,6 +720,13 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
 
         base = server.http_limits or HttpLimits()
         options["http_limits"] = dataclasses.replace(base, **http_changes)
+    if settings["metrics"] is not None:
+        from .middleware import Metrics
+
+        options["metrics"] = Metrics()
+        options["metrics_path"] = settings["metrics"]
+        if settings["metrics_token"]:
+            options["metrics_token"] = settings["metrics_token"]
     return options
 
 

@@ -93,6 +93,14 @@ def add_commands(commands: Any) -> None:
     )
     dev.add_argument("--poll", action="store_true", help="poll for changes (no watchfiles)")
     dev.add_argument(
+        "--store",
+        metavar="URL",
+        default=os.environ.get("MCP_RUNTIME_STORE"),
+        help="redis://host:port/db: handshake-era HTTP sessions survive reloads (default: "
+        "memory, where a reload ends them and clients get 404 and initialize again); "
+        "env MCP_RUNTIME_STORE",
+    )
+    dev.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error", "critical"),
         type=str.lower,
@@ -134,6 +142,10 @@ def _dev(args: Any) -> int:
     from ._dev_stdio import run_stdio_dev
 
     options = {"watch": args.watch, "poll": args.poll, "log_level": args.log_level}
+    if args.store:
+        if args.transport == "stdio":
+            raise ValueError("--store applies to dev over HTTP (stdio sessions survive anyway)")
+        os.environ["MCP_RUNTIME_STORE"] = args.store  # each version's process reads it
     try:
         if args.transport == "stdio":
             trio.run(functools.partial(run_stdio_dev, args.target, **options))

@@ -76,12 +76,18 @@ def build_dispatcher(server: Server) -> Dispatcher:
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     build: Callable[[Server], Dispatcher] = load_handlers().build_dispatcher
     dispatcher = build(server)
-    if server.middleware_chain:
+    chain = list(server.middleware_chain)
+    if server.mounts:
+        from ._mount_chain import MountedChains, has_mounted_middleware
+
+        if has_mounted_middleware(server):  # the mounted servers' own, innermost
+            chain.append(MountedChains(server))
+    if chain:
         from .middleware import MiddlewareDispatcher
 
-        for middleware in server.middleware_chain:
+        for middleware in chain:
             middleware.bind(server)
-        dispatcher = MiddlewareDispatcher(dispatcher, server.middleware_chain)
+        dispatcher = MiddlewareDispatcher(dispatcher, chain)
     if logging.getLogger("mcp_runtime.requests").isEnabledFor(logging.DEBUG):
         dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
     return dispatcher
@@ -155,4 +161,5 @@ def transport_hooks(server: Server) -> Hooks:
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,
         shutdown_grace=server.limits.shutdown_grace,
+        on_refusal=server.dispatcher.on_refusal,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Final
 
@@ -23,6 +24,8 @@ from .protocol import META_CLIENT_INFO, META_LOG_LEVEL, RequestId
 __all__ = ["Context"]
 
 log = logging.getLogger("mcp_runtime.context")
+#: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
+_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 
 # RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
@@ -183,6 +186,17 @@ class Context:
         token = self._meta.get("progressToken")
         return token if isinstance(token, str | int) else None
 
+    @property
+    def _related(self) -> RequestId | None:
+        """The request this call's messages belong to on the wire: none for a handshake-era
+        task (its creating request was answered with CreateTaskResult, which ended that
+        request's stream; unrelated, Streamable HTTP sends them on the session's GET
+        stream: 2025-11-25 basic/utilities/tasks, "Task Progress Notifications": the
+        ``progressToken`` stays valid for the task's lifetime)."""
+        if self.task is not None and not self._request.modern:
+            return None
+        return self._request.id
+
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -204,7 +218,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._request.peer.notify("notifications/progress", params, related=self._request.id)
+        await self._request.peer.notify("notifications/progress", params, related=self._related)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through."""
@@ -224,7 +238,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._request.peer.notify("notifications/message", params, related=self._request.id)
+        await self._request.peer.notify("notifications/message", params, related=self._related)
 
     async def debug(self, data: Any) -> None:
         await self.log("debug", data)
@@ -272,6 +286,8 @@ class Context:
             answers = await self.task.inputs({name: {"method": method, "params": params}})
             return answers[name]  # checked by tasks/update
         if not request.modern:
+            if self.task is not None:
+                return await self._ask_as_task(method, params, timeout)
             return await request.peer.request(method, params, timeout=timeout, related=request.id)
         if request.method not in INPUT_METHODS or self._round is None:
             raise RuntimeError(f"{request.method} cannot ask the client for input (MRTR)")
@@ -297,6 +313,11 @@ class Context:
             )
         request = self._request
         if not request.modern:
+            if self.task is not None:
+                return {
+                    key: await self._ask_as_task(value["method"], value.get("params", {}), 300.0)
+                    for key, value in requests.items()
+                }
             return {
                 key: await request.peer.request(
                     value["method"], value.get("params", {}), timeout=300.0, related=request.id
@@ -316,6 +337,22 @@ class Context:
         return {
             key: check_response(key, value["method"], known[key]) for key, value in requests.items()
         }
+
+    async def _ask_as_task(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        """A handshake-era task asks the client: the request carries the task's id (MCP
+        2025-11-25 basic/utilities/tasks, "Associating Task-Related Messages": MUST) and the
+        task reads ``input_required`` until the answer comes ("Input Required Status")."""
+        task = self.task
+        assert task is not None
+        meta = dict(params.get("_meta") or {})
+        meta[_RELATED_TASK] = {"taskId": task.task_id}
+        # Not related to the creating request: its answer (CreateTaskResult) ends its
+        # stream, maybe before this is sent; unrelated, HTTP sends it on the session's GET
+        # stream ("clients SHOULD expect messages to be delivered on any SSE stream").
+        ask = functools.partial(
+            self._request.peer.request, method, {**params, "_meta": meta}, timeout=timeout
+        )
+        return await task.asking(ask)
 
     async def become_task(self) -> None:
         """Continue this ``tools/call`` as a task (tools registered with

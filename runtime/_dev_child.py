@@ -34,6 +34,17 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     except BaseException as exc:  # e.g. SystemExit raised by the file itself
         say(f"error: loading {target!r} failed: {type(exc).__name__}: {exc}")
         return 2
+    store = os.environ.get("MCP_RUNTIME_STORE")
+    if store:
+        # ``dev --store``: handshake-era sessions live in the shared store, so the next
+        # version serves them on (docs/dev-loop.md).
+        from .stores import open_store
+
+        try:
+            server.store = open_store(store)
+        except ValueError as exc:
+            say(f"error: --store: {exc}")
+            return 2
     name = sock.getsockname()
     shown = f"[{name[0]}]" if ":" in name[0] else name[0]
     say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,21 +31,35 @@ __all__ = ["CLIENTS", "config_path", "entry_for", "install"]
 CLIENTS: Final = ("claude-desktop", "cursor", "vscode", "json")
 
 
-def config_path(client: str) -> Path:
-    """The default config file of ``client`` on this platform."""
-    home = Path.home()
+def config_path(
+    client: str,
+    *,
+    platform: str | None = None,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Path:
+    """The default config file of ``client``: on this machine, or on the one ``platform``
+    (``sys.platform``: ``darwin``, ``win32``, ``linux``...), ``home``, ``environ`` (for
+    ``%APPDATA%``) and ``cwd`` (the VS Code workspace) describe."""
+    platform = sys.platform if platform is None else platform
+    home = Path.home() if home is None else home
+    environ = os.environ if environ is None else environ
     if client == "claude-desktop":
-        if sys.platform == "darwin":
+        if platform == "darwin":
             return (
                 home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
             )
-        if sys.platform == "win32":
-            return Path(os.environ.get("APPDATA", home)) / "Claude" / "claude_desktop_config.json"
+        if platform == "win32":
+            # %APPDATA% is the roaming profile folder; its usual place when it is unset.
+            appdata = environ.get("APPDATA")
+            roaming = Path(appdata) if appdata else home / "AppData" / "Roaming"
+            return roaming / "Claude" / "claude_desktop_config.json"
         return home / ".config" / "Claude" / "claude_desktop_config.json"
     if client == "cursor":
-        return home / ".cursor" / "mcp.json"
+        return home / ".cursor" / "mcp.json"  # %USERPROFILE%\.cursor on Windows
     if client == "vscode":
-        return Path.cwd() / ".vscode" / "mcp.json"
+        return (Path.cwd() if cwd is None else cwd) / ".vscode" / "mcp.json"
     raise ValueError(f"no config file for client {client!r}")
 
 

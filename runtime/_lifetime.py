@@ -79,19 +79,33 @@ class Lifetime:
         finally:
             self._shutdown_events.discard(event)
 
+    def hold(self) -> bool:
+        """Count one more serve inside one already running (True) without entering
+        anything; False when none runs (then use :meth:`running`). Pair with
+        :meth:`release`. Every connection of a transport nests like this: a plain count
+        instead of a context manager per connection (issue 22 item 4)."""
+        if self._serving == 0:
+            return False
+        self._serving += 1
+        return True
+
+    def release(self) -> None:
+        """End what :meth:`hold` counted."""
+        self._serving -= 1
+        if self._serving == 0 and self._all_served is not None:
+            self._all_served.set()
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Hold the server "serving" for the body: the first (outermost) entry enters the
         lifespan; nested or concurrent entries only count."""
-        self._serving += 1
-        if self._serving > 1:
+        if self.hold():
             try:
                 yield
             finally:
-                self._serving -= 1
-                if self._serving == 0 and self._all_served is not None:
-                    self._all_served.set()
+                self.release()
             return
+        self._serving += 1
         all_served = self._all_served = trio.Event()
         self._changes.reopen()
         try:

@@ -8,9 +8,13 @@ the child: a tool the child adds or removes later appears in or leaves the paren
 ``notify_resource_updated(uri)`` reaches the parent's subscribers of the namespaced URI.
 ``unmount`` removes the copies (list-changed again). Mounting while serving works the same.
 
-The child's lifespan is entered inside the parent's when the parent starts serving (mounted
-before that), so ``child.state`` holds what it yielded. Handlers of mounted features run as
-the parent's: the parent's middleware, limits and ``ctx.lifespan_state`` apply.
+The children's lifespans are held by :class:`MountLifespans`, each in a task of its own:
+entered before the parent's own when it starts serving, entered before the features appear
+for a child mounted while serving, exited at ``unmount`` (``child.state`` holds what it
+yielded meanwhile). Handlers of mounted features run as the parent's (its limits and
+``ctx.lifespan_state``); the child's own middleware runs for them too
+(``runtime._mount_chain``), and its completer completes its prompts and templates
+(:func:`complete_through_mounts`).
 """
 
 from __future__ import annotations
@@ -19,15 +23,24 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
+
+import trio
 
 from .features import Change, PromptDef, ResourceDef, TemplateDef, ToolDef, UriTemplate
 
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["Mount", "nested_lifespans", "prefixed_name", "prefixed_uri"]
+__all__ = [
+    "Mount",
+    "MountLifespans",
+    "complete_through_mounts",
+    "prefixed_name",
+    "prefixed_uri",
+    "unprefixed_uri",
+]
 
 log = logging.getLogger("mcp_runtime.mount")
 
@@ -48,6 +61,17 @@ def prefixed_uri(prefix: str, uri: str) -> str:
         return f"{scheme}://{prefix}/{rest}"
     scheme, sep, rest = uri.partition(":")
     return f"{scheme}:{prefix}/{rest}" if sep else f"{prefix}/{uri}"
+
+
+def unprefixed_uri(prefix: str, uri: str) -> str:
+    """The inverse of :func:`prefixed_uri` (``uri`` unchanged when it has no ``prefix``)."""
+    scheme, sep, rest = uri.partition("://")
+    if sep and rest.startswith(prefix + "/"):
+        return f"{scheme}://{rest[len(prefix) + 1 :]}"
+    scheme, sep, rest = uri.partition(":")
+    if sep and rest.startswith(prefix + "/"):
+        return f"{scheme}:{rest[len(prefix) + 1 :]}"
+    return uri[len(prefix) + 1 :] if uri.startswith(prefix + "/") else uri
 
 
 class Mount:
@@ -132,6 +156,15 @@ class Mount:
                 continue
             owned[key] = (item, copy)
 
+    def collisions(self) -> list[str]:
+        """The names and URIs of the child's features the parent already has."""
+        reg = self.parent.registry
+        taken: list[str] = []
+        for kind in self.owned:
+            existing = getattr(reg, kind)
+            taken += [key for key in self._desired(kind) if key in existing]
+        return taken
+
     def attach(self) -> None:
         try:
             for kind in self.owned:
@@ -160,20 +193,144 @@ class Mount:
             self.parent.registry.changes.resource_updated(prefixed_uri(self.prefix, key))
 
 
-@contextlib.asynccontextmanager
-async def nested_lifespans(
-    children: list[Server], own: contextlib.AbstractAsyncContextManager[Any] | None
-) -> AsyncIterator[Any]:
-    """Each mounted child's lifespan (its ``state`` set to what it yielded), then the
-    parent's own; exited in reverse order."""
-    async with contextlib.AsyncExitStack() as stack:
-        for child in children:
-            opened = child._open_lifespan()
-            if opened is not None:
-                child.state = await stack.enter_async_context(opened)
-        state = await stack.enter_async_context(own) if own is not None else None
+async def complete_through_mounts(
+    parent: Server, ref_type: str, ref: str, argument: str, value: str, context: dict[str, str]
+) -> Sequence[str] | None:
+    """``parent``'s completer (``Server.completer`` when it has mounts): a ref to a mounted
+    prompt or template goes to its server's completer with the server's own name or
+    template (None when it has none: the annotation's suggestions); any other ref to the
+    parent's own completer."""
+    kind = "prompts" if ref_type == "ref/prompt" else "templates"
+    for mount in parent.mounts.values():
+        owned = mount.owned[kind].get(ref)
+        if owned is None:
+            continue
+        item = owned[0]
+        own_ref = item.name if isinstance(item, PromptDef) else item.template.template
+        completer = mount.child.completer
+        if completer is None:
+            return None
+        return await completer(ref_type, own_ref, argument, value, context)
+    own = parent._completer
+    return None if own is None else await own(ref_type, ref, argument, value, context)
+
+
+class _Held:
+    """One child's lifespan held open by a task of its own (so that it is exited in the
+    task that entered it, as trio's scopes require, whenever it is released)."""
+
+    def __init__(self, child: Server) -> None:
+        self.child = child
+        self.release = trio.Event()
+        self.exited = trio.Event()
+
+    async def hold(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
-            yield state
+            opened = self.child._open_lifespan()
+            if opened is None:
+                task_status.started()
+                await self.release.wait()
+                return
+            async with opened as state:
+                self.child.state = state
+                task_status.started()
+                try:
+                    await self.release.wait()
+                finally:
+                    self.child.state = None
         finally:
-            for child in children:
-                child.state = None
+            self.exited.set()
+
+
+class MountLifespans:
+    """The lifespans of a server's mounted children while it serves.
+
+    Each child's lifespan runs in a task of this object's nursery: the children mounted
+    before serving are entered (in mount order) before the parent's own lifespan; a child
+    mounted while serving is entered before its features appear (``mount``), and one
+    unmounted while serving is exited then (``unmount``). When serving ends, what is still
+    mounted is exited in reverse mount order, each waited for in turn. A server that
+    started serving without mounts has no nursery here (it runs exactly as before): a child
+    mounted into it while serving is held in the server's task nursery, and exited with it
+    (cancelled) when serving ends, unless unmounted first.
+    """
+
+    def __init__(self, fallback: Callable[[], trio.Nursery | None]) -> None:
+        self._nursery: trio.Nursery | None = None
+        #: The server's task nursery while it serves: where a child mounted while serving
+        #: is held when the server started without mounts (and so without a nursery here).
+        self._fallback = fallback
+        self._held: dict[str, _Held] = {}
+
+    def _where(self) -> trio.Nursery | None:
+        return self._nursery if self._nursery is not None else self._fallback()
+
+    @property
+    def open(self) -> bool:
+        return self._where() is not None
+
+    async def enter(self, prefix: str, child: Server) -> None:
+        """Enter ``child``'s lifespan (under ``prefix``) now; its exceptions propagate."""
+        nursery = self._where()
+        assert nursery is not None
+        held = _Held(child)
+        await nursery.start(held.hold)
+        self._held[prefix] = held
+
+    def release(self, prefix: str) -> None:
+        """Exit the lifespan held under ``prefix`` (soon, in its own task)."""
+        held = self._held.pop(prefix, None)
+        if held is not None:
+            held.release.set()
+
+    @contextlib.asynccontextmanager
+    async def serving(
+        self, mounts: dict[str, Mount], own: contextlib.AbstractAsyncContextManager[Any] | None
+    ) -> AsyncIterator[Any]:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                try:
+                    for prefix, mount in list(mounts.items()):
+                        await self.enter(prefix, mount.child)
+                    if own is None:
+                        yield None
+                    else:
+                        async with own as state:
+                            yield state
+                finally:
+                    self._nursery = None
+                    for prefix in reversed(list(self._held)):
+                        held = self._held.pop(prefix)
+                        held.release.set()
+                        await held.exited.wait()
+        except BaseExceptionGroup as group:
+            # What the serve raised (a port in use, a crash) passes through as it was: the
+            # CLI reports it in one line (as Lifetime's task nursery does).
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    def mount_while_serving(self, parent: Server, prefix: str, mount: Mount) -> None:
+        """Enter the child's lifespan in a task, then add its features (list-changed)."""
+        nursery = self._where()
+        assert nursery is not None
+        nursery.start_soon(self._mount, parent, prefix, mount)
+
+    async def _mount(self, parent: Server, prefix: str, mount: Mount) -> None:
+        try:
+            await self.enter(prefix, mount.child)
+        except Exception:
+            log.exception("mount %s: the lifespan of %r failed: not mounted", prefix, mount.child)
+            if parent.mounts.get(prefix) is mount:
+                del parent.mounts[prefix]
+            return
+        if parent.mounts.get(prefix) is not mount:  # unmounted meanwhile
+            self.release(prefix)
+            return
+        try:
+            mount.attach()
+        except ValueError as exc:
+            log.error("mount %s: %s: not mounted", prefix, exc)
+            del parent.mounts[prefix]
+            self.release(prefix)

@@ -23,6 +23,7 @@ import trio
 from ._compose import build_dispatcher
 from ._context import LOG_LEVELS, Context
 from ._lifetime import Lifetime, ServerCrashed, run_with_signals
+from ._mount import Mount, MountLifespans, complete_through_mounts
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 from .transports import open_unix_listener as _open_unix_listener
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Sequence
 
-    from ._mount import Mount
     from .auth import AuthConfig
     from .middleware import Metrics, Middleware, RequestMiddleware
     from .stores import Store
@@ -76,7 +76,13 @@ def _holding_running(
 
     @functools.wraps(method)
     async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with self._lifetime.running():
+        lifetime = self._lifetime
+        if lifetime.hold():  # nested in a running serve (each connection): a count only
+            try:
+                return await method(self, *args, **kwargs)
+            finally:
+                lifetime.release()
+        async with lifetime.running():
             return await method(self, *args, **kwargs)
 
     return serve
@@ -178,6 +184,7 @@ class Server:
         self._dispatcher: Dispatcher | None = None
         #: Mounted servers by prefix (``mount``; docs/composition.md).
         self.mounts: dict[str, Mount] = {}
+        self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
         #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
         self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
@@ -198,9 +205,8 @@ class Server:
         own = None if self._lifespan is None else self._lifespan(self)
         if not self.mounts:
             return own
-        from ._mount import nested_lifespans
-
-        return nested_lifespans([m.child for m in self.mounts.values()], own)
+        # The mounted children's lifespans, and a place for those mounted while serving.
+        return self._mount_lifespans.serving(self.mounts, own)
 
     def _set_state(self, state: Any) -> None:
         self.state = state
@@ -426,14 +432,19 @@ class Server:
 
     @property
     def completer(self) -> Completer | None:
-        return self._completer
+        if not self.mounts:
+            return self._completer
+        # A mounted server's prompts and templates are completed by its own completer,
+        # under its own names (docs/composition.md).
+        return functools.partial(complete_through_mounts, self)
 
     def completion(self, fn: C) -> C:
         """Register the server's completer for ``completion/complete``:
         ``async def complete(ref_type, ref, argument, value, context) -> list[str]`` where
         ``ref_type`` is ``"ref/prompt"`` or ``"ref/resource"``, ``ref`` the prompt name or
-        template URI, and ``context`` the arguments already filled in. Without one,
-        ``Literal``/``Enum`` annotations are completed by prefix.
+        template URI, and ``context`` the arguments already filled in. Without one (or
+        when it returns None for a ref), ``Literal``/``Enum`` annotations are completed by
+        prefix.
         """
         self._completer = fn
         return fn
@@ -491,23 +502,54 @@ class Server:
     def mount(self, other: Server, prefix: str) -> None:
         """Serve ``other``'s tools and prompts as ``{prefix}_{name}`` and its resources as
         ``scheme://{prefix}/...``, kept in step with ``other`` (its later changes and
-        resource updates are forwarded); its lifespan runs inside this one's. Sends
-        list-changed while serving. ValueError for a prefix in use or a name collision.
+        resource updates are forwarded); its lifespan runs inside this one's (while serving:
+        entered before its features appear, exited at ``unmount``); its own middleware and
+        completer serve its features. Sends list-changed while serving. ValueError for a
+        prefix in use or a name collision; RuntimeError for a server with middleware mounted
+        while serving a dispatcher built without mounted middleware.
         """
-        from ._mount import Mount
-
         if other is self:
             raise ValueError("a server cannot mount itself")
         if prefix in self.mounts:
             raise ValueError(f"prefix {prefix!r} is already mounted")
         mount = Mount(self, other, prefix)
-        mount.attach()
+        self._keep_mounted_middleware(other)
+        if not self._mount_lifespans.open:
+            mount.attach()
+            self.mounts[prefix] = mount
+            return
+        taken = mount.collisions()
+        if taken:
+            raise ValueError(f"mount {prefix}: the parent already has {', '.join(taken)}")
+        # Serving: the child's lifespan is entered first, in a task of its own; its
+        # features appear (with list-changed) once it is.
         self.mounts[prefix] = mount
+        self._mount_lifespans.mount_while_serving(self, prefix, mount)
+
+    def _keep_mounted_middleware(self, other: Server) -> None:
+        """A dispatcher built before ``other`` (with middleware) was mounted lacks the chain
+        that runs it: rebuilt before serving; refused while serving (connections keep it)."""
+        dispatcher = self._dispatcher
+        if dispatcher is None:
+            return
+        from ._mount_chain import has_mounted_middleware, routes_mounts
+
+        if not (other.middleware_chain or has_mounted_middleware(other)):
+            return
+        if routes_mounts(dispatcher):
+            return
+        if self._lifetime.serving:
+            raise RuntimeError(
+                f"{other.name!r} has middleware: mount it before serving (or mount any "
+                "server with middleware before serving, so that mounted chains are run)"
+            )
+        self._dispatcher = None
 
     def unmount(self, prefix: str) -> Server:
         """Remove what ``mount(..., prefix)`` added (sends list-changed); returns the server."""
         mount = self.mounts.pop(prefix)
         mount.detach()
+        self._mount_lifespans.release(prefix)  # while serving: its lifespan exits
         return mount.child
 
     # -- middleware -------------------------------------------------------------------------
@@ -726,6 +768,7 @@ class Server:
         sock: Any = None,
         metrics: Metrics | None = None,
         metrics_path: str = "/metrics",
+        metrics_token: str | None = None,
         sockets: Sequence[socket.socket] | None = None,
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -746,7 +789,8 @@ class Server:
 
         ``metrics`` (``runtime.middleware.Metrics``): serve its Prometheus text at
         ``GET metrics_path`` (off by default); added to the middleware chain, first, when
-        it is not there yet.
+        it is not there yet. ``metrics_token``: GET ``metrics_path`` then needs
+        ``Authorization: Bearer <metrics_token>`` (else 401).
         """
         from ._shared import sharing
         from .stores import open_store
@@ -779,6 +823,7 @@ class Server:
                     sockets=sockets,
                     metrics=metrics.render if metrics is not None else None,
                     metrics_path=metrics_path,
+                    metrics_token=metrics_token,
                     shutdown=shutdown,
                     task_status=task_status,
                 )
@@ -855,6 +900,16 @@ class Server:
         stack = contextlib.ExitStack()
         shutdown = stack.enter_context(self._lifetime.shutdown_signal())
 
+        # One task watches shutdown for every connection (stop_accepting), and connections
+        # are served directly (this serve already holds the server running): an idle
+        # connection costs no watcher task and no context manager (issue 22 item 4).
+        live: set[Connection] = set()
+
+        def started(connection: Connection) -> None:
+            live.add(connection)
+            if shutdown.is_set():
+                connection.stop_reading()
+
         async def handle(stream: trio.SocketStream) -> None:
             channel = FramedChannel(
                 stream,
@@ -863,12 +918,17 @@ class Server:
                 read_timeout=limits.read_timeout,
                 idle_timeout=limits.idle_timeout,
             )
-            await self.serve_connection(
+            connection = Connection(
                 channel,
+                self.dispatcher,
+                limits=limits,
                 session=Session(transport),
                 connection_id=f"{transport}-{next(_stream_ids)}",
-                shutdown=shutdown,
             )
+            try:
+                await connection.serve(started=started)
+            finally:
+                live.discard(connection)
 
         from ._shared import sharing
         from .stores import open_store
@@ -882,6 +942,8 @@ class Server:
                     async def stop_accepting() -> None:
                         await shutdown.wait()
                         accept_scope.cancel()
+                        for connection in list(live):
+                            connection.stop_reading()
 
                     connections.start_soon(stop_accepting)
                     log.info("listening transport=%s address=%s", transport, address)

@@ -1,12 +1,14 @@
 """What a server shares with its other replicas while it serves over a shared store
 (``runtime.stores``; docs/deploy.md): list-changed and resource-updated events fanned out
 through the store's bus, the ``requestState`` sealing secret (2026-07-28 MRTR: state sealed
-on one replica opens on another), and 2026-07-28 tasks (SEP-2663): each replica writes its
-tasks' snapshots to the store (on every status change, and a lease renewed every
-``LEASE_RENEW`` seconds), answers ``tasks/get`` for another replica's task from the store,
-and sends ``tasks/update`` and ``tasks/cancel`` to the replica that runs it; a task whose
-lease ran out (its replica died) reads as ``failed``. Sessions and SSE events are shared by
-the HTTP transport itself (``serve_http(store=...)``).
+on one replica opens on another), and tasks of both protocols (2026-07-28 SEP-2663, and
+2025-11-25 tasks of a shared handshake session, owned by its session id): each replica
+writes its tasks' snapshots to the store (on every status change, and a lease renewed every
+``LEASE_RENEW`` seconds) and announces each change on ``TASKS_CHANNEL`` (for listens
+elsewhere); answers ``tasks/get``, ``tasks/list`` and ``tasks/result`` for another
+replica's task from the store, and sends ``tasks/update`` and ``tasks/cancel`` to the
+replica that runs it; a task whose lease ran out (its replica died) reads as ``failed``.
+Sessions and SSE events are shared by the HTTP transport itself (``serve_http(store=...)``).
 """
 
 from __future__ import annotations
@@ -14,14 +16,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
-from .features import TERMINAL, Broadcast, Change, StateSealer, TaskRecord, TaskTable
-from .protocol import INTERNAL_ERROR, JSONRPCError
+from .features import (
+    TASK_KEY,
+    TERMINAL,
+    Broadcast,
+    Change,
+    StateSealer,
+    TaskRecord,
+    TaskTable,
+    legacy_wire,
+)
+from .protocol import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError
 from .stores import Store, StoreUnavailable, TaskSnapshot
 
 if TYPE_CHECKING:
@@ -38,6 +50,16 @@ CHANGES_CHANNEL = "changes"
 #: Seconds between lease renewals of the tasks a replica runs; a lease lasts three of them.
 LEASE_RENEW = 2.0
 LEASE = 3 * LEASE_RENEW
+#: Task status changes are announced to the other replicas' listens on this channel.
+TASKS_CHANNEL = "task-changes"
+#: Other replicas' tasks whose last status a replica remembers (for its listens).
+LATEST_KEPT = 1024
+#: How long a tasks/cancel of another replica's task waits for that replica to confirm,
+#: and how often it looks (seconds).
+CANCEL_CONFIRM = 3.0
+CONFIRM_POLL = 0.05
+#: How often a 2025-11-25 tasks/result of another replica's task reads its status.
+RESULT_POLL = 0.2
 
 
 @contextlib.asynccontextmanager
@@ -59,7 +81,7 @@ async def sharing(server: Server, store: Store) -> AsyncIterator[None]:
                 )
         async with trio.open_nursery() as nursery:
             await _relay(server.registry.changes, store, nursery)
-            mirror = _TaskMirror(store, server.tasks)
+            mirror = _TaskMirror(store, server.tasks, server.registry.changes)
             await mirror.start(nursery)
             server.tasks.mirror = mirror
             try:
@@ -122,12 +144,17 @@ async def _relay(changes: Broadcast, store: Store, nursery: trio.Nursery) -> Non
 
 def _shareable(record: TaskRecord) -> bool:
     # 2026-07-28 tasks belong to a principal key (a string) or to nobody; a handshake-era
-    # task belongs to its session object, which other replicas do not share.
+    # task to its session's shared id (a string) when replicas share the session, else to
+    # the session object (stdio, or no shared store): then nobody else could reach it.
     return record.owner is None or isinstance(record.owner, str)
 
 
 def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
     return JSONRPCError(INTERNAL_ERROR, f"Task store unavailable: {exc}")
+
+
+def _unknown(task_id: str) -> JSONRPCError:
+    return JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
 
 
 class _RemoteTask:
@@ -143,31 +170,64 @@ class _RemoteTask:
         return self._snapshot.task.get("status")
 
     def wire(self, *, legacy: bool) -> dict[str, Any]:
-        return dict(self._snapshot.task)
+        return legacy_wire(self._snapshot.task) if legacy else dict(self._snapshot.task)
 
     async def update(self, responses: dict[str, Any]) -> None:
         await self._mirror.send(self._snapshot.replica, ["update", self.task_id, responses])
 
     async def request_cancel(self, message: str) -> None:
+        """Ask the running replica to cancel it, then wait (at most ``CANCEL_CONFIRM``
+        seconds) until its snapshot is terminal: 2025-11-25 tasks/cancel "MUST transition
+        the task to cancelled status before sending the response", so the caller answers
+        from a confirmed status (still not terminal here: not confirmed)."""
         await self._mirror.send(self._snapshot.replica, ["cancel", self.task_id, message])
+        with trio.move_on_after(CANCEL_CONFIRM):
+            while self.status not in TERMINAL:
+                await trio.sleep(CONFIRM_POLL)
+                await self._refresh()
+
+    async def finished(self) -> dict[str, Any]:
+        """Wait until the running replica reports a terminal status (polling the store;
+        a replica that died fails it when its lease runs out); the final task."""
+        while self.status not in TERMINAL:
+            await trio.sleep(RESULT_POLL)
+            await self._refresh()
+        return dict(self._snapshot.task)
+
+    async def _refresh(self) -> None:
+        try:
+            snap = await self._mirror.store.tasks.get(self.task_id)
+        except StoreUnavailable as exc:
+            raise _unavailable(exc) from None
+        if snap is None:
+            raise _unknown(self.task_id)  # expired meanwhile
+        self._snapshot = await self._mirror.settle(self.task_id, snap)
 
 
 class _TaskMirror:
     """``TaskTable.mirror`` over a shared store (see the module docstring)."""
 
-    def __init__(self, store: Store, table: TaskTable) -> None:
+    def __init__(self, store: Store, table: TaskTable, changes: Broadcast) -> None:
         self.store = store
         self.table = table
+        self.changes = changes
         self.replica = store.replica
         self._send, self._receive = trio.open_memory_channel[str](RELAY_QUEUE)
+        #: The last DetailedTask heard of other replicas' tasks (for listens here).
+        self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     async def start(self, nursery: trio.Nursery) -> None:
-        try:
-            await self.store.bus.subscribe("task:" + self.replica, self._deliver)
-        except StoreUnavailable as exc:
-            log.warning("tasks: not receiving other replicas' updates yet: %s", exc)
+        for channel, deliver in (
+            ("task:" + self.replica, self._deliver),
+            (TASKS_CHANNEL, self._heard),
+        ):
+            try:
+                await self.store.bus.subscribe(channel, deliver)
+            except StoreUnavailable as exc:
+                log.warning("tasks: not receiving other replicas' %s yet: %s", channel, exc)
         nursery.start_soon(self._write)
         nursery.start_soon(self._renew)
+        nursery.start_soon(self._rechecking)
 
     def snapshot(self, record: TaskRecord) -> tuple[str, TaskSnapshot, float]:
         owner = record.owner if isinstance(record.owner, str) else None
@@ -199,6 +259,25 @@ class _TaskMirror:
             record.set_status("failed", "task store unavailable")
             raise _unavailable(exc) from None
 
+    async def settle(self, task_id: str, snap: TaskSnapshot) -> TaskSnapshot:
+        """``snap``, or, when its replica stopped renewing its lease (it died, or lost the
+        store for ``LEASE`` seconds) before the task ended, the task failed with a status
+        saying so (written back, so every replica reads the same)."""
+        if snap.task.get("status") in TERMINAL or time.time() <= snap.lease_until:
+            return snap
+        message = "the replica running this task stopped (its lease expired)"
+        task = {k: v for k, v in snap.task.items() if k not in ("inputRequests", "result")}
+        task.update(
+            status="failed",
+            statusMessage=message,
+            error={"code": INTERNAL_ERROR, "message": message},
+        )
+        snap = TaskSnapshot(task=task, owner=snap.owner, replica=snap.replica, lease_until=0)
+        ttl = (snap.task.get("ttlMs") or self.table.default_ttl_ms) / 1000
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.tasks.put(task_id, snap, ttl)
+        return snap
+
     async def find(self, task_id: str, owner: object | None) -> _RemoteTask | None:
         if owner is not None and not isinstance(owner, str):
             return None
@@ -208,20 +287,29 @@ class _TaskMirror:
             raise _unavailable(exc) from None
         if snap is None or snap.owner != owner or snap.replica == self.replica:
             return None
-        if snap.task.get("status") not in TERMINAL and time.time() > snap.lease_until:
-            # Its replica stopped renewing: it died (or lost Redis for LEASE seconds).
-            message = "the replica running this task stopped (its lease expired)"
-            task = {k: v for k, v in snap.task.items() if k not in ("inputRequests", "result")}
-            task.update(
-                status="failed",
-                statusMessage=message,
-                error={"code": INTERNAL_ERROR, "message": message},
-            )
-            snap = TaskSnapshot(task=task, owner=snap.owner, replica=snap.replica, lease_until=0)
-            ttl = (snap.task.get("ttlMs") or self.table.default_ttl_ms) / 1000
-            with contextlib.suppress(StoreUnavailable):
-                await self.store.tasks.put(task_id, snap, ttl)
+        snap = await self.settle(task_id, snap)
+        self._remember(task_id, snap.task)
         return _RemoteTask(self, task_id, snap)
+
+    async def owned_by(self, owner: str) -> list[dict[str, Any]]:
+        try:
+            found = await self.store.tasks.owned(owner)
+        except StoreUnavailable as exc:
+            raise _unavailable(exc) from None
+        return [
+            (await self.settle(task_id, snap)).task
+            for task_id, snap in found
+            if snap.replica != self.replica or self.table.peek(task_id) is None
+        ]
+
+    def latest(self, task_id: str) -> dict[str, Any] | None:
+        return self._latest.get(task_id)
+
+    def _remember(self, task_id: str, task: dict[str, Any]) -> None:
+        self._latest[task_id] = task
+        self._latest.move_to_end(task_id)
+        while len(self._latest) > LATEST_KEPT:
+            self._latest.popitem(last=False)
 
     async def send(self, replica: str, command: list[Any]) -> None:
         try:
@@ -244,15 +332,56 @@ class _TaskMirror:
             record.scope.cancel()
             record.set_status("cancelled", str(arg))
 
+    def _heard(self, data: bytes) -> None:
+        """Another replica's task changed: listens here watching it announce it
+        (``notifications/tasks``, SEP-2663) from the task it sent."""
+        try:
+            origin, task_id, task = msgspec.json.decode(data, type=tuple[str, str, dict[str, Any]])
+        except (msgspec.DecodeError, ValueError):
+            return
+        if origin == self.replica:
+            return
+        self._remember(task_id, task)
+        self.changes.deliver(("task", task_id))
+
     async def _write(self) -> None:
         async for task_id in self._receive:
             record = self.table.peek(task_id)
             if record is None:
                 continue
+            task_id, snap, ttl = self.snapshot(record)
             try:
-                await self.store.tasks.put(*self.snapshot(record))
+                await self.store.tasks.put(task_id, snap, ttl)
+                # After the write: a replica that reads the store on hearing it reads this.
+                await self.store.bus.publish(
+                    TASKS_CHANNEL, msgspec.json.encode([self.replica, task_id, snap.task])
+                )
             except StoreUnavailable as exc:
                 log.warning("task snapshot not written task=%s: %s", task_id, exc)
+
+    async def _recheck(self) -> None:
+        """Other replicas' tasks a listen here watches, read again from the store: a
+        change whose bus message was lost (at-most-once) is announced now, and a task whose
+        replica died is announced failed once its lease ran out (``settle``)."""
+        for task_id, task in list(self._latest.items()):
+            if task.get("status") in TERMINAL or not self.changes.watched(TASK_KEY + task_id):
+                continue
+            try:
+                snap = await self.store.tasks.get(task_id)
+            except StoreUnavailable:
+                return
+            if snap is None or snap.replica == self.replica:
+                continue
+            snap = await self.settle(task_id, snap)
+            if snap.task != self._latest.get(task_id):
+                self._remember(task_id, snap.task)
+                self.changes.deliver(("task", task_id))
+
+    async def _rechecking(self) -> None:
+        # Apart from _renew: a slow store here must not delay this replica's leases.
+        while True:
+            await trio.sleep(LEASE_RENEW)
+            await self._recheck()
 
     async def _renew(self) -> None:
         while True:

@@ -13,8 +13,19 @@ Forwarded faithfully:
 - progress: a downstream ``progressToken`` gets the remote's ``notifications/progress``;
 - cancellation: a downstream cancellation (or timeout) cancels the forwarded request, which
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
-- server-to-client requests (sampling, elicitation, roots) the remote sends while one of our
-  handshake-era requests is being forwarded go to that request's client, and its answer back.
+- server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
+  session's upstream session go to that session's client (related to its newest request being
+  forwarded, if any), and its answer back;
+- subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
+  ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
+- tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
+
+Each downstream handshake-era session (an HTTP session, a stdio/TCP/WebSocket connection)
+gets an upstream client of its own (:class:`UpstreamSession`), opened by its ``initialize``
+and closed when the session ends, so what the remote keeps per session (log level,
+subscriptions, roots, tasks, who answers its elicitations) is never shared between our
+clients; at most ``max_upstream_sessions`` at once. Stateless 2026-07-28 requests share one
+client, opened when serving starts.
 
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
 starts, so the server's own middleware (and ``--middleware``) sees every forwarded request.
@@ -24,22 +35,39 @@ See ``docs/bridges.md``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from ._lifetime import ServerCrashed
-from .client import Backoff, Client, ClientError, PeerError, open_client
+from .client import (
+    Backoff,
+    Client,
+    ClientError,
+    Notification,
+    PeerError,
+    TransportLost,
+    open_client,
+)
 from .middleware import Middleware, Next, Request
-from .protocol import JSONRPCError
+from .protocol import JSONRPCError, overloaded
 
 if TYPE_CHECKING:
     from ._server import Server
+    from .core import Peer
 
-__all__ = ["FORWARDED_METHODS", "Forward", "proxy_server", "proxy_target"]
+__all__ = [
+    "DEFAULT_MAX_UPSTREAM_SESSIONS",
+    "FORWARDED_METHODS",
+    "Forward",
+    "UpstreamSession",
+    "proxy_server",
+    "proxy_target",
+]
 
 #: The requests answered by the remote (2025-11-25 server/tools, server/resources,
 #: server/prompts, server/utilities/completion; the same methods in 2026-07-28).
@@ -53,11 +81,46 @@ FORWARDED_METHODS: Final = frozenset(
         "prompts/list",
         "prompts/get",
         "completion/complete",
+        # Tasks (2025-11-25 basic/utilities/tasks; the 2026-07-28 tasks extension): a task
+        # lives on the remote, so its id is only meaningful on the same upstream session.
+        "tasks/get",
+        "tasks/result",
+        "tasks/cancel",
+        "tasks/list",
+        "tasks/update",
     }
 )
 
-#: The remote's capabilities we serve (subscriptions and list-changed are not forwarded).
-_FEATURES: Final = ("tools", "resources", "prompts", "completions")
+#: The remote's capabilities we serve as it declares them (``subscribe``, ``listChanged``:
+#: forwarded per downstream session; ``tasks``: the 2025-11-25 tasks capability).
+_FEATURES: Final = ("tools", "resources", "prompts", "completions", "logging", "tasks")
+
+#: The remote's notifications passed on to the downstream session they were sent to.
+RELAYED_NOTIFICATIONS: Final = frozenset(
+    {
+        "notifications/message",
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/updated",
+        "notifications/tasks/status",
+        "notifications/tasks",
+    }
+)
+
+#: Upstream sessions held at once (one per downstream handshake-era session).
+DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
+
+#: A relayed notification waits in a session's queue at most this many deep: past it the
+#: newest are dropped (logged), so a downstream client that stops reading cannot make the
+#: proxy buffer without bound.
+RELAY_QUEUE: Final = 256
+
+_SESSION_KEY: Final = "mcp.bridge.upstream"
+_META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+_TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+log = logging.getLogger("mcp_runtime.bridge")
 
 _PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
 _META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
@@ -124,33 +187,403 @@ def _per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
     return result
 
 
-class Forward(Middleware):
-    """Answers :data:`FORWARDED_METHODS` from the remote ``client`` (set while serving)."""
+Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 
-    def __init__(self) -> None:
+
+class UpstreamSession:
+    """The upstream client of one downstream handshake-era session: its own session with the
+    remote, the remote's notifications relayed to that session only, the remote's requests
+    asked of that session's client."""
+
+    def __init__(self, peer: Peer, capabilities: Mapping[str, Any]) -> None:
+        self.peer = peer
+        #: What the downstream client declared: the upstream client declares the same
+        #: sampling/elicitation/roots, so the remote asks only what can be answered.
+        self.capabilities = dict(capabilities)
         self.client: Client | None = None
-        #: Requests being forwarded now, oldest first: where the remote's server-to-client
-        #: requests go (the newest handshake-era one that can carry them).
+        self.ready = trio.Event()
+        self.failure: str | None = None
+        #: Requests of this session being forwarded now, oldest first.
         self.in_flight: list[Request] = []
+        #: 2026-07-28 remote: one ``listen`` per subscribed URI (resources/subscribe).
+        self.listens: dict[str, trio.CancelScope] = {}
+        self._nursery: trio.Nursery | None = None
+        self._scope = trio.CancelScope()
+        self._probing = False
+        self._send, self._receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
+
+    def handler(self, method: str) -> Any:
+        async def ask(params: dict[str, Any]) -> Any:
+            # The newest request of this session being forwarded is the one the remote is
+            # working on (2025-11-25 basic/transports: related requests); else unrelated.
+            related = self.in_flight[-1].id if self.in_flight else None
+            try:
+                return await self.peer.request(
+                    method, params, timeout=SERVER_REQUEST_TIMEOUT, related=related
+                )
+            except JSONRPCError as exc:
+                raise PeerError(exc.code, exc.message, exc.data) from None
+
+        return ask
+
+    def on_notification(self, note: Notification) -> None:
+        """From the client (synchronously): queue what the downstream session should see."""
+        client = self.client
+        if note.method not in RELAYED_NOTIFICATIONS:
+            return
+        # A 2026-07-28 remote's list changes and updates arrive on listens (relayed there);
+        # only its log messages come here.
+        if client is not None and client.era == "modern" and note.method != "notifications/message":
+            return
+        try:
+            self._send.send_nowait(note)
+        except trio.WouldBlock:
+            log.warning("downstream session not reading: dropped %s", note.method)
+
+    async def run(
+        self, connect: Connect, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Open the upstream client and hold it until cancelled (the downstream session
+        ended); ``ready`` is set once it is open or could not be."""
+        caps = self.capabilities
+        try:
+            with self._scope:
+                await self._run(connect, caps)
+        except (ClientError, BaseExceptionGroup) as exc:
+            reason = _client_error(exc)
+            if reason is None:
+                raise
+            # The remote is gone for this session; the downstream session lives on.
+            log.warning("an upstream session ended: %s", reason)
+        finally:
+            self.client = None
+            self.ready.set()
+
+    async def _run(self, connect: Connect, caps: Mapping[str, Any]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(
+                    connect(
+                        sampling=self.handler("sampling/createMessage")
+                        if "sampling" in caps
+                        else None,
+                        elicitation=self.handler("elicitation/create")
+                        if "elicitation" in caps
+                        else None,
+                        roots=self.handler("roots/list") if "roots" in caps else None,
+                        on_notification=self.on_notification,
+                    )
+                )
+            except (ClientError, BaseExceptionGroup) as exc:
+                reason = _client_error(exc)
+                if reason is None:
+                    raise
+                self.failure = f"cannot reach the remote MCP server: {reason}"
+                return
+            self.client = client
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if client.era == "modern":
+                    nursery.start_soon(self._listen_lists, client)
+                self.ready.set()
+                async for note in self._receive:
+                    await self.peer.notify(note.method, _without_subscription(note.params))
+
+    def lost(self) -> None:
+        """A forwarded request found the link lost: if the client gave up reconnecting
+        (its backoff policy ran out), end this upstream session, so that the downstream
+        session's next request opens a new one; if it is reconnecting, nothing to do."""
+        client, nursery = self.client, self._nursery
+        if client is None or nursery is None or self._probing:
+            return
+        self._probing = True
+
+        async def probe() -> None:
+            try:
+                await client.ping()  # waits while reconnecting; fails at once when dead
+            except TransportLost:
+                log.warning("the upstream session is lost for good: a new one opens on demand")
+                self._scope.cancel()
+            except ClientError:
+                pass
+            finally:
+                self._probing = False
+
+        nursery.start_soon(probe)
+
+    async def _listen_lists(self, client: Client) -> None:
+        """A 2026-07-28 remote sends list changes only on a listen: hold one for the kinds
+        it declares, relayed to the session as handshake-era notifications."""
+        caps = client.description.capabilities if client.description else {}
+        kinds = {k: bool((caps.get(k) or {}).get("listChanged")) for k in _LIST_KINDS}
+        if not any(kinds.values()):
+            return
+        await _relay_listen(client, self._send, kinds)
+
+    def subscribe(self, client: Client, uri: str) -> Any:
+        if client.era != "modern":
+            return client.subscribe(uri)
+        return self._listen_uri(client, uri)
+
+    async def _listen_uri(self, client: Client, uri: str) -> None:
+        if uri in self.listens or self._nursery is None:
+            return
+        scope = trio.CancelScope()
+        self.listens[uri] = scope
+
+        async def hold(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            with scope:
+                await _relay_listen(
+                    client, self._send, {"resource_uris": [uri]}, task_status=task_status
+                )
+
+        await self._nursery.start(hold)  # subscribed once the remote acknowledged
+
+    async def unsubscribe(self, client: Client, uri: str) -> None:
+        if client.era != "modern":
+            await client.unsubscribe(uri)
+            return
+        scope = self.listens.pop(uri, None)
+        if scope is not None:
+            scope.cancel()
+
+
+_LIST_KINDS: Final = ("tools", "prompts", "resources")
+
+
+async def _relay_listen(
+    client: Client,
+    send: trio.MemorySendChannel[Notification],
+    filter_: dict[str, Any],
+    *,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Hold ``client.listen(**filter_)`` and pass its notifications to ``send``. Started
+    (``nursery.start``) once the remote is listening: a 2026-07-28 remote's acknowledgment
+    (its honored filter is the started value), at once for a handshake-era remote (whose
+    subscriptions are made before the listen yields). So nothing the remote publishes after
+    we acknowledge our own client is missed (basic/patterns/subscriptions)."""
+    async with client.listen(**filter_) as notes:
+        started = False
+        if client.era != "modern":
+            task_status.started(None)
+            started = True
+        async for note in notes:
+            if note.method == "notifications/subscriptions/acknowledged":
+                if not started:
+                    honored = note.params.get("notifications")
+                    task_status.started(honored if isinstance(honored, dict) else None)
+                    started = True
+                continue
+            try:
+                send.send_nowait(note)
+            except trio.WouldBlock:
+                log.warning("downstream not reading: dropped %s", note.method)
+        if not started:
+            task_status.started(None)
+
+
+def _without_subscription(params: dict[str, Any]) -> dict[str, Any]:
+    """The remote's ``_meta`` subscription id belongs to the upstream listen (per hop)."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and _META_SUBSCRIPTION_ID in meta:
+        meta = {k: v for k, v in meta.items() if k != _META_SUBSCRIPTION_ID}
+        params = {k: v for k, v in params.items() if k != "_meta"}
+        if meta:
+            params["_meta"] = meta
+    return params
+
+
+class Forward(Middleware):
+    """Answers :data:`FORWARDED_METHODS` (and subscriptions, log levels) from the remote:
+    through the downstream session's :class:`UpstreamSession`, or ``client`` (the shared
+    one, set while serving) for 2026-07-28 requests."""
+
+    def __init__(self, max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS) -> None:
+        self.client: Client | None = None
+        self.connect: Connect | None = None
+        self.max_upstream_sessions = max_upstream_sessions
+        #: The upstream sessions open now (one per downstream handshake-era session).
+        self.sessions: set[UpstreamSession] = set()
+        #: Modern requests being forwarded through the shared client, oldest first.
+        self.in_flight: list[Request] = []
+
+    async def _session(self, request: Request) -> UpstreamSession:
+        """The downstream session's upstream session, opened on first use (its
+        ``initialize``, or the first request of a session we did not see initialize)."""
+        state = request.session.state
+        upstream = state.get(_SESSION_KEY)
+        if not isinstance(upstream, UpstreamSession):
+            connect = self.connect
+            if connect is None:
+                raise RuntimeError("the proxy is not serving")
+            if len(self.sessions) >= self.max_upstream_sessions:
+                raise overloaded(
+                    f"the proxy holds {len(self.sessions)} upstream sessions "
+                    "(max_upstream_sessions)",
+                    limit="max_upstream_sessions",
+                    max=self.max_upstream_sessions,
+                )
+            caps = request.session.client_capabilities
+            if request.method == "initialize":
+                asked = request.params.get("capabilities")
+                caps = asked if isinstance(asked, dict) else {}
+            upstream = UpstreamSession(request.context.peer, caps)
+            state[_SESSION_KEY] = upstream
+            self.sessions.add(upstream)
+
+            async def hold() -> None:
+                try:
+                    await upstream.run(connect)
+                finally:
+                    self.sessions.discard(upstream)
+                    state.pop(_SESSION_KEY, None)
+
+            try:
+                request.context.peer.start_soon(hold, name="bridge upstream session")
+            except RuntimeError:
+                self.sessions.discard(upstream)
+                state.pop(_SESSION_KEY, None)
+                raise
+        await upstream.ready.wait()
+        if upstream.client is None:
+            raise JSONRPCError(-32603, upstream.failure or "the upstream session ended")
+        return upstream
+
+    async def on_notification(self, request: Request, call_next: Next) -> None:
+        await call_next()
+        if request.method == "notifications/roots/list_changed" and request.era == "handshake":
+            upstream = request.session.state.get(_SESSION_KEY)
+            if isinstance(upstream, UpstreamSession) and upstream.client is not None:
+                with contextlib.suppress(ClientError):
+                    await upstream.client.notify("notifications/roots/list_changed")
 
     async def on_request(self, request: Request, call_next: Next) -> Any:
         method = request.method
-        if method in ("initialize", "server/discover"):
-            return self._describe(await call_next())
-        if method not in FORWARDED_METHODS:
+        handshake = request.era == "handshake"
+        if method == "initialize":
+            opened = await self._session(request)
+            return self._describe(await call_next(), opened.client, modern=False)
+        if method == "server/discover":
+            return self._describe(await call_next(), self.client, modern=True)
+        if method == "subscriptions/listen" and not handshake:
+            return await self._listen(request)
+        if method not in FORWARDED_METHODS and method not in _SESSION_METHODS:
             return await call_next()
+        upstream: UpstreamSession | None = None
+        if handshake:
+            upstream = await self._session(request)
+            client = upstream.client
+            assert client is not None
+            in_flight = upstream.in_flight
+        else:
+            client = self.client
+            if client is None:
+                raise RuntimeError("the proxy is not connected to its remote server")
+            in_flight = self.in_flight
+        try:
+            if method in _SESSION_METHODS:
+                return await self._session_method(request, call_next, client, upstream)
+            params = _strip_meta(dict(request.params))
+            token = request.meta.get("progressToken")
+            in_flight.append(request)
+            try:
+                if not isinstance(token, str | int):
+                    return await self._forward(client, method, params, request, None)
+                return await self._forward_with_progress(client, method, params, request, token)
+            finally:
+                in_flight.remove(request)
+        except TransportLost as exc:
+            if upstream is not None:
+                upstream.lost()
+            raise JSONRPCError(
+                -32603,
+                f"the remote MCP server is unreachable: {exc}",
+                {"attempts": exc.attempts},
+            ) from None
+        except PeerError:
+            raise
+        except ClientError as exc:
+            raise JSONRPCError(-32603, f"the remote MCP server: {exc}") from None
+
+    async def _session_method(
+        self, request: Request, call_next: Next, client: Client, upstream: UpstreamSession | None
+    ) -> Any:
+        """``logging/setLevel``, ``resources/subscribe``/``unsubscribe`` (handshake era):
+        state of the downstream session, so set on its upstream session (where the client
+        keeps it across reconnections)."""
+        method = request.method
+        try:
+            if method == "logging/setLevel":
+                result = await call_next()  # ours validates the level and records it
+                await client.set_logging_level(str(request.params.get("level")))
+                return result
+            uri = str(request.params.get("uri"))
+            assert upstream is not None  # handshake era only (_SESSION_METHODS)
+            if method == "resources/subscribe":
+                await upstream.subscribe(client, uri)
+            else:
+                await upstream.unsubscribe(client, uri)
+            return {}
+        except PeerError as exc:
+            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+
+    async def _listen(self, request: Request) -> Any:
+        """2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions): one listen on
+        the shared client for each of ours, its notifications carrying our request's id."""
         client = self.client
         if client is None:
             raise RuntimeError("the proxy is not connected to its remote server")
-        params = _strip_meta(dict(request.params))
-        token = request.meta.get("progressToken")
-        self.in_flight.append(request)
-        try:
-            if not isinstance(token, str | int):
-                return await self._forward(client, method, params, request, None)
-            return await self._forward_with_progress(client, method, params, request, token)
-        finally:
-            self.in_flight.remove(request)
+        wanted = request.params.get("notifications")
+        wanted = wanted if isinstance(wanted, dict) else {}
+        caps = client.description.capabilities if client.description else {}
+        honored: dict[str, Any] = {}
+        filter_: dict[str, Any] = {}
+        for kind in _LIST_KINDS:
+            field = f"{kind}ListChanged"
+            if wanted.get(field) and (caps.get(kind) or {}).get("listChanged"):
+                honored[field] = True
+                filter_[kind] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and (caps.get("resources") or {}).get("subscribe"):
+            honored["resourceSubscriptions"] = [str(u) for u in uris]
+            filter_["resource_uris"] = honored["resourceSubscriptions"]
+        task_ids = wanted.get("taskIds")
+        if isinstance(task_ids, list):
+            honored["taskIds"] = [str(t) for t in task_ids]
+            filter_["task_ids"] = honored["taskIds"]
+        meta = {_META_SUBSCRIPTION_ID: request.id}
+        peer = request.context.peer
+
+        async def acknowledge(notifications: dict[str, Any]) -> None:
+            await peer.notify(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": meta, "notifications": notifications},
+                related=request.id,
+            )
+
+        if not filter_:
+            await acknowledge(honored)
+            await trio.sleep_forever()
+        send, receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
+        async with trio.open_nursery() as nursery:
+
+            async def listen(*, task_status: trio.TaskStatus[Any]) -> None:
+                try:
+                    await _relay_listen(client, send, filter_, task_status=task_status)
+                finally:
+                    send.close()
+
+            # Acknowledged once the remote listens, with what it honored (a 2026-07-28
+            # remote's acknowledgment; else what its capabilities promise).
+            upstream_honored = await nursery.start(listen)
+            await acknowledge(upstream_honored if upstream_honored is not None else honored)
+            async for note in receive:
+                params = _without_subscription(note.params)
+                params["_meta"] = {**(params.get("_meta") or {}), **meta}
+                await peer.notify(note.method, params, related=request.id)
+        # The remote ended its listen: so do we ("Graceful Closure").
+        return {"_meta": dict(meta)}
 
     async def _forward(
         self,
@@ -166,7 +599,12 @@ class Forward(Middleware):
                 result = await client.request(method, params, timeout=None, progress=progress)
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
-            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            kind = result.get("resultType") if isinstance(result, dict) else None
+            if kind == "task" and request.era == "modern":
+                # 2026-07-28 tasks extension: the remote made a task; its id is the
+                # remote's, polled through us with tasks/get (forwarded).
+                return _per_hop_removed(result, keep_result_type=True)
+            if kind != "input_required":
                 return _per_hop_removed(result)
             if request.era == "modern":
                 # 2026-07-28 basic/patterns/mrtr: our client answers the round and retries
@@ -214,9 +652,9 @@ class Forward(Middleware):
             finally:
                 send.close()
 
-    def _describe(self, result: Any) -> Any:
-        """Our ``initialize``/``server/discover`` result, with the remote's features."""
-        client = self.client
+    def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
+        """Our ``initialize``/``server/discover`` result, with the remote's features as it
+        declares them (so ``subscribe``, ``listChanged`` and tasks only where it has them)."""
         if client is None or client.description is None or not isinstance(result, dict):
             return result
         remote = client.description
@@ -224,26 +662,38 @@ class Forward(Middleware):
         for feature in _FEATURES:
             caps.pop(feature, None)
             if feature in remote.capabilities:
-                caps[feature] = {}
+                caps[feature] = remote.capabilities[feature]
+        # Tasks are forwarded, not translated between the two task protocols: declared only
+        # when the remote speaks the one of our client's era.
+        same_era = client.era == ("modern" if modern else "handshake")
+        if not same_era:
+            caps.pop("tasks", None)
+        extensions = remote.capabilities.get("extensions")
+        if same_era and modern and isinstance(extensions, dict) and _TASKS_EXTENSION in extensions:
+            caps["extensions"] = {**(caps.get("extensions") or {}), _TASKS_EXTENSION: {}}
         result["capabilities"] = caps
         if remote.instructions and "instructions" not in result:
             result["instructions"] = remote.instructions
         return result
 
     def handler(self, method: str) -> Any:
-        """The client's handler for the remote's ``method`` requests."""
+        """The shared client's handler for the remote's ``method`` requests."""
 
         async def forward(params: dict[str, Any]) -> Any:
-            for request in reversed(self.in_flight):
-                if request.era == "handshake":
-                    return await _ask(request, method, params)
-            # A 2026-07-28 client can only be asked in an input round of its own request,
-            # and the remote's request waits for an answer now: not bridged (docs/bridges.md).
+            # Only 2026-07-28 requests use the shared client: such a client can only be
+            # asked in an input round of its own request, and the remote's request waits
+            # for an answer now: not bridged (docs/bridges.md).
             raise PeerError(
                 -32601, f"Method not found: {method} (no handshake-era client request to ask)"
             )
 
         return forward
+
+
+#: Per-session requests the proxy answers itself after setting them on the upstream session.
+_SESSION_METHODS: Final = frozenset(
+    {"logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
 
 
 def proxy_server(
@@ -255,13 +705,29 @@ def proxy_server(
     headers: Mapping[str, str] | None = None,
     bearer_token: str | None = None,
     backoff: Backoff | None = None,
+    max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
 ) -> Server:
     """A :class:`runtime.Server` serving the MCP server at ``target`` (any target
-    :func:`runtime.client.open_client` takes). The remote is connected when serving starts
-    (its lifespan) and closed when serving ends."""
+    :func:`runtime.client.open_client` takes). A shared client is connected when serving
+    starts (its lifespan; it answers 2026-07-28 requests) and closed when serving ends; each
+    downstream handshake-era session gets its own (at most ``max_upstream_sessions``)."""
     from ._server import Server
 
-    forward = Forward()
+    if max_upstream_sessions < 1:
+        raise ValueError("max_upstream_sessions must be at least 1")
+    forward = Forward(max_upstream_sessions)
+
+    def connect(**handlers: Any) -> contextlib.AbstractAsyncContextManager[Client]:
+        return open_client(
+            target,
+            era=era,  # type: ignore[arg-type]
+            framing=framing,
+            headers=headers,
+            bearer_token=bearer_token,
+            backoff=backoff,
+            timeout=None,
+            **handlers,
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Server) -> AsyncIterator[None]:
@@ -272,14 +738,7 @@ def proxy_server(
         async with contextlib.AsyncExitStack() as stack:
             try:
                 client = await stack.enter_async_context(
-                    open_client(
-                        target,
-                        era=era,  # type: ignore[arg-type]
-                        framing=framing,
-                        headers=headers,
-                        bearer_token=bearer_token,
-                        backoff=backoff,
-                        timeout=None,
+                    connect(
                         sampling=forward.handler("sampling/createMessage"),
                         elicitation=forward.handler("elicitation/create"),
                         roots=forward.handler("roots/list"),
@@ -292,10 +751,12 @@ def proxy_server(
                     raise
                 raise ServerCrashed(f"cannot reach the remote MCP server: {reason}") from None
             forward.client = client
+            forward.connect = connect
             try:
                 yield None
             finally:
                 forward.client = None
+                forward.connect = None
 
     app = Server(name, lifespan=lifespan)
     app.add_middleware(forward)

@@ -38,7 +38,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from ._version import __version__
 from .core import Peer, RequestContext
 from .middleware import Middleware, Next, Request, SessionCounter
-from .protocol import SERVER_OVERLOADED, JSONRPCError, RequestId
+from .protocol import SERVER_OVERLOADED, JSONRPCError, Refusal, RequestId
 
 __all__ = ["PROPAGATION_KEYS", "OpenTelemetry"]
 
@@ -82,6 +82,9 @@ class _TracingPeer:
 
     def start_soon(self, fn: Any, name: str | None = None) -> None:
         self._peer.start_soon(fn, name)
+
+    def at_close(self, fn: Any) -> None:
+        self._peer.at_close(fn)
 
     async def request(
         self,
@@ -129,6 +132,11 @@ class OpenTelemetry(Middleware):
             unit="{request}",
             description="Requests refused as overload (-32010)",
         )
+        self.early_refusals = meter.create_counter(
+            "mcp.server.refusals",
+            unit="{message}",
+            description="Messages refused before any middleware ran",
+        )
         sessions = meter.create_up_down_counter(
             "mcp.server.sessions.open",
             unit="{session}",
@@ -168,6 +176,17 @@ class OpenTelemetry(Middleware):
             if isinstance(uri, str):
                 attributes["mcp.resource.uri"] = uri
         return name, attributes
+
+    def on_refusal(self, refusal: Refusal) -> None:
+        """Counted (no span: nothing was served): ``mcp.server.refusals`` by transport and
+        error, and ``mcp.server.overload.refusals`` for -32010."""
+        attributes: dict[str, Any] = {
+            "network.transport": _NETWORK.get(refusal.transport, "pipe"),
+            "error.type": str(refusal.code if refusal.code is not None else refusal.status),
+        }
+        self.early_refusals.add(1, attributes)
+        if refusal.code == SERVER_OVERLOADED:
+            self.refusals.add(1, attributes)
 
     async def on_notification(self, request: Request, call_next: Next) -> None:
         """A SERVER span for each notification the client sends (``notifications/...``),

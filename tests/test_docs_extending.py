@@ -14,7 +14,7 @@ from .wire import open_memory_peer
 
 
 async def test_middleware_page() -> None:
-    first, no_shouting, rules = blocks("middleware.md")
+    first, no_shouting, count_refusals, rules = blocks("middleware.md")
     app = load(first, "mw_page")["app"]
     cls = load(no_shouting, "mw_page_2")["NoShouting"]
 
@@ -23,7 +23,8 @@ async def test_middleware_page() -> None:
         """Echo."""
         return f"[{text}]"
 
-    app.add_middleware(cls)
+    counter = load(count_refusals, "mw_page_4")["CountRefusals"]()
+    app.add_middleware(cls, counter)
     assert isinstance(load(rules, "mw_page_3")["rules"], Authorize)
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
@@ -36,6 +37,9 @@ async def test_middleware_page() -> None:
             assert loud["error"]["message"] == "Invalid params: no shouting"
             quiet = await peer.call("tools/call", {"name": "echo", "arguments": {"text": " hi "}})
             assert quiet["result"]["content"][0]["text"] == "[hi]"
+            await peer.send_bytes(b"[1,\n")
+            assert (await peer.receive())["error"]["code"] == -32700
+    assert counter.by_code == {-32700: 1}
 
 
 async def test_composition_page() -> None:

@@ -52,6 +52,7 @@ from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
+    Refusal,
     RequestId,
     connection_closed,
     encode_notification,
@@ -98,6 +99,28 @@ _error_decoder: Final = msgspec.json.Decoder(_ErrorObject)
 
 class Connection:
     """Serves one message channel until it ends. Also the handlers' ``Peer``."""
+
+    __slots__ = (
+        "_at_close",
+        "_broke",
+        "_closing",
+        "_connection_scope",
+        "_drain_scope",
+        "_drained",
+        "_ended",
+        "_id",
+        "_out",
+        "_outside",
+        "_reader",
+        "_requests",
+        "_shutdown",
+        "_table",
+        "channel",
+        "dispatcher",
+        "drain_on_eof",
+        "limits",
+        "session",
+    )
 
     def __init__(
         self,
@@ -147,6 +170,9 @@ class Connection:
         self._broke: str | None = None
         #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
         self._drain_scope: trio.CancelScope | None = None
+        #: ``at_close`` callbacks (None until the first; "ended" once they ran).
+        self._at_close: list[Callable[[], None]] | None = None
+        self._ended = False
 
     @property
     def close_reason(self) -> str:
@@ -179,6 +205,16 @@ class Connection:
         if self._requests is None:
             raise RuntimeError("the connection is not serving")
         self._requests.start_soon(fn, name=name)
+
+    def at_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once the connection has ended (at once if it has): for
+        per-connection state that needs cleaning up but no task of its own while idle."""
+        if self._ended:
+            fn()
+            return
+        if self._at_close is None:
+            self._at_close = []
+        self._at_close.append(fn)
 
     async def request(
         self,
@@ -226,35 +262,41 @@ class Connection:
         """
         log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
-            async with trio.open_nursery() as outer:
-                self._connection_scope = outer.cancel_scope
-                watch_scope = trio.CancelScope()
-                try:
-                    await self._serve_requests(outer, watch_scope, started)
-                finally:
-                    self._cancel_outside_requests()
-                    watch_scope.cancel()
-                    self._fail_pending()
-                    # Flush what is still queued (shielded, bounded by the write timeout).
-                    await self._out.close()
+            # One nursery and no scope of its own: the shutdown watcher runs in the requests
+            # nursery, and broken output cancels that nursery's scope (what follows it here
+            # is shielded anyway); issue 22 item 4, memory per idle connection.
+            try:
+                await self._serve_requests(started)
+            finally:
+                self._cancel_outside_requests()
+                self._fail_pending()
+                # Flush what is still queued (shielded, bounded by the write timeout).
+                await self._out.close()
         except Exception:
             self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
             log.exception("connection crashed conn=%s", self._id)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await self.channel.aclose()
+            self._run_at_close()
             log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
 
-    async def _serve_requests(
-        self,
-        outer: trio.Nursery,
-        watch_scope: trio.CancelScope,
-        started: Callable[[Connection], None] | None,
-    ) -> None:
+    def _run_at_close(self) -> None:
+        self._ended = True
+        callbacks, self._at_close = self._at_close or [], None
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:
+                log.exception("at_close callback failed conn=%s", self._id)
+
+    async def _serve_requests(self, started: Callable[[Connection], None] | None) -> None:
         async with trio.open_nursery() as requests:
             self._requests = requests
+            self._connection_scope = requests.cancel_scope
             if self._shutdown is not None:
-                outer.start_soon(self._watch_shutdown, self._shutdown, watch_scope)
+                # Ends with the requests nursery, which outlives the drain it may bound.
+                requests.start_soon(self._watch_shutdown, self._shutdown)
             self._reader.start(requests)
             if started is not None:
                 started(self)
@@ -298,15 +340,18 @@ class Connection:
             assert ctx.cancel_scope is not None
             ctx.cancel_scope.cancel()
 
-    async def _watch_shutdown(self, shutdown: trio.Event, watch_scope: trio.CancelScope) -> None:
-        with watch_scope:
-            await shutdown.wait()
-            drain = self._drain_scope
-            if drain is not None:  # draining a one-POST connection: shutdown bounds it too
-                drain.deadline = min(
-                    drain.deadline, trio.current_time() + self.limits.shutdown_grace
-                )
-            self._reader.stop()
+    async def _watch_shutdown(self, shutdown: trio.Event) -> None:
+        await shutdown.wait()
+        self.stop_reading()
+
+    def stop_reading(self) -> None:
+        """The server shuts down: stop reading, give in-flight requests
+        ``limits.shutdown_grace``, then end (what ``shutdown`` being set does). For servers
+        that watch one shutdown event for many connections instead of a task per connection."""
+        drain = self._drain_scope
+        if drain is not None:  # draining a one-POST connection: shutdown bounds it too
+            drain.deadline = min(drain.deadline, trio.current_time() + self.limits.shutdown_grace)
+        self._reader.stop()
 
     def _on_idle(self) -> None:
         if self._drained is not None:
@@ -383,6 +428,20 @@ class Connection:
             request_id, env.method, self.session.lifecycle, in_batch=False
         )
         if refused is not None:
+            observe = self.dispatcher.on_refusal
+            if observe is not None:
+                session = self.session
+                observe(
+                    Refusal(
+                        refused.code,
+                        refused.message,
+                        session.transport,
+                        self.connection_id,
+                        env.method,
+                        request_id,
+                        principal=session.principal,
+                    )
+                )
             return error_reply(refused, request_id)
         params = env.params if isinstance(env.params, Raw) else None
         ctx = RequestContext(env.method, request_id, params, self.session, self)

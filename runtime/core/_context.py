@@ -30,6 +30,10 @@ class Peer(Protocol):
         """Run ``fn()`` for the rest of the connection, beside its requests (not counted as
         one; cancelled when the connection ends)."""
 
+    def at_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` (synchronous) once the connection has ended; at once if it has.
+        RuntimeError where nothing outlives the request (like ``start_soon``)."""
+
     async def request(
         self,
         method: str,

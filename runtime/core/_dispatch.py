@@ -12,6 +12,7 @@ import trio
 
 from ..protocol import (
     JSONRPCError,
+    Refusal,
     encode_result,
     error_reply,
     internal_error,
@@ -53,7 +54,13 @@ class Dispatcher:
 
     Subclasses (or a custom ``route``) decide per request which table applies, which is how
     the two MCP protocol eras share one connection.
+
+    ``on_refusal``: an observer of the messages the core and the transports answer before
+    routing (``runtime.protocol.Refusal``), or None (the default: nothing is built for it).
+    Called synchronously where the refusal is made; it must not block.
     """
+
+    on_refusal: Callable[[Refusal], None] | None = None
 
     def __init__(
         self,
@@ -175,6 +182,7 @@ class LoggedDispatcher(Dispatcher):
     def __init__(self, inner: Dispatcher) -> None:
         super().__init__(inner.requests, inner.notifications, batch_policy=inner.batch_policy)
         self.inner = inner
+        self.on_refusal = inner.on_refusal
 
     def route(self, ctx: RequestContext) -> Handler | None:
         return self.inner.route(ctx)

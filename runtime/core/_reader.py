@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 from msgspec import Raw
@@ -30,6 +31,7 @@ from ..protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    Refusal,
     classify,
     decode_frame,
     decode_item,
@@ -76,6 +78,28 @@ class Reader:
     ``on_notification(env)`` and ``on_response(env)`` are the connection's; ``on_idle()`` is
     called when the last suspended request or batch finished (the drain waits for it).
     """
+
+    __slots__ = (
+        "_channel",
+        "_dispatcher",
+        "_id",
+        "_limits",
+        "_nursery",
+        "_on_idle",
+        "_on_notification",
+        "_on_response",
+        "_out",
+        "_peer",
+        "_receive_nowait",
+        "_scope",
+        "_session",
+        "_stop",
+        "_table",
+        "_waiting",
+        "end_reason",
+        "ended",
+        "ending",
+    )
 
     def __init__(
         self,
@@ -251,6 +275,8 @@ class Reader:
                     escape_excerpt(exc.excerpt),
                 )
                 error = framing_error(exc.reason, oversized="exceeds" in exc.reason)
+                if self._dispatcher.on_refusal is not None:
+                    self._observe(error)
                 await self._out.answer(error_reply(error))
                 if exc.fatal:
                     await self._end("framing-error")
@@ -283,6 +309,8 @@ class Reader:
             exc.message,
             escape_excerpt(bytes(data)),
         )
+        if self._dispatcher.on_refusal is not None:
+            self._observe(exc)
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
@@ -313,7 +341,30 @@ class Reader:
         refused = self._table.refusal(
             request_id, env.method, self._session.lifecycle, in_batch=in_batch
         )
-        return None if refused is None else error_reply(refused, request_id)
+        if refused is None:
+            return None
+        if self._dispatcher.on_refusal is not None:
+            self._observe(refused, env.method, request_id)
+        return error_reply(refused, request_id)
+
+    def _observe(
+        self, error: JSONRPCError, method: str | None = None, request_id: Any = None
+    ) -> None:
+        """Tell the dispatcher's refusal observer (only called when there is one)."""
+        observe = self._dispatcher.on_refusal
+        assert observe is not None
+        session = self._session
+        observe(
+            Refusal(
+                error.code,
+                error.message,
+                session.transport,
+                self._id,
+                method,
+                request_id,
+                principal=session.principal,
+            )
+        )
 
     async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
         refusal = self._refusal(env, in_batch=False)
@@ -336,6 +387,8 @@ class Reader:
     async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
+            if self._dispatcher.on_refusal is not None:
+                self._observe(refusal)
             await self._out.answer(error_reply(refusal))
             return None
         return await self._walk(scope, Batch(items), 0)

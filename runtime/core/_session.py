@@ -25,6 +25,7 @@ class Session:
         "lifecycle",
         "log_level",
         "principal",
+        "shared_id",
         "state",
         "transport",
     )
@@ -51,6 +52,10 @@ class Session:
         #: session served by several replicas gives each copy a random start, so that a
         #: client's response, routed to every copy, answers only the one that asked.
         self.first_request_id = 1
+        #: The id under which replicas share this session (an HTTP ``Mcp-Session-Id`` over
+        #: a shared store, ``runtime.stores``), else None: what the session's tasks belong
+        #: to, so that any replica finds them (2025-11-25 tasks are session-scoped).
+        self.shared_id: str | None = None
 
     @property
     def protocol_version(self) -> str | None:

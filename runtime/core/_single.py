@@ -61,6 +61,9 @@ class _SinglePeer:
         # task as soon as the request ended); callers that need it are not sent this way.
         raise RuntimeError("the connection is not serving")
 
+    def at_close(self, fn: Callable[[], None]) -> None:
+        raise RuntimeError("the connection is not serving")  # as start_soon
+
     async def request(
         self,
         method: str,

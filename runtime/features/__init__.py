@@ -32,7 +32,7 @@ from ._pagination import CursorCodec
 from ._registry import App, Completer, PromptDef, Registry, ResourceDef, TemplateDef, ToolDef
 from ._signature import Signature, doc_summary, inspect_signature
 from ._state import StateSealer, params_digest, principal_key
-from ._tasks import TERMINAL, TaskHandle, TaskMirror, TaskRecord, TaskTable
+from ._tasks import TERMINAL, TaskHandle, TaskMirror, TaskRecord, TaskTable, legacy_wire
 from ._threads import ThreadBounds, WorkerThreads
 from ._types import (
     Annotations,
@@ -96,6 +96,7 @@ __all__ = [
     "enc_hook",
     "inspect_signature",
     "is_template",
+    "legacy_wire",
     "output_spec",
     "params_digest",
     "principal_key",

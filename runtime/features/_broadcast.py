@@ -57,7 +57,7 @@ class Subscriber:
     loses nothing (pending changes stay pending).
     """
 
-    __slots__ = ("_hub", "_pending", "_wake", "end_reason", "kinds", "label", "uris")
+    __slots__ = ("_hub", "_pending", "_wake", "end_reason", "kinds", "label", "on_offer", "uris")
 
     def __init__(self, hub: Broadcast, kinds: Iterable[ListKind], label: str) -> None:
         self._hub = hub
@@ -70,6 +70,10 @@ class Subscriber:
         self._wake = trio.Event()
         #: None while live; why it ended ("shutdown", "closed", ...) once ended.
         self.end_reason: str | None = None
+        #: Called (synchronously, in the trio thread) with each change offered: a consumer
+        #: that starts a task only when there is something to deliver, instead of one
+        #: waiting in ``receive`` all the time (issue 22 item 4: memory at rest).
+        self.on_offer: Callable[[], None] | None = None
 
     @property
     def pending(self) -> int:
@@ -90,6 +94,8 @@ class Subscriber:
     def _offer(self, change: Change) -> None:
         self._pending[change] = None
         self._wake.set()
+        if self.on_offer is not None:
+            self.on_offer()
 
     async def receive(self) -> list[Change]:
         """Wait for changes and take all of them (oldest first, each once).
@@ -202,8 +208,12 @@ class Broadcast:
     def deliver(self, change: Change) -> None:
         """A change another replica published: to this replica's subscribers only (call
         from the trio thread)."""
-        if change[0] in ("list", "updated"):
+        if change[0] in ("list", "updated", "task"):
             self._publish(change)
+
+    def watched(self, uri: str) -> bool:
+        """Whether a subscriber watches ``uri`` (or, under ``TASK_KEY``, a task id)."""
+        return uri in self._by_uri
 
     def task_changed(self, task_id: str) -> None:
         """Publish ``notifications/tasks`` for a task watched by a listen (``taskIds``)."""

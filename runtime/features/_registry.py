@@ -28,7 +28,8 @@ T = TypeVar("T")
 
 
 #: ``(ref_type, ref_name_or_uri, argument, value, context_arguments) -> suggestions``
-Completer = Callable[[str, str, str, str, dict[str, str]], Awaitable[Sequence[str]]]
+#: (None: no suggestions of its own for that ref; the annotation's are used.)
+Completer = Callable[[str, str, str, str, dict[str, str]], Awaitable[Sequence[str] | None]]
 
 
 class App(Protocol):

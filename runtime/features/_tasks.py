@@ -17,17 +17,18 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
 
 from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
 from ._input import check_response
 
-__all__ = ["TERMINAL", "TaskHandle", "TaskMirror", "TaskRecord", "TaskTable"]
+__all__ = ["TERMINAL", "TaskHandle", "TaskMirror", "TaskRecord", "TaskTable", "legacy_wire"]
 
 log = logging.getLogger("mcp_runtime.tasks")
 
+T = TypeVar("T")
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
@@ -59,6 +60,8 @@ class TaskRecord:
         #: Set (and replaced) whenever tasks/update delivers answers.
         self._answered = trio.Event()
         self.listeners: list[Callable[[TaskRecord], None]] = []
+        #: Server-to-client requests of a handshake-era task waiting for their answer.
+        self._asking = 0
 
     @property
     def expired(self) -> bool:
@@ -103,6 +106,26 @@ class TaskRecord:
             while any(key not in self.responses for key in requests):
                 await self._answered.wait()
         return {key: self.responses[key] for key in requests}
+
+    async def asking(self, ask: Callable[[], Awaitable[T]]) -> T:
+        """Run ``ask`` (a handshake-era server-to-client request the task depends on) with
+        the task in ``input_required`` until it is answered (MCP 2025-11-25 basic/utilities/
+        tasks, "Input Required Status": the receiver SHOULD move the task to
+        ``input_required`` while it needs the requestor's input, and back to ``working``)."""
+        self._asking += 1
+        if self.status == "working":
+            self.set_status("input_required", "waiting for input")
+        try:
+            return await ask()
+        finally:
+            self._asking -= 1
+            if self._asking == 0 and self.status == "input_required":
+                self.set_status("working")
+
+    async def finished(self) -> dict[str, Any]:
+        """Wait for a terminal status; the final ``DetailedTask`` (result or error inline)."""
+        await self.done.wait()
+        return self.wire(legacy=False)
 
     async def update(self, responses: dict[str, Any]) -> None:
         """``tasks/update`` (the :class:`TaskHandle` interface): :meth:`provide`."""
@@ -164,6 +187,19 @@ class TaskRecord:
         return task
 
 
+def legacy_wire(task: dict[str, Any]) -> dict[str, Any]:
+    """A ``DetailedTask`` (the tasks extension's form, as shared stores keep tasks) as the
+    2025-11-25 ``Task``: ``ttl``/``pollInterval``, no result, error or input requests inline
+    (``TaskRecord.wire(legacy=True)`` for a task this process does not hold)."""
+    out = {k: v for k, v in task.items() if k not in _MODERN_ONLY}
+    out["ttl"] = task.get("ttlMs")
+    out["pollInterval"] = task.get("pollIntervalMs")
+    return out
+
+
+_MODERN_ONLY: Final = frozenset({"ttlMs", "pollIntervalMs", "inputRequests", "result", "error"})
+
+
 class TaskHandle(Protocol):
     """What the task methods use of a task: a local :class:`TaskRecord`, or a task another
     replica runs (``runtime._shared``: read from the shared store, updates and cancellation
@@ -179,6 +215,8 @@ class TaskHandle(Protocol):
     async def update(self, responses: dict[str, Any]) -> None: ...
 
     async def request_cancel(self, message: str) -> None: ...
+
+    async def finished(self) -> dict[str, Any]: ...
 
 
 class TaskMirror(Protocol):
@@ -196,6 +234,16 @@ class TaskMirror(Protocol):
 
     async def find(self, task_id: str, owner: object | None) -> TaskHandle | None:
         """A task another replica runs, visible to ``owner``; None when there is none."""
+        ...
+
+    async def owned_by(self, owner: str) -> list[dict[str, Any]]:
+        """The ``DetailedTask``s of ``owner``'s tasks other replicas run (2025-11-25
+        ``tasks/list``: a task ``tasks/get`` finds MUST be listed)."""
+        ...
+
+    def latest(self, task_id: str) -> dict[str, Any] | None:
+        """The last ``DetailedTask`` heard of a task another replica runs (for
+        ``notifications/tasks`` to a listen here), or None."""
         ...
 
 
@@ -269,6 +317,14 @@ class TaskTable:
         if record is None or record.owner != owner:
             raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
         return record
+
+    def latest(self, task_id: str) -> dict[str, Any] | None:
+        """The task's ``DetailedTask`` as a listen announces it: a live task here, else the
+        last one heard from the replica that runs it (with a shared store), else None."""
+        record = self.peek(task_id)
+        if record is not None:
+            return record.wire(legacy=False)
+        return self.mirror.latest(task_id) if self.mirror is not None else None
 
     def peek(self, task_id: str) -> TaskRecord | None:
         """The live task with this id, whoever owns it (for the runtime's own use)."""

@@ -16,20 +16,26 @@ come before any middleware), then every request runs through the chain inside
   any other exception becomes -32603 with the detail logged (``Dispatcher.dispatch``);
 - what it returns is the result (modern results then get ``resultType``, ``serverInfo``
   and cache hints from the era dispatcher's ``decorate``).
+
+What is refused before the chain (the era's refusals here, the core's and the transports'
+elsewhere) reaches the middleware that override ``on_refusal``: the wrapped dispatcher's
+``on_refusal`` observer is set only when one does, and the core and the transports build a
+``runtime.protocol.Refusal`` only when it is set.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 import trio
 
 from ..core import Dispatcher, Handler, NotificationHandler, RequestContext, Session
-from ..protocol import method_not_found
+from ..protocol import JSONRPCError, Refusal, method_not_found
 
 if TYPE_CHECKING:
     from ..features import App
@@ -50,6 +56,8 @@ __all__ = [
 Next = Callable[[], Awaitable[Any]]
 #: A plain function middleware: ``async def mw(request, call_next) -> result``.
 RequestMiddleware = Callable[["Request", Next], Awaitable[Any]]
+
+log = logging.getLogger("mcp_runtime.middleware")
 
 _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
@@ -241,6 +249,17 @@ class Middleware:
     async def on_get_prompt(self, get: PromptGet, call_next: Next) -> Any:
         return await call_next()
 
+    def on_refusal(self, refusal: Refusal) -> None:
+        """A message answered before the chain ran (``runtime.protocol.Refusal``): a frame
+        that is not JSON-RPC, the in-flight cap (-32010), a duplicate id, a request before
+        ``initialize``, a forbidden batch, an unsupported protocol version (-32022), and on
+        HTTP the transport's own refusals (``status``: 503 shutting down, 400/404 for a
+        missing or unknown session, the 2026-07-28 header rules, ...).
+
+        Synchronous, called where the refusal is made (the connection's reader, the HTTP
+        request's task): count or log, never block. An exception it raises is logged and
+        dropped; the refusal is answered all the same."""
+
 
 class _FunctionMiddleware(Middleware):
     """A plain ``async def mw(request, call_next)``: around requests only."""
@@ -276,6 +295,11 @@ def _hooks(middleware: Iterable[Middleware], name: str) -> tuple[_Hook, ...]:
     return tuple(getattr(mw, name) for mw in middleware if getattr(type(mw), name) is not base)
 
 
+def _sync_hooks(middleware: Iterable[Middleware], name: str) -> tuple[Callable[[Any], None], ...]:
+    """The bound synchronous ``name`` hooks of the middleware that override it, in order."""
+    return cast("tuple[Callable[[Any], None], ...]", _hooks(middleware, name))
+
+
 def _run(hooks: Sequence[_Hook], index: int, subject: Any, last: Next) -> Awaitable[Any]:
     if index == len(hooks):
         return last()
@@ -298,6 +322,9 @@ class MiddlewareDispatcher(Dispatcher):
         self.middleware = tuple(middleware)
         self._requests = _hooks(self.middleware, "on_request")
         self._notifications = _hooks(self.middleware, "on_notification")
+        self._refusals = _sync_hooks(self.middleware, "on_refusal")
+        if self._refusals:
+            self.on_refusal = self._observe_refusal
         self._operations = {
             method: (kind, hooks)
             for method, (kind, name) in _OPERATIONS.items()
@@ -305,8 +332,31 @@ class MiddlewareDispatcher(Dispatcher):
         }
 
     def route(self, ctx: RequestContext) -> Handler | None:
-        handler = self.inner.route(ctx)  # picks the era (may raise its refusal)
+        try:
+            handler = self.inner.route(ctx)  # picks the era (may raise its refusal)
+        except JSONRPCError as exc:
+            if self._refusals:
+                session = ctx.session
+                self._observe_refusal(
+                    Refusal(
+                        exc.code,
+                        exc.message,
+                        session.transport,
+                        ctx.peer.connection_id,
+                        ctx.method,
+                        ctx.id,
+                        principal=session.principal,
+                    )
+                )
+            raise
         return functools.partial(self._serve, handler)
+
+    def _observe_refusal(self, refusal: Refusal) -> None:
+        for hook in self._refusals:
+            try:
+                hook(refusal)
+            except Exception:
+                log.exception("on_refusal failed: %r", hook)
 
     def decorate(self, ctx: RequestContext, result: Any) -> Any:
         return self.inner.decorate(ctx, result)
@@ -316,6 +366,11 @@ class MiddlewareDispatcher(Dispatcher):
         if not self._notifications:
             return handler
         return functools.partial(self._serve_notification, handler)
+
+    def around(self, ctx: RequestContext, handler: Handler) -> Awaitable[Any]:
+        """Run ``handler(ctx)`` inside this dispatcher's chains for ``ctx`` (a mounted
+        server's own middleware around the rest of its parent's chain: ``runtime._mount``)."""
+        return self._serve(handler, ctx)
 
     async def _serve(self, handler: Handler | None, ctx: RequestContext) -> Any:
         request = Request(ctx)

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import trio
 
-from ..protocol import SERVER_OVERLOADED, JSONRPCError
+from ..protocol import SERVER_OVERLOADED, JSONRPCError, Refusal
 from ._chain import Middleware, Next, Request
 from ._sessions import SessionCounter
 
@@ -37,7 +37,9 @@ class _Histogram:
 
 class Metrics(Middleware):
     """Counts requests (by method and outcome), their durations (a histogram by method),
-    requests in flight, overload refusals (-32010 answers) and open sessions."""
+    requests in flight, overload refusals (-32010 answers, from the chain or made before
+    it), every refusal made before the chain (by transport, code and HTTP status) and
+    open sessions."""
 
     content_type = CONTENT_TYPE
 
@@ -48,6 +50,9 @@ class Metrics(Middleware):
         self.durations: dict[str, _Histogram] = {}
         self.in_flight = 0
         self.overload_refusals = 0
+        #: (transport, JSON-RPC code or "none", HTTP status or "none") -> refusals made
+        #: before the chain (``on_refusal``); the codes and statuses are the runtime's own.
+        self.refusals: dict[tuple[str, str, str], int] = {}
         self.sessions = SessionCounter()
 
     def _method(self, method: str) -> str:
@@ -86,6 +91,16 @@ class Metrics(Middleware):
                 histogram.buckets[index] += 1
             histogram.count += 1
             histogram.sum += elapsed
+
+    def on_refusal(self, refusal: Refusal) -> None:
+        if refusal.code == SERVER_OVERLOADED:
+            self.overload_refusals += 1
+        key = (
+            refusal.transport,
+            "none" if refusal.code is None else str(refusal.code),
+            "none" if refusal.status is None else str(refusal.status),
+        )
+        self.refusals[key] = self.refusals.get(key, 0) + 1
 
     def render(self) -> bytes:
         """The Prometheus text exposition (format 0.0.4) of every metric."""
@@ -127,6 +142,15 @@ class Metrics(Middleware):
             "# HELP mcp_server_overload_refusals_total Requests refused with -32010.",
             "# TYPE mcp_server_overload_refusals_total counter",
             f"mcp_server_overload_refusals_total {self.overload_refusals}",
+            "# HELP mcp_server_refusals_total Messages refused before any middleware ran.",
+            "# TYPE mcp_server_refusals_total counter",
+        ]
+        for (transport, code, status), n in sorted(self.refusals.items()):
+            lines.append(
+                f'mcp_server_refusals_total{{transport="{_label(transport)}",code="{code}",'
+                f'status="{status}"}} {n}'
+            )
+        lines += [
             "# HELP mcp_server_sessions_open Open handshake-era sessions and connections.",
             "# TYPE mcp_server_sessions_open gauge",
             f"mcp_server_sessions_open {self.sessions.open}",

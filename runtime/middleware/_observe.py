@@ -12,7 +12,7 @@ import msgspec
 import trio
 
 from ..features import principal_key
-from ..protocol import JSONRPCError
+from ..protocol import JSONRPCError, Refusal
 from ._chain import Middleware, Next, Request
 
 __all__ = ["DEFAULT_REDACT", "MethodTiming", "RequestLogging", "Timing", "redact"]
@@ -123,6 +123,25 @@ class RequestLogging(Middleware):
             raise
         finally:
             self._line(request, _outcome(failure, result))
+
+    def on_refusal(self, refusal: Refusal) -> None:
+        """One line for a message refused before the chain (never its params: it was not
+        read as far as that)."""
+        if not self.log.isEnabledFor(self.level):
+            return
+        self.log.log(
+            self.level,
+            "mcp refusal method=%s id=%s transport=%s conn=%s principal=%s outcome=%s "
+            "status=%s reason=%r",
+            refusal.method or "-",
+            msgspec.json.encode(refusal.request_id).decode(),
+            refusal.transport,
+            refusal.connection_id,
+            principal_key(refusal.principal) or "-",
+            "-" if refusal.code is None else f"error:{refusal.code}",
+            refusal.status or "-",
+            refusal.message[:200],
+        )
 
     async def on_notification(self, request: Request, call_next: Next) -> None:
         failure: BaseException | None = None

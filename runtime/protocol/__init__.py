@@ -10,6 +10,7 @@ One home for what every transport and handler must agree on:
 - ``_era``: ``select_era``, which tells the era of a request from its ``_meta``.
 - ``_lifecycle``: the handshake-era lifecycle state machine.
 - ``_status``: the JSON-RPC error code -> HTTP status table of 2026-07-28.
+- ``_refusal``: ``Refusal``, what an observer learns of a message refused before dispatch.
 
 ``tests/test_layers.py`` keeps this package free of every other import of ours.
 """
@@ -82,6 +83,7 @@ from ._methods import (
     NAMED_METHODS,
     SUBSCRIPTIONS_LISTEN,
 )
+from ._refusal import Refusal
 from ._status import ERROR_STATUS, http_status, retry_after, status_of
 from ._versions import (
     BATCH_REVISION,
@@ -140,6 +142,7 @@ __all__ = [
     "Kind",
     "Lifecycle",
     "ModernRequest",
+    "Refusal",
     "RequestId",
     "ResourceNotFoundError",
     "ToolError",

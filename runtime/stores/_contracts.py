@@ -123,6 +123,11 @@ class TaskStore(Protocol):
         """The snapshot, or None (unknown, expired)."""
         ...
 
+    async def owned(self, owner: str) -> list[tuple[str, TaskSnapshot]]:
+        """Every live snapshot whose ``owner`` is ``owner`` (by task id; any order): a
+        handshake session's ``tasks/list`` on any replica."""
+        ...
+
 
 class Bus(Protocol):
     """Messages between replicas: at-most-once, in order per channel and publisher, to the

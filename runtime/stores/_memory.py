@@ -106,6 +106,14 @@ class MemoryTaskStore:
             return None
         return found[0]
 
+    async def owned(self, owner: str) -> list[tuple[str, TaskSnapshot]]:
+        now = trio.current_time()
+        return [
+            (task_id, snap)
+            for task_id, (snap, until) in self._snapshots.items()
+            if snap.owner == owner and until > now
+        ]
+
 
 class MemoryBus:
     """In-process channels: ``publish`` calls each subscriber at once."""

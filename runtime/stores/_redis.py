@@ -5,6 +5,8 @@ Keys (all under ``prefix``, default ``mcp:``):
 - ``s:<session>``: the session record (msgspec JSON), with the idle timeout as its TTL;
 - ``ec:<session>`` (hash stream -> counter) and ``ev:<session>`` (list of ``<id> <data>``,
   trimmed to ``max_events``): the replay store, expiring with ``event_ttl``;
+- ``t:<task>``: a task's snapshot (TTL: the task's), ``to:<owner>``: the set of an owner's
+  task ids (a handshake session's, for ``tasks/list``);
 - ``secret:<name>``: shared secrets (``SET NX``: the first replica's wins);
 - pub/sub channels ``<prefix><channel>``.
 
@@ -152,22 +154,52 @@ class RedisTaskStore:
     async def put_many(self, items: list[tuple[str, TaskSnapshot, float]]) -> None:
         if not items:
             return
-        commands: list[list[Any]] = [
-            ["SET", self.prefix + "t:" + task_id, msgspec.json.encode(snap), "EX", _seconds(ttl)]
-            for task_id, snap, ttl in items
-        ]
+        commands: list[list[Any]] = []
+        for task_id, snap, ttl in items:
+            seconds = _seconds(ttl)
+            commands.append(
+                ["SET", self.prefix + "t:" + task_id, msgspec.json.encode(snap), "EX", seconds]
+            )
+            if snap.owner is not None:
+                # The owner's index lives as long as its longest-lived task (NX: a new
+                # index gets a TTL at all; GT: only ever lengthened).
+                index = self.prefix + "to:" + snap.owner
+                commands.append(["SADD", index, task_id])
+                commands.append(["EXPIRE", index, seconds, "NX"])
+                commands.append(["EXPIRE", index, seconds, "GT"])
         for reply in await self.client.pipeline(commands):
             if isinstance(reply, RedisError):
                 raise StoreUnavailable(f"redis refused a task write: {reply}")
 
     async def get(self, task_id: str) -> TaskSnapshot | None:
         data = await self.client.call("GET", self.prefix + "t:" + task_id)
-        if data is None:
-            return None
-        try:
-            return _task_decoder.decode(data)
-        except msgspec.DecodeError:
-            return None
+        return None if data is None else _decode_task(data)
+
+    async def owned(self, owner: str) -> list[tuple[str, TaskSnapshot]]:
+        index = self.prefix + "to:" + owner
+        ids = [bytes(member).decode() for member in await self.client.call("SMEMBERS", index)]
+        if not ids:
+            return []
+        values = await self.client.call("MGET", *[self.prefix + "t:" + i for i in ids])
+        found: list[tuple[str, TaskSnapshot]] = []
+        gone: list[str] = []
+        for task_id, data in zip(ids, values, strict=True):
+            snap = None if data is None else _decode_task(data)
+            if snap is None or snap.owner != owner:
+                gone.append(task_id)
+            else:
+                found.append((task_id, snap))
+        if gone:  # expired tasks leave the index lazily
+            with contextlib.suppress(StoreUnavailable, RedisError):
+                await self.client.call("SREM", index, *gone)
+        return found
+
+
+def _decode_task(data: bytes) -> TaskSnapshot | None:
+    try:
+        return _task_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
 
 
 class RedisBus:

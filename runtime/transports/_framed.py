@@ -43,6 +43,18 @@ class FramedChannel:
     Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
     """
 
+    __slots__ = (
+        "_direct",
+        "_eof",
+        "_framer",
+        "_idle_timeout",
+        "_partial",
+        "_partial_since",
+        "_read_timeout",
+        "_receive_stream",
+        "_send_stream",
+    )
+
     def __init__(
         self,
         receive_stream: trio.abc.ReceiveStream,
@@ -133,8 +145,8 @@ class FramedChannel:
         did, else what is left to await (all of ``send`` for a stream that always waits).
         The outbox bounds only that wait with its scope (``runtime.core`` Outbox)."""
         direct = self._direct
-        if direct is None:
-            return self.send(messages)
+        if direct is None or (len(messages) == 1 and len(messages[0][0]) > _WRITE_PARTS_OVER):
+            return self.send(messages)  # (a big message goes out as its parts, uncopied)
         encode = self._framer.encode
         if len(messages) == 1:
             data = encode(messages[0][0])

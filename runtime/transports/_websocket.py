@@ -173,69 +173,91 @@ async def serve_websocket(
     async def _serve_one(stream: trio.SocketStream) -> None:
         conn_id = f"ws-{next(_ids)}"
         async with trio.open_nursery() as nursery:
-            request = None
-            with trio.move_on_after(limits.header_timeout) as head:
-                try:
-                    request = await _wrap_server_stream(nursery, stream, max_message_size)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    log.info("websocket handshake failed %s error=%r", conn_id, exc)
-            if head.cancelled_caught or request is None:
-                log.warning("closing %s reason=header-timeout", conn_id)
-                await trio.aclose_forcefully(stream)
+            accepted = await _accept(nursery, stream, conn_id)
+            if accepted is None:
                 return
-            fields = [
-                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers
-            ]
-            headers = dict(fields)
-            # wsproto moves Host out of the extra headers into the event.
-            host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
-            reason = policy.check(host, headers.get("origin"))
-            if reason is not None:
-                log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
-                await request.reject(403, body=reason.encode())
-                await trio.aclose_forcefully(stream)
-                return
-            if request.path.split("?")[0] != path:
-                await request.reject(404, body=b"Not Found")
-                await trio.aclose_forcefully(stream)
-                return
-            principal = None
-            if gate.enabled:
-                authorization = [v for k, v in fields if k == "authorization"]
-                try:
-                    _key, principal = await gate.check(
-                        ", ".join(authorization) if authorization else None, request.path, fields
-                    )
-                except HttpError as refusal:
-                    log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
-                    extra = [("Content-Type", "application/json"), *refusal.headers]
-                    await request.reject(
-                        refusal.status,
-                        extra_headers=[(k.encode(), v.encode()) for k, v in extra],
-                        body=refusal.body or b"",
-                    )
-                    await trio.aclose_forcefully(stream)
-                    return
-            offered = request.proposed_subprotocols
-            if offered and SUBPROTOCOL not in offered:
-                await request.reject(400, body=b"the 'mcp' subprotocol is required")
-                await trio.aclose_forcefully(stream)
-                return
-            ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
+            ws, principal = accepted
             channel = _WebSocketChannel(ws, shutdown, gate, principal)
-            if limits.ws_ping_interval is not None:
-                nursery.start_soon(_keep_alive, ws, limits.ws_ping_interval, limits.ws_ping_timeout)
-            nursery.start_soon(_watch_assembly, ws, limits.ws_message_timeout)
-            await hooks.serve_connection(
-                channel,
-                session=hooks.new_session("ws", principal),
-                connection_id=conn_id,
-                shutdown=shutdown,
-            )
+            sweep.add(ws)
+            try:
+                await hooks.serve_connection(
+                    channel,
+                    session=hooks.new_session("ws", principal),
+                    connection_id=conn_id,
+                    started=started,
+                )
+            finally:
+                sweep.discard(ws)
             nursery.cancel_scope.cancel()
+
+    async def _accept(
+        nursery: trio.Nursery, stream: trio.SocketStream, conn_id: str
+    ) -> tuple[Any, Any] | None:
+        """The upgrade, checked: (socket, principal), or None when refused and closed. A
+        function of its own so that the request's headers are not kept for the connection's
+        life (issue 22 item 4)."""
+        request = None
+        with trio.move_on_after(limits.header_timeout) as head:
+            try:
+                request = await _wrap_server_stream(nursery, stream, max_message_size)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.info("websocket handshake failed %s error=%r", conn_id, exc)
+        if head.cancelled_caught or request is None:
+            log.warning("closing %s reason=header-timeout", conn_id)
+            await trio.aclose_forcefully(stream)
+            return None
+        fields = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers]
+        headers = dict(fields)
+        # wsproto moves Host out of the extra headers into the event.
+        host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
+        reason = policy.check(host, headers.get("origin"))
+        if reason is not None:
+            log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
+            await request.reject(403, body=reason.encode())
+            await trio.aclose_forcefully(stream)
+            return None
+        if request.path.split("?")[0] != path:
+            await request.reject(404, body=b"Not Found")
+            await trio.aclose_forcefully(stream)
+            return None
+        principal = None
+        if gate.enabled:
+            authorization = [v for k, v in fields if k == "authorization"]
+            try:
+                _key, principal = await gate.check(
+                    ", ".join(authorization) if authorization else None, request.path, fields
+                )
+            except HttpError as refusal:
+                log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
+                extra = [("Content-Type", "application/json"), *refusal.headers]
+                await request.reject(
+                    refusal.status,
+                    extra_headers=[(k.encode(), v.encode()) for k, v in extra],
+                    body=refusal.body or b"",
+                )
+                await trio.aclose_forcefully(stream)
+                return None
+        offered = request.proposed_subprotocols
+        if offered and SUBPROTOCOL not in offered:
+            await request.reject(400, body=b"the 'mcp' subprotocol is required")
+            await trio.aclose_forcefully(stream)
+            return None
+        ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
+        return ws, principal
+
+    # One task watches shutdown for every connection (stop_accepting) and one times every
+    # socket's pings and message deadline (_Sweep): an idle socket holds no timer or watcher
+    # task of its own (issue 22 item 4: memory per idle connection).
+    live: set[Any] = set()
+
+    def started(connection: Any) -> None:
+        live.add(connection)
+        if shutdown.is_set():
+            connection.stop_reading()
 
     try:
         async with trio.open_nursery() as connections:
+            sweep = _Sweep(connections, limits, shutdown)
             with trio.CancelScope() as accept_scope:
 
                 async def stop_accepting() -> None:
@@ -244,8 +266,11 @@ async def serve_websocket(
                     connections.cancel_scope.deadline = (
                         trio.current_time() + hooks.shutdown_grace + 1.0
                     )
+                    for connection in list(live):
+                        connection.stop_reading()
 
                 connections.start_soon(stop_accepting)
+                connections.start_soon(sweep.run)
                 log.info("listening transport=ws address=%s path=%s", address, path)
                 task_status.started(address)
                 await trio.serve_listeners(handle, listeners, handler_nursery=connections)
@@ -302,38 +327,94 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
     await trio.aclose_forcefully(stream)
 
 
-async def _watch_assembly(ws: Any, timeout: float) -> None:
-    """Close with 1008 a socket whose current message has been assembling for ``timeout``
-    seconds. trio-websocket (0.12) assembles fragments itself and says nothing until a
-    message is whole, so this reads its state: ``_message_parts`` is a new list for each
+class _Socket:
+    """What the sweep tracks for one socket."""
+
+    __slots__ = ("next_ping", "parts", "pinging", "since")
+
+    def __init__(self, next_ping: float) -> None:
+        self.next_ping = next_ping
+        self.pinging: trio.CancelScope | None = None
+        self.parts: object = None
+        self.since = math.inf
+
+
+class _Sweep:
+    """Pings every socket each ``ws_ping_interval`` seconds (a peer that does not pong within
+    ``ws_ping_timeout`` is closed with 1011) and closes with 1008 a socket whose current
+    message has been assembling for ``ws_message_timeout`` seconds: one task for all sockets,
+    ticking at a quarter of the shortest period (at most 1 s, at least 50 ms); a ping in
+    flight is a short task of its own.
+
+    trio-websocket (0.12) assembles fragments itself and says nothing until a message is
+    whole, so the message deadline reads its state: ``_message_parts`` is a new list for each
     message and ``_message_size`` counts the bytes of the one being assembled (a test pins
     both: tests/transports/test_websocket_hostile.py)."""
-    interval = max(0.05, min(1.0, timeout / 4))
-    parts: object = None
-    since = math.inf
-    while True:
-        await trio.sleep(interval)
-        now = trio.current_time()
+
+    def __init__(self, nursery: trio.Nursery, limits: HttpLimits, shutdown: trio.Event) -> None:
+        self._nursery = nursery
+        self._ping_interval = limits.ws_ping_interval
+        self._ping_timeout = limits.ws_ping_timeout
+        self._message_timeout = limits.ws_message_timeout
+        self._shutdown = shutdown
+        self._sockets: dict[Any, _Socket] = {}
+        periods = [self._message_timeout]
+        if self._ping_interval is not None:
+            periods.append(self._ping_interval)
+        self._tick = max(0.05, min(1.0, min(periods) / 4))
+
+    def add(self, ws: Any) -> None:
+        interval = math.inf if self._ping_interval is None else self._ping_interval
+        self._sockets[ws] = _Socket(trio.current_time() + interval)
+
+    def discard(self, ws: Any) -> None:
+        state = self._sockets.pop(ws, None)
+        if state is not None and state.pinging is not None:
+            state.pinging.cancel()
+
+    async def run(self) -> None:
+        """Until shutdown and every socket has ended (the connections nursery waits for it)."""
+        while not (self._shutdown.is_set() and not self._sockets):
+            with trio.move_on_after(self._tick):  # shutdown wakes it (a listener stops at once)
+                await self._shutdown.wait()
+            if self._shutdown.is_set():
+                await trio.sleep(self._tick)
+            now = trio.current_time()
+            for ws, state in list(self._sockets.items()):
+                self._check_message(ws, state, now)
+                if state.pinging is None and now >= state.next_ping:
+                    state.pinging = trio.CancelScope()
+                    self._nursery.start_soon(self._ping, ws, state)
+
+    def _check_message(self, ws: Any, state: _Socket, now: float) -> None:
         if ws._message_size == 0:
-            since = math.inf
-        elif ws._message_parts is not parts:  # a new message started since the last look
-            parts, since = ws._message_parts, now
-        elif now - since >= timeout:
-            log.warning("closing websocket reason=message-timeout seconds=%s", timeout)
-            await ws.aclose(1008, "message too slow")
-            return
+            state.since = math.inf
+        elif ws._message_parts is not state.parts:  # a new message started since the last look
+            state.parts, state.since = ws._message_parts, now
+        elif now - state.since >= self._message_timeout:
+            log.warning(
+                "closing websocket reason=message-timeout seconds=%s", self._message_timeout
+            )
+            self.discard(ws)
+            self._nursery.start_soon(self._close, ws, 1008, "message too slow")
 
+    async def _ping(self, ws: Any, state: _Socket) -> None:
+        assert state.pinging is not None and self._ping_interval is not None
+        with state.pinging:  # cancelled when the socket ends (discard)
+            try:
+                with trio.fail_after(self._ping_timeout):
+                    await ws.ping()
+            except trio.TooSlowError:
+                log.warning("closing websocket reason=ping-timeout seconds=%s", self._ping_timeout)
+                self._sockets.pop(ws, None)
+                await self._close(ws, 1011, "ping timeout")
+                return
+            except trio_websocket.ConnectionClosed:
+                return
+        state.pinging = None
+        state.next_ping = trio.current_time() + self._ping_interval
 
-async def _keep_alive(ws: Any, interval: float, timeout: float) -> None:
-    """Ping every ``interval`` seconds; a peer that does not pong in ``timeout`` is closed."""
-    while True:
-        await trio.sleep(interval)
-        try:
-            with trio.fail_after(timeout):
-                await ws.ping()
-        except trio.TooSlowError:
-            log.warning("closing websocket reason=ping-timeout seconds=%s", timeout)
-            await ws.aclose(1011, "ping timeout")
-            return
-        except trio_websocket.ConnectionClosed:
-            return
+    async def _close(self, ws: Any, code: int, reason: str) -> None:
+        # Bounded: this task is not the connection's, nothing else would cancel it.
+        with trio.move_on_after(self._ping_timeout):
+            await ws.aclose(code, reason)

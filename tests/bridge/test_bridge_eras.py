@@ -134,7 +134,9 @@ async def test_the_proxy_reconnects_to_a_restarted_remote(upstream_era: str) -> 
                 assert tools == ["add", "refuse", "ask_name"]
                 assert (await client.call_tool("add", {"a": 2, "b": 3})).text == "5"
                 (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
-                assert forward.client is not None and forward.client.reconnects == 1
+                # Our handshake-era session has an upstream session of its own.
+                (session,) = forward.sessions
+                assert session.client is not None and session.client.reconnects == 1
             nursery.cancel_scope.cancel()
 
 

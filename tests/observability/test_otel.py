@@ -139,3 +139,37 @@ async def test_server_to_client_request_carries_the_span_context() -> None:
     assert trace_id == TRACE_ID  # the same trace, continued by the client
     assert span_id == format(span.context.span_id, "016x")  # child of the server span
     assert span.attributes["mcp.protocol.version"] == "2025-11-25"
+
+
+async def test_refusals_before_the_chain_are_counted() -> None:
+    """``on_refusal``: the in-flight cap over a framed connection and an HTTP transport
+    refusal each count in mcp.server.refusals (-32010 in the overload counter too), with
+    no span (nothing was served)."""
+    app, exporter, reader = instrumented(max_in_flight=1)
+    with trio.fail_after(20):
+        async with open_memory_peer(app) as peer:
+            await peer.initialize()
+            slow = {"name": "slow", "arguments": {"tag": "a", "seconds": 0.5}}
+            await peer.send({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": slow})
+            await trio.sleep(0.1)
+            refused = await peer.call("tools/call", slow)
+            assert refused["error"]["code"] == -32010
+            assert (await peer.receive())["id"] == "s"
+        async with serving(app) as address:
+            lost = await request(
+                address,
+                "POST",
+                headers={"mcp-protocol-version": "2025-11-25"},
+                body={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+            assert lost.status == 400
+    points = metric_points(reader)
+    by_type = {
+        (p.attributes["network.transport"], p.attributes["error.type"]): p.value
+        for p in points["mcp.server.refusals"]
+    }
+    assert by_type == {("pipe", "-32010"): 1, ("tcp", "-32600"): 1}
+    assert sum(p.value for p in points["mcp.server.overload.refusals"]) == 1
+    assert all(
+        span.attributes.get("jsonrpc.request.id") != "rp2" for span in exporter.get_finished_spans()
+    )

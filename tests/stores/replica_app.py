@@ -122,3 +122,20 @@ async def sample_two(*, ctx: Context) -> str:
         nursery.start_soon(ask, "one")
         nursery.start_soon(ask, "two")
     return f"{answers['one']}|{answers['two']} on {REPLICA}"
+
+
+@app.tool(task="optional")
+async def standby(ctx: Context) -> str:
+    """Ask the client, naming the replica that runs it, and wait for the answer."""
+    answer = await ctx.elicit(f"standing by on {REPLICA}", {"type": "object", "properties": {}})
+    return f"{answer.get('action')} on {REPLICA}"
+
+
+@app.tool(task="optional")
+async def steps(n: int, ctx: Context) -> str:
+    """Report progress ``n`` times, a little apart, the first at once (as a task: before
+    the CreateTaskResult has left, and for the whole task's life)."""
+    for k in range(1, n + 1):
+        await ctx.report_progress(k, n, f"step {k} on {REPLICA}")
+        await trio.sleep(0.05)
+    return f"{n} steps on {REPLICA}"

@@ -228,3 +228,28 @@ async def test_task_snapshots(store: Store) -> None:
         await store.tasks.put_many([("t2", later, 60), ("t1", later, 60)])
         assert await store.tasks.get("t1") == later == await store.tasks.get("t2")
         await store.tasks.put_many([])
+
+
+async def test_tasks_owned_by_an_owner(store: Store) -> None:
+    """The owner index behind a shared session's tasks/list: its live tasks only, updated in
+    place, expired ones gone (Redis drops them from the index lazily)."""
+
+    def snap(task_id: str, owner: str | None, status: str = "working") -> TaskSnapshot:
+        task = {"taskId": task_id, "status": status}
+        return TaskSnapshot(task=task, owner=owner, replica="r", lease_until=1.0)
+
+    with trio.fail_after(10):
+        assert await store.tasks.owned("session a") == []
+        await store.tasks.put("a1", snap("a1", "session a"), 60)
+        await store.tasks.put_many(
+            [("a2", snap("a2", "session a"), 1), ("b1", snap("b1", "session b"), 60)]
+        )
+        await store.tasks.put("n1", snap("n1", None), 60)
+        found = dict(await store.tasks.owned("session a"))
+        assert sorted(found) == ["a1", "a2"]
+        await store.tasks.put("a1", snap("a1", "session a", "completed"), 60)
+        assert dict(await store.tasks.owned("session a"))["a1"].task["status"] == "completed"
+        assert [i for i, _ in await store.tasks.owned("session b")] == ["b1"]
+        await trio.sleep(2.1)  # a2's TTL (1 s, whole seconds in Redis) runs out
+        assert [i for i, _ in await store.tasks.owned("session a")] == ["a1"]
+        assert [i for i, _ in await store.tasks.owned("session a")] == ["a1"]

@@ -47,6 +47,10 @@ class HttpConnection(Protocol):
 class HttpError(Exception):
     """Answer the request with ``status``; ``body`` (JSON bytes) and headers optional."""
 
+    #: True when the dispatcher already saw the error (a middleware's own refusal, such as
+    #: a rate limit's 429): not reported again to the refusal observer.
+    observed: bool = False
+
     def __init__(
         self,
         status: int,

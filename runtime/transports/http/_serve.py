@@ -16,14 +16,17 @@ after the grace (plus one second) is cancelled.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+import msgspec
 import trio
 
 from ...auth import AuthConfig
+from ...protocol import Refusal
 from ...stores import EventStore, MemoryEventStore, Store
 from ._auth import Authenticate, Gate
 from ._edge import EdgePolicy, HttpLimits
@@ -34,6 +37,8 @@ from ._session import Hooks, SessionRegistry
 from ._streamable import StreamableEndpoint
 
 __all__ = ["serve_http"]
+
+Endpoint = Callable[[HttpRequest, Exchange], Awaitable[None]]
 
 log = logging.getLogger("mcp_runtime.http")
 #: The Prometheus text exposition format, version 0.0.4.
@@ -60,6 +65,7 @@ async def serve_http(
     sock: socket.socket | None = None,
     metrics: Callable[[], bytes] | None = None,
     metrics_path: str = "/metrics",
+    metrics_token: str | None = None,
     sockets: Sequence[socket.socket] | None = None,
     shutdown: trio.Event,
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
@@ -89,9 +95,12 @@ async def serve_http(
     ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
 
     ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
-    text format (``runtime.middleware.Metrics.render``); off by default, and like the
-    metadata documents it needs no token (bind to loopback or filter it at the proxy).
+    text format (``runtime.middleware.Metrics.render``); off by default. With
+    ``metrics_token`` it needs ``Authorization: Bearer <metrics_token>`` (compared in
+    constant time; else 401 with ``WWW-Authenticate: Bearer``, RFC 6750 section 3); without
+    it, like the metadata documents, none (bind to loopback or filter it at the proxy).
     """
+    expected = f"Bearer {metrics_token}".encode() if metrics_token else None
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
@@ -113,8 +122,15 @@ async def serve_http(
                 hooks, limits, events, sessions_nursery, shutdown, shared=shared
             )
             sessions_nursery.start_soon(registry.reap)
-            streamable = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
+            streamable: Endpoint = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
             legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
+            sse_stream: Endpoint = legacy.stream
+            sse_messages: Endpoint = legacy.messages
+            observe = hooks.on_refusal
+            if observe is not None:  # else the endpoints as they are: nothing on their path
+                streamable = _observed(streamable, observe)
+                sse_stream = _observed(sse_stream, observe)
+                sse_messages = _observed(sse_messages, observe)
 
             # The MCP endpoint first (nearly every request), unless a metadata document
             # is served at that very path.
@@ -123,6 +139,14 @@ async def serve_http(
             def app(request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
                 # A router: returns the coroutine of the endpoint that answers this path.
                 target = request.path
+                if shutdown.is_set():
+                    # Draining: a connection opened now gets its answer and is closed; only
+                    # the health paths serve (the balancer sends nothing new here).
+                    exchange.close_after = True
+                    if health_paths is None or target not in health_paths:
+                        raise HttpError(
+                            503, "Service Unavailable: draining", headers=[("Retry-After", "1")]
+                        )
                 if target == mcp_path:
                     return streamable(request, exchange)
                 document = gate.metadata.get(target)
@@ -136,11 +160,19 @@ async def serve_http(
                 if metrics is not None and target == metrics_path:
                     if request.method != "GET":
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
+                    if expected is not None and not hmac.compare_digest(
+                        (request.header("authorization") or "").encode(), expected
+                    ):
+                        raise HttpError(
+                            401,
+                            "Unauthorized: the metrics endpoint needs its bearer token",
+                            headers=[("WWW-Authenticate", 'Bearer realm="metrics"')],
+                        )
                     return exchange.respond(200, metrics(), content_type=_PROMETHEUS_TEXT)
                 if sse_path is not None and target == sse_path:
-                    return legacy.stream(request, exchange)
+                    return sse_stream(request, exchange)
                 if sse_path is not None and target == messages_path:
-                    return legacy.messages(request, exchange)
+                    return sse_messages(request, exchange)
                 if health_paths is not None and target in health_paths:
                     return health(request, exchange, target == health_paths[1])
                 raise HttpError(404, "Not Found")
@@ -161,6 +193,16 @@ async def serve_http(
                     await exchange.respond(200, b'{"ready":true}', headers=headers)
 
             async with trio.open_nursery() as connections:
+
+                async def drain_deadline() -> None:
+                    # The grace period counts from the shutdown, however long accepting
+                    # goes on for readiness probes (serve_http_listeners ``drain``).
+                    await shutdown.wait()
+                    deadline = trio.current_time() + hooks.shutdown_grace + 1.0
+                    connections.cancel_scope.deadline = deadline
+                    sessions_nursery.cancel_scope.deadline = deadline
+
+                connections.start_soon(drain_deadline)
                 log.info(
                     "listening transport=http address=%s path=%s sse_path=%s",
                     address,
@@ -177,12 +219,67 @@ async def serve_http(
                     write_timeout=hooks.write_timeout,
                     shutdown=shutdown,
                     handler_nursery=connections,
+                    drain=hooks.shutdown_grace,
                 )
-                # Accepting stopped: drain within the grace period, then cancel the rest.
-                deadline = trio.current_time() + hooks.shutdown_grace + 1.0
-                connections.cancel_scope.deadline = deadline
-                sessions_nursery.cancel_scope.deadline = deadline
     finally:
         with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()
+
+
+class _Named(msgspec.Struct):
+    method: Any = None
+    id: Any = None
+
+
+class _ErrorBody(msgspec.Struct):
+    error: dict[str, Any] | None = None
+
+
+def _observed(endpoint: Endpoint, observe: Callable[[Refusal], None]) -> Endpoint:
+    """``endpoint`` telling ``observe`` of each request it refuses with an HttpError (one
+    the dispatcher did not already see: ``HttpError.observed``)."""
+
+    async def call(request: HttpRequest, exchange: Exchange) -> None:
+        try:
+            await endpoint(request, exchange)
+        except HttpError as exc:
+            if not exc.observed:
+                try:
+                    observe(_refusal_of(request, exc))
+                except Exception:
+                    log.exception("refusal observer failed")
+            raise
+
+    return call
+
+
+def _refusal_of(request: HttpRequest, exc: HttpError) -> Refusal:
+    """The Refusal for ``exc``: its JSON-RPC code when its body is one error, and the method
+    and id of the request when its body names them."""
+    code = None
+    if exc.body:
+        try:
+            error = msgspec.json.decode(exc.body, type=_ErrorBody).error
+        except msgspec.DecodeError:
+            error = None
+        if error is not None and isinstance(error.get("code"), int):
+            code = error["code"]
+    method = request_id = None
+    if request.body:
+        try:
+            named = msgspec.json.decode(request.body, type=_Named)
+        except msgspec.DecodeError:
+            pass
+        else:
+            method = named.method if isinstance(named.method, str) else None
+            request_id = named.id
+    return Refusal(
+        code,
+        exc.reason,
+        "http",
+        request.connection_id,
+        method,
+        request_id,
+        status=exc.status,
+    )

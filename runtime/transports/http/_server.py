@@ -53,11 +53,20 @@ async def serve_http_listeners(
     shutdown: trio.Event,
     handler_nursery: trio.Nursery,
     on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None = None,
+    drain: float = 0.0,
 ) -> None:
     """Accept on ``listeners`` until ``shutdown``; each connection runs in
-    ``handler_nursery``. Returns once accepting stopped (connections may still run)."""
+    ``handler_nursery``. Returns once accepting stopped (connections may still run).
+
+    ``drain``: after ``shutdown``, go on accepting for up to this many seconds while the
+    connections open at that moment are still running, each new connection answered one
+    request and closed (the app sees ``shutdown`` set: readiness probes hear "draining"
+    instead of a refused or hanging connection)."""
     slots = trio.Semaphore(limits.max_connections)
     drivers: set[_Driver] = set()
+    # The connections open at shutdown, and the event set when the last of them ended.
+    draining: set[_Driver] = set()
+    drained = trio.Event()
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
@@ -83,15 +92,23 @@ async def serve_http_listeners(
         finally:
             if driver is not None:
                 drivers.discard(driver)
+                if driver in draining:
+                    draining.discard(driver)
+                    if not draining:
+                        drained.set()
             slots.release()
 
     with trio.CancelScope() as accept_scope:
 
         async def stop_accepting() -> None:
             await shutdown.wait()
-            accept_scope.cancel()
-            for driver in list(drivers):  # idle keep-alive connections close now
+            draining.update(drivers)
+            for driver in list(draining):  # idle keep-alive connections close now
                 driver.stop_if_idle()
+            if draining:
+                with trio.move_on_after(drain):
+                    await drained.wait()
+            accept_scope.cancel()
 
         handler_nursery.start_soon(stop_accepting)
         handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
@@ -207,7 +224,8 @@ class _Driver:
         first = True
         try:
             with self._scope:
-                while not self.shutdown.is_set():
+                # A connection accepted while draining is answered one request.
+                while first or not self.shutdown.is_set():
                     if not await self._one_request(first):
                         break
                     first = False
@@ -264,7 +282,7 @@ class _Driver:
             if self.deadline == math.inf:  # part of the next request came with the last one
                 self.deadline = trio.current_time() + self.limits.header_timeout
         else:
-            if self.shutdown.is_set() or self.io.eof:
+            if (self.shutdown.is_set() and not first) or self.io.eof:
                 return None
             self.phase = "idle"
             wait = self.limits.header_timeout if first else self.limits.keep_alive_timeout

@@ -23,7 +23,7 @@ import msgspec
 import trio
 
 from ... import eager
-from ...protocol import ModernRequest, error_reply, id_key, probe, store_unavailable
+from ...protocol import ModernRequest, Refusal, error_reply, id_key, probe, store_unavailable
 from ...stores import EventStore, MemoryEventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._streams import Key, ResponseStream
@@ -76,6 +76,10 @@ class Hooks:
     #: replica serves any session's POST.
     export_session: Callable[[Any], SessionRecord | None] | None = None
     import_session: Callable[[str, Any, SessionRecord], Any] | None = None
+    #: The dispatcher's refusal observer (``runtime.protocol.Refusal``; None: nothing
+    #: observes, and the transport builds nothing): told of every POST, GET or DELETE the
+    #: transport answers with an error before the request reaches the dispatcher.
+    on_refusal: Callable[[Refusal], None] | None = None
 
 
 class _SessionChannel:
@@ -305,15 +309,22 @@ class HttpSession:
                     del self._by_key[key]
 
     async def run(self, hooks: Hooks, shutdown: trio.Event) -> None:
-        """Serve the session's connection until it ends, shuts down or is ended."""
+        """Serve the session's connection until it ends, shuts down or is ended. Shutdown
+        reaches a running connection through the registry's one watcher (no watcher task per
+        idle session: issue 22 item 4)."""
+
+        def started(connection: Any) -> None:
+            self._started(connection)
+            if shutdown.is_set():
+                connection.stop_reading()
+
         try:
             with self.scope:
                 await hooks.serve_connection(
                     _SessionChannel(self),
                     session=self.core,
                     connection_id=f"http-{self.id[:8]}",
-                    shutdown=shutdown,
-                    started=self._started,
+                    started=started,
                 )
         finally:
             if self.unsubscribe is not None:
@@ -380,6 +391,14 @@ class SessionRegistry:
         #: A shared store (``Store.shared``): handshake sessions are saved there and any
         #: replica adopts a session it has not seen (``find``).
         self.shared = shared if shared is not None and shared.shared else None
+        nursery.start_soon(self._stop_at_shutdown)
+
+    async def _stop_at_shutdown(self) -> None:
+        """One watcher for every session: at shutdown each stops reading and drains."""
+        await self._shutdown.wait()
+        for session in list(self._sessions.values()):
+            if session.connection is not None:
+                session.connection.stop_reading()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -453,6 +472,8 @@ class SessionRegistry:
             session.export = self.hooks.export_session
             # Stream ids unique across replicas (event ids name their stream).
             session.stream_suffix = "-" + self.shared.replica
+            # Its tasks belong to the shared id, not to this replica's copy.
+            session.core.shared_id = session_id
         self._sessions[session_id] = session
 
         async def run() -> None:

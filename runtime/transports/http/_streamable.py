@@ -359,7 +359,9 @@ def _json_status(reply: bytes) -> int:
     status = status_of(reply)
     if status == 429:
         headers = [("Retry-After", retry_after(reply) or "1")]
-        raise HttpError(429, "Too Many Requests", reply, headers)
+        error = HttpError(429, "Too Many Requests", reply, headers)
+        error.observed = True  # the middleware chain made it: no refusal of the transport
+        raise error
     return status
 
 

@@ -1,0 +1,118 @@
+"""A mounted server's own middleware and completion, and the lifespan of a server mounted
+while serving: the served file over real HTTP (a subprocess on 127.0.0.1) with the official
+SDK client as the peer."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import trio
+import trio.testing
+
+from ..peers import ROOT, cli
+
+
+async def test_mounted_chains_completion_and_dynamic_lifespan_over_http() -> None:
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(
+            cli(
+                "serve", "tests/composition/mounted_chains.py", "--transport", "http",
+                "--port", "0",
+            ),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert process.stderr is not None
+        try:
+            seen = b""
+            while (match := re.search(rb"on (http://127\.0\.0\.1:\d+/mcp)", seen)) is None:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, seen.decode()
+                seen += chunk
+            url = match.group(1).decode()
+            done = await trio.run_process(
+                [sys.executable, str(ROOT / "tests/composition/sdk_chains_client.py"), url],
+                cwd=ROOT,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        finally:
+            process.terminate()
+            await process.wait()
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = json.loads(done.stdout)
+    # The kid's middleware runs for the kid's tools, under the kid's own names ...
+    assert out["search"] == "kid found x (via kid middleware)"
+    # ... and not for the parent's own.
+    assert out["own"] == "parent y"
+    before = out["events_before"]
+    assert before[0] == "kid enter"  # its lifespan, entered when the parent started serving
+    assert "kid request tools/call search" in before
+    assert "kid call search" in before
+    assert "kid request prompts/get greet" in before
+    assert "kid request resources/read notes://abc" in before
+    assert "kid request completion/complete greet" in before
+    assert not any("own" in event or "get_events" in event for event in before)
+    assert out["greet"]["messages"][0]["content"]["text"] == "hello ann"
+    assert out["note"]["contents"][0]["text"] == "note abc"
+    # Completion through the prefix reaches the kid's completer with its own names.
+    assert out["complete_prompt"]["completion"]["values"] == ["b-from-kid-greet"]
+    assert out["complete_template"]["completion"]["values"] == ["n-from-kid-notes://{name}"]
+    assert "kid complete ref/prompt greet who" in before
+    assert "kid complete ref/resource notes://{name} name" in before
+    assert out["complete_parent"]["completion"]["values"] == ["t-from-parent"]
+    # Mounted while serving: lifespan entered, list_changed sent, its middleware applies.
+    assert "late_where" in out["tools_mounted"]
+    assert out["where"] == "late state=late-state (via late middleware)"
+    assert out["complete_late"]["completion"]["values"] == ["green"]  # its annotation
+    assert "late_where" not in out["tools_unmounted"]
+    after = out["events_after"][len(before) :]
+    assert after.index("late enter") < after.index("late request tools/call where")
+    assert after.index("late exit") > after.index("late call where")  # exited at unmount
+    assert out["notifications"].count("notifications/tools/list_changed") >= 2
+
+
+async def test_a_server_with_middleware_mounted_while_serving_needs_the_chain() -> None:
+    """A parent that started serving without mounted middleware cannot run a child's: the
+    mount is refused (nothing is mounted) rather than the child's middleware skipped."""
+    from runtime import Server
+    from runtime.middleware import Next, Request
+
+    parent = Server("parent")
+    child = Server("child")
+
+    @child.tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    @child.middleware
+    async def mark(request: Request, call_next: Next) -> object:
+        return await call_next()
+
+    plain = Server("plain")
+
+    @plain.tool
+    def hello() -> str:
+        """Hello."""
+        return "hi"
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(parent.serve_http, 0)
+            try:
+                import pytest
+
+                with pytest.raises(RuntimeError, match="mount it before serving"):
+                    parent.mount(child, prefix="c")
+                assert "c" not in parent.mounts and "c_ping" not in parent.registry.tools
+                parent.mount(plain, prefix="p")  # no middleware: mounted while serving
+                await trio.testing.wait_all_tasks_blocked()  # its lifespan task, then attach
+                assert "p_hello" in parent.registry.tools
+            finally:
+                nursery.cancel_scope.cancel()
