@@ -15,7 +15,10 @@ Forwarded faithfully:
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
 - server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
   session's upstream session go to that session's client (related to its newest request being
-  forwarded, if any), and its answer back;
+  forwarded, if any), and its answer back; asked while forwarding a 2026-07-28 request, they
+  become input rounds of that request (``runtime._bridge_rounds``);
+- log messages of a 2026-07-28 request: its level passed on, the remote's messages on the
+  forwarded request's stream relayed to it at that level;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
   ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
 - tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
@@ -36,13 +39,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
+from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
 from .client import (
     Backoff,
@@ -54,7 +58,7 @@ from .client import (
     open_client,
 )
 from .middleware import Middleware, Next, Request
-from .protocol import JSONRPCError, overloaded
+from .protocol import META_LOG_LEVEL, JSONRPCError, overloaded
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -407,6 +411,16 @@ class Forward(Middleware):
         self.sessions: set[UpstreamSession] = set()
         #: Modern requests being forwarded through the shared client, oldest first.
         self.in_flight: list[Request] = []
+        #: Where forwardings run that outlive a downstream request (input rounds); set
+        #: while serving.
+        self.nursery: trio.Nursery | None = None
+        #: Forwardings of modern requests through a handshake-era shared client, oldest
+        #: first; and those parked in an input round, by their ``requestState``.
+        self.forwardings: list[Forwarding] = []
+        self.parked: dict[str, Forwarding] = {}
+        #: The log level set on a handshake-era shared client (the lowest any 2026-07-28
+        #: request asked for: each request's own level is applied when relaying).
+        self.shared_level: str | None = None
 
     async def _session(self, request: Request) -> UpstreamSession:
         """The downstream session's upstream session, opened on first use (its
@@ -485,12 +499,17 @@ class Forward(Middleware):
             if method in _SESSION_METHODS:
                 return await self._session_method(request, call_next, client, upstream)
             params = _strip_meta(dict(request.params))
-            token = request.meta.get("progressToken")
+            level = None if handshake else requested_level(request)
+            if level is not None and client.era == "modern":
+                # 2026-07-28 server/utilities/logging: the level travels with the request.
+                params["_meta"] = {**(params.get("_meta") or {}), META_LOG_LEVEL: level}
+            elif level is not None:
+                await self._lower_shared_level(client, level)
+            if not handshake and client.era == "handshake" and method in _ASKING_METHODS:
+                return await self._forward_rounds(client, method, params, request)
             in_flight.append(request)
             try:
-                if not isinstance(token, str | int):
-                    return await self._forward(client, method, params, request, None)
-                return await self._forward_with_progress(client, method, params, request, token)
+                return await self._forward_relaying(client, method, params, request, level)
             finally:
                 in_flight.remove(request)
         except TransportLost as exc:
@@ -585,6 +604,130 @@ class Forward(Middleware):
         # The remote ended its listen: so do we ("Graceful Closure").
         return {"_meta": dict(meta)}
 
+    async def _await_remote_task(
+        self, client: Client, created: dict[str, Any], request: Request
+    ) -> Any:
+        """A 2026-07-28 remote chose to run a handshake-era client's request as a task
+        (tasks extension): poll it with ``tasks/get`` at its poll interval until it ends and
+        answer its result (or its error); its input requests are asked of our client as
+        server-to-client requests and answered with ``tasks/update``. Our client's
+        cancellation cancels the task (``tasks/cancel``)."""
+        task_id = str(created.get("taskId"))
+        interval = created.get("pollIntervalMs")
+        answered: set[str] = set()
+        try:
+            while True:
+                wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
+                await trio.sleep(min(wait, _MAX_TASK_POLL_MS) / 1000)
+                try:
+                    task = await client.get_task(task_id)
+                except PeerError as exc:
+                    raise JSONRPCError(exc.code, exc.message, exc.data) from None
+                interval = task.poll_interval_ms or task.poll_interval or interval
+                if task.status == "completed":
+                    return _per_hop_removed(task.result)
+                if task.status in ("failed", "cancelled"):
+                    error = task.error if isinstance(task.error, dict) else {}
+                    code = error.get("code")
+                    raise JSONRPCError(
+                        code if isinstance(code, int) else -32603,
+                        str(error.get("message") or f"the remote's task {task.status}"),
+                        error.get("data"),
+                    )
+                fresh = {
+                    key: asked
+                    for key, asked in (task.input_requests or {}).items()
+                    if key not in answered and isinstance(asked, dict)
+                }
+                if task.status == "input_required" and fresh:
+                    responses = {
+                        key: await _ask(request, str(asked.get("method")), asked.get("params"))
+                        for key, asked in fresh.items()
+                    }
+                    answered.update(responses)
+                    await client.update_task(task_id, responses)
+                    interval = 0
+        except trio.Cancelled:
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(_CANCEL_WAIT),
+                contextlib.suppress(ClientError),
+            ):
+                await client.cancel_task(task_id)
+            raise
+
+    async def _lower_shared_level(self, client: Client, level: str) -> None:
+        """A handshake-era remote logs at its session's level: the shared client's session
+        is set to the lowest level a 2026-07-28 request asked for (each request then gets
+        only what its own level lets through, see :class:`Relay`)."""
+        current = self.shared_level
+        if current is not None and LOG_LEVELS.index(current) <= LOG_LEVELS.index(level):
+            return
+        self.shared_level = level
+        try:
+            await client.set_logging_level(level)  # re-applied by the client on reconnect
+        except PeerError as exc:
+            log.warning("the remote refused logging/setLevel %s: %s", level, exc)
+
+    async def _forward_rounds(
+        self, client: Client, method: str, params: dict[str, Any], request: Request
+    ) -> Any:
+        """A 2026-07-28 request through a handshake-era remote: the remote's questions become
+        input rounds of the downstream request (``runtime._bridge_rounds``)."""
+        state = params.get("requestState")
+        forwarding: Forwarding | None = None
+        if isinstance(state, str) and state.startswith(STATE_PREFIX):
+            forwarding = self.parked.pop(state, None)
+            if forwarding is None:
+                raise JSONRPCError(
+                    -32602, "Invalid params: requestState is unknown or its request ended"
+                )
+            forwarding.answer(params.get("inputResponses"))
+        else:
+            forwarding = self._start_forwarding(client, method, params, request)
+        try:
+            finished, value = await forwarding.outcome(request)
+        except PeerError as exc:
+            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+        if finished:
+            return _per_hop_removed(value)
+        self.parked[forwarding.state] = forwarding
+        return {
+            "resultType": "input_required",
+            "inputRequests": value,
+            "requestState": forwarding.state,
+        }
+
+    def _start_forwarding(
+        self, client: Client, method: str, params: dict[str, Any], request: Request
+    ) -> Forwarding:
+        nursery = self.nursery
+        if nursery is None:
+            raise RuntimeError("the proxy is not serving")
+        forwarding = Forwarding(request, SERVER_REQUEST_TIMEOUT)
+        relay = Relay(lambda: forwarding.current)
+
+        async def send() -> Any:
+            return await client.request(
+                method,
+                params,
+                timeout=None,  # bounded by the downstream requests and input_timeout
+                progress=relay.progress,
+                on_notification=relay.note,
+                on_request=forwarding.ask,
+            )
+
+        async def run() -> None:
+            self.forwardings.append(forwarding)
+            try:
+                await forwarding.run(send, relay)
+            finally:
+                self.forwardings.remove(forwarding)
+                self.parked.pop(forwarding.state, None)
+
+        nursery.start_soon(run)
+        return forwarding
+
     async def _forward(
         self,
         client: Client,
@@ -592,11 +735,18 @@ class Forward(Middleware):
         params: dict[str, Any],
         request: Request,
         progress: Any,
+        on_notification: Any = None,
     ) -> Any:
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
                 # No timeout of our own: the downstream request's cancel scope bounds it.
-                result = await client.request(method, params, timeout=None, progress=progress)
+                result = await client.request(
+                    method,
+                    params,
+                    timeout=None,
+                    progress=progress,
+                    on_notification=on_notification,
+                )
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
             kind = result.get("resultType") if isinstance(result, dict) else None
@@ -604,6 +754,10 @@ class Forward(Middleware):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
                 # remote's, polled through us with tasks/get (forwarded).
                 return _per_hop_removed(result, keep_result_type=True)
+            if kind == "task":
+                # A handshake-era client did not ask for a task (the 2026-07-28 tasks
+                # extension is not declared across eras): run it to its end for it.
+                return await self._await_remote_task(client, result, request)
             if kind != "input_required":
                 return _per_hop_removed(result)
             if request.era == "modern":
@@ -621,36 +775,34 @@ class Forward(Middleware):
                 params.pop("requestState", None)
         raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
-    async def _forward_with_progress(
+    async def _forward_relaying(
         self,
         client: Client,
         method: str,
         params: dict[str, Any],
         request: Request,
-        token: str | int,
+        level: str | None,
     ) -> Any:
-        send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
-
-        def progress(value: float, total: float | None, message: str | None) -> None:
-            note: dict[str, Any] = {"progressToken": token, "progress": value}
-            if total is not None:
-                note["total"] = total
-            if message is not None:
-                note["message"] = message
-            send.send_nowait(note)
-
-        async def relay() -> None:
-            async for note in receive:
-                await request.context.peer.notify(
-                    "notifications/progress", note, related=request.id
-                )
-
+        """Forward, passing on the remote's progress (when the request has a
+        ``progressToken``) and, for a 2026-07-28 request that carries a log level, the log
+        messages the remote sends on the forwarded request's stream."""
+        token = request.meta.get("progressToken")
+        if not isinstance(token, str | int) and level is None:
+            return await self._forward(client, method, params, request, None)
+        relay = Relay(lambda: request)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(relay)
+            nursery.start_soon(relay.run)
             try:
-                return await self._forward(client, method, params, request, progress)
+                return await self._forward(
+                    client,
+                    method,
+                    params,
+                    request,
+                    relay.progress if isinstance(token, str | int) else None,
+                    relay.note if level is not None else None,
+                )
             finally:
-                send.close()
+                relay.close()
 
     def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
         """Our ``initialize``/``server/discover`` result, with the remote's features as it
@@ -681,14 +833,28 @@ class Forward(Middleware):
 
         async def forward(params: dict[str, Any]) -> Any:
             # Only 2026-07-28 requests use the shared client: such a client can only be
-            # asked in an input round of its own request, and the remote's request waits
-            # for an answer now: not bridged (docs/bridges.md).
+            # asked in an input round of its own request. A question that arrived on a
+            # forwarded request's stream went to its forwarding already (on_request); one
+            # over a link that cannot tell (stdio, TCP, WebSocket, legacy SSE) goes to the
+            # newest forwarding, as a handshake-era session's do (UpstreamSession.handler).
+            if self.forwardings:
+                return await self.forwardings[-1].ask(method, params)
             raise PeerError(
-                -32601, f"Method not found: {method} (no handshake-era client request to ask)"
+                -32601, f"Method not found: {method} (no 2026-07-28 request being forwarded)"
             )
 
         return forward
 
+
+#: The longest wait between two polls of a remote's task run for a handshake-era client
+#: (its ``pollIntervalMs`` is honored up to this).
+_MAX_TASK_POLL_MS: Final = 5000
+
+#: How long cancelling a remote's task may take once our client went away.
+_CANCEL_WAIT: Final = 2.0
+
+#: The 2026-07-28 requests that may get an input round (basic/patterns/mrtr).
+_ASKING_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 #: Per-session requests the proxy answers itself after setting them on the upstream session.
 _SESSION_METHODS: Final = frozenset(
@@ -753,10 +919,17 @@ def proxy_server(
             forward.client = client
             forward.connect = connect
             try:
-                yield None
+                async with trio.open_nursery() as nursery:
+                    forward.nursery = nursery
+                    try:
+                        yield None
+                    finally:
+                        nursery.cancel_scope.cancel()
             finally:
                 forward.client = None
                 forward.connect = None
+                forward.nursery = None
+                forward.shared_level = None
 
     app = Server(name, lifespan=lifespan)
     app.add_middleware(forward)

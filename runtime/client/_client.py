@@ -22,7 +22,13 @@ import trio.lowlevel
 from ._answers import Answers, RequestHandler
 from ._backoff import Backoff
 from ._connectors import Connector
-from ._conversation import Conversation, Listener, Notification
+from ._conversation import (
+    Conversation,
+    Listener,
+    Notification,
+    NotificationCallback,
+    ServerRequestHandler,
+)
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._link import Link, Outgoing
 from ._param_headers import ParamHeaders
@@ -196,6 +202,8 @@ class Client:
         modern: bool | None = None,
         early: bool = False,
         request_id: int | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_request: ServerRequestHandler | None = None,
     ) -> msgspec.Raw:
         if timeout is _DEFAULT:
             timeout = self.timeout
@@ -235,6 +243,8 @@ class Client:
             progress=progress,
             progress_token=f"progress-{request_id}" if progress is not None else None,
             early=early,
+            on_notification=on_notification,
+            on_request=on_request,
         )
 
     async def _call(
@@ -245,13 +255,16 @@ class Client:
         *,
         timeout: float | None = _DEFAULT,
         progress: Callable[[float, float | None, str | None], Any] | None = None,
+        on_notification: NotificationCallback | None = None,
     ) -> T:
         """A request whose result decodes as ``result_type``; answers 2026-07-28 input
         rounds (``resultType: "input_required"``) with the registered handlers, re-sending
         the request with ``inputResponses`` and the server's ``requestState``."""
         body = dict(params or {})
         for _round in range(MAX_INPUT_ROUNDS + 1):
-            raw = await self._request_raw(method, body, timeout=timeout, progress=progress)
+            raw = await self._request_raw(
+                method, body, timeout=timeout, progress=progress, on_notification=on_notification
+            )
             probe = _probe_decoder.decode(raw) if b"resultType" in bytes(raw) else _ResultProbe()
             if probe.result_type == "task" and result_type is not Task:
                 # 2026-07-28 tasks extension: the server chose to run it as a task.
@@ -413,10 +426,28 @@ class Client:
         timeout: float | None = _DEFAULT,
         progress: Callable[[float, float | None, str | None], Any] | None = None,
         repeatable: bool | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_request: ServerRequestHandler | None = None,
     ) -> Any:
-        """Send any request; return its result decoded to Python objects."""
+        """Send any request; return its result decoded to Python objects.
+
+        ``on_notification(note)`` is called (synchronously, in the reading task) with each
+        notification the server sends on this request's own response stream (Streamable
+        HTTP: the POST's SSE stream; MCP 2026-07-28 sends a request's log messages there),
+        besides the client's ``on_notification``; progress goes to ``progress`` as before.
+        ``on_request(method, params)`` answers the server's requests (sampling, elicitation,
+        roots) that arrive on that stream, instead of the client's handlers; its
+        :class:`PeerError` is the error answered. Links without per-request streams (stdio,
+        TCP, Unix, pipes, WebSocket, legacy SSE) cannot tell which request a message belongs
+        to: those go to the client's callbacks only."""
         raw = await self._request_raw(
-            method, params, timeout=timeout, progress=progress, repeatable=repeatable
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            repeatable=repeatable,
+            on_notification=on_notification,
+            on_request=on_request,
         )
         return msgspec.json.decode(raw)
 
@@ -453,14 +484,21 @@ class Client:
         *,
         timeout: float | None = _DEFAULT,
         progress: Callable[[float, float | None, str | None], Any] | None = None,
+        on_notification: NotificationCallback | None = None,
     ) -> CallToolResult:
         """Call a tool. A tool that failed is ``is_error=True`` in the result, not an
         exception; a server that answers with a task is an error here (use
-        :meth:`call_tool_as_task`)."""
+        :meth:`call_tool_as_task`). ``on_notification``: the notifications (log messages)
+        sent on this call's own response stream, as :meth:`request` says."""
         params = {"name": name, "arguments": dict(arguments or {})}
         try:
             return await self._call(
-                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+                "tools/call",
+                params,
+                CallToolResult,
+                timeout=timeout,
+                progress=progress,
+                on_notification=on_notification,
             )
         except PeerError as exc:
             # -32020 HeaderMismatch: the tool mirrors arguments into Mcp-Param-* headers and
@@ -471,7 +509,12 @@ class Client:
             if not self._param_headers.knows(name):
                 raise
             return await self._call(
-                "tools/call", params, CallToolResult, timeout=timeout, progress=progress
+                "tools/call",
+                params,
+                CallToolResult,
+                timeout=timeout,
+                progress=progress,
+                on_notification=on_notification,
             )
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:

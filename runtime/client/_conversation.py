@@ -32,14 +32,27 @@ import trio
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
-from ._link import Failed, Link, Outgoing
+from ._link import Failed, Link, OnStream, Outgoing
 from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming
 
-__all__ = ["Conversation", "Listener", "Notification", "Pending", "ProgressCallback", "peer_error"]
+__all__ = [
+    "Conversation",
+    "Listener",
+    "Notification",
+    "NotificationCallback",
+    "Pending",
+    "ProgressCallback",
+    "ServerRequestHandler",
+    "peer_error",
+]
 
 log = logging.getLogger("mcp_runtime.client")
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
+#: Per request: the server's notifications that arrived on that request's response stream.
+NotificationCallback = Callable[["Notification"], Any]
+#: Per request: answers the server's requests that arrived on that request's response stream.
+ServerRequestHandler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 _CANCEL_SEND_TIMEOUT: Final = 2.0
 #: MCP logging levels (RFC 5424 severities, 2025-11-25 server/utilities/logging) -> Python's.
 _LOG_LEVELS: Final = {
@@ -71,7 +84,17 @@ class Pending:
     """One request waiting for its answer: what to re-send after a reconnect (``out``,
     when ``repeatable``), the link generation it went out on, and its outcome once known."""
 
-    __slots__ = ("done", "generation", "method", "out", "outcome", "progress", "repeatable")
+    __slots__ = (
+        "answer",
+        "done",
+        "generation",
+        "method",
+        "notified",
+        "out",
+        "outcome",
+        "progress",
+        "repeatable",
+    )
 
     def __init__(
         self,
@@ -79,11 +102,15 @@ class Pending:
         out: Outgoing,
         repeatable: bool,
         progress: ProgressCallback | None,
+        notified: NotificationCallback | None = None,
+        answer: ServerRequestHandler | None = None,
     ) -> None:
         self.method = method
         self.out = out
         self.repeatable = repeatable
         self.progress = progress
+        self.notified = notified
+        self.answer = answer
         self.done = trio.Event()
         self.outcome: _Outcome | ClientError | None = None
         self.generation = -1  # the link generation it was last sent on
@@ -276,6 +303,9 @@ class Conversation:
             except BadMessage as exc:
                 log.warning("bad message from the server: %s", exc)
                 continue
+            related: Any = None
+            if isinstance(frame, OnStream):
+                related, frame = frame.request_id, frame.data
             if isinstance(frame, Failed):
                 if frame.request_id is None:  # the link's notification stream is gone
                     log.error("%s", frame.error)
@@ -293,11 +323,12 @@ class Conversation:
                 continue
             for item in items:
                 try:
-                    self._route(item)
+                    self._route(item, related)
                 except Exception:  # one odd message must not end the conversation
                     log.exception("could not handle a message from the server: %.200r", frame)
 
-    def _route(self, item: Incoming) -> None:
+    def _route(self, item: Incoming, related: Any = None) -> None:
+        """``related``: the request on whose response stream ``item`` arrived, if known."""
         if item.method is msgspec.UNSET:
             pending = self.requests.get(item.id)
             if pending is None:
@@ -319,12 +350,16 @@ class Conversation:
                 decoded = None
             if isinstance(decoded, dict):
                 params = decoded
+        pending = self.requests.get(related) if related is not None else None
         if item.id is not msgspec.UNSET and item.id is not None:
-            self._nursery.start_soon(self._serve_request, item.id, item.method, params)
+            answer = pending.answer if pending is not None else None
+            self._nursery.start_soon(
+                self._serve_request, item.id, item.method, params, answer or self._answer
+            )
             return
-        self._notification(Notification(str(item.method), params))
+        self._notification(Notification(str(item.method), params), pending)
 
-    def _notification(self, note: Notification) -> None:
+    def _notification(self, note: Notification, related: Pending | None = None) -> None:
         method = note.method
         params = note.params
         if method == "notifications/progress":
@@ -367,9 +402,22 @@ class Conversation:
                 self.on_notification(note)
             except Exception:
                 log.exception("on_notification failed for %s", method)
+        if related is not None and related.notified is not None:
+            try:
+                related.notified(note)
+            except Exception:
+                log.exception("the on_notification callback of %s failed", related.method)
 
-    async def _serve_request(self, request_id: Any, method: Any, params: dict[str, Any]) -> None:
-        """Answer a server-to-client request (handshake era) with the client's handler."""
+    async def _serve_request(
+        self,
+        request_id: Any,
+        method: Any,
+        params: dict[str, Any],
+        answer: ServerRequestHandler,
+    ) -> None:
+        """Answer a server-to-client request (handshake era) with ``answer``: the handler of
+        the request on whose stream it arrived (``Client.request(on_request=...)``), else
+        the client's."""
         with trio.CancelScope() as scope:
             self._serving[request_id] = scope
             try:
@@ -378,7 +426,7 @@ class Conversation:
                     message["result"] = {}
                 else:
                     try:
-                        message["result"] = await self._answer(str(method), params)
+                        message["result"] = await answer(str(method), params)
                     except PeerError as exc:
                         message["error"] = {"code": exc.code, "message": exc.message}
                         if exc.data is not None:
@@ -414,6 +462,8 @@ class Conversation:
         progress: ProgressCallback | None = None,
         progress_token: str | None = None,
         early: bool = False,
+        on_notification: NotificationCallback | None = None,
+        on_request: ServerRequestHandler | None = None,
     ) -> msgspec.Raw:
         """Send the request ``out`` and wait for its result (raw). ``early``: it may go as
         soon as the link is up (the handshake itself). Raises as :class:`Client` documents;
@@ -421,7 +471,7 @@ class Conversation:
         method = str(out.method)
         request_id = out.request_id
         safe = out.repeatable
-        pending = Pending(method, out, safe, progress)
+        pending = Pending(method, out, safe, progress, on_notification, on_request)
         self.requests[request_id] = pending
         token = progress_token
         if token is not None:

@@ -8,9 +8,11 @@ Contract of every link (``Link``):
 
 - ``send(out)`` writes one outgoing message; raises :class:`TransportLost` when the link is
   broken. Cancelling it may leave the link broken (a partly written frame).
-- ``receive()`` returns the next incoming frame (bytes) or a :class:`Failed` record for one
-  request the link gave up on; raises ``trio.EndOfChannel`` on a clean end of input and
-  :class:`TransportLost` when the link broke (a stalled partial frame included).
+- ``receive()`` returns the next incoming frame (bytes), an :class:`OnStream` frame (one that
+  arrived on a request's own response stream, when the link has such streams) or a
+  :class:`Failed` record for one request the link gave up on; raises ``trio.EndOfChannel``
+  on a clean end of input and :class:`TransportLost` when the link broke (a stalled partial
+  frame included).
 - ``aclose()`` releases everything; idempotent; never raises for an already broken link.
 """
 
@@ -27,7 +29,7 @@ import trio
 from ._errors import BadMessage, ClientError, TransportLost
 from ._wire import Framer, FramingError, escape_excerpt
 
-__all__ = ["Failed", "FramedLink", "Link", "Outgoing", "single_errors"]
+__all__ = ["Failed", "FramedLink", "Link", "OnStream", "Outgoing", "single_errors"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
 
@@ -60,6 +62,17 @@ class Failed:
     error: ClientError
 
 
+@dataclasses.dataclass(slots=True)
+class OnStream:
+    """A frame that arrived on the response stream of request ``request_id`` (Streamable
+    HTTP: the SSE stream answering its POST). MCP 2025-11-25 basic/transports and 2026-07-28:
+    the notifications and requests the server sends there relate to that request, which is
+    how a client ties a log message or an elicitation to the call it came from."""
+
+    request_id: Any
+    data: bytes
+
+
 @contextlib.asynccontextmanager
 async def single_errors() -> AsyncIterator[None]:
     """Re-raise a lone exception leaving a nursery unwrapped (trio wraps every error of a
@@ -86,7 +99,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 class Link(Protocol):
     async def send(self, out: Outgoing) -> None: ...
 
-    async def receive(self) -> bytes | Failed: ...
+    async def receive(self) -> bytes | OnStream | Failed: ...
 
     async def aclose(self) -> None: ...
 

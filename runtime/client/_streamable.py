@@ -42,7 +42,7 @@ import trio
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._http import ConnectFailed, HttpPool, HttpResponse, Url
-from ._link import Failed, Link, Outgoing, single_errors
+from ._link import Failed, Link, OnStream, Outgoing, single_errors
 from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
 
 __all__ = ["HttpConnector", "StreamableLink"]
@@ -135,7 +135,9 @@ class StreamableLink:
             ssl_context=config.ssl_context,
             max_idle=config.max_idle_connections,
         )
-        self._send_inbox, self._inbox = trio.open_memory_channel[bytes | Failed](math.inf)
+        self._send_inbox, self._inbox = trio.open_memory_channel[bytes | OnStream | Failed](
+            math.inf
+        )
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._posts: dict[Any, trio.CancelScope] = {}
@@ -181,7 +183,7 @@ class StreamableLink:
             return
         await self._post_message(out)
 
-    async def receive(self) -> bytes | Failed:
+    async def receive(self) -> bytes | OnStream | Failed:
         try:
             return await self._inbox.receive()
         except trio.ClosedResourceError:
@@ -412,14 +414,18 @@ class StreamableLink:
                 if not event.data or event.event != "message":
                     continue  # a priming event
                 data = event.data.encode("utf-8")
-                await self._push(data)
+                # On one request's own stream: what the server sends there relates to it.
+                if out is not None and not out.batch_ids and out.request_id is not None:
+                    await self._push(OnStream(out.request_id, data))
+                else:
+                    await self._push(data)
                 ids.difference_update(_answers(data, ids))
                 if out is not None and not ids:
                     return
             if not chunk:
                 return
 
-    async def _push(self, data: bytes) -> None:
+    async def _push(self, data: bytes | OnStream) -> None:
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send_inbox.send(data)
 

@@ -456,7 +456,7 @@ async def test_closing_a_stdio_client_leaves_no_process_behind(
 
         connector = connector_for(command, close_grace=0.5)
         async with trio.open_nursery() as nursery:
-            client = Client(connector, nursery, era="handshake", timeout=1)
+            client = Client(connector, nursery, era="handshake", timeout=10)
             await nursery.start(client._maintain)
             if not stubborn:
                 await client._start()
