@@ -1,7 +1,8 @@
 """Transports: each turns some byte stream into a ``runtime.core.MessageChannel``.
 
 The network transports (HTTP, WebSocket) load lazily (PEP 562): a stdio or TCP server never
-imports the HTTP server, wsproto or trio-websocket, which keeps the CLI's start-up fast.
+imports the HTTP server or wsproto (the server side of WebSocket is our own wsproto
+loop, `_wsproto.py`; only the client uses trio-websocket), which keeps the CLI's start-up fast.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""MCP over WebSocket (trio-websocket): one text message per JSON-RPC message or batch.
+"""MCP over WebSocket (our own wsproto loop, ``_wsproto``): one text message per JSON-RPC
+message or batch.
 
 The handshake is checked like every HTTP request (path, Host and Origin allow-lists: 403;
 MCP 2025-11-25 basic/transports "Security Warning" applies to any browser-reachable
 listener) and must offer the ``mcp`` subprotocol when it offers any. Close codes say why
-(RFC 6455 section 7.4.1): 1009 message too big (from trio-websocket's size cap), 1007
+(RFC 6455 section 7.4.1): 1009 message too big (``max_message_size``), 1007
 invalid UTF-8 (from wsproto), 1003 a binary message, 1002 a protocol error, 1001 going
 away on shutdown, 1011 a peer that stopped answering pings.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import math
@@ -20,10 +20,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import trio
-import trio_websocket
-from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import CloseConnection
 
 from ..auth import AuthConfig
 from ..protocol import (
@@ -34,6 +30,7 @@ from ..protocol import (
     error_reply,
     forbidden,
 )
+from ._wsproto import ServerWebSocket, open_server_websocket
 from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits, calls_in
 
 __all__ = ["serve_websocket"]
@@ -50,8 +47,14 @@ _BUSY: Final = (
 class _WebSocketChannel:
     """A ``MessageChannel`` on an accepted WebSocket."""
 
+    __slots__ = ("_gate", "_principal", "_shutdown", "_ws")
+
     def __init__(
-        self, ws: Any, shutdown: trio.Event, gate: Gate | None = None, principal: Any = None
+        self,
+        ws: ServerWebSocket,
+        shutdown: trio.Event,
+        gate: Gate | None = None,
+        principal: Any = None,
     ) -> None:
         self._ws = ws
         self._shutdown = shutdown
@@ -60,27 +63,24 @@ class _WebSocketChannel:
 
     async def receive(self) -> bytes:
         while True:
-            try:
-                message = await self._ws.get_message()
-            except trio_websocket.ConnectionClosed:
-                raise trio.EndOfChannel from None
+            message = await self._ws.receive_message()
             if isinstance(message, bytes):
                 log.warning("closing websocket reason=binary-message")
-                await self._ws.aclose(1003, "MCP messages are text frames")
+                await self._ws.close(1003, "MCP messages are text frames")
                 raise trio.EndOfChannel
             data: bytes = message.encode("utf-8")
             if self._expired():
                 # A bearer token is checked at the upgrade; a socket must not outlive it
                 # (RFC 6750: an expired token is no longer valid). 1008 = policy violation.
                 log.info("closing websocket reason=token-expired")
-                await self._ws.aclose(1008, "access token expired")
+                await self._ws.close(1008, "access token expired")
                 raise trio.EndOfChannel
             refusal = self._refusal(data)
             if refusal is None:
                 return data
             try:
-                await self._ws.send_message(refusal.decode("utf-8"))
-            except trio_websocket.ConnectionClosed:
+                await self._ws.send_text(refusal.decode("utf-8"))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 raise trio.EndOfChannel from None
 
     def _expired(self) -> bool:
@@ -112,11 +112,8 @@ class _WebSocketChannel:
         )
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
-        try:
-            for data, _related in messages:
-                await self._ws.send_message(data.decode("utf-8"))
-        except trio_websocket.ConnectionClosed as exc:
-            raise trio.BrokenResourceError("websocket closed") from exc
+        for data, _related in messages:
+            await self._ws.send_text(data.decode("utf-8"))
 
     async def aclose(self) -> None:
         if self._shutdown.is_set():
@@ -172,77 +169,85 @@ async def serve_websocket(
 
     async def _serve_one(stream: trio.SocketStream) -> None:
         conn_id = f"ws-{next(_ids)}"
-        async with trio.open_nursery() as nursery:
-            accepted = await _accept(nursery, stream, conn_id)
-            if accepted is None:
-                return
-            ws, principal = accepted
-            channel = _WebSocketChannel(ws, shutdown, gate, principal)
-            sweep.add(ws)
-            try:
-                await hooks.serve_connection(
-                    channel,
-                    session=hooks.new_session("ws", principal),
-                    connection_id=conn_id,
-                    started=started,
-                )
-            finally:
-                sweep.discard(ws)
-            nursery.cancel_scope.cancel()
+        accepted = await _accept(stream, conn_id)
+        if accepted is None:
+            return
+        ws, principal = accepted
+        channel = _WebSocketChannel(ws, shutdown, gate, principal)
+        sweep.add(ws)
+        try:
+            await hooks.serve_connection(
+                channel,
+                session=hooks.new_session("ws", principal),
+                connection_id=conn_id,
+                started=started,
+            )
+        finally:
+            sweep.discard(ws)
 
     async def _accept(
-        nursery: trio.Nursery, stream: trio.SocketStream, conn_id: str
-    ) -> tuple[Any, Any] | None:
+        stream: trio.SocketStream, conn_id: str
+    ) -> tuple[ServerWebSocket, Any] | None:
         """The upgrade, checked: (socket, principal), or None when refused and closed. A
         function of its own so that the request's headers are not kept for the connection's
         life (issue 22 item 4)."""
-        request = None
+        opened = None
         with trio.move_on_after(limits.header_timeout) as head:
             try:
-                request = await _wrap_server_stream(nursery, stream, max_message_size)
+                opened = await open_server_websocket(stream, max_message_size)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.info("websocket handshake failed %s error=%r", conn_id, exc)
-        if head.cancelled_caught or request is None:
-            log.warning("closing %s reason=header-timeout", conn_id)
+        if opened is None:
+            if head.cancelled_caught:
+                log.warning("closing %s reason=header-timeout", conn_id)
             await trio.aclose_forcefully(stream)
             return None
-        fields = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers]
+        ws, request = opened
+        try:
+            return await _check(ws, request, conn_id)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.info("websocket handshake failed %s error=%r", conn_id, exc)
+            await trio.aclose_forcefully(stream)
+            return None
+
+    async def _check(
+        ws: ServerWebSocket, request: Any, conn_id: str
+    ) -> tuple[ServerWebSocket, Any] | None:
+        fields = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.extra_headers
+        ]
         headers = dict(fields)
         # wsproto moves Host out of the extra headers into the event.
-        host = getattr(getattr(request, "_event", None), "host", None) or headers.get("host")
-        reason = policy.check(host, headers.get("origin"))
+        reason = policy.check(request.host or headers.get("host"), headers.get("origin"))
         if reason is not None:
             log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
-            await request.reject(403, body=reason.encode())
-            await trio.aclose_forcefully(stream)
+            await _refuse(ws, 403, body=reason.encode())
             return None
-        if request.path.split("?")[0] != path:
-            await request.reject(404, body=b"Not Found")
-            await trio.aclose_forcefully(stream)
+        if request.target.split("?")[0] != path:
+            await _refuse(ws, 404, body=b"Not Found")
             return None
         principal = None
         if gate.enabled:
             authorization = [v for k, v in fields if k == "authorization"]
             try:
                 _key, principal = await gate.check(
-                    ", ".join(authorization) if authorization else None, request.path, fields
+                    ", ".join(authorization) if authorization else None, request.target, fields
                 )
             except HttpError as refusal:
                 log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
                 extra = [("Content-Type", "application/json"), *refusal.headers]
-                await request.reject(
+                await _refuse(
+                    ws,
                     refusal.status,
-                    extra_headers=[(k.encode(), v.encode()) for k, v in extra],
+                    headers=[(k.encode(), v.encode()) for k, v in extra],
                     body=refusal.body or b"",
                 )
-                await trio.aclose_forcefully(stream)
                 return None
-        offered = request.proposed_subprotocols
+        offered = request.subprotocols
         if offered and SUBPROTOCOL not in offered:
-            await request.reject(400, body=b"the 'mcp' subprotocol is required")
-            await trio.aclose_forcefully(stream)
+            await _refuse(ws, 400, body=b"the 'mcp' subprotocol is required")
             return None
-        ws = await request.accept(subprotocol=SUBPROTOCOL if offered else None)
+        await ws.accept(SUBPROTOCOL if offered else None)
         return ws, principal
 
     # One task watches shutdown for every connection (stop_accepting) and one times every
@@ -280,33 +285,18 @@ async def serve_websocket(
                 await listener.aclose()
 
 
-class _ServerConnection(trio_websocket.WebSocketConnection):
-    """trio-websocket's connection, closing with the code a protocol error calls for.
-
-    wsproto reports a frame it cannot parse (RFC 6455 section 5.2 violations: 1002; invalid
-    UTF-8 in a text message, section 8.1: 1007) as a ``CloseConnection`` event carrying that
-    code, but trio-websocket (0.12) sends a close frame only in answer to one the peer sent,
-    and otherwise drops the TCP connection without saying why (issue 16 item 6)."""
-
-    async def _handle_close_connection_event(self, event: CloseConnection) -> None:
-        if self._wsproto.state is ConnectionState.OPEN:  # not sent by the peer: a parse error
-            log.warning("closing websocket reason=protocol-error code=%d", event.code)
-            with contextlib.suppress(trio_websocket.ConnectionClosed):
-                await self._send(
-                    CloseConnection(code=event.code, reason=(event.reason or "")[:100])
-                )
-        await super()._handle_close_connection_event(event)
-
-
-async def _wrap_server_stream(
-    nursery: trio.Nursery, stream: trio.SocketStream, max_message_size: int
-) -> Any:
-    """``trio_websocket.wrap_server_stream`` with :class:`_ServerConnection`."""
-    connection = _ServerConnection(
-        stream, WSConnection(ConnectionType.SERVER), max_message_size=max_message_size
-    )
-    nursery.start_soon(connection._reader_task)
-    return await connection._get_request()
+async def _refuse(
+    ws: ServerWebSocket,
+    status: int,
+    *,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    body: bytes = b"",
+) -> None:
+    """The upgrade's HTTP refusal, then the stream closed."""
+    try:
+        await ws.reject(status, headers=headers, body=body)
+    finally:
+        await ws.aclose()
 
 
 async def _refuse_busy(stream: trio.SocketStream) -> None:
@@ -327,29 +317,13 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
     await trio.aclose_forcefully(stream)
 
 
-class _Socket:
-    """What the sweep tracks for one socket."""
-
-    __slots__ = ("next_ping", "parts", "pinging", "since")
-
-    def __init__(self, next_ping: float) -> None:
-        self.next_ping = next_ping
-        self.pinging: trio.CancelScope | None = None
-        self.parts: object = None
-        self.since = math.inf
-
-
 class _Sweep:
     """Pings every socket each ``ws_ping_interval`` seconds (a peer that does not pong within
     ``ws_ping_timeout`` is closed with 1011) and closes with 1008 a socket whose current
     message has been assembling for ``ws_message_timeout`` seconds: one task for all sockets,
     ticking at a quarter of the shortest period (at most 1 s, at least 50 ms); a ping in
-    flight is a short task of its own.
-
-    trio-websocket (0.12) assembles fragments itself and says nothing until a message is
-    whole, so the message deadline reads its state: ``_message_parts`` is a new list for each
-    message and ``_message_size`` counts the bytes of the one being assembled (a test pins
-    both: tests/transports/test_websocket_hostile.py)."""
+    flight is a short task of its own. Its state per socket lives on the socket
+    (``next_ping``, ``pinging``, ``message_started``): no object of its own per socket."""
 
     def __init__(self, nursery: trio.Nursery, limits: HttpLimits, shutdown: trio.Event) -> None:
         self._nursery = nursery
@@ -357,20 +331,21 @@ class _Sweep:
         self._ping_timeout = limits.ws_ping_timeout
         self._message_timeout = limits.ws_message_timeout
         self._shutdown = shutdown
-        self._sockets: dict[Any, _Socket] = {}
+        self._sockets: set[ServerWebSocket] = set()
         periods = [self._message_timeout]
         if self._ping_interval is not None:
             periods.append(self._ping_interval)
         self._tick = max(0.05, min(1.0, min(periods) / 4))
 
-    def add(self, ws: Any) -> None:
+    def add(self, ws: ServerWebSocket) -> None:
         interval = math.inf if self._ping_interval is None else self._ping_interval
-        self._sockets[ws] = _Socket(trio.current_time() + interval)
+        ws.next_ping = trio.current_time() + interval
+        self._sockets.add(ws)
 
-    def discard(self, ws: Any) -> None:
-        state = self._sockets.pop(ws, None)
-        if state is not None and state.pinging is not None:
-            state.pinging.cancel()
+    def discard(self, ws: ServerWebSocket) -> None:
+        self._sockets.discard(ws)
+        if ws.pinging is not None:
+            ws.pinging.cancel()
 
     async def run(self) -> None:
         """Until shutdown and every socket has ended (the connections nursery waits for it)."""
@@ -380,41 +355,35 @@ class _Sweep:
             if self._shutdown.is_set():
                 await trio.sleep(self._tick)
             now = trio.current_time()
-            for ws, state in list(self._sockets.items()):
-                self._check_message(ws, state, now)
-                if state.pinging is None and now >= state.next_ping:
-                    state.pinging = trio.CancelScope()
-                    self._nursery.start_soon(self._ping, ws, state)
+            for ws in list(self._sockets):
+                if now - ws.message_started >= self._message_timeout:
+                    log.warning(
+                        "closing websocket reason=message-timeout seconds=%s",
+                        self._message_timeout,
+                    )
+                    self.discard(ws)
+                    self._nursery.start_soon(self._close, ws, 1008, "message too slow")
+                elif ws.pinging is None and now >= ws.next_ping:
+                    ws.pinging = trio.CancelScope()
+                    self._nursery.start_soon(self._ping, ws)
 
-    def _check_message(self, ws: Any, state: _Socket, now: float) -> None:
-        if ws._message_size == 0:
-            state.since = math.inf
-        elif ws._message_parts is not state.parts:  # a new message started since the last look
-            state.parts, state.since = ws._message_parts, now
-        elif now - state.since >= self._message_timeout:
-            log.warning(
-                "closing websocket reason=message-timeout seconds=%s", self._message_timeout
-            )
-            self.discard(ws)
-            self._nursery.start_soon(self._close, ws, 1008, "message too slow")
-
-    async def _ping(self, ws: Any, state: _Socket) -> None:
-        assert state.pinging is not None and self._ping_interval is not None
-        with state.pinging:  # cancelled when the socket ends (discard)
+    async def _ping(self, ws: ServerWebSocket) -> None:
+        assert ws.pinging is not None and self._ping_interval is not None
+        with ws.pinging:  # cancelled when the socket ends (discard)
             try:
                 with trio.fail_after(self._ping_timeout):
                     await ws.ping()
             except trio.TooSlowError:
                 log.warning("closing websocket reason=ping-timeout seconds=%s", self._ping_timeout)
-                self._sockets.pop(ws, None)
+                self._sockets.discard(ws)
+                ws.pinging = None
                 await self._close(ws, 1011, "ping timeout")
                 return
-            except trio_websocket.ConnectionClosed:
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
-        state.pinging = None
-        state.next_ping = trio.current_time() + self._ping_interval
+        ws.pinging = None
+        ws.next_ping = trio.current_time() + self._ping_interval
 
-    async def _close(self, ws: Any, code: int, reason: str) -> None:
+    async def _close(self, ws: ServerWebSocket, code: int, reason: str) -> None:
         # Bounded: this task is not the connection's, nothing else would cancel it.
-        with trio.move_on_after(self._ping_timeout):
-            await ws.aclose(code, reason)
+        await ws.close_from_outside(code, reason, self._ping_timeout)
