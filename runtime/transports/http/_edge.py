@@ -183,7 +183,9 @@ class HttpLimits:
     max_streams_per_session: int = 32
     #: Events kept per session for ``Last-Event-ID`` replay (oldest dropped first).
     max_replay_events: int = 1000
-    #: Seconds between SSE keep-alive comments on a quiet stream.
+    #: Seconds between SSE keep-alive comments on a quiet stream (0: none). Checked once per
+    #: interval, not per event: a stream that just carried an event gets its next one within
+    #: two intervals.
     sse_keepalive: float = 15.0
     #: ``retry`` (milliseconds) sent on SSE streams so clients know when to reconnect.
     sse_retry_ms: int = 1000

@@ -37,6 +37,10 @@ class HttpConnection(Protocol):
 
     async def write(self, data: bytes) -> None: ...
 
+    def write_now(self, data: bytes) -> memoryview | None: ...
+
+    async def write_rest(self, rest: memoryview) -> None: ...
+
     def abort(self) -> None: ...
 
 
@@ -223,6 +227,13 @@ class Exchange:
     async def write(self, data: bytes) -> None:
         if data:
             await self._driver.write(self._body(data))
+
+    def write_now(self, data: bytes) -> Awaitable[None] | None:
+        """Write a part of a streamed response now, as far as the socket takes it without
+        waiting: None when it took all of it, else what is left to await (in the same
+        task, before anything else is written)."""
+        rest = self._driver.write_now(self._body(data))
+        return None if rest is None else self._driver.write_rest(rest)
 
     async def end(self, last: bytes = b"") -> None:
         """End the streamed response, after ``last`` (its final bytes) if given."""

@@ -169,6 +169,8 @@ class _Driver:
         self.parser = io.parser
         #: What an ``Exchange`` writes with (the socket's, not a frame of ours per write).
         self.write = io.write
+        self.write_now = io.write_now
+        self.write_rest = io.write_rest
         self.write_timeout = write_timeout
         self.stream = stream
         self.app = app

@@ -22,8 +22,9 @@ from typing import Any
 import msgspec
 import trio
 
+from ... import eager
 from ...protocol import ModernRequest, Refusal, error_reply, id_key, probe, store_unavailable
-from ...stores import EventStore, SessionRecord, Store, StoreUnavailable
+from ...stores import EventStore, MemoryEventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._streams import Key, ResponseStream
 
@@ -99,6 +100,20 @@ class _SessionChannel:
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         await self._session.route(messages)
+
+    def send_now(self, messages: Sequence[tuple[bytes, Any]]) -> Awaitable[None] | None:
+        """Route ``messages`` in this step when nothing in the way waits (the in-memory
+        event store of an unshared session never does): None, and the outbox needs no
+        write scope. Else all of ``send``, unstarted: a store's round trip enters scopes of
+        its own, which must nest inside the outbox's (so it may not start out here)."""
+        session = self._session
+        if session.shared is not None or type(session.store) is not MemoryEventStore:
+            return self.send(messages)
+        done, suspended = eager.start(session.route(messages))
+        if done:
+            return None
+        assert isinstance(suspended, eager.Suspended)  # (the memory store never waits)
+        return eager.finish(suspended)
 
     async def aclose(self) -> None:
         self._session.inbound_recv.close()

@@ -86,6 +86,27 @@ class SocketIO:
         async with self._write_lock:
             await self._write_slowly(rest)
 
+    def write_now(self, data: bytes) -> memoryview | None:
+        """Write what the socket takes of ``data`` without waiting: None when that was all
+        of it, else the rest, for :meth:`write_rest` (which waits in order behind a write
+        in progress). ClosedResourceError / BrokenResourceError as :meth:`write`."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        if self._write_lock.locked():
+            return memoryview(data)
+        try:
+            sent = os.write(self._fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+        return None if sent == len(data) else memoryview(data)[sent:]
+
+    async def write_rest(self, rest: memoryview) -> None:
+        """The rest of a :meth:`write_now`: written as :meth:`write` would."""
+        async with self._write_lock:
+            await self._write_slowly(rest)
+
     async def _write_slowly(self, view: memoryview) -> None:
         with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
             while view:

@@ -347,6 +347,12 @@ class _PostChannel:
         return body
 
     async def send(self, messages: Any) -> None:
+        self.send_now(messages)
+
+    def send_now(self, messages: Any) -> None:
+        """Queue ``messages`` on the response stream: never waits (the stream's bounded
+        queue cuts a response that falls behind), so the outbox needs no write scope for
+        it (``runtime.core`` Outbox: a notification to each of 1,000 listens, issue 22)."""
         for data, related in messages:
             is_response, message_id = probe(data)
             ref = related if related is not None else message_id
