@@ -12,7 +12,8 @@ client, one request at a time, and costed by a count that the machine's speed do
   HTTP POST, a handshake-session HTTP POST.
 - Instructions per request under valgrind's callgrind (the difference between a run of
   ``BIG_LONG`` and one of ``BIG_SHORT`` requests, so start-up and exit cancel out) for a 1 MiB
-  ``resources/read`` and a ``tools/call`` with a 1 MiB argument, whose cost is C work
+  ``resources/read`` and a ``tools/call`` with a 1 MiB argument over stdio, and that call as
+  a modern HTTP POST, whose cost is C work
   (decoding, encoding, copies, reads and writes) that bytecodes miss.
 
 A figure more than ``TOLERANCE`` above its baseline fails the check (exit 1) with the command
@@ -440,18 +441,80 @@ def _instructions_for(reads: int, calls: int) -> int:
         return int(found.group(1))
 
 
+def _http_instructions_for(calls: int) -> int:
+    """Instructions an HTTP server executes in all, start to exit, answering ``calls`` + 1
+    modern (2026-07-28) POSTs of a ``tools/call`` with a 1 MiB argument on one keep-alive
+    connection (the first call warms up; SIGINT ends the server)."""
+    from ._big import http_templates
+
+    template, method, name = http_templates()["call1"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        port = wire.free_port()
+        argv = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            f"--log-file={os.path.join(tmp, 'valgrind.log')}",
+            sys.executable,
+            "-m",
+            "runtime",
+            "serve",
+            str(SERVER),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
+        with open(os.path.join(tmp, "stderr.log"), "ab") as err:
+            proc = subprocess.Popen(
+                argv, cwd=str(ROOT), env=_env(), stdin=subprocess.DEVNULL, stdout=err, stderr=err
+            )
+        try:
+            wire.wait_for_port(port, 300, lambda: proc.poll() is None)
+            client = wire.HttpClient(port, "/mcp", "modern", timeout=300)
+            try:
+                for rid in range(1, calls + 2):
+                    headers = {"Mcp-Method": method, "Mcp-Name": name}
+                    status, _, reply = client.exchange(template % rid, headers)
+                    if status != 200 or b'"result"' not in reply[:300]:
+                        raise wire.BenchError(f"HTTP {status}: {reply[:200]!r}")
+            finally:
+                client.close()
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with open(out, encoding="utf-8") as counts:
+            found = re.search(r"^summary: (\d+)", counts.read(), re.MULTILINE)
+        if found is None:
+            raise wire.BenchError("no callgrind summary")
+        return int(found.group(1))
+
+
 def _big_instructions() -> dict[str, Measured]:
-    """Three callgrind runs at once: few of both, more reads, more calls; the differences."""
+    """Five callgrind runs at once: over stdio few of both, more reads, more calls; over HTTP
+    few calls, more calls; the differences."""
     if shutil.which("valgrind") is None:
         raise wire.BenchError("valgrind is missing (Debian: apt-get install valgrind)")
     few, more = BIG_SHORT, BIG_LONG
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
+        http_few, http_more = (
+            pool.submit(_http_instructions_for, few),
+            pool.submit(_http_instructions_for, more),
+        )
         base, reads, calls = pool.map(
             lambda rc: _instructions_for(*rc), [(few, few), (more, few), (few, more)]
         )
+        http_calls = http_more.result() - http_few.result()
     return {
         "stdio_read_1mib": Measured((reads - base) / (more - few), INSTRUCTIONS, {}),
         "stdio_call_1mib": Measured((calls - base) / (more - few), INSTRUCTIONS, {}),
+        "http_call_1mib": Measured(http_calls / (more - few), INSTRUCTIONS, {}),
     }
 
 
@@ -461,7 +524,8 @@ PATHS: dict[str, Callable[[], Measured]] = {
     "http_modern_post": http_modern_post,
     "http_session_post": http_session_post,
 }
-BIG_PATHS = ("stdio_read_1mib", "stdio_call_1mib")  # measured together by _big_instructions
+# measured together by _big_instructions
+BIG_PATHS = ("stdio_read_1mib", "stdio_call_1mib", "http_call_1mib")
 
 
 def measure_all(only: list[str] | None = None) -> dict[str, Measured]:

@@ -8,10 +8,12 @@ from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContex
 from runtime.features import App
 
 from . import completion, era, lifecycle, logging, prompts, resources, subscriptions, tasks, tools
+from ._typed_call import TypedCalls
 from .era import McpDispatcher
 
 __all__ = [
     "McpDispatcher",
+    "TypedCalls",
     "build_dispatcher",
     "completion",
     "era",
@@ -28,12 +30,13 @@ __all__ = [
 def build_dispatcher(server: App) -> Dispatcher:
     """The method tables of every feature, for one server."""
     lifecycle_requests, lifecycle_notifications = lifecycle.methods(server)
+    typed_calls = TypedCalls.of(server.registry)  # shared: a call's params are read once
     requests: dict[str, Handler] = {}
     notifications: dict[str, NotificationHandler] = dict(lifecycle_notifications)
     for table in (
         lifecycle_requests,
         logging.methods(server),
-        tools.methods(server),
+        tools.methods(server, typed_calls),
         resources.methods(server),
         prompts.methods(server),
         completion.methods(server),
@@ -44,7 +47,7 @@ def build_dispatcher(server: App) -> Dispatcher:
     requests.update(subscription_requests)
     for method, handler in subscription_notifications.items():
         notifications[method] = _chain(notifications.get(method), handler)
-    return McpDispatcher(server, requests, notifications)
+    return McpDispatcher(server, requests, notifications, typed_calls)
 
 
 def _chain(first: NotificationHandler | None, then: NotificationHandler) -> NotificationHandler:

@@ -18,16 +18,18 @@ its old arguments struct.
 
 from __future__ import annotations
 
-from typing import Any
+import weakref
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
 
 from ._common import InputFields
 
-__all__ = ["TypedCallBase", "TypedCalls"]
+__all__ = ["Prepared", "TypedCallBase", "TypedCalls"]
 
 
 class TypedCallBase(InputFields, kw_only=True):
@@ -43,8 +45,42 @@ def _eligible(tool: ToolDef) -> bool:
     return bool(decoder.strict) and decoder.dec_hook is None
 
 
+Read = tuple[ToolDef, TypedCallBase, Any]
+
+
+class Prepared:
+    """A reading made before the handler ran (era selection, or the HTTP transport's header
+    rules), kept in ``ctx.prepared`` for the handler: the tool's ``name`` and the raw
+    ``meta`` (``params._meta``, UNSET when absent) are what the readers before it need."""
+
+    __slots__ = ("owner", "raw", "read")
+
+    def __init__(self, owner: TypedCalls, raw: Raw, read: Read) -> None:
+        self.owner = owner
+        self.raw = raw
+        self.read = read
+
+    @property
+    def name(self) -> str:
+        return self.read[0].name
+
+    @property
+    def meta(self) -> Raw | UnsetType:
+        return self.read[1].meta
+
+
+#: One reader per registry (``TypedCalls.of``): era selection, the transport and the handler
+#: share its readings.
+_readers: Final[weakref.WeakKeyDictionary[Registry, TypedCalls]] = weakref.WeakKeyDictionary()
+
+
 class TypedCalls:
-    """The one-pass reader of ``tools/call`` params for ``registry``'s tools."""
+    """The one-pass reader of ``tools/call`` params for ``registry``'s tools.
+
+    One per server, shared by era selection (which needs ``params._meta``, read by
+    :meth:`prepare` in the same pass as the arguments) and the ``tools/call`` handler (which
+    takes that reading back with :meth:`read_for`), so a request's params are read once.
+    """
 
     __slots__ = ("_decoder", "_registry", "_structs")
 
@@ -86,7 +122,42 @@ class TypedCalls:
             union = union | member
         self._decoder = msgspec.json.Decoder(union)
 
-    def read(self, raw: Raw | bytes | None) -> tuple[ToolDef, TypedCallBase, Any] | None:
+    @classmethod
+    def of(cls, registry: Registry) -> TypedCalls:
+        """The reader of ``registry``'s calls (one per registry)."""
+        reader = _readers.get(registry)
+        if reader is None:
+            reader = _readers[registry] = cls(registry)
+        return reader
+
+    def prepare_raw(self, raw: Raw) -> Prepared | None:
+        """:meth:`read` of ``raw`` (a request's params), to be handed to the handler as its
+        ``ctx.prepared`` with ``raw`` as its ``ctx.params``."""
+        read = self.read(raw)
+        return None if read is None else Prepared(self, raw, read)
+
+    def prepare(self, ctx: RequestContext) -> Read | None:
+        """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`."""
+        raw = ctx.params
+        if raw is None:
+            return None
+        prepared = self.prepare_raw(raw)
+        if prepared is None:
+            return None
+        ctx.prepared = prepared
+        return prepared.read
+
+    def read_for(self, ctx: RequestContext) -> Read | None:
+        """The reading :meth:`prepare` made of these very params (when the tool it found is
+        still the registered one), else a fresh :meth:`read` of ``ctx.params``."""
+        prepared = ctx.prepared
+        if type(prepared) is Prepared and prepared.owner is self and prepared.raw is ctx.params:
+            read = prepared.read
+            if self._registry.tools.get(read[0].name) is read[0]:
+                return read
+        return self.read(ctx.params)
+
+    def read(self, raw: Raw | bytes | None) -> Read | None:
         """``(tool, params, arguments)`` (arguments UNSET when absent), or None: read it the
         general way."""
         if raw is None:

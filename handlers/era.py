@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
+from msgspec import Raw
 
 from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
 from runtime.features import App
@@ -28,7 +29,9 @@ from runtime.protocol import (
     select_era,
 )
 
-__all__ = ["McpDispatcher"]
+from ._typed_call import TypedCalls
+
+__all__ = ["PREPARE_OVER", "McpDispatcher"]
 
 
 class _MetaProbe(msgspec.Struct):
@@ -36,6 +39,11 @@ class _MetaProbe(msgspec.Struct):
 
 
 _probe: Final = msgspec.json.Decoder(_MetaProbe)
+
+#: Params longer than this (bytes) of a ``tools/call`` are read for the era by the handler's
+#: typed pass (``TypedCalls.prepare``); shorter ones are searched for the era marker, which
+#: costs fewer bytecodes than handing a reading over (benchmarks/guard.py counts both).
+PREPARE_OVER: Final = 16 * 1024
 
 
 class McpDispatcher(Dispatcher):
@@ -46,9 +54,13 @@ class McpDispatcher(Dispatcher):
         app: App,
         requests: dict[str, Handler],
         notifications: dict[str, NotificationHandler],
+        typed_calls: TypedCalls | None = None,
     ) -> None:
         super().__init__(requests, notifications)
         self.app = app
+        #: The ``tools/call`` handler's one-pass reader: a call's ``_meta`` is read in the
+        #: same pass as its arguments, and the handler takes the reading back (issue 22).
+        self.typed_calls = typed_calls
 
     def route(self, ctx: RequestContext) -> Handler | None:
         if ctx.modern:  # the transport read the era already (``dispatch_single``)
@@ -56,8 +68,21 @@ class McpDispatcher(Dispatcher):
         meta = ctx.meta
         if meta is None:
             raw = ctx.params
+            if raw is None:
+                return self._handshake_route(ctx)
+            if (
+                len(raw) > PREPARE_OVER
+                and ctx.method == "tools/call"
+                and self.typed_calls is not None
+                and (read := self.typed_calls.prepare(ctx)) is not None
+            ):
+                # A big call: the marker, if any, is in the raw ``_meta`` of the handler's
+                # own typed pass, no copy or search of the arguments (issue 22).
+                raw_meta = read[1].meta
+                if not isinstance(raw_meta, Raw) or MODERN_MARKER not in bytes(raw_meta):
+                    return self._handshake_route(ctx)
             # Fast path: the marker key cannot be absent from a modern request's bytes.
-            if raw is None or MODERN_MARKER not in bytes(raw):
+            elif MODERN_MARKER not in bytes(raw):
                 return self._handshake_route(ctx)
             meta = _probe.decode(raw).meta
         modern = select_era(meta)  # raises for a modern request we cannot serve

@@ -159,9 +159,12 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
     return {"content": [TextContent(text=text)], "structuredContent": structured, "isError": False}
 
 
-def methods(server: App) -> dict[str, Handler]:
+def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Handler]:
+    """``typed_calls``: the server's one-pass reader of call params, shared with era
+    selection (``era.McpDispatcher``); the registry's own when not given."""
     registry = server.registry
-    typed_calls = TypedCalls(registry)
+    if typed_calls is None:
+        typed_calls = TypedCalls.of(registry)
 
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:
         params = decode_params(ctx, _list_decoder, b"{}")
@@ -169,7 +172,7 @@ def methods(server: App) -> dict[str, Handler]:
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
         params: _CallParams | TypedCallBase
-        read = typed_calls.read(ctx.params)  # params and arguments in one pass
+        read = typed_calls.read_for(ctx)  # params and arguments in one pass
         if read is not None:
             tool, params, args = read
             sig = tool.signature

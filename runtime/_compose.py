@@ -23,6 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
 from .core import Connection, LoggedDispatcher, Session, dispatch_single
 from .features import REPLICA_COPY
 from .protocol import OPERATING
@@ -111,6 +113,25 @@ def transport_hooks(server: Server) -> Hooks:
         header_cache[name] = (tool, found)
         return found
 
+    typed_calls = load_handlers().TypedCalls.of(server.registry)
+
+    def read_call(raw: Any) -> tuple[dict[str, Any] | None, str, object] | None:
+        prepared = typed_calls.prepare_raw(raw)
+        if prepared is None or tool_header_params(prepared.name):
+            # Mcp-Param headers are matched against the arguments as sent (the general
+            # reading), not against a struct with its defaults filled in.
+            return None
+        raw_meta = prepared.meta
+        if not isinstance(raw_meta, msgspec.Raw):
+            return None, prepared.name, prepared
+        try:
+            meta = msgspec.json.decode(raw_meta)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if not isinstance(meta, dict):
+            return None  # the general reading refuses it with its own answer
+        return meta, prepared.name, prepared
+
     def new_session(transport: str, principal: Any = None) -> Session:
         session = Session(transport)
         session.principal = principal
@@ -158,6 +179,7 @@ def transport_hooks(server: Server) -> Hooks:
         export_session=export_session,
         import_session=import_session,
         tool_header_params=tool_header_params,
+        read_call=read_call,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,
         shutdown_grace=server.limits.shutdown_grace,

@@ -63,6 +63,7 @@ class RequestContext:
         "no_reply",
         "params",
         "peer",
+        "prepared",
         "protocol_version",
         "session",
     )
@@ -91,6 +92,11 @@ class RequestContext:
         self.protocol_version: str | None = session.protocol_version
         #: The request's decoded ``params._meta`` when era selection decoded it, else None.
         self.meta: dict[str, Any] | None = None
+        #: What a reader before the handler (era selection) already decoded from ``params``,
+        #: for the handler to use instead of decoding them again (issue 22: one pass over a
+        #: 1 MiB argument); None when nothing was. Its owner checks that it still belongs to
+        #: ``params`` before using it.
+        self.prepared: object = None
         #: The request's own cancel scope (None for notifications, and for a request that
         #: finished in its first step).
         self.cancel_scope: trio.CancelScope | None = None

@@ -91,6 +91,7 @@ def dispatch_single(
     connection_id: str,
     principal: Any = None,
     modern: ModernRequest | None = None,
+    prepared: object = None,
     transport: str = "http",
 ) -> Awaitable[bytes | None]:
     """Run one request (a classified envelope) in a session of its own through the
@@ -99,7 +100,9 @@ def dispatch_single(
     ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``
     is who the transport authenticated (the session's ``principal``); ``modern``, when the
     caller already read the request's era from its ``params._meta`` (``select_era``), is that
-    reading: the dispatcher then serves it at that revision without reading it again.
+    reading: the dispatcher then serves it at that revision without reading it again;
+    ``prepared``, what the caller already decoded of ``envelope.params`` for the handler
+    (``RequestContext.prepared``; the composition root's ``read_call`` hook made it).
     Positional, so that a transport's hook can be this function with the first two bound.
     Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
     outside propagates.
@@ -117,4 +120,5 @@ def dispatch_single(
         ctx.protocol_version = modern.version
         ctx.meta = modern.meta
         ctx.client_capabilities = modern.capabilities
+    ctx.prepared = prepared
     return engine.run(dispatcher, ctx, request_timeout)

@@ -20,6 +20,10 @@ _RECEIVE_SIZE: Final = 64 * 1024
 #: one event-loop trip per 64 KiB (17 for 1 MiB, each a feed, a newline search and a
 #: wait_readable). Small messages keep the small buffer (``os.read`` allocates the size asked).
 _BIG_RECEIVE_SIZE: Final = 1024 * 1024
+#: Except from a pipe (``FdIO``: stdio): a read there gives at most the pipe's capacity
+#: (64 KiB on Linux), and asking for 1 MiB only allocates a 1 MiB buffer per read, which
+#: malloc maps and unmaps each time (issue 22: page faults doubled the server's kernel time
+#: for a 1 MiB tools/call over stdio, 976 -> 480 faults per request with 64 KiB reads).
 #: A single outgoing message longer than this is written as its frame's parts (head, the
 #: payload itself, tail) instead of one joined copy (framer.encode_parts).
 _WRITE_PARTS_OVER: Final = 64 * 1024
@@ -44,6 +48,7 @@ class FramedChannel:
     """
 
     __slots__ = (
+        "_big_read",
         "_direct",
         "_eof",
         "_framer",
@@ -75,6 +80,7 @@ class FramedChannel:
         # A stream that writes without waiting when it can (``FdIO``: stdio) lets
         # ``send_now`` skip the outbox's scope and the scheduler for a write that fits.
         self._direct = send_stream if isinstance(send_stream, FdIO) else None
+        self._big_read = _RECEIVE_SIZE if isinstance(receive_stream, FdIO) else _BIG_RECEIVE_SIZE
 
     def _note_partial(self) -> None:
         partial = self._framer.buffered > 0
@@ -113,7 +119,7 @@ class FramedChannel:
                 timeout = self._partial_since + self._read_timeout - trio.current_time()
             else:
                 timeout = self._idle_timeout
-            size = _BIG_RECEIVE_SIZE if framer.buffered >= _RECEIVE_SIZE else _RECEIVE_SIZE
+            size = self._big_read if framer.buffered >= _RECEIVE_SIZE else _RECEIVE_SIZE
             if timeout == math.inf:
                 data = await self._receive_stream.receive_some(size)
             else:

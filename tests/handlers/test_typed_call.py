@@ -4,14 +4,16 @@ plain ones."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
 import pytest
 import trio
 
-from handlers._typed_call import TypedCalls
 from runtime import JSONRPCError, Server
+from runtime._compose import load_handlers
+from runtime.core import RequestContext, Session
 from runtime.testing import open_client
 
 
@@ -36,6 +38,14 @@ def _server() -> Server:
     return app
 
 
+# The handlers as the server runs them (``runtime._handlers``), not a second copy imported as
+# ``handlers``: patches must reach the module the server calls.
+_handlers: Any = load_handlers()
+era = _handlers.era
+TypedCalls = _handlers._typed_call.TypedCalls
+_VERSION = "io.modelcontextprotocol/protocolVersion"
+_BIG = "abcd" * 5000  # over era.PREPARE_OVER: era selection reads it in the typed pass
+_MODERN = {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 PARAMS: list[Any] = [
     {"name": "size", "arguments": {"data": "abc"}},
     {"name": "size", "arguments": {"data": "abc", "times": 3, "extra": [1, 2]}},
@@ -54,6 +64,23 @@ PARAMS: list[Any] = [
     {"name": "size", "arguments": {"data": "x"}, "task": "not an object"},
     {"name": "size", "arguments": {"data": "x"}, "_meta": {"progressToken": 1}},
     {"name": "size", "arguments": {"data": "x"}, "_meta": 3},
+    # Era selection reads _meta from the same typed pass (era.McpDispatcher.route):
+    {"name": "size", "arguments": {"data": "io.modelcontextprotocol/protocolVersion"}},
+    {"name": "size", "arguments": {"data": "x"}, "_meta": {_VERSION: "1999-01-01"}},
+    {"name": "size", "arguments": {"data": "x"}, "_meta": {_VERSION: "2026-07-28"}},
+    {"name": "size", "arguments": {"data": "x"}, "_meta": {_VERSION: 7}},
+    {
+        "name": "size",
+        "arguments": {"data": "xy"},
+        "_meta": _MODERN,
+    },
+    # The same, big: era selection takes the typed pass.
+    {"name": "size", "arguments": {"data": _VERSION + _BIG}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": {_VERSION: "1999-01-01"}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": {_VERSION: 7}},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": _MODERN},
+    {"name": "size", "arguments": {"data": _BIG}, "_meta": 3},
+    {"name": "size", "arguments": {"data": 5, "pad": _BIG}},
     [],
 ]
 
@@ -83,7 +110,56 @@ async def test_every_shape_answers_as_the_general_reading_does(
     assert typed[11][0] == "error" and typed[11][1] == -32602
 
 
-def _typed(app: Server) -> TypedCalls:
+async def test_a_call_is_read_once_era_selection_included(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Era selection's reading of ``_meta`` is the handler's reading of the arguments: one
+    typed pass per call (issue 22), no probe of the params for the era marker."""
+    reads: list[tuple[str, bytes]] = []
+    real = TypedCalls.read
+
+    def counted(self: Any, raw: Any) -> Any:
+        reads.append((sys._getframe(1).f_code.co_name, bytes(raw)))
+        return real(self, raw)
+
+    monkeypatch.setattr(TypedCalls, "read", counted)
+    monkeypatch.setattr(
+        era, "_probe", None
+    )  # a probe of the params for _meta would fail the call loudly
+    with trio.fail_after(20):
+        async with open_client(_server()) as client:
+            result = await client.request(
+                "tools/call", {"name": "size", "arguments": {"data": _BIG}}
+            )
+    assert result["structuredContent"] == {"result": len(_BIG)}
+    # Read once, by era selection (``prepare``), which found no marker in the raw _meta.
+    assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("prepare_raw", True)]
+    assert len(_BIG) > era.PREPARE_OVER
+
+
+def _ctx(raw: bytes) -> RequestContext:
+    return RequestContext("tools/call", 1, msgspec.Raw(raw), Session("test"), None)  # type: ignore[arg-type]
+
+
+def test_a_prepared_reading_is_taken_only_for_its_own_params() -> None:
+    app = _server()
+    calls = _typed(app)
+    ctx = _ctx(b'{"name":"size","arguments":{"data":"abc"}}')
+    prepared = calls.prepare(ctx)
+    assert prepared is not None and calls.read_for(ctx) is prepared
+    # Params replaced after era selection (a middleware, say): read afresh.
+    ctx.params = msgspec.Raw(b'{"name":"size","arguments":{"data":"other"}}')
+    read = calls.read_for(ctx)
+    assert read is not None and read[2].data == "other"
+    # Another server's reader, or the tool replaced meanwhile: read afresh.
+    ctx = _ctx(b'{"name":"needs","arguments":{"a":1}}')
+    assert calls.prepare(ctx) is not None
+    assert _typed(app).read_for(ctx) is not ctx.prepared
+    app.registry.tools["needs"] = app.registry.tools["size"]
+    assert calls.read_for(ctx) is None  # now read by the other tool's struct: refused
+
+
+def _typed(app: Server) -> Any:
     return TypedCalls(app.registry)
 
 

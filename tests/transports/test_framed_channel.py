@@ -84,3 +84,33 @@ async def test_big_messages_cross_a_real_pipe_intact() -> None:
 def test_unknown_framing_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown framing"):
         make_framer("xml", 10)  # type: ignore[arg-type]
+
+
+async def test_a_pipe_is_read_in_pieces_of_its_capacity_even_for_a_big_frame() -> None:
+    """From a pipe (FdIO) a big frame is asked for 64 KiB at a time (what a pipe gives per
+    read): a 1 MiB request size would only allocate, and page-fault, 1 MiB per read."""
+    from runtime.transports._fdio import FdIO
+
+    asked: list[int | None] = []
+
+    class Counted(FdIO):
+        async def receive_some(self, max_bytes: int | None = None) -> bytes:
+            asked.append(max_bytes)
+            return await super().receive_some(max_bytes)
+
+    r, w = os.pipe()
+    payload = b'{"data":"' + b"x" * (1 << 20) + b'"}\n'
+    reader = Counted(r)
+    channel = FramedChannel(reader, reader, make_framer("ndjson", 4 << 20))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def write() -> None:
+                await trio.to_thread.run_sync(os.write, w, payload)
+
+            nursery.start_soon(write)
+            frame = await channel.receive()
+    os.close(w)
+    await reader.aclose()
+    assert frame == payload[:-1]
+    assert len(asked) >= 2 and set(asked) == {64 * 1024}

@@ -330,3 +330,25 @@ def test_any_bytes_give_requests_or_a_protocol_error_nothing_else(data: bytes) -
                 break
     except ProtocolError as exc:
         assert 400 <= exc.status < 600 and exc.reason
+
+
+def test_a_content_length_body_arriving_in_pieces_is_taken_whole_once_there() -> None:
+    """Issue 22: the body waits in the parser's buffer until all of it is there, then is
+    taken as one bytes object (no growing copy, no second copy at the end); bytes of a
+    pipelined next request stay in the buffer."""
+    parser = RequestParser(16 * 1024, 1 << 20)
+    payload = bytes(range(256)) * 1024
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n" % len(payload))
+    head = parser.next_head()
+    assert head is not None
+    reader = BodyReader(head, 1 << 20)
+    for start in range(0, len(payload), 65536):
+        assert not reader.done and not reader.read(parser.buffer)
+        parser.feed(
+            payload[start : start + 65536] + (b"GET" if start + 65536 >= len(payload) else b"")
+        )
+    assert reader.read(parser.buffer) and reader.done
+    assert type(reader.body) is bytes and reader.body == payload
+    assert parser.buffer == b"GET"
+    assert reader.read(parser.buffer)  # done stays done, nothing more taken
+    assert parser.buffer == b"GET"

@@ -269,7 +269,8 @@ class BodyReader:
     __slots__ = ("_chunk_left", "_chunked", "_in_trailers", "_left", "body", "done", "max_size")
 
     def __init__(self, head: RequestHead, max_size: int) -> None:
-        self.body = bytearray()
+        #: The body so far (chunked) or all of it once ``done`` (Content-Length).
+        self.body: bytes | bytearray = bytearray()
         self.max_size = max_size
         length = head.content_length
         self._chunked = length == -1
@@ -287,7 +288,8 @@ class BodyReader:
         length = head.content_length
         if length is None or not 0 < length <= len(buf) or length > max_size:
             return None
-        body = bytes(buf[:length])
+        with memoryview(buf) as view:  # one copy (a slice of the bytearray would be two)
+            body = bytes(view[:length])
         del buf[:length]
         return body
 
@@ -296,12 +298,18 @@ class BodyReader:
         if self.done:
             return True
         if not self._chunked:
-            take = min(self._left, len(buf))
-            self.body += buf[:take]
-            del buf[:take]
-            self._left -= take
-            self.done = self._left == 0
-            return self.done
+            # A Content-Length body stays in ``buf`` until all of it is there, then is taken
+            # in one copy (issue 22: appending each read, then ``bytes()`` of the whole, made
+            # two more copies of a 1 MiB body). ``buf`` holds no more than the body would.
+            left = self._left
+            if len(buf) < left:
+                return False
+            with memoryview(buf) as view:
+                self.body = bytes(view[:left])
+            del buf[:left]
+            self._left = 0
+            self.done = True
+            return True
         return self._read_chunks(buf)
 
     def _read_chunks(self, buf: bytearray) -> bool:

@@ -50,18 +50,25 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, modern)`` runs one request (a
-    #: classified ``runtime.protocol.Envelope``) in the calling task and returns the response
-    #: bytes; ``send(data)`` gets what the handler sends meanwhile; ``modern`` is the era the
-    #: transport read from its ``_meta`` (``runtime.protocol.select_era``; None: let the
-    #: dispatcher read it).
+    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared)`` runs one
+    #: request (a classified ``runtime.protocol.Envelope``) in the calling task and returns the
+    #: response bytes; ``send(data)`` gets what the handler sends meanwhile; ``modern`` is the
+    #: era the transport read from its ``_meta`` (``runtime.protocol.select_era``; None: let
+    #: the dispatcher read it); ``prepared`` what ``read_call`` gave for its params, or None.
     dispatch_one: (
         Callable[
-            [Any, Callable[[bytes], Awaitable[None]], str, Any, ModernRequest | None],
+            [Any, Callable[[bytes], Awaitable[None]], str, Any, ModernRequest | None, object],
             Awaitable[bytes | None],
         ]
         | None
     ) = None
+    #: ``read_call(params)``: a ``tools/call``'s raw params read in the handler's own typed
+    #: pass, arguments included (issue 22: a 1 MiB argument read once, not once for the
+    #: header rules and again for the tool), as ``(meta, name, prepared)``: its ``_meta``
+    #: (a dict, or None when absent), the tool's name, and the reading to hand to
+    #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
+    #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
+    read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
     #: The fast path for one request POSTed to a session: ``run_in_session(connection,
     #: envelope)`` runs it in the calling task as that session connection's own request
     #: (in flight there, cancellable, its notifications sent through the connection) and

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -62,6 +62,12 @@ __all__ = ["StreamableEndpoint", "parse_accept"]
 log = logging.getLogger("mcp_runtime.http")
 
 _post_ids = itertools.count(1)
+#: What ``Hooks.read_call`` gives: ``(meta, tool name, prepared reading)``.
+ReadCall = tuple[dict[str, Any] | None, str, object]
+#: Params longer than this (bytes) of a modern ``tools/call`` are read by ``Hooks.read_call``;
+#: shorter ones the general way, whose second pass costs less than the hand-over's bytecodes
+#: (benchmarks/guard.py: http_modern_post).
+_READ_CALL_OVER: Final = 16 * 1024
 _NOT_A_BATCH: Final = "Invalid Request: a POST carries one JSON-RPC message, not a batch"
 
 
@@ -120,10 +126,18 @@ class StreamableEndpoint:
         if gated:
             self.gate.check_tools(token, calls_in(message))
         if isinstance(message, Envelope):
-            params = _modern_params(message)
+            params, prepared = _modern_params(message, self.hooks.read_call)
             if params is not None:
                 await self.post_modern(
-                    request, exchange, message, kind, params, accept_json, accept_sse, token
+                    request,
+                    exchange,
+                    message,
+                    kind,
+                    params,
+                    accept_json,
+                    accept_sse,
+                    token,
+                    prepared,
                 )
                 return
         if request.header("mcp-session-id") is not None:
@@ -158,6 +172,7 @@ class StreamableEndpoint:
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
+        prepared: object = None,
     ) -> None:
         """A modern POST: the header rules, then the direct path (one request answered from
         this task) or a one-POST connection (notifications, responses, listen streams,
@@ -183,7 +198,7 @@ class StreamableEndpoint:
             modern = None  # a notification without capabilities: nothing to answer
         if method is not None and _direct(method, params, accept_sse):
             await self._dispatch_direct(
-                request, exchange, message, modern, accept_json, accept_sse, token
+                request, exchange, message, modern, accept_json, accept_sse, token, prepared
             )
             return
         key = id_key(request_id) if is_request else None  # type: ignore[arg-type]
@@ -221,6 +236,7 @@ class StreamableEndpoint:
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
+        prepared: object = None,
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
@@ -264,7 +280,7 @@ class StreamableEndpoint:
         reply: bytes | None = None
         try:
             reply = await self.hooks.dispatch_one(
-                envelope, send, f"http-post-{next(_post_ids)}", token, modern
+                envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
@@ -377,16 +393,32 @@ def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
     return meta is None or _STREAMING_META.isdisjoint(meta)
 
 
-def _modern_params(message: Envelope) -> ModernParams | None:
+def _modern_params(
+    message: Envelope, read_call: Callable[[Any], ReadCall | None] | None
+) -> tuple[ModernParams | None, object]:
     """What the 2026-07-28 rules read from a message's params, when it is a modern message
-    (``params._meta`` names a protocol version as a string), else None.
+    (``params._meta`` names a protocol version as a string), else None; and, for a
+    ``tools/call`` read by ``read_call`` (``Hooks``), that reading for the handler.
 
     A modern-looking body whose typed reading fails (``_meta`` given twice, once not an
     object: a generic reading would take the last) is refused with 400 and -32602.
     """
     raw = message.params
     if not isinstance(raw, msgspec.Raw):
-        return None
+        return None, None
+    if read_call is not None and len(raw) > _READ_CALL_OVER and message.method == "tools/call":
+        # The tool's own typed pass reads the params, arguments included, once for the
+        # header rules and the handler (issue 22), instead of a pass here that skips them.
+        call = read_call(raw)
+        if call is not None:
+            meta, name, prepared = call
+            if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
+                return None, None  # handshake era
+            return ModernParams(meta=meta, name=name), prepared
+    return _general_params(message, raw), None
+
+
+def _general_params(message: Envelope, raw: msgspec.Raw) -> ModernParams | None:
     # One typed pass over the params (``arguments`` stay raw): no copy of them to look for
     # the marker first, which cost a copy and a second pass of a 1 MiB argument.
     params = modern_params(raw)
