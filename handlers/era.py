@@ -29,7 +29,7 @@ from runtime.protocol import (
     select_era,
 )
 
-from ._typed_call import TypedCalls
+from ._typed_call import ONE_PASS_OVER, TypedCalls
 
 __all__ = ["PREPARE_OVER", "McpDispatcher"]
 
@@ -43,7 +43,7 @@ _probe: Final = msgspec.json.Decoder(_MetaProbe)
 #: Params longer than this (bytes) of a ``tools/call`` are read for the era by the handler's
 #: typed pass (``TypedCalls.prepare``); shorter ones are searched for the era marker, which
 #: costs fewer bytecodes than handing a reading over (benchmarks/guard.py counts both).
-PREPARE_OVER: Final = 16 * 1024
+PREPARE_OVER: Final = ONE_PASS_OVER
 
 
 class McpDispatcher(Dispatcher):

@@ -43,6 +43,7 @@ def _server() -> Server:
 _handlers: Any = load_handlers()
 era = _handlers.era
 TypedCalls = _handlers._typed_call.TypedCalls
+ONE_PASS_OVER: int = _handlers._typed_call.ONE_PASS_OVER
 _VERSION = "io.modelcontextprotocol/protocolVersion"
 _BIG = "abcd" * 5000  # over era.PREPARE_OVER: era selection reads it in the typed pass
 _MODERN = {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
@@ -144,18 +145,24 @@ def _ctx(raw: bytes) -> RequestContext:
 def test_a_prepared_reading_is_taken_only_for_its_own_params() -> None:
     app = _server()
     calls = _typed(app)
+    big = "x" * (ONE_PASS_OVER + 1)
     ctx = _ctx(b'{"name":"size","arguments":{"data":"abc"}}')
     prepared = calls.prepare(ctx)
     assert prepared is not None and calls.read_for(ctx) is prepared
-    # Params replaced after era selection (a middleware, say): read afresh.
-    ctx.params = msgspec.Raw(b'{"name":"size","arguments":{"data":"other"}}')
+    # Params replaced after era selection (a middleware, say): read afresh when big...
+    ctx.params = msgspec.Raw(b'{"name":"size","arguments":{"data":"%s"}}' % big.encode())
     read = calls.read_for(ctx)
-    assert read is not None and read[2].data == "other"
+    assert read is not None and read[2].data == big
+    # A small call era selection did not read is left to the general reading (fewer
+    # bytecodes for a small call).
+    assert calls.read_for(_ctx(b'{"name":"size","arguments":{"data":"other"}}')) is None
     # Another server's reader, or the tool replaced meanwhile: read afresh.
-    ctx = _ctx(b'{"name":"needs","arguments":{"a":1}}')
-    assert calls.prepare(ctx) is not None
-    assert _typed(app).read_for(ctx) is not ctx.prepared
-    app.registry.tools["needs"] = app.registry.tools["size"]
+    ctx = _ctx(b'{"name":"size","arguments":{"data":"%s"}}' % big.encode())
+    prepared = calls.prepare(ctx)
+    assert prepared is not None
+    assert _typed(app).read_for(ctx) is not prepared
+    assert calls.read_for(ctx) is prepared
+    app.registry.tools["size"] = app.registry.tools["needs"]
     assert calls.read_for(ctx) is None  # now read by the other tool's struct: refused
 
 
