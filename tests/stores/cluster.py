@@ -3,12 +3,16 @@ request, no stickiness): the deployment of docs/deploy.md, on loopback ports."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import trio
 
 from .servers import find, free_port, haproxy_config, haproxy_stat, wait_port
 
@@ -110,3 +114,17 @@ class Cluster:
                     proc.wait(15)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+async def run_sdk_client(script: str, url: str) -> Any:
+    """Run one of this folder's official-SDK client scripts against ``url`` (a subprocess,
+    60 s at most); its JSON report from stdout."""
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, str(HERE / script), url],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return json.loads(done.stdout)

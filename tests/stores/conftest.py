@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .cluster import Cluster
 from .servers import RedisServer
 
 
@@ -21,3 +22,15 @@ def redis_server() -> Iterator[RedisServer]:
 def redis_url(redis_server: RedisServer) -> str:
     redis_server.flush()
     return redis_server.url
+
+
+@pytest.fixture
+def cluster(redis_server: RedisServer) -> Iterator[Cluster]:
+    """Three ``mcp-runtime serve`` replicas on a flushed Redis behind HAProxy (round-robin)."""
+    redis_server.flush()
+    made = Cluster(redis_server.url)
+    try:
+        made.start()
+        yield made
+    finally:
+        made.stop()

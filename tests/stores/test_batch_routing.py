@@ -5,7 +5,6 @@ routed there through the store's bus, so the tool completes with both answers.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -15,20 +14,8 @@ import trio
 from ..transports.app import call
 from ..transports.http_client import connect, request
 from .cluster import Cluster
-from .servers import RedisServer
 
 VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
-
-
-@pytest.fixture
-def cluster(redis_server: RedisServer) -> Iterator[Cluster]:
-    redis_server.flush()
-    made = Cluster(redis_server.url)
-    try:
-        made.start()
-        yield made
-    finally:
-        made.stop()
 
 
 def answer(request_id: Any, text: str) -> dict[str, Any]:

@@ -6,40 +6,16 @@ progress, resources, elicitation round trips) sees no 404 and loses nothing."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
-
-import pytest
 import trio
 
 from ..transports.app import init_body
 from ..transports.http_client import connect, request
-from .cluster import HERE, Cluster
-from .servers import RedisServer
-
-
-@pytest.fixture
-def cluster(redis_server: RedisServer) -> Iterator[Cluster]:
-    redis_server.flush()
-    made = Cluster(redis_server.url)
-    try:
-        made.start()
-        yield made
-    finally:
-        made.stop()
+from .cluster import Cluster, run_sdk_client
 
 
 async def sdk_sse_conversation(url: str) -> dict:
-    with trio.fail_after(60):
-        done = await trio.run_process(
-            [sys.executable, str(HERE / "sdk_sse_replica_client.py"), url],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return json.loads(done.stdout)
+    report: dict = await run_sdk_client("sdk_sse_replica_client.py", url)
+    return report
 
 
 async def test_sdk_sse_client_through_haproxy_sees_no_404(cluster: Cluster) -> None:

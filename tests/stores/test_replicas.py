@@ -3,18 +3,12 @@ client's handshake-era conversations see no 404 and lose nothing (issue 19)."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
-
 import h11
-import pytest
 import trio
 
 from ..transports.app import call, init_body
 from ..transports.http_client import request
-from .cluster import HERE, Cluster
-from .servers import RedisServer
+from .cluster import Cluster, run_sdk_client
 
 VERSION = "2025-11-25"
 
@@ -23,27 +17,9 @@ def headers(session: str) -> dict[str, str]:
     return {"mcp-session-id": session, "mcp-protocol-version": VERSION}
 
 
-@pytest.fixture
-def cluster(redis_server: RedisServer) -> Iterator[Cluster]:
-    redis_server.flush()
-    made = Cluster(redis_server.url)
-    try:
-        made.start()
-        yield made
-    finally:
-        made.stop()
-
-
 async def sdk_conversation(url: str) -> dict:
-    with trio.fail_after(60):
-        done = await trio.run_process(
-            [sys.executable, str(HERE / "sdk_replica_client.py"), url],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return json.loads(done.stdout)
+    report: dict = await run_sdk_client("sdk_replica_client.py", url)
+    return report
 
 
 async def test_sdk_conversations_through_haproxy_see_no_404(cluster: Cluster) -> None:
