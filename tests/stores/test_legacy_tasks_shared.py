@@ -18,7 +18,6 @@ from ..transports.http_client import connect, request, sse_messages
 from .cluster import Cluster
 from .servers import RedisServer
 from .test_failover import addr, replicas  # noqa: F401 - the fixture
-from .test_replicas import cluster  # noqa: F401 - the fixture
 from .test_tasks_shared import TASKS, create, modern_request, poll
 
 VERSION = "2025-11-25"
@@ -207,7 +206,7 @@ async def test_a_dead_replicas_task_fails_with_a_clear_status(
         assert [(t["taskId"], t["status"]) for t in listed["tasks"]] == [(task_id, "failed")]
 
 
-async def test_through_haproxy_round_robin(cluster: Cluster) -> None:  # noqa: F811
+async def test_through_haproxy_round_robin(cluster: Cluster) -> None:
     """The same conversation through the balancer: each request to the next replica."""
     where = ("127.0.0.1", cluster.port)
     before = {row["svname"]: int(row["stot"]) for row in cluster.servers()}
@@ -322,7 +321,7 @@ async def test_a_listen_hears_that_a_dead_replicas_task_failed(
         await listen.aclose()
 
 
-async def test_through_haproxy_a_killed_runners_task_fails(cluster: Cluster) -> None:  # noqa: F811
+async def test_through_haproxy_a_killed_runners_task_fails(cluster: Cluster) -> None:
     """Through the balancer: a task asks the client, naming the replica that runs it; that
     replica is killed (-9); the survivors answer tasks/get and tasks/result with the task
     failed (lease expired), never ``working`` or ``input_required`` forever."""
