@@ -9,17 +9,13 @@ import json
 import sys
 from typing import Any
 
-import mcp_types as types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-
-
-def dump(model: Any) -> Any:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+from sdk_conversation import common_calls, confirm_calls, dump, elicitation_recorder
 
 
 async def main(url: str) -> None:
-    out: dict[str, Any] = {"notifications": [], "asked": []}
+    out: dict[str, Any] = {"notifications": []}
     got = asyncio.Event()
 
     async def on_message(message: Any) -> None:
@@ -31,10 +27,6 @@ async def main(url: str) -> None:
         if method is not None:
             out["notifications"].append(method)
             got.set()
-
-    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
-        out["asked"].append(params.message)
-        return types.ElicitResult(action="accept", content={"ok": True})
 
     async def until(method: str) -> bool:
         for _ in range(100):
@@ -48,35 +40,19 @@ async def main(url: str) -> None:
     async with (
         streamable_http_client(url) as (read, write),
         ClientSession(
-            read, write, elicitation_callback=on_elicit, message_handler=on_message
+            read,
+            write,
+            elicitation_callback=elicitation_recorder(out),
+            message_handler=on_message,
         ) as session,
     ):
-        out["initialize"] = dump(await session.initialize())["protocolVersion"]
-        out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
-        out["who"] = [(await session.call_tool("whoami", {})).content[0].text for _ in range(6)]
-        out["add"] = [
-            (await session.call_tool("add", {"a": i, "b": 1})).content[0].text for i in range(6)
-        ]
-        progress: list[Any] = []
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append([value, total, message])
-
-        count = await session.call_tool("count", {"to": 3}, progress_callback=on_progress)
-        out["count"] = count.content[0].text
-        out["progress"] = progress
-        out["resource"] = dump(await session.read_resource("notes://welcome"))["contents"][0][
-            "text"
-        ]
+        await common_calls(session, out)
         out["prompt"] = dump(await session.get_prompt("hello", {"name": "Ada"}))["messages"][0][
             "content"
         ]["text"]
         await session.set_logging_level("debug")
         await session.subscribe_resource("notes://welcome")
-        out["confirm"] = [
-            (await session.call_tool("confirm", {"question": f"ok {i}?"})).content[0].text
-            for i in range(3)
-        ]
+        await confirm_calls(session, out)
         # Changes caused on whichever replica, heard on the GET stream wherever it is.
         out["grow"] = (await session.call_tool("grow", {"name": "extra1"})).content[0].text
         out["heard_list_changed"] = await until("notifications/tools/list_changed")
