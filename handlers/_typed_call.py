@@ -26,10 +26,11 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
+from runtime.protocol import ONE_PASS_OVER
 
 from ._common import InputFields
 
-__all__ = ["ONE_PASS_OVER", "Prepared", "TypedCallBase", "TypedCalls"]
+__all__ = ["Prepared", "TypedCallBase", "TypedCalls"]
 
 
 class TypedCallBase(InputFields, kw_only=True):
@@ -72,12 +73,6 @@ class Prepared:
 #: One reader per registry (``TypedCalls.of``): era selection, the transport and the handler
 #: share its readings.
 _readers: Final[weakref.WeakKeyDictionary[Registry, TypedCalls]] = weakref.WeakKeyDictionary()
-
-
-#: Params longer than this (bytes) are read in the one typed pass (era, header rules and
-#: arguments together); for shorter ones the general reading costs fewer bytecodes (about 50
-#: per call fewer: benchmarks/guard.py's stdio_batch_item 728 -> 672), the copy it saves is small.
-ONE_PASS_OVER: Final = 16 * 1024
 
 
 class TypedCalls:

@@ -26,12 +26,13 @@ from runtime.protocol import (
     META_SERVER_INFO,
     MODERN_MARKER,
     MODERN_ONLY,
+    ONE_PASS_OVER,
     select_era,
 )
 
-from ._typed_call import ONE_PASS_OVER, TypedCalls
+from ._typed_call import TypedCalls
 
-__all__ = ["PREPARE_OVER", "McpDispatcher"]
+__all__ = ["McpDispatcher"]
 
 
 class _MetaProbe(msgspec.Struct):
@@ -39,11 +40,6 @@ class _MetaProbe(msgspec.Struct):
 
 
 _probe: Final = msgspec.json.Decoder(_MetaProbe)
-
-#: Params longer than this (bytes) of a ``tools/call`` are read for the era by the handler's
-#: typed pass (``TypedCalls.prepare``); shorter ones are searched for the era marker, which
-#: costs fewer bytecodes than handing a reading over (benchmarks/guard.py counts both).
-PREPARE_OVER: Final = ONE_PASS_OVER
 
 
 class McpDispatcher(Dispatcher):
@@ -71,7 +67,7 @@ class McpDispatcher(Dispatcher):
             if raw is None:
                 return self._handshake_route(ctx)
             if (
-                len(raw) > PREPARE_OVER
+                len(raw) > ONE_PASS_OVER
                 and ctx.method == "tools/call"
                 and self.typed_calls is not None
                 and (read := self.typed_calls.prepare(ctx)) is not None

@@ -41,9 +41,14 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
 #: A text or blob longer than this (characters or bytes) goes into a ``resources/read`` reply
 #: encoded this much at a time, with a trio checkpoint between pieces, so that one big read
 #: never holds the event loop for long (issue 22: no task step over 20 ms; a 16 MiB text in one
-#: go held it 87 ms on the benchmark machine, a 1 MiB piece takes 1-3 ms). Shorter ones are
-#: encoded with the rest of the reply, in one go, which is cheaper (no join).
-ENCODE_PIECE: Final = 1 << 20
+#: go held it 87 ms on the benchmark machine). Shorter ones are encoded with the rest of the
+#: reply, in one go, straight into its buffer (a blob's base64 too): no pieces, no join, and
+#: no second copy in the reply's encode. 4 MiB, not 1: a 4 MiB piece encodes in about 4 ms
+#: (base64) or 1.6 ms (text), and every piece is one more big temporary: a 4 MiB blob in 1 MiB
+#: pieces made 4 + 3 x 5.3 MiB of them per read, more than glibc keeps for reuse, so each read
+#: faulted 3,725 fresh pages in again (14.5 MiB; server CPU 1.8x a bare msgspec loop over
+#: HTTP). In one go it is the blob and its reply: no page faults once warm, 0.5-0.9x the loop.
+ENCODE_PIECE: Final = 4 << 20
 
 
 class _TextReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):

@@ -52,6 +52,7 @@ from ._errors import (
     unsupported_version,
 )
 from ._jsonrpc import (
+    ONE_PASS_OVER,
     REQUEST_ID_TYPES,
     BatchItems,
     Envelope,
@@ -127,6 +128,7 @@ __all__ = [
     "MODERN_VERSIONS",
     "NAMED_METHODS",
     "NEW",
+    "ONE_PASS_OVER",
     "OPERATING",
     "PARSE_ERROR",
     "REQUEST_ID_TYPES",

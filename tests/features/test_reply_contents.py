@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.features import TextResourceContents, reply_contents, to_contents
-
-MIB = 1 << 20
+from runtime.features._contents import ENCODE_PIECE
 
 
 def _wire(contents: list[Any]) -> bytes:
@@ -53,15 +52,25 @@ async def _in_pieces(value: str | bytes) -> tuple[list[Any], int]:
 
 
 async def test_long_text_is_encoded_in_pieces_with_the_same_bytes() -> None:
-    # Escapes and multi-byte characters across the 1 MiB piece boundaries.
-    value = 'ab"c\\\u00e9\n\x00\u2028' * (3 * MIB // 9 + 5)
+    # Escapes and multi-byte characters across the piece boundaries.
+    value = 'ab"c\\\u00e9\n\x00\u2028' * (3 * ENCODE_PIECE // 9 + 5)
     got, ran = await _in_pieces(value)
     assert _wire(got) == _wire(to_contents("big://x", value, None))
     assert ran >= 3  # the loop ran other tasks between the pieces
 
 
 async def test_long_blob_is_encoded_in_pieces_with_the_same_bytes() -> None:
-    value = bytes(range(256)) * (3 * MIB // 256) + b"\x01\x02"  # not a multiple of 3
+    value = bytes(range(256)) * (3 * ENCODE_PIECE // 256) + b"\x01\x02"  # not a multiple of 3
     got, ran = await _in_pieces(value)
     assert _wire(got) == _wire(to_contents("big://x", value, None))
     assert ran >= 3
+
+
+async def test_blob_up_to_a_piece_goes_into_the_reply_as_bytes_in_one_step() -> None:
+    # The 4 MiB benchmark blob: no base64 str, no pieces, no join before the reply's encode
+    # (msgspec writes the base64 straight into the reply); the loop is not yielded to.
+    value = bytes(range(256)) * (ENCODE_PIECE // 256)
+    got, ran = await _in_pieces(value)
+    assert ran == 0
+    assert got[0].blob is value
+    assert _wire(got) == _wire(to_contents("big://x", value, None))

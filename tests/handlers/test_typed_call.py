@@ -14,6 +14,7 @@ import trio
 from runtime import JSONRPCError, Server
 from runtime._compose import load_handlers
 from runtime.core import RequestContext, Session
+from runtime.protocol import ONE_PASS_OVER
 from runtime.testing import open_client
 
 
@@ -43,9 +44,8 @@ def _server() -> Server:
 _handlers: Any = load_handlers()
 era = _handlers.era
 TypedCalls = _handlers._typed_call.TypedCalls
-ONE_PASS_OVER: int = _handlers._typed_call.ONE_PASS_OVER
 _VERSION = "io.modelcontextprotocol/protocolVersion"
-_BIG = "abcd" * 5000  # over era.PREPARE_OVER: era selection reads it in the typed pass
+_BIG = "abcd" * 5000  # over ONE_PASS_OVER: era selection reads it in the typed pass
 _MODERN = {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 PARAMS: list[Any] = [
     {"name": "size", "arguments": {"data": "abc"}},
@@ -135,7 +135,7 @@ async def test_a_call_is_read_once_era_selection_included(
     assert result["structuredContent"] == {"result": len(_BIG)}
     # Read once, by era selection (``prepare``), which found no marker in the raw _meta.
     assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("prepare_raw", True)]
-    assert len(_BIG) > era.PREPARE_OVER
+    assert len(_BIG) > ONE_PASS_OVER
 
 
 def _ctx(raw: bytes) -> RequestContext:

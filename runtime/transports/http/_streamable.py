@@ -23,6 +23,7 @@ from ...protocol import (
     INITIALIZE,
     META_PROTOCOL_VERSION,
     MODERN_MARKER,
+    ONE_PASS_OVER,
     SUBSCRIPTIONS_LISTEN,
     UNSUPPORTED_PROTOCOL_VERSION,
     Envelope,
@@ -64,10 +65,6 @@ log = logging.getLogger("mcp_runtime.http")
 _post_ids = itertools.count(1)
 #: What ``Hooks.read_call`` gives: ``(meta, tool name, prepared reading)``.
 ReadCall = tuple[dict[str, Any] | None, str, object]
-#: Params longer than this (bytes) of a modern ``tools/call`` are read by ``Hooks.read_call``;
-#: shorter ones the general way, whose second pass costs less than the hand-over's bytecodes
-#: (benchmarks/guard.py: http_modern_post).
-_READ_CALL_OVER: Final = 16 * 1024
 _NOT_A_BATCH: Final = "Invalid Request: a POST carries one JSON-RPC message, not a batch"
 
 
@@ -406,7 +403,7 @@ def _modern_params(
     raw = message.params
     if not isinstance(raw, msgspec.Raw):
         return None, None
-    if read_call is not None and len(raw) > _READ_CALL_OVER and message.method == "tools/call":
+    if read_call is not None and len(raw) > ONE_PASS_OVER and message.method == "tools/call":
         # The tool's own typed pass reads the params, arguments included, once for the
         # header rules and the handler (issue 22), instead of a pass here that skips them.
         call = read_call(raw)
