@@ -71,7 +71,7 @@ class _WebSocketChannel:
         while True:
             try:
                 message = await self._ws.receive_message()
-            except trio.EndOfChannel:
+            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
                 refused = self._ws.refused
                 if refused is not None and self._observe is not None:
                     self._observed(None, refused[1], close_code=refused[0])
@@ -468,5 +468,6 @@ class _Sweep:
         ws.next_ping = trio.current_time() + self._ping_interval
 
     async def _close(self, ws: ServerWebSocket, code: int, reason: str) -> None:
+        ws.refused = (code, reason)  # the connection's reader tells the refusal observer
         # Bounded: this task is not the connection's, nothing else would cancel it.
         await ws.close_from_outside(code, reason, self._ping_timeout)

@@ -97,8 +97,9 @@ class ServerWebSocket:
         # Set after a protocol error: the close frame is sent and TCP closed without waiting
         # for the peer's (its frames can no longer be parsed).
         self.quick_close = False
-        #: (close code, reason) when the reader closed the socket refusing what the peer
-        #: sent (1009 too big, wsproto's 1002/1007 for a frame it cannot parse).
+        #: (close code, reason) when the socket was closed refusing what the peer sent or
+        #: did not (1009 too big, wsproto's 1002/1007 for a frame it cannot parse; the
+        #: transport's sweep: 1008 a message too slow, 1011 no pong).
         self.refused: tuple[int, str] | None = None
 
     @property

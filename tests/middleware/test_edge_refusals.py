@@ -19,7 +19,7 @@ from runtime.protocol import Refusal
 from runtime.transports import HttpLimits
 
 from ..transports.app import make_app, serving
-from ..transports.raw_ws import RawWebSocket, open_raw_websocket
+from ..transports.raw_ws import RawWebSocket, frame, open_raw_websocket
 from ..wire import open_memory_peer
 
 
@@ -165,6 +165,22 @@ async def test_websocket_refusals_are_observed() -> None:
     assert metric(metrics, "ws", "-32700", "none") == 1
 
 
+async def test_websocket_sweep_closes_are_observed() -> None:
+    """A message still assembling after ``ws_message_timeout``: closed with 1008 by the
+    transport's sweep (another task than the connection's reader), observed all the same."""
+    app, seen, metrics = observed()
+    limits = HttpLimits(ws_message_timeout=0.3)
+    with trio.fail_after(20):
+        async with serving(app, "ws", http_limits=limits) as address:
+            raw = await open_raw_websocket(address)
+            await raw.send_raw(frame(0x1, b'{"jsonrpc":', fin=False))  # never finished
+            assert await _ws_close(raw) == 1008
+            await raw.stream.aclose()
+            await trio.sleep(0.1)  # the reader's side of the close
+    assert [(r.close_code, r.message) for r in seen.refusals] == [(1008, "message too slow")]
+    assert metric(metrics, "ws", "none", "close-1008") == 1
+
+
 async def test_websocket_connection_cap_refusal_is_observed() -> None:
     app, seen, _ = observed()
     with trio.fail_after(20):
@@ -194,3 +210,27 @@ async def test_a_refused_notification_gets_no_answer_but_is_observed() -> None:
         ("notifications/cancelled", -32600, None)
     ]
     assert metric(metrics, "memory", "-32600", "none") == 1
+
+
+async def test_a_notification_refused_by_its_handler_is_observed() -> None:
+    """A JSONRPCError raised for a notification (here by a middleware's on_notification) is
+    answered with nothing; the observer hears of it with its code."""
+    from runtime.middleware import Next
+    from runtime.middleware import Request as McpRequest
+    from runtime.protocol import JSONRPCError
+
+    class Strict(Middleware):
+        async def on_notification(self, request: McpRequest, call_next: Next) -> None:
+            if request.method == "notifications/custom":
+                raise JSONRPCError.invalid_params("custom needs a level")
+            await call_next()
+
+    app, seen, _ = observed()
+    app.add_middleware(Strict())
+    with trio.fail_after(10):
+        async with open_memory_peer(app) as peer:
+            await peer.initialize()
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/custom", "params": {}})
+            assert (await peer.call("ping"))["result"] == {}  # nothing came before it
+    assert [(r.method, r.code) for r in seen.refusals] == [("notifications/custom", -32602)]
+    assert "custom needs a level" in seen.refusals[0].message
