@@ -96,9 +96,9 @@ def add_commands(commands: Any) -> None:
         "--store",
         metavar="URL",
         default=os.environ.get("MCP_RUNTIME_STORE"),
-        help="redis://host:port/db: handshake-era HTTP sessions survive reloads (default: "
-        "memory, where a reload ends them and clients get 404 and initialize again); "
-        "env MCP_RUNTIME_STORE",
+        help="where handshake-era HTTP sessions live (default: held by dev itself, so they "
+        "survive reloads; memory:// each version its own, a reload ends them; "
+        "redis://host:port/db); env MCP_RUNTIME_STORE",
     )
     dev.add_argument(
         "--log-level",

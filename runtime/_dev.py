@@ -15,14 +15,23 @@ polling watcher (``POLL_INTERVAL``) compares modification times of the ``*.py`` 
 
 Each child prints what its server declares after it loaded (tools, prompts, resources) and
 the URL, to stderr.
+
+Sessions: without ``--store`` the supervisor holds a ``MemoryStore`` for its whole life and
+serves it to each child over a Unix socket (``runtime.stores.UnixStore``, a shared store),
+so a handshake-era HTTP session opened on one version is served on by the next (no 404, no
+new ``initialize``); ``--store memory://`` gives each version its own (a reload ends its
+sessions), ``--store redis://...`` a Redis.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -145,10 +154,10 @@ class _Child:
                 await process.wait()
 
 
-async def _start_child(argv: list[str], fd: int) -> _Child | None:
+async def _start_child(argv: list[str], fd: int, env: dict[str, str] | None) -> _Child | None:
     """A new child, once it accepts; None when it failed (it said why on stderr)."""
     process = await trio.lowlevel.open_process(
-        argv, pass_fds=(fd,), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
+        argv, pass_fds=(fd,), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env
     )
     assert process.stdout is not None
     ready = b""
@@ -186,7 +195,22 @@ async def run_dev(
                     nursery.cancel_scope.cancel()
 
         nursery.start_soon(stop_on_signal)
-        await _supervise(target, host, port, path, watch, poll, log_level, task_status)
+        env: dict[str, str] | None = None
+        folder: str | None = None
+        if not os.environ.get("MCP_RUNTIME_STORE"):
+            # No --store: this process holds the sessions (a memory store served to each
+            # version over a Unix socket in a private directory), so they outlive reloads.
+            from .stores import MemoryStore, serve_store
+
+            folder = tempfile.mkdtemp(prefix="mcp-runtime-dev-")
+            socket_path = os.path.join(folder, "store.sock")
+            await nursery.start(serve_store, MemoryStore(), socket_path)
+            env = {**os.environ, "MCP_RUNTIME_STORE": f"unix://{socket_path}"}
+        try:
+            await _supervise(target, host, port, path, watch, poll, log_level, env, task_status)
+        finally:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         nursery.cancel_scope.cancel()
 
 
@@ -198,6 +222,7 @@ async def _supervise(
     watch: list[str] | None,
     poll: bool,
     log_level: str,
+    env: dict[str, str] | None,
     task_status: trio.TaskStatus[tuple[str, int]],
 ) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -229,13 +254,13 @@ async def _supervise(
     )
     current: _Child | None = None
     try:
-        current = await _start_child(argv, sock.fileno())
+        current = await _start_child(argv, sock.fileno(), env)
         if current is None:
             say("the target failed to load (above); waiting for a change")
         task_status.started((bound[0], bound[1]))
         async for changed in watcher(roots, poll):
             say(f"change in {', '.join(sorted(Path(p).name for p in changed))}: reloading")
-            fresh = await _start_child(argv, sock.fileno())
+            fresh = await _start_child(argv, sock.fileno(), env)
             if fresh is None:
                 say(
                     "reload failed (above); "

@@ -7,15 +7,28 @@ innermost of the parent's request middleware: for ``tools/call``, ``prompts/get`
 ``resources/read`` and ``completion/complete`` naming one of a mount's features, it runs
 the child's chain (its request hooks, then its operation hooks) with the names the child
 knows (``search``, not ``kid_search``; ``notes://welcome``, not ``notes://kid/welcome``),
-then goes on with the parent's chain and handler under the parent's names again. Every
-other request (lists included: they combine every mount) passes straight on.
+then goes on with the parent's chain and handler under the parent's names again.
+
+For the four lists (``tools/list``, ``prompts/list``, ``resources/list``,
+``resources/templates/list``) the parent's handler makes the combined page, then each
+mount's chain runs around that mount's part of it: the child's middleware sees a list
+request whose result is its own items under its own names (copies: change them at will),
+and what it returns (filtered, reordered, changed) is namespaced again and takes that
+part's place in the page. A page with none of a mount's items does not run its chain.
+This is what fastmcp's mounted servers' ``on_list_tools`` see. Every other request passes
+straight on.
 
 A server without mounted middleware has none of this: the composition root adds it only
 when a mounted server (or one mounted in it) has middleware when the dispatcher is built.
+A server with middleware mounted while serving into a parent whose dispatcher was built
+without it gets it then (:func:`install_mounted_chains`): the dispatcher the connections
+already hold is changed in place, and a request already routed finishes on the chain it
+started with.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,11 +41,19 @@ from .middleware import Middleware, MiddlewareDispatcher, Next, Request
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["MountedChains", "has_mounted_middleware", "routes_mounts"]
+__all__ = ["MountedChains", "has_mounted_middleware", "install_mounted_chains", "routes_mounts"]
 
 _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
 _Rewrite = Callable[[dict[str, Any]], None]
+
+#: list method -> (the mount's kind, the result's key, the item's identifying field)
+_LISTS: Final = {
+    "tools/list": ("tools", "tools", "name"),
+    "prompts/list": ("prompts", "prompts", "name"),
+    "resources/list": ("resources", "resources", "uri"),
+    "resources/templates/list": ("templates", "resourceTemplates", "uriTemplate"),
+}
 
 
 def has_mounted_middleware(server: Server) -> bool:
@@ -125,6 +146,9 @@ class MountedChains(Middleware):
         return self._dispatchers[child]
 
     async def on_request(self, request: Request, call_next: Next) -> Any:
+        listing = _LISTS.get(request.method)
+        if listing is not None:
+            return await self._list(request, call_next, *listing)
         params = request.params
         found = _target(self.parent, request.method, params)
         if found is None:
@@ -146,12 +170,83 @@ class MountedChains(Middleware):
 
         return await dispatcher.around(ctx, parent_rest)
 
+    async def _list(
+        self, request: Request, call_next: Next, kind: str, key: str, field: str
+    ) -> Any:
+        result = await call_next()
+        items = result.get(key) if isinstance(result, dict) else None
+        if not isinstance(items, list):
+            return result
+        for mount in list(self.parent.mounts.values()):
+            owned = mount.owned[kind]
+            slots = [
+                i
+                for i, item in enumerate(items)
+                if isinstance(item, dict) and item.get(field) in owned
+            ]
+            if not slots:
+                continue
+            dispatcher = self._dispatcher(mount.child)
+            if dispatcher is None:
+                continue
+            # The child's own wire forms (deep copies: the registry's are shared).
+            mine = [_decode(_encode(owned[items[i][field]][0].listing)) for i in slots]
+
+            async def own_items(ctx: RequestContext, mine: list[Any] = mine) -> Any:
+                return {key: mine}
+
+            seen = await dispatcher.around(request.context, own_items)
+            kept = seen.get(key) if isinstance(seen, dict) else None
+            back = [
+                _namespaced(mount.prefix, kind, field, item)
+                for item in (kept if isinstance(kept, list) else [])
+                if isinstance(item, dict) and isinstance(item.get(field), str)
+            ]
+            first, gone = slots[0], set(slots)
+            rest = [item for i, item in enumerate(items[first:], first) if i not in gone]
+            items = items[:first] + back + rest
+        result[key] = items
+        return result
+
+
+def _namespaced(prefix: str, kind: str, field: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A child's list item under the parent's name (``item`` is the child's copy)."""
+    value = item[field]
+    named = kind in ("tools", "prompts")
+    item[field] = prefixed_name(prefix, value) if named else prefixed_uri(prefix, value)
+    return item
+
+
+def install_mounted_chains(parent: Server, dispatcher: Dispatcher) -> None:
+    """Give ``dispatcher`` (``parent``'s, held by its connections) the mounted servers'
+    chains, in place: appended, innermost, to its middleware when it has some, else put in
+    front of the era dispatcher's routing (an instance attribute over ``route``: the core
+    looks ``self.route`` up per request, so no indirection costs a server that never
+    needs this)."""
+    target = dispatcher
+    while not isinstance(target, MiddlewareDispatcher):
+        inner = getattr(target, "inner", None)
+        if not isinstance(inner, Dispatcher):
+            break
+        target = inner
+    chains = MountedChains(parent)
+    if isinstance(target, MiddlewareDispatcher):
+        target.rechain([*target.middleware, chains])
+        return
+    # ``copy.copy``: the era dispatcher as it routes now (same tables), which the chain
+    # wraps; the held object then routes through the chain.
+    wrapped = MiddlewareDispatcher(copy.copy(target), [chains])
+    target.route = wrapped.route  # type: ignore[method-assign]
+
 
 def routes_mounts(dispatcher: Dispatcher) -> bool:
     """Whether ``dispatcher`` (a server's) runs mounted servers' middleware."""
     while True:
         if isinstance(dispatcher, MiddlewareDispatcher):
             return any(isinstance(m, MountedChains) for m in dispatcher.middleware)
+        route = vars(dispatcher).get("route")  # put in front by install_mounted_chains
+        if isinstance(getattr(route, "__self__", None), MiddlewareDispatcher):
+            return True
         inner = getattr(dispatcher, "inner", None)
         if not isinstance(inner, Dispatcher):
             return False

@@ -505,8 +505,8 @@ class Server:
         resource updates are forwarded); its lifespan runs inside this one's (while serving:
         entered before its features appear, exited at ``unmount``); its own middleware and
         completer serve its features. Sends list-changed while serving. ValueError for a
-        prefix in use or a name collision; RuntimeError for a server with middleware mounted
-        while serving a dispatcher built without mounted middleware.
+        prefix in use or a name collision. A server with middleware mounted while serving
+        gets its chain then (requests already routed finish on the chain they started with).
         """
         if other is self:
             raise ValueError("a server cannot mount itself")
@@ -528,21 +528,20 @@ class Server:
 
     def _keep_mounted_middleware(self, other: Server) -> None:
         """A dispatcher built before ``other`` (with middleware) was mounted lacks the chain
-        that runs it: rebuilt before serving; refused while serving (connections keep it)."""
+        that runs it: rebuilt before serving; changed in place while serving (connections
+        keep it)."""
         dispatcher = self._dispatcher
         if dispatcher is None:
             return
-        from ._mount_chain import has_mounted_middleware, routes_mounts
+        from ._mount_chain import has_mounted_middleware, install_mounted_chains, routes_mounts
 
         if not (other.middleware_chain or has_mounted_middleware(other)):
             return
         if routes_mounts(dispatcher):
             return
         if self._lifetime.serving:
-            raise RuntimeError(
-                f"{other.name!r} has middleware: mount it before serving (or mount any "
-                "server with middleware before serving, so that mounted chains are run)"
-            )
+            install_mounted_chains(self, dispatcher)  # in place: connections hold it
+            return
         self._dispatcher = None
 
     def unmount(self, prefix: str) -> Server:

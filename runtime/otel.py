@@ -182,7 +182,7 @@ class OpenTelemetry(Middleware):
         error, and ``mcp.server.overload.refusals`` for -32010."""
         attributes: dict[str, Any] = {
             "network.transport": _NETWORK.get(refusal.transport, "pipe"),
-            "error.type": str(refusal.code if refusal.code is not None else refusal.status),
+            "error.type": _refusal_error_type(refusal),
         }
         self.early_refusals.add(1, attributes)
         if refusal.code == SERVER_OVERLOADED:
@@ -256,3 +256,14 @@ class OpenTelemetry(Middleware):
                 self.in_flight.add(-1, {"mcp.method.name": request.method})
                 self.requests.add(1, metric_attributes)
                 self.duration.record(perf_counter() - request.started, metric_attributes)
+
+
+def _refusal_error_type(refusal: Refusal) -> str:
+    """The JSON-RPC code, else the HTTP status, else ``websocket.close.<code>``."""
+    if refusal.code is not None:
+        return str(refusal.code)
+    if refusal.status is not None:
+        return str(refusal.status)
+    if refusal.close_code is not None:
+        return f"websocket.close.{refusal.close_code}"
+    return "refused"

@@ -53,6 +53,17 @@ async def test_composition_page() -> None:
             assert read["result"]["contents"][0]["text"] == "paris-1"
 
 
+async def test_composition_page_list_filter() -> None:
+    app: Server = load(blocks("composition.md")[2], "compose_page_3")["app"]
+    with trio.fail_after(10):
+        async with open_memory_peer(app) as peer:
+            await peer.initialize()
+            tools = await peer.call("tools/list", {})
+            assert [t["name"] for t in tools["result"]["tools"]] == ["t_lookup"]
+            hidden = await peer.call("tools/call", {"name": "t_internal_reset", "arguments": {}})
+            assert hidden["result"]["content"][0]["text"] == "reset"
+
+
 def test_observability_page() -> None:
     otel_block, metrics_block = blocks("observability.md")
     traced: Server = load(otel_block, "otel_page")["app"]

@@ -381,8 +381,21 @@ class Connection:
     def _cancel_request(self, params: Raw | None) -> None:
         try:
             ctx = self._table.cancel(params, self.session.lifecycle)
-        except JSONRPCError:
+        except JSONRPCError as exc:
             log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
+            observe = self.dispatcher.on_refusal
+            if observe is not None:  # no answer on the wire: the observer hears of it
+                session = self.session
+                observe(
+                    Refusal(
+                        exc.code,
+                        exc.message,
+                        session.transport,
+                        self.connection_id,
+                        CANCELLED,
+                        principal=session.principal,
+                    )
+                )
             return
         if ctx is not None:
             log.debug("cancelling conn=%s id=%r", self._id, ctx.id)

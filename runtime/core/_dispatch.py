@@ -140,7 +140,12 @@ class Dispatcher:
             return error_reply(internal_error(), request_id)
 
     async def dispatch_notification(self, ctx: RequestContext) -> None:
-        """Run a notification handler; notifications are never answered, failures are logged."""
+        """Run a notification handler; notifications are never answered, failures are logged.
+
+        Params its handler refuses get no answer on the wire (JSON-RPC 2.0 section 4.1) but
+        are told to ``on_refusal`` when there is one (the handler's JSONRPCError, or -32602
+        for params of the wrong shape). A method nobody handles is not a refusal: a peer
+        may send notifications this server does not act on (progress, roots changes)."""
         handler = self.route_notification(ctx)
         if handler is None:
             log.debug(
@@ -149,10 +154,38 @@ class Dispatcher:
             return
         try:
             await handler(ctx)
+        except (JSONRPCError, msgspec.ValidationError) as exc:
+            log.info(
+                "notification refused conn=%s method=%s reason=%s",
+                ctx.peer.connection_id,
+                ctx.method,
+                exc,
+            )
+            if self.on_refusal is not None:
+                error = exc if isinstance(exc, JSONRPCError) else params_error(exc)
+                self._refused_notification(ctx, error)
         except Exception:
             log.exception(
                 "notification handler failed conn=%s method=%s", ctx.peer.connection_id, ctx.method
             )
+
+    def _refused_notification(self, ctx: RequestContext, error: JSONRPCError) -> None:
+        observe = self.on_refusal
+        assert observe is not None
+        session = ctx.session
+        try:
+            observe(
+                Refusal(
+                    error.code,
+                    error.message,
+                    session.transport,
+                    ctx.peer.connection_id,
+                    ctx.method,
+                    principal=session.principal,
+                )
+            )
+        except Exception:
+            log.exception("refusal observer failed")
 
 
 class _Outcome(msgspec.Struct):

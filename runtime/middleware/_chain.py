@@ -319,6 +319,12 @@ class MiddlewareDispatcher(Dispatcher):
     def __init__(self, inner: Dispatcher, middleware: Sequence[Middleware]) -> None:
         super().__init__(inner.requests, inner.notifications, batch_policy=inner.batch_policy)
         self.inner = inner
+        self.rechain(middleware)
+
+    def rechain(self, middleware: Sequence[Middleware]) -> None:
+        """Serve with ``middleware`` from now on (a server mounted while serving adds its
+        chain: ``runtime._mount_chain``). Each chain is one tuple, swapped whole: a request
+        already in the chain finishes on the hooks it started with."""
         self.middleware = tuple(middleware)
         self._requests = _hooks(self.middleware, "on_request")
         self._notifications = _hooks(self.middleware, "on_notification")

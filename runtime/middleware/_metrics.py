@@ -95,10 +95,14 @@ class Metrics(Middleware):
     def on_refusal(self, refusal: Refusal) -> None:
         if refusal.code == SERVER_OVERLOADED:
             self.overload_refusals += 1
+        status = refusal.status
         key = (
             refusal.transport,
             "none" if refusal.code is None else str(refusal.code),
-            "none" if refusal.status is None else str(refusal.status),
+            # A WebSocket closed in refusal: its close code, apart from HTTP statuses.
+            str(status)
+            if status is not None
+            else ("none" if refusal.close_code is None else f"close-{refusal.close_code}"),
         )
         self.refusals[key] = self.refusals.get(key, 0) + 1
 

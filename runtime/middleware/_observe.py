@@ -132,7 +132,7 @@ class RequestLogging(Middleware):
         self.log.log(
             self.level,
             "mcp refusal method=%s id=%s transport=%s conn=%s principal=%s outcome=%s "
-            "status=%s reason=%r",
+            "status=%s close=%s peer=%s reason=%r",
             refusal.method or "-",
             msgspec.json.encode(refusal.request_id).decode(),
             refusal.transport,
@@ -140,6 +140,8 @@ class RequestLogging(Middleware):
             principal_key(refusal.principal) or "-",
             "-" if refusal.code is None else f"error:{refusal.code}",
             refusal.status or "-",
+            refusal.close_code or "-",
+            refusal.peer or "-",
             refusal.message[:200],
         )
 

@@ -22,8 +22,11 @@ __all__ = ["Refusal"]
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """One refused message. ``code`` is the JSON-RPC error code of the answer (None for an
-    HTTP refusal without a JSON-RPC body); ``status`` the HTTP status (None off HTTP);
-    ``method`` and ``request_id`` as far as the message was read before it was refused."""
+    HTTP refusal without a JSON-RPC body, or a refusal that gets no answer: a notification);
+    ``status`` the HTTP status (None off HTTP); ``method`` and ``request_id`` as far as the
+    message was read before it was refused; ``close_code`` the WebSocket close code when the
+    refusal closed the socket (RFC 6455 section 7.4.1: 1003, 1008, 1009, 1002, 1007);
+    ``peer`` the remote address (``host:port``) when the transport knows it."""
 
     code: int | None
     message: str
@@ -33,3 +36,5 @@ class Refusal:
     request_id: Any = None
     status: int | None = None
     principal: Any = None
+    close_code: int | None = None
+    peer: str | None = None

@@ -21,6 +21,7 @@ from ._contracts import (
 from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
 from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
 from ._resp import RedisClient, RedisError
+from ._unix import UnixStore, serve_store
 
 __all__ = [
     "Bus",
@@ -43,17 +44,23 @@ __all__ = [
     "StoreUnavailable",
     "TaskSnapshot",
     "TaskStore",
+    "UnixStore",
     "open_store",
+    "serve_store",
 ]
 
 
 def open_store(spec: str | Store | None, **options: object) -> Store:
-    """A store from a URL (``redis://host:port/db``, ``memory://``), an object, or None
-    (memory). Raises ValueError for an unknown scheme."""
+    """A store from a URL (``redis://host:port/db``, ``unix:///path``: :class:`UnixStore`,
+    ``memory://``), an object, or None (memory). Raises ValueError for an unknown scheme."""
     if spec is None or spec == "memory://" or spec == "memory":
         return MemoryStore()
     if isinstance(spec, str):
         if spec.startswith("redis://"):
             return RedisStore.from_url(spec, **options)
-        raise ValueError(f"unknown store {spec!r}: expected redis://host:port/db or memory://")
+        if spec.startswith("unix://"):  # a store another process holds (mcp-runtime dev's)
+            return UnixStore.from_url(spec, **options)
+        raise ValueError(
+            f"unknown store {spec!r}: expected redis://host:port/db, unix:///path or memory://"
+        )
     return spec

@@ -16,7 +16,7 @@ import logging
 import math
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import trio
@@ -26,6 +26,7 @@ from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
+    Refusal,
     decode_frame,
     error_reply,
     forbidden,
@@ -47,7 +48,7 @@ _BUSY: Final = (
 class _WebSocketChannel:
     """A ``MessageChannel`` on an accepted WebSocket."""
 
-    __slots__ = ("_gate", "_principal", "_shutdown", "_ws")
+    __slots__ = ("_conn_id", "_gate", "_observe", "_principal", "_shutdown", "_ws")
 
     def __init__(
         self,
@@ -55,18 +56,31 @@ class _WebSocketChannel:
         shutdown: trio.Event,
         gate: Gate | None = None,
         principal: Any = None,
+        observe: Callable[[Refusal], None] | None = None,
+        conn_id: str = "ws",
     ) -> None:
         self._ws = ws
         self._shutdown = shutdown
         self._gate = gate
         self._principal = principal
+        #: The refusal observer (``Hooks.on_refusal``), or None: nothing is built for it.
+        self._observe = observe
+        self._conn_id = conn_id
 
     async def receive(self) -> bytes:
         while True:
-            message = await self._ws.receive_message()
+            try:
+                message = await self._ws.receive_message()
+            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                refused = self._ws.refused
+                if refused is not None and self._observe is not None:
+                    self._observed(None, refused[1], close_code=refused[0])
+                raise
             if isinstance(message, bytes):
                 log.warning("closing websocket reason=binary-message")
                 await self._ws.close(1003, "MCP messages are text frames")
+                if self._observe is not None:
+                    self._observed(None, "MCP messages are text frames", close_code=1003)
                 raise trio.EndOfChannel
             data: bytes = message.encode("utf-8")
             if self._expired():
@@ -74,6 +88,8 @@ class _WebSocketChannel:
                 # (RFC 6750: an expired token is no longer valid). 1008 = policy violation.
                 log.info("closing websocket reason=token-expired")
                 await self._ws.close(1008, "access token expired")
+                if self._observe is not None:
+                    self._observed(None, "access token expired", close_code=1008)
                 raise trio.EndOfChannel
             refusal = self._refusal(data)
             if refusal is None:
@@ -82,6 +98,33 @@ class _WebSocketChannel:
                 await self._ws.send_text(refusal.decode("utf-8"))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 raise trio.EndOfChannel from None
+
+    def _observed(
+        self,
+        code: int | None,
+        reason: str,
+        *,
+        close_code: int | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        """Tell the observer (only called when there is one)."""
+        assert self._observe is not None
+        refusal = Refusal(
+            code,
+            reason,
+            "ws",
+            self._conn_id,
+            method,
+            request_id,
+            principal=self._principal,
+            close_code=close_code,
+            peer=_peer(self._ws),
+        )
+        try:
+            self._observe(refusal)
+        except Exception:
+            log.exception("refusal observer failed")
 
     def _expired(self) -> bool:
         expires_at = getattr(self._principal, "expires_at", None)
@@ -107,6 +150,14 @@ class _WebSocketChannel:
             status=error.status,
             wwwAuthenticate=error.www_authenticate,
         )
+        if self._observe is not None:
+            method = message.method if isinstance(message, Envelope) else None
+            self._observed(
+                refused.code,
+                refused.message,
+                method=method if isinstance(method, str) else "tools/call",
+                request_id=request_id,
+            )
         return error_reply(
             refused, request_id if isinstance(request_id, REQUEST_ID_TYPES) else None
         )
@@ -154,12 +205,24 @@ async def serve_websocket(
         listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
     slots = trio.Semaphore(limits.max_connections)
+    observe = hooks.on_refusal
+
+    def refused(conn_id: str, status: int, reason: str, stream: trio.SocketStream) -> None:
+        """An upgrade refused with an HTTP status (only called when observed)."""
+        assert observe is not None
+        refusal = Refusal(None, reason, "ws", conn_id, status=status, peer=_peer_of(stream))
+        try:
+            observe(refusal)
+        except Exception:
+            log.exception("refusal observer failed")
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
             slots.acquire_nowait()
         except trio.WouldBlock:
             log.warning("refusing websocket reason=max-connections")
+            if observe is not None:
+                refused("ws-refused", 503, "too many connections, try later", stream)
             await _refuse_busy(stream)
             return
         try:
@@ -173,7 +236,7 @@ async def serve_websocket(
         if accepted is None:
             return
         ws, principal = accepted
-        channel = _WebSocketChannel(ws, shutdown, gate, principal)
+        channel = _WebSocketChannel(ws, shutdown, gate, principal, observe, conn_id)
         sweep.add(ws)
         try:
             await hooks.serve_connection(
@@ -204,14 +267,14 @@ async def serve_websocket(
             return None
         ws, request = opened
         try:
-            return await _check(ws, request, conn_id)
+            return await _check(ws, request, conn_id, stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.info("websocket handshake failed %s error=%r", conn_id, exc)
             await trio.aclose_forcefully(stream)
             return None
 
     async def _check(
-        ws: ServerWebSocket, request: Any, conn_id: str
+        ws: ServerWebSocket, request: Any, conn_id: str, stream: trio.SocketStream
     ) -> tuple[ServerWebSocket, Any] | None:
         fields = [
             (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.extra_headers
@@ -221,9 +284,13 @@ async def serve_websocket(
         reason = policy.check(request.host or headers.get("host"), headers.get("origin"))
         if reason is not None:
             log.info("websocket reject %s status=403 reason=%s", conn_id, reason)
+            if observe is not None:
+                refused(conn_id, 403, f"Forbidden: {reason}", stream)
             await _refuse(ws, 403, body=reason.encode())
             return None
         if request.target.split("?")[0] != path:
+            if observe is not None:
+                refused(conn_id, 404, "Not Found", stream)
             await _refuse(ws, 404, body=b"Not Found")
             return None
         principal = None
@@ -235,6 +302,8 @@ async def serve_websocket(
                 )
             except HttpError as refusal:
                 log.info("websocket reject %s status=%d reason=auth", conn_id, refusal.status)
+                if observe is not None:
+                    refused(conn_id, refusal.status, refusal.reason, stream)
                 extra = [("Content-Type", "application/json"), *refusal.headers]
                 await _refuse(
                     ws,
@@ -245,6 +314,8 @@ async def serve_websocket(
                 return None
         offered = request.subprotocols
         if offered and SUBPROTOCOL not in offered:
+            if observe is not None:
+                refused(conn_id, 400, "the 'mcp' subprotocol is required", stream)
             await _refuse(ws, 400, body=b"the 'mcp' subprotocol is required")
             return None
         await ws.accept(SUBPROTOCOL if offered else None)
@@ -283,6 +354,18 @@ async def serve_websocket(
         with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()
+
+
+def _peer_of(stream: trio.SocketStream) -> str | None:
+    try:
+        address = stream.socket.getpeername()
+    except OSError:
+        return None
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+
+
+def _peer(ws: ServerWebSocket) -> str | None:
+    return _peer_of(ws.stream)
 
 
 async def _refuse(
@@ -385,5 +468,6 @@ class _Sweep:
         ws.next_ping = trio.current_time() + self._ping_interval
 
     async def _close(self, ws: ServerWebSocket, code: int, reason: str) -> None:
+        ws.refused = (code, reason)  # the connection's reader tells the refusal observer
         # Bounded: this task is not the connection's, nothing else would cancel it.
         await ws.close_from_outside(code, reason, self._ping_timeout)

@@ -76,6 +76,7 @@ class ServerWebSocket:
         "next_ping",
         "pinging",
         "quick_close",
+        "refused",
     )
 
     def __init__(self, stream: trio.SocketStream, max_message_size: int) -> None:
@@ -96,6 +97,14 @@ class ServerWebSocket:
         # Set after a protocol error: the close frame is sent and TCP closed without waiting
         # for the peer's (its frames can no longer be parsed).
         self.quick_close = False
+        #: (close code, reason) when the socket was closed refusing what the peer sent or
+        #: did not (1009 too big, wsproto's 1002/1007 for a frame it cannot parse; the
+        #: transport's sweep: 1008 a message too slow, 1011 no pong).
+        self.refused: tuple[int, str] | None = None
+
+    @property
+    def stream(self) -> trio.SocketStream:
+        return self._stream
 
     @property
     def state(self) -> ConnectionState:
@@ -169,6 +178,7 @@ class ServerWebSocket:
                     if self._size > self._max_message_size:
                         reason = f"Exceeded maximum message size: {self._max_message_size} bytes"
                         self._parts, self._size, self.message_started = None, 0, math.inf
+                        self.refused = (1009, reason)
                         await self.close(1009, reason)
                         raise trio.EndOfChannel
                 elif isinstance(event, Ping):
@@ -181,6 +191,7 @@ class ServerWebSocket:
                     elif ws.state is ConnectionState.OPEN:  # wsproto could not parse a frame
                         log.warning("closing websocket reason=protocol-error code=%d", event.code)
                         self.quick_close = True
+                        self.refused = (event.code, (event.reason or "")[:100])
                         await self.close(event.code, (event.reason or "")[:100])
                     self._ended()
                     raise trio.EndOfChannel

@@ -1,10 +1,11 @@
 """Handshake-era HTTP sessions across a reload of ``mcp-runtime dev``, with the official
 SDK client as the peer and a real edit of the served file.
 
-In memory (the default) a session belongs to the version that opened it: after a reload
-the client's next POST gets 404 and it opens a new session (2025-11-25 basic/transports,
-"Session Management"). With ``--store redis://...`` the session lives in the store and the
-next version serves it on (tests/stores/test_dev_store.py)."""
+By default the supervisor holds the sessions (runtime/stores/_unix.py) and the next
+version serves the session on. With ``--store memory://`` a session belongs to the version
+that opened it: after a reload the client's next POST gets 404 and it opens a new session
+(2025-11-25 basic/transports, "Session Management"). With ``--store redis://...`` the
+session lives in Redis (tests/stores/test_dev_store.py)."""
 
 from __future__ import annotations
 
@@ -90,10 +91,19 @@ async def across_a_reload(tmp_path: Path, *extra: str) -> tuple[dict[str, Any], 
     return seen, err.read_text()
 
 
-async def test_a_reload_ends_memory_sessions_and_the_client_initializes_again(
+async def test_sessions_survive_a_reload_by_default(tmp_path: Path) -> None:
+    seen, stderr = await across_a_reload(tmp_path)
+    assert seen["before"] == "5"
+    # The same session (no 404, no new initialize), answered by the new code.
+    assert seen.get("same_session") == "105", seen
+    assert "same_session_error" not in seen and "new_session" not in seen
+    assert "Traceback" not in stderr
+
+
+async def test_a_reload_ends_per_version_memory_sessions_and_the_client_initializes_again(
     tmp_path: Path,
 ) -> None:
-    seen, stderr = await across_a_reload(tmp_path)
+    seen, stderr = await across_a_reload(tmp_path, "--store", "memory://")
     assert seen["before"] == "5"
     # The old version took its session with it: 404, which the SDK reports as an error.
     assert "same_session" not in seen

@@ -77,10 +77,13 @@ async def test_mounted_chains_completion_and_dynamic_lifespan_over_http() -> Non
     assert out["notifications"].count("notifications/tools/list_changed") >= 2
 
 
-async def test_a_server_with_middleware_mounted_while_serving_needs_the_chain() -> None:
-    """A parent that started serving without mounted middleware cannot run a child's: the
-    mount is refused (nothing is mounted) rather than the child's middleware skipped."""
+async def test_a_server_with_middleware_mounted_while_serving_gets_its_chain_in_place() -> None:
+    """A parent that started serving without mounted middleware gets the chains when a
+    server with middleware is mounted: in the dispatcher its connections already hold (the
+    same object), so their next requests run the child's middleware (over HTTP with the
+    SDK: tests/composition/test_mount_lists.py)."""
     from runtime import Server
+    from runtime._mount_chain import routes_mounts
     from runtime.middleware import Next, Request
 
     parent = Server("parent")
@@ -106,13 +109,13 @@ async def test_a_server_with_middleware_mounted_while_serving_needs_the_chain() 
         async with trio.open_nursery() as nursery:
             await nursery.start(parent.serve_http, 0)
             try:
-                import pytest
-
-                with pytest.raises(RuntimeError, match="mount it before serving"):
-                    parent.mount(child, prefix="c")
-                assert "c" not in parent.mounts and "c_ping" not in parent.registry.tools
-                parent.mount(plain, prefix="p")  # no middleware: mounted while serving
-                await trio.testing.wait_all_tasks_blocked()  # its lifespan task, then attach
-                assert "p_hello" in parent.registry.tools
+                held = parent.dispatcher
+                assert not routes_mounts(held)
+                parent.mount(plain, prefix="p")  # no middleware: nothing to install
+                assert not routes_mounts(held)
+                parent.mount(child, prefix="c")
+                assert parent.dispatcher is held and routes_mounts(held)
+                await trio.testing.wait_all_tasks_blocked()  # the lifespan tasks, then attach
+                assert "p_hello" in parent.registry.tools and "c_ping" in parent.registry.tools
             finally:
                 nursery.cancel_scope.cancel()

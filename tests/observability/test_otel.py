@@ -173,3 +173,31 @@ async def test_refusals_before_the_chain_are_counted() -> None:
     assert all(
         span.attributes.get("jsonrpc.request.id") != "rp2" for span in exporter.get_finished_spans()
     )
+
+
+async def test_edge_refusals_are_counted() -> None:
+    """The HTTP parser's and the WebSocket's own refusals reach mcp.server.refusals too: a
+    request line that is not HTTP (400) and a binary WebSocket message (close 1003)."""
+    from wsproto.events import BytesMessage, CloseConnection
+
+    from ..transports.raw_ws import open_raw_websocket
+
+    app, _exporter, reader = instrumented()
+    with trio.fail_after(20):
+        async with serving(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            async with stream:
+                await stream.send_all(b"NOT HTTP\r\n\r\n")
+                assert (await stream.receive_some(100)).startswith(b"HTTP/1.1 400 ")
+        async with serving(app, "ws") as address:
+            raw = await open_raw_websocket(address)
+            await raw.send(BytesMessage(data=b"{}"))
+            while not isinstance(event := await raw.next_event(), CloseConnection):
+                assert event is not None
+            assert event.code == 1003
+            await raw.stream.aclose()
+    by_type = {
+        (p.attributes["network.transport"], p.attributes["error.type"]): p.value
+        for p in metric_points(reader)["mcp.server.refusals"]
+    }
+    assert by_type == {("tcp", "-32600"): 1, ("tcp", "websocket.close.1003"): 1}

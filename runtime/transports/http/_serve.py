@@ -127,10 +127,6 @@ async def serve_http(
             sse_stream: Endpoint = legacy.stream
             sse_messages: Endpoint = legacy.messages
             observe = hooks.on_refusal
-            if observe is not None:  # else the endpoints as they are: nothing on their path
-                streamable = _observed(streamable, observe)
-                sse_stream = _observed(sse_stream, observe)
-                sse_messages = _observed(sse_messages, observe)
 
             # The MCP endpoint first (nearly every request), unless a metadata document
             # is served at that very path.
@@ -177,6 +173,11 @@ async def serve_http(
                     return health(request, exchange, target == health_paths[1])
                 raise HttpError(404, "Not Found")
 
+            if observe is not None:  # else the router as it is: nothing on its path
+                # Around the router: its own refusals (404, 405, 401, 503 draining) and
+                # its endpoints'.
+                app = _observed(app, observe)  # type: ignore[assignment]
+
             async def health(request: HttpRequest, exchange: Exchange, readiness: bool) -> None:
                 if request.method not in ("GET", "HEAD"):
                     raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
@@ -220,6 +221,7 @@ async def serve_http(
                     shutdown=shutdown,
                     handler_nursery=connections,
                     drain=hooks.shutdown_grace,
+                    on_refusal=observe,
                 )
     finally:
         with trio.CancelScope(shield=True):

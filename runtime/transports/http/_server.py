@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from ... import eager
-from ...protocol import INVALID_REQUEST, error_reply, internal_error
+from ...protocol import INVALID_REQUEST, Refusal, error_reply, internal_error
 from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
     Exchange,
@@ -54,15 +54,26 @@ async def serve_http_listeners(
     handler_nursery: trio.Nursery,
     on_upgrade: Callable[[HttpRequest, trio.SocketStream, bytes], Awaitable[None]] | None = None,
     drain: float = 0.0,
+    on_refusal: Callable[[Refusal], None] | None = None,
 ) -> None:
     """Accept on ``listeners`` until ``shutdown``; each connection runs in
     ``handler_nursery``. Returns once accepting stopped (connections may still run).
+
+    ``on_refusal``: told of each request refused here, before the app (the parser's 400,
+    413, 431, 501, the timeouts' 408, the Host/Origin allow-lists' 403, the connection
+    cap's 503); None (the default) builds nothing.
 
     ``drain``: after ``shutdown``, go on accepting for up to this many seconds while the
     connections open at that moment are still running, each new connection answered one
     request and closed (the app sees ``shutdown`` set: readiness probes hear "draining"
     instead of a refused or hanging connection)."""
     slots = trio.Semaphore(limits.max_connections)
+    # With an observer, drivers of a subclass that has it: nothing per connection without.
+    driver_type = (
+        _Driver
+        if on_refusal is None
+        else type("_ObservedDriver", (_Driver,), {"on_refusal": staticmethod(on_refusal)})
+    )
     drivers: set[_Driver] = set()
     # The connections open at shutdown, and the event set when the last of them ended.
     draining: set[_Driver] = set()
@@ -75,6 +86,18 @@ async def serve_http_listeners(
             log.warning(
                 "refusing connection reason=max-connections limit=%d", limits.max_connections
             )
+            if on_refusal is not None:
+                _observe(
+                    on_refusal,
+                    Refusal(
+                        None,
+                        "Service Unavailable: too many connections",
+                        "http",
+                        "http-refused",
+                        status=503,
+                        peer=_peer(stream),
+                    ),
+                )
             with trio.move_on_after(1):
                 await stream.send_all(
                     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
@@ -84,7 +107,7 @@ async def serve_http_listeners(
             return
         driver = None
         try:
-            driver = _Driver(
+            driver = driver_type(
                 stream, app, policy, limits, max_body_size, write_timeout, shutdown, on_upgrade
             )
             drivers.add(driver)
@@ -113,6 +136,21 @@ async def serve_http_listeners(
         handler_nursery.start_soon(stop_accepting)
         handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
         await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+def _peer(stream: trio.SocketStream) -> str | None:
+    try:
+        address = stream.socket.getpeername()
+    except OSError:
+        return None
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+
+
+def _observe(observe: Callable[[Refusal], None], refusal: Refusal) -> None:
+    try:
+        observe(refusal)
+    except Exception:
+        log.exception("refusal observer failed")
 
 
 async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: trio.Event) -> None:
@@ -148,6 +186,10 @@ class _Driver:
     spans the connection; ``deadline`` is the current phase's timeout (idle, head, body;
     none while the application runs), enforced by ``_sweep_deadlines``.
     """
+
+    #: Told of what ``_reject`` answers (a subclass's, made by ``serve_http_listeners``
+    #: when there is an observer).
+    on_refusal: Callable[[Refusal], None] | None = None
 
     def __init__(
         self,
@@ -259,6 +301,9 @@ class _Driver:
     async def _reject(self, status: int, reason: str, code: int = INVALID_REQUEST) -> None:
         """Answer with an error and close (used before the app sees the request)."""
         log.info("http reject conn=%s status=%d reason=%s", self.id, status, reason)
+        if self.on_refusal is not None:
+            refusal = Refusal(code, reason, "http", self.id, status=status, peer=_peer(self.stream))
+            _observe(self.on_refusal, refusal)
         if self.phase == "app" or self.io.broken is not None:
             return  # a response may have started: nothing more can be said
         body = error_body(reason, code)
