@@ -303,9 +303,7 @@ class _Driver:
         return head
 
     async def _read_body(self, head: RequestHead) -> bytes:
-        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
-        if body is not None:
-            return body
+        """The body of a request whose body did not come whole with its head."""
         reader = BodyReader(head, self.max_body_size)
         if reader.done:
             return b""
@@ -346,7 +344,9 @@ class _Driver:
             self.phase = "app"
             await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
             return False
-        request.body = await self._read_body(head)
+        # The whole body usually came with its head: taken here, no coroutine for it.
+        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
+        request.body = body if body is not None else await self._read_body(head)
         exchange = Exchange(self, head)
         self.phase = "app"
         self.deadline = math.inf
