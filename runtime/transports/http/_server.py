@@ -184,6 +184,11 @@ class _Driver:
         self.phase = "idle"
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
+        #: The last request head that passed the edge checks and was no upgrade. The parser
+        #: hands out the same (immutable) head for the same bytes, and a keep-alive client
+        #: repeats its head: that head is not checked again (about 1.1% of a modern POST's
+        #: bytecodes, guard http_modern_post 2,533 -> 2,506).
+        self._head_passed: RequestHead | None = None
         #: Requests in a row answered without waiting while the reader task ran.
         self._eager_run = 0
         self._scope = trio.CancelScope()
@@ -324,26 +329,29 @@ class _Driver:
         if head is None:
             return False
         request = self._request(head)
-        header = head.index.get
-        host = header("host")
-        if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
-            # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host, so
-            # it is what the allow-list checks (issue 16 item 6).
-            host = authority
-        edge = (host, header("origin"))
-        if edge != self._edge_passed:  # a keep-alive client sends the same values each time
-            reason = self.policy.check(*edge)
-            if reason is not None:
-                raise ProtocolError(403, f"Forbidden: {reason}")
-            self._edge_passed = edge
-        if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
-            # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
-            # the reader (if one started) has stopped: a cancelled wait reads nothing.
-            await self.io.stop_reader()
-            self.deadline = math.inf
-            self.phase = "app"
-            await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
-            return False
+        if head is not self._head_passed:
+            header = head.index.get
+            host = header("host")
+            if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
+                # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host,
+                # so it is what the allow-list checks (issue 16 item 6).
+                host = authority
+            edge = (host, header("origin"))
+            if edge != self._edge_passed:  # a keep-alive client sends the same values
+                reason = self.policy.check(*edge)
+                if reason is not None:
+                    raise ProtocolError(403, f"Forbidden: {reason}")
+                self._edge_passed = edge
+            if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
+                # Hand the raw stream (and any bytes already read) to the WebSocket layer,
+                # once the reader (if one started) has stopped: a cancelled wait reads
+                # nothing.
+                await self.io.stop_reader()
+                self.deadline = math.inf
+                self.phase = "app"
+                await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
+                return False
+            self._head_passed = head
         # The whole body usually came with its head: taken here, no coroutine for it.
         body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
         request.body = body if body is not None else await self._read_body(head)
