@@ -42,12 +42,16 @@ def test_a_request_head_and_its_body() -> None:
     head = parser.next_head()
     assert head is not None
     assert (head.method, head.target, head.version) == ("POST", "/mcp?x=1", (1, 1))
+    assert (head.path, head.query) == ("/mcp", {"x": "1"})  # the target split once, here
+    with pytest.raises(TypeError):
+        head.query["x"] = "2"  # type: ignore[index]
     assert head.headers == (("host", "127.0.0.1:8000"), ("content-length", "5"))
     assert head.content_length == 5 and head.keep_alive and not head.expect_continue
     body = BodyReader(head, 100)
     assert body.read(parser.buffer) and bytes(body.body) == b"hello"
     second = parser.next_head()  # pipelined: the next request waited in the buffer
     assert second is not None and second.method == "GET" and second.content_length is None
+    assert (second.path, second.query) == ("/", {})
 
 
 def test_a_whole_body_already_read_is_taken_without_a_reader() -> None:

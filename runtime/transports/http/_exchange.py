@@ -70,7 +70,8 @@ class HttpRequest:
     method: str
     target: str
     path: str
-    query: dict[str, str]
+    #: Read-only (shared with the parser's memo of request heads).
+    query: Mapping[str, str]
     #: Lower-cased names, values as sent (decoded latin-1). Read-only (shared with the
     #: parser's memo of request heads).
     headers: Sequence[tuple[str, str]]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import MappingProxyType
 from typing import Final
+from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "BodyReader",
@@ -55,6 +56,9 @@ class RequestHead:
 
     method: str
     target: str
+    #: The target's path and its query parameters (split once per distinct head).
+    path: str
+    query: Mapping[str, str]
     #: (1, 1) or (1, 0).
     version: tuple[int, int]
     #: Lower-cased names, values with surrounding whitespace removed (latin-1).
@@ -152,6 +156,8 @@ class RequestParser:
         )
 
 
+_NO_QUERY: Final[Mapping[str, str]] = MappingProxyType({})
+
 #: Request head (bytes) -> its parse, kept private (callers get copies). Bounded like the
 #: field-line memo below: at most 256 heads of at most 1 KiB, cleared when full (about
 #: 0.5 MiB at most); a longer head is parsed each time.
@@ -244,9 +250,16 @@ def _head(
         length = int(value)
     connection = index.get("connection")
     keep_alive = version == (1, 1) and not (connection and "close" in _tokens(connection))
+    if target.startswith("/") and "?" not in target and "#" not in target:
+        path, query = target, _NO_QUERY
+    else:
+        split = urlsplit(target)
+        path, query = split.path, MappingProxyType(dict(parse_qsl(split.query)))
     return RequestHead(
         method,
         target,
+        path,
+        query,
         version,
         headers,
         MappingProxyType(index),

@@ -17,7 +17,6 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
@@ -362,14 +361,10 @@ class _Driver:
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     def _request(self, head: RequestHead) -> HttpRequest:
-        target = head.target
-        if target.startswith("/") and "?" not in target and "#" not in target:
-            path, query = target, {}
-        else:
-            split = urlsplit(target)
-            path, query = split.path, dict(parse_qsl(split.query))
         # Positional: a dataclass called with keywords builds a dict of them first.
-        return HttpRequest(head.method, target, path, query, head.headers, b"", self.id, head.index)
+        return HttpRequest(
+            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
+        )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the
