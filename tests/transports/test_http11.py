@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import h11
 import pytest
 from hypothesis import given
@@ -40,12 +42,16 @@ def test_a_request_head_and_its_body() -> None:
     head = parser.next_head()
     assert head is not None
     assert (head.method, head.target, head.version) == ("POST", "/mcp?x=1", (1, 1))
-    assert head.headers == [("host", "127.0.0.1:8000"), ("content-length", "5")]
+    assert (head.path, head.query) == ("/mcp", {"x": "1"})  # the target split once, here
+    with pytest.raises(TypeError):
+        head.query["x"] = "2"  # type: ignore[index]
+    assert head.headers == (("host", "127.0.0.1:8000"), ("content-length", "5"))
     assert head.content_length == 5 and head.keep_alive and not head.expect_continue
     body = BodyReader(head, 100)
     assert body.read(parser.buffer) and bytes(body.body) == b"hello"
     second = parser.next_head()  # pipelined: the next request waited in the buffer
     assert second is not None and second.method == "GET" and second.content_length is None
+    assert (second.path, second.query) == ("/", {})
 
 
 def test_a_whole_body_already_read_is_taken_without_a_reader() -> None:
@@ -59,6 +65,12 @@ def test_a_whole_body_already_read_is_taken_without_a_reader() -> None:
     assert partial is not None and BodyReader.whole(partial, bytearray(b"hell"), 100) is None
     chunked = parse(CHUNKED)
     assert chunked is not None and BodyReader.whole(chunked, bytearray(CHUNKED), 10**6) is None
+    # The body is all the buffer holds (nothing pipelined behind it): taken, buffer emptied.
+    parser = RequestParser(16 * 1024, 100)
+    parser.feed(BASIC)
+    head = parser.next_head()
+    assert head is not None and parser.buffer == b"hello"
+    assert BodyReader.whole(head, parser.buffer, 5) == b"hello" and parser.buffer == b""
 
 
 def test_incomplete_heads_wait_and_leading_empty_lines_are_ignored() -> None:
@@ -73,7 +85,7 @@ def test_incomplete_heads_wait_and_leading_empty_lines_are_ignored() -> None:
 def test_header_values_lose_surrounding_whitespace_and_names_are_lowered() -> None:
     head = parse(b"GET / HTTP/1.1\r\nHOST:   h  \r\nX-A:\tv 1\t\r\nX-Empty:\r\n\r\n")
     assert head is not None
-    assert head.headers == [("host", "h"), ("x-a", "v 1"), ("x-empty", "")]
+    assert head.headers == (("host", "h"), ("x-a", "v 1"), ("x-empty", ""))
 
 
 @pytest.mark.parametrize(
@@ -134,10 +146,10 @@ def test_repeated_field_lines_parse_the_same_each_time_and_the_memo_stays_bounde
     first, second = parse(request), parse(request)
     assert first is not None and second is not None
     fields = [("host", "h"), ("x-a", "1"), ("x-a", "2"), ("content-length", "0")]
-    assert first.headers == second.headers == fields
+    assert first.headers == second.headers == tuple(fields)
     assert first.index == second.index == {"host": "h", "x-a": "1, 2", "content-length": "0"}
-    first.headers.append(("x-mine", "v"))  # each request owns its lists
-    assert ("x-mine", "v") not in second.headers
+    with pytest.raises(TypeError):  # shared between requests, so nobody can change them
+        first.index["x-mine"] = "v"  # type: ignore[index]
     for i in range(3 * 1024):  # a client sending ever-new lines costs no memory
         head = parse(b"GET / HTTP/1.1\r\nHost: h\r\nX-Trace: %d\r\n\r\n" % i)
         assert head is not None and head.index["x-trace"] == str(i)
@@ -152,11 +164,16 @@ def test_a_head_seen_before_parses_the_same_and_the_head_memo_stays_bounded() ->
     request = b"POST /mcp HTTP/1.1\r\nHost: h\r\nAccept: */*\r\nContent-Length: 2\r\n\r\n"
     first = parse(request)
     assert first is not None
-    first.headers.append(("x-mine", "v"))  # a request's changes never reach the next one
-    first.index["x-mine"] = "v"
+    # The same head is handed out again, so it cannot be changed: no request's changes can
+    # reach the next one.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.content_length = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        first.index["x-mine"] = "v"  # type: ignore[index]
+    assert isinstance(first.headers, tuple)
     again = parse(request)
-    assert again is not None and again is not first
-    assert again.headers == [("host", "h"), ("accept", "*/*"), ("content-length", "2")]
+    assert again is first
+    assert again.headers == (("host", "h"), ("accept", "*/*"), ("content-length", "2"))
     assert again.index == {"host": "h", "accept": "*/*", "content-length": "2"}
     assert (again.method, again.target, again.content_length) == ("POST", "/mcp", 2)
     # The field-count limit is the parser's own: a head remembered under a higher limit

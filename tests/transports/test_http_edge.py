@@ -28,6 +28,28 @@ async def test_foreign_origin_gets_403() -> None:
             assert local.status == 200
 
 
+async def test_each_new_head_on_a_keep_alive_connection_is_checked_at_the_edge() -> None:
+    # The driver skips the checks only for the very head that passed them before (the
+    # parser hands out the same immutable head for the same bytes); any other is checked.
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conn = await connect(address)
+            try:
+                local = {"origin": "http://localhost"}
+                for _ in range(2):
+                    await conn.send("POST", "/mcp", headers=local, body=init_body())
+                    assert (await conn.response()).status == 200
+                    conn.conn.start_next_cycle()  # the same keep-alive connection
+                evil = {"origin": "http://evil.example"}
+                await conn.send("POST", "/mcp", headers=evil, body=init_body())
+                evil = await conn.response()
+                assert evil.status == 403
+                assert evil.json()["error"]["message"] == "Forbidden: Origin not allowed"
+            finally:
+                await conn.aclose()
+
+
 async def test_foreign_host_gets_403() -> None:
     # DNS rebinding: the attacker's name resolves to 127.0.0.1 and arrives in Host.
     app, _ = make_app()

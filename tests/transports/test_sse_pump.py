@@ -43,7 +43,9 @@ class _Socket:
 
 
 def _exchange(sock: _Socket) -> Exchange:
-    head = RequestHead("GET", "/mcp", (1, 0), [], {}, None, True, False)  # HTTP/1.0: unchunked
+    head = RequestHead(
+        "GET", "/mcp", "/mcp", {}, (1, 0), (), {}, None, True, False
+    )  # HTTP/1.0: unchunked
     return Exchange(sock, head)
 
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -70,13 +70,15 @@ class HttpRequest:
     method: str
     target: str
     path: str
-    query: dict[str, str]
-    #: Lower-cased names, values as sent (decoded latin-1).
-    headers: list[tuple[str, str]]
+    #: Read-only (shared with the parser's memo of request heads).
+    query: Mapping[str, str]
+    #: Lower-cased names, values as sent (decoded latin-1). Read-only (shared with the
+    #: parser's memo of request heads).
+    headers: Sequence[tuple[str, str]]
     body: bytes
     connection_id: str
     #: The same by name, repeated fields' values joined with ", " (RFC 9110 5.3).
-    fields: dict[str, str] = field(repr=False, compare=False)
+    fields: Mapping[str, str] = field(repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (lower case); repeated fields joined with ", "."""

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from types import MappingProxyType
 from typing import Final
+from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "BodyReader",
@@ -46,33 +49,26 @@ class ProtocolError(Exception):
         self.reason = reason
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestHead:
+    """A parsed request head. Immutable (its fields too): the parser hands the same object
+    out again for the same head bytes (keep-alive clients repeat their heads)."""
+
     method: str
     target: str
+    #: The target's path and its query parameters (split once per distinct head).
+    path: str
+    query: Mapping[str, str]
     #: (1, 1) or (1, 0).
     version: tuple[int, int]
     #: Lower-cased names, values with surrounding whitespace removed (latin-1).
-    headers: list[tuple[str, str]]
+    headers: tuple[tuple[str, str], ...]
     #: The same by name; a repeated field's values joined with ", " (RFC 9110 5.3).
-    index: dict[str, str]
+    index: Mapping[str, str]
     #: None: no body; -1: chunked; else its length.
     content_length: int | None
     keep_alive: bool
     expect_continue: bool
-
-    def copy(self) -> RequestHead:
-        """The same head with lists of its own (a request's head is its own to keep)."""
-        return RequestHead(
-            self.method,
-            self.target,
-            self.version,
-            self.headers.copy(),
-            self.index.copy(),
-            self.content_length,
-            self.keep_alive,
-            self.expect_continue,
-        )
 
 
 class RequestParser:
@@ -112,16 +108,17 @@ class RequestParser:
         head = bytes(buf[start:end])
         del buf[: end + 4]
         # A client sends the same head request after request (only Content-Length or an
-        # Mcp-Name may change): a head seen before is not parsed again. The parse depends
-        # on the head's bytes and on the field-count limit alone, checked here.
+        # Mcp-Name may change): a head seen before is not parsed again, and its parse,
+        # immutable, is handed out as it is. The parse depends on the head's bytes and on
+        # the field-count limit alone, checked here.
         known = _HEADS.get(head)
         if known is not None and len(known.headers) <= self.max_count:
-            return known.copy()
+            return known
         parsed = self._parse(head)
         if len(head) <= _HEAD_MAX_LENGTH:
             if len(_HEADS) >= _HEADS_MAX:
                 _HEADS.clear()
-            _HEADS[head] = parsed.copy()
+            _HEADS[head] = parsed
         return parsed
 
     def _parse(self, head: bytes) -> RequestHead:
@@ -144,7 +141,7 @@ class RequestParser:
         lines = head[line_end + 2 :].decode("latin-1").split("\r\n") if line_end < len(head) else []
         # Clients repeat the same field lines request after request (Host, Accept, the MCP
         # headers...): each distinct line is cut and cleaned once, then found by its text.
-        headers = [_FIELD_LINES.get(line) or _field(line) for line in lines]
+        headers = tuple([_FIELD_LINES.get(line) or _field(line) for line in lines])
         index = dict(headers)
         many_hosts = False
         if len(index) != len(headers):  # RFC 9110 5.3: repeated fields combine with ", "
@@ -158,6 +155,8 @@ class RequestParser:
             many_hosts,
         )
 
+
+_NO_QUERY: Final[Mapping[str, str]] = MappingProxyType({})
 
 #: Request head (bytes) -> its parse, kept private (callers get copies). Bounded like the
 #: field-line memo below: at most 256 heads of at most 1 KiB, cleared when full (about
@@ -184,7 +183,7 @@ def _field(line: str) -> tuple[str, str]:
     return field
 
 
-def _combined(headers: list[tuple[str, str]]) -> tuple[dict[str, str], bool]:
+def _combined(headers: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], bool]:
     """The index of fields some of which repeat, and whether Host is one of them."""
     index: dict[str, str] = {}
     repeated: set[str] = set()
@@ -212,7 +211,7 @@ def _head(
     method: str,
     target: str,
     version: tuple[int, int],
-    headers: list[tuple[str, str]],
+    headers: tuple[tuple[str, str], ...],
     index: dict[str, str],
     many_hosts: bool,
 ) -> RequestHead:
@@ -251,12 +250,19 @@ def _head(
         length = int(value)
     connection = index.get("connection")
     keep_alive = version == (1, 1) and not (connection and "close" in _tokens(connection))
+    if target.startswith("/") and "?" not in target and "#" not in target:
+        path, query = target, _NO_QUERY
+    else:
+        split = urlsplit(target)
+        path, query = split.path, MappingProxyType(dict(parse_qsl(split.query)))
     return RequestHead(
         method,
         target,
+        path,
+        query,
         version,
         headers,
-        index,
+        MappingProxyType(index),
         length,
         keep_alive,
         expect is not None and bool(length),
@@ -288,6 +294,10 @@ class BodyReader:
         length = head.content_length
         if length is None or not 0 < length <= len(buf) or length > max_size:
             return None
+        if length == len(buf):  # the body is all that was read after the head: the common case
+            body = bytes(buf)
+            buf.clear()
+            return body
         with memoryview(buf) as view:  # one copy (a slice of the bytearray would be two)
             body = bytes(view[:length])
         del buf[:length]

@@ -17,7 +17,6 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
@@ -226,6 +225,11 @@ class _Driver:
         self.phase = "idle"
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
+        #: The last request head that passed the edge checks and was no upgrade. The parser
+        #: hands out the same (immutable) head for the same bytes, and a keep-alive client
+        #: repeats its head: that head is not checked again (about 1.1% of a modern POST's
+        #: bytecodes, guard http_modern_post 2,533 -> 2,506).
+        self._head_passed: RequestHead | None = None
         #: Requests in a row answered without waiting while the reader task ran.
         self._eager_run = 0
         self._scope = trio.CancelScope()
@@ -348,9 +352,7 @@ class _Driver:
         return head
 
     async def _read_body(self, head: RequestHead) -> bytes:
-        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
-        if body is not None:
-            return body
+        """The body of a request whose body did not come whole with its head."""
         reader = BodyReader(head, self.max_body_size)
         if reader.done:
             return b""
@@ -371,27 +373,32 @@ class _Driver:
         if head is None:
             return False
         request = self._request(head)
-        header = head.index.get
-        host = header("host")
-        if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
-            # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host, so
-            # it is what the allow-list checks (issue 16 item 6).
-            host = authority
-        edge = (host, header("origin"))
-        if edge != self._edge_passed:  # a keep-alive client sends the same values each time
-            reason = self.policy.check(*edge)
-            if reason is not None:
-                raise ProtocolError(403, f"Forbidden: {reason}")
-            self._edge_passed = edge
-        if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
-            # Hand the raw stream (and any bytes already read) to the WebSocket layer, once
-            # the reader (if one started) has stopped: a cancelled wait reads nothing.
-            await self.io.stop_reader()
-            self.deadline = math.inf
-            self.phase = "app"
-            await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
-            return False
-        request.body = await self._read_body(head)
+        if head is not self._head_passed:
+            header = head.index.get
+            host = header("host")
+            if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
+                # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host,
+                # so it is what the allow-list checks (issue 16 item 6).
+                host = authority
+            edge = (host, header("origin"))
+            if edge != self._edge_passed:  # a keep-alive client sends the same values
+                reason = self.policy.check(*edge)
+                if reason is not None:
+                    raise ProtocolError(403, f"Forbidden: {reason}")
+                self._edge_passed = edge
+            if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
+                # Hand the raw stream (and any bytes already read) to the WebSocket layer,
+                # once the reader (if one started) has stopped: a cancelled wait reads
+                # nothing.
+                await self.io.stop_reader()
+                self.deadline = math.inf
+                self.phase = "app"
+                await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
+                return False
+            self._head_passed = head
+        # The whole body usually came with its head: taken here, no coroutine for it.
+        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
+        request.body = body if body is not None else await self._read_body(head)
         exchange = Exchange(self, head)
         self.phase = "app"
         self.deadline = math.inf
@@ -399,14 +406,10 @@ class _Driver:
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     def _request(self, head: RequestHead) -> HttpRequest:
-        target = head.target
-        if target.startswith("/") and "?" not in target and "#" not in target:
-            path, query = target, {}
-        else:
-            split = urlsplit(target)
-            path, query = split.path, dict(parse_qsl(split.query))
         # Positional: a dataclass called with keywords builds a dict of them first.
-        return HttpRequest(head.method, target, path, query, head.headers, b"", self.id, head.index)
+        return HttpRequest(
+            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
+        )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the

@@ -125,17 +125,18 @@ class StreamableEndpoint:
         if isinstance(message, Envelope):
             params, prepared = _modern_params(message, self.hooks.read_call)
             if params is not None:
-                await self.post_modern(
-                    request,
-                    exchange,
-                    message,
-                    kind,
-                    params,
-                    accept_json,
-                    accept_sse,
-                    token,
-                    prepared,
-                )
+                # A modern POST: judged here, then answered by the direct path (one request
+                # answered from this task) or a one-POST connection (notifications,
+                # responses, listen streams, requests that stream notifications).
+                modern = self.judge_modern(request, message, kind, params)
+                if kind == Kind.REQUEST and _direct(message.method, params, accept_sse):
+                    await self._dispatch_direct(
+                        request, exchange, message, modern, accept_json, accept_sse, token, prepared
+                    )
+                else:
+                    await self.post_modern(
+                        request, exchange, message, kind, accept_json, accept_sse, token
+                    )
                 return
         if request.header("mcp-session-id") is not None:
             session = await self.sessions.session(request, principal, token)
@@ -159,21 +160,11 @@ class StreamableEndpoint:
 
     # -- modern (2026-07-28) ----------------------------------------------------------------
 
-    async def post_modern(
-        self,
-        request: HttpRequest,
-        exchange: Exchange,
-        message: Envelope,
-        kind: int | None,
-        params: ModernParams,
-        accept_json: bool,
-        accept_sse: bool,
-        token: Any = None,
-        prepared: object = None,
-    ) -> None:
-        """A modern POST: the header rules, then the direct path (one request answered from
-        this task) or a one-POST connection (notifications, responses, listen streams,
-        requests that stream notifications)."""
+    def judge_modern(
+        self, request: HttpRequest, message: Envelope, kind: int | None, params: ModernParams
+    ) -> ModernRequest | None:
+        """The header rules of a modern POST, then its era (None: a notification without
+        capabilities, nothing to answer); raises the 400 refusing it."""
         assert params.meta is not None
         request_id = message.id
         is_request = kind == Kind.REQUEST
@@ -186,18 +177,29 @@ class StreamableEndpoint:
         # The version is judged after the header rules: a header that disagrees with the body
         # is -32020 whatever the body says (2026-07-28 streamable-http "Server Validation").
         try:
-            modern = select_era(params.meta)
+            return select_era(params.meta)
         except JSONRPCError as exc:
             if is_request or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                 # A request without client capabilities is malformed request metadata
                 # (2026-07-28 basic/index): 400, as for a missing _meta.
                 raise rejection(400, exc, request_id) from None
-            modern = None  # a notification without capabilities: nothing to answer
-        if method is not None and _direct(method, params, accept_sse):
-            await self._dispatch_direct(
-                request, exchange, message, modern, accept_json, accept_sse, token, prepared
-            )
-            return
+            return None  # a notification without capabilities: nothing to answer
+
+    async def post_modern(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        message: Envelope,
+        kind: int | None,
+        accept_json: bool,
+        accept_sse: bool,
+        token: Any = None,
+    ) -> None:
+        """A modern POST (judged) that is not a request for the direct path, served as a
+        one-POST connection: a notification or response (202), a listen stream, a request
+        that streams notifications."""
+        request_id = message.id
+        is_request = kind == Kind.REQUEST
         key = id_key(request_id) if is_request else None  # type: ignore[arg-type]
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
@@ -378,7 +380,7 @@ def _json_status(reply: bytes) -> int:
     return status
 
 
-def _direct(method: str, params: ModernParams, accept_sse: bool) -> bool:
+def _direct(method: object, params: ModernParams, accept_sse: bool) -> bool:
     """Whether a modern request can take the direct path: its answer is one message (not
     the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
     (which a JSON-only client would not get anyway)."""
