@@ -8,6 +8,9 @@ This package imports nothing of the runtime's other layers (tests/test_layers.py
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._contracts import (
     Bus,
     EventStore,
@@ -19,8 +22,10 @@ from ._contracts import (
     TaskStore,
 )
 from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
-from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
-from ._resp import RedisClient, RedisError
+
+if TYPE_CHECKING:
+    from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
+    from ._resp import RedisClient, RedisError
 
 __all__ = [
     "Bus",
@@ -47,6 +52,27 @@ __all__ = [
 ]
 
 
+#: The Redis names, loaded on first use (PEP 562): a server on the default memory store never
+#: needs the RESP client, and importing it cost every ``mcp-runtime serve`` start-up time
+#: (issue 22, target 6; tests/test_startup.py keeps it lazy).
+_LAZY = {
+    **dict.fromkeys(
+        ("RedisBus", "RedisEventStore", "RedisSessionStore", "RedisStore", "RedisTaskStore"),
+        "._redis",
+    ),
+    **dict.fromkeys(("RedisClient", "RedisError"), "._resp"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
 def open_store(spec: str | Store | None, **options: object) -> Store:
     """A store from a URL (``redis://host:port/db``, ``memory://``), an object, or None
     (memory). Raises ValueError for an unknown scheme."""
@@ -54,6 +80,8 @@ def open_store(spec: str | Store | None, **options: object) -> Store:
         return MemoryStore()
     if isinstance(spec, str):
         if spec.startswith("redis://"):
+            from ._redis import RedisStore
+
             return RedisStore.from_url(spec, **options)
         raise ValueError(f"unknown store {spec!r}: expected redis://host:port/db or memory://")
     return spec
