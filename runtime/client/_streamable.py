@@ -41,7 +41,15 @@ import trio
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
-from ._http import ConnectFailed, HttpPool, HttpResponse, Url
+from ._http import (
+    DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_IDLE_CONNECTIONS,
+    ConnectFailed,
+    HttpPool,
+    HttpResponse,
+    Url,
+    check_pool_limits,
+)
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
 from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
 
@@ -100,12 +108,15 @@ class HttpConnector:
         read_timeout: float | None = 30.0,
         max_message_size: int = 4 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
-        max_idle_connections: int = 4,
+        max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+        idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     ) -> None:
+        check_pool_limits(max_idle_connections, idle_connection_timeout)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.backoff = backoff or Backoff()
         self.max_idle_connections = max_idle_connections
+        self.idle_connection_timeout = idle_connection_timeout
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
@@ -134,6 +145,7 @@ class StreamableLink:
             read_timeout=config.read_timeout,
             ssl_context=config.ssl_context,
             max_idle=config.max_idle_connections,
+            idle_timeout=config.idle_connection_timeout,
         )
         self._send_inbox, self._inbox = trio.open_memory_channel[bytes | OnStream | Failed](
             math.inf
