@@ -168,6 +168,8 @@ class StreamableLink:
             maxlen=_SEEN_IDS
         )
         self._retry_hints: dict[int, float] = {}
+        #: The last connection failure of each request not sent yet (``unreached``).
+        self._unreached: dict[Any, str] = {}
 
     # -- the Link interface -----------------------------------------------------------------
 
@@ -194,6 +196,11 @@ class StreamableLink:
             self._nursery.start_soon(self._post_request, out)
             return
         await self._post_message(out)
+
+    def unreached(self, request_id: Any) -> str | None:
+        """``ReportsUnreached``: when a request times out before any connection could be
+        made, the client reports this failure rather than a timeout (the server never had it)."""
+        return self._unreached.get(request_id)
 
     async def receive(self) -> bytes | OnStream | Failed:
         try:
@@ -280,6 +287,7 @@ class StreamableLink:
         finally:
             for request_id in ids:
                 self._posts.pop(request_id, None)
+                self._unreached.pop(request_id, None)
             # Keyed by id(out): never let a later request inherit this one's position.
             self._last_ids.pop(id(out), None)
             self._retry_hints.pop(id(out), None)
@@ -298,6 +306,8 @@ class StreamableLink:
                     )
                 else:
                     response = await self._exchange("POST", out.data, out=out)
+                for request_id in ids:
+                    self._unreached.pop(request_id, None)  # connected: it was sent
                 if response.status < 300:
                     run = None  # it got through: a later outage gets a fresh budget
                 try:
@@ -327,6 +337,9 @@ class StreamableLink:
                 reason, hint, resume = str(retry), retry.hint, retry.resume
             except ConnectFailed as exc:
                 reason, hint = str(exc), None  # nothing was sent: any method may retry
+                if resume is None:
+                    for request_id in ids:
+                        self._unreached[request_id] = reason
             except TransportLost as exc:
                 if self._resumable(out):
                     resume = self._last_ids.get(id(out)) or resume
