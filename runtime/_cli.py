@@ -20,7 +20,7 @@ import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from ._version import __version__
 
@@ -89,9 +89,12 @@ _STREAMS = ("stdio", "tcp", "unix", "pipe")
 _DEFAULT_PORTS = {"tcp": 0, "http": 8000, "sse": 8000, "ws": 8000}
 
 
-@dataclasses.dataclass(frozen=True)
-class _Flag:
-    """One ``serve`` flag: its ``MCP_RUNTIME_*`` variable, default, and where it applies."""
+class _Flag(NamedTuple):
+    """One ``serve`` flag: its ``MCP_RUNTIME_*`` variable, default, and where it applies.
+
+    A NamedTuple rather than a frozen dataclass: a dataclass compiles its generated methods
+    when the module is imported, about 4M instructions of every ``mcp-runtime serve``
+    start-up (callgrind; issue 22, target 6), a NamedTuple a small fraction of that."""
 
     name: str
     help: str
