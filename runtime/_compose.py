@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from .core import Connection, LoggedDispatcher, Session, dispatch_single
+from .core import Connection, LoggedDispatcher, Session
 from .features import REPLICA_COPY
 from .protocol import OPERATING
-from .stores import SessionRecord
 
 if TYPE_CHECKING:
     from ._server import Server
     from .core import Dispatcher
+    from .stores import SessionRecord
     from .transports import Hooks
 
 __all__ = ["HANDLERS", "build_dispatcher", "load_handlers", "transport_hooks"]
@@ -97,6 +97,9 @@ def build_dispatcher(server: Server) -> Dispatcher:
 
 def transport_hooks(server: Server) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
+    # Here, not at the top: a stdio server needs neither (start-up time, issue 22).
+    from .core import dispatch_single
+    from .stores import SessionRecord
     from .transports import Hooks
     from .transports.http import header_params as _header_params
 

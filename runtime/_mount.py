@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from .features import Change, PromptDef, ResourceDef, TemplateDef, ToolDef, UriTemplate
+from .features import Change, PromptDef, ResourceDef, TemplateDef, ToolDef
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -112,6 +112,8 @@ class Mount:
             assert isinstance(item, ResourceDef)
             return dataclasses.replace(item, uri=key)
         assert isinstance(item, TemplateDef)
+        from .features import UriTemplate  # loaded with the first template (start-up time)
+
         return dataclasses.replace(item, template=UriTemplate(key))
 
     def _add(self, kind: str, copy: Any) -> None:

@@ -26,8 +26,6 @@ from ._lifetime import Lifetime, ServerCrashed, run_with_signals
 from ._mount import Mount, MountLifespans, complete_through_mounts
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
-from .transports import open_unix_listener as _open_unix_listener
-from .transports import serve_pipe as _serve_pipe
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .auth import AuthConfig
+    from .features import UriTemplate
     from .middleware import Metrics, Middleware, RequestMiddleware
     from .stores import Store
     from .transports import EventStore, HttpLimits
@@ -48,11 +47,9 @@ from .features import (
     TaskTable,
     TemplateDef,
     ToolDef,
-    UriTemplate,
     WorkerThreads,
     doc_summary,
     inspect_signature,
-    is_template,
     output_spec,
 )
 
@@ -67,6 +64,17 @@ M = TypeVar("M", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 _stream_ids = itertools.count(1)
+
+
+def _template_of(uri: str) -> UriTemplate | None:
+    """The RFC 6570 template ``uri`` is, or None for a plain URI. Only a ``{`` opens an
+    expression, so a server without templates never imports the template module (start-up
+    time, issue 22)."""
+    if "{" not in uri:
+        return None
+    from .features import UriTemplate, is_template
+
+    return UriTemplate(uri) if is_template(uri) else None
 
 
 def _holding_running(
@@ -347,8 +355,8 @@ class Server:
             res_name = name or func.__name__
             sig = inspect_signature(func, name=res_name, context_type=Context, lax=True)
             desc = description or doc_summary(func)
-            if is_template(uri):
-                template = UriTemplate(uri)
+            template = _template_of(uri)
+            if template is not None:
                 missing = set(sig.required) - set(template.variable_names)
                 if missing:
                     raise TypeError(
@@ -703,7 +711,9 @@ class Server:
             shared = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
             await self._serve_listeners([shared], framing, "unix", path, task_status)
             return
-        listener = await _open_unix_listener(path)
+        from .transports import open_unix_listener  # on first use (start-up time)
+
+        listener = await open_unix_listener(path)
         try:
             await self._serve_listeners([listener], framing, "unix", path, task_status)
         finally:
@@ -720,6 +730,8 @@ class Server:
     ) -> None:
         """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
         ``directory``), one client at a time, until cancelled or shut down."""
+        from .transports import serve_pipe  # on first use (start-up time, issue 22)
+
         limits = self.limits
         with self._lifetime.shutdown_signal() as shutdown:
 
@@ -739,7 +751,7 @@ class Server:
 
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(stop)
-                    await _serve_pipe(
+                    await serve_pipe(
                         directory,
                         handle,
                         framing=framing,

@@ -32,7 +32,7 @@ import trio
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
-from ._link import Failed, Link, OnStream, Outgoing
+from ._link import Failed, Link, OnStream, Outgoing, ReportsUnreached
 from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming
 
 __all__ = [
@@ -497,6 +497,17 @@ class Conversation:
                     await pending.done.wait()
                     break
             if scope.cancelled_caught:
+                link: object = self.link
+                unreached = None
+                if isinstance(link, ReportsUnreached):
+                    unreached = link.unreached(request_id)
+                if unreached is not None:
+                    # The link was still retrying the connection: the server never had the
+                    # request, so say why (a timeout shorter than the backoff budget, e.g.
+                    # ``--timeout 2 --retry-for 30``, must not read as a silent server).
+                    raise TransportLost(
+                        f"{method}: {unreached} (no connection within the {timeout:g} s timeout)"
+                    )
                 if sent:
                     await self._cancel_remote(out, "timeout")
                 raise RequestTimeout(method, float(timeout))  # type: ignore[arg-type]

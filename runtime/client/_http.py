@@ -36,7 +36,37 @@ import trio
 
 from ._errors import TransportLost
 
-__all__ = ["HttpPool", "HttpResponse", "ResponseParser", "Url"]
+__all__ = [
+    "DEFAULT_IDLE_CONNECTION_TIMEOUT",
+    "DEFAULT_MAX_IDLE_CONNECTIONS",
+    "HttpPool",
+    "HttpResponse",
+    "ResponseParser",
+    "Url",
+    "check_pool_limits",
+]
+
+#: Idle keep-alive connections a pool keeps per origin (``open_client(max_idle_connections=)``):
+#: enough for a client's usual overlap of a POST, a GET stream's reconnection and a retry.
+DEFAULT_MAX_IDLE_CONNECTIONS: Final = 4
+#: Seconds an idle connection may wait for reuse (``open_client(idle_connection_timeout=)``):
+#: under our server's 30 s ``HttpLimits.keep_alive_timeout``, so the client drops a connection
+#: before the server does rather than racing its close with a new request.
+DEFAULT_IDLE_CONNECTION_TIMEOUT: Final = 20.0
+
+
+def check_pool_limits(max_idle_connections: int, idle_connection_timeout: float) -> None:
+    """Raise ValueError naming the argument when a pool limit is out of range."""
+    if isinstance(max_idle_connections, bool) or not isinstance(max_idle_connections, int):
+        raise ValueError(f"max_idle_connections must be an int >= 0, not {max_idle_connections!r}")
+    if max_idle_connections < 0:
+        raise ValueError(f"max_idle_connections must be >= 0, not {max_idle_connections}")
+    if not idle_connection_timeout > 0:  # also refuses NaN
+        raise ValueError(
+            f"idle_connection_timeout must be a number of seconds > 0, "
+            f"not {idle_connection_timeout!r}"
+        )
+
 
 #: Largest response head accepted (status line plus headers), bytes.
 MAX_HEAD: Final = 64 * 1024
@@ -369,11 +399,10 @@ class HttpPool:
         connect_timeout: float = 10.0,
         read_timeout: float | None = 30.0,
         ssl_context: ssl.SSLContext | None = None,
-        max_idle: int = 4,
-        idle_timeout: float = 20.0,
+        max_idle: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+        idle_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     ) -> None:
-        if max_idle < 0:
-            raise ValueError("max_idle must be >= 0")
+        check_pool_limits(max_idle, idle_timeout)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.ssl_context = ssl_context

@@ -18,7 +18,14 @@ from typing import Final
 import trio
 
 from ._errors import BadMessage, PeerError, TransportLost
-from ._http import HttpPool, HttpResponse, Url
+from ._http import (
+    DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_IDLE_CONNECTIONS,
+    HttpPool,
+    HttpResponse,
+    Url,
+    check_pool_limits,
+)
 from ._link import Link, Outgoing
 from ._wire import FramingError, SSEDecoder
 
@@ -46,13 +53,18 @@ class LegacySseConnector:
         read_timeout: float | None = 30.0,
         max_message_size: int = 4 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
+        max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+        idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     ) -> None:
+        check_pool_limits(max_idle_connections, idle_connection_timeout)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
         self.ssl_context = ssl_context
+        self.max_idle_connections = max_idle_connections
+        self.idle_connection_timeout = idle_connection_timeout
         self.description = url
 
     @asynccontextmanager
@@ -63,6 +75,8 @@ class LegacySseConnector:
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             ssl_context=self.ssl_context,
+            max_idle=self.max_idle_connections,
+            idle_timeout=self.idle_connection_timeout,
         )
         try:
             response = await pool.exchange(

@@ -22,14 +22,22 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import trio
 
 from ._errors import BadMessage, ClientError, TransportLost
 from ._wire import Framer, FramingError, escape_excerpt
 
-__all__ = ["Failed", "FramedLink", "Link", "OnStream", "Outgoing", "single_errors"]
+__all__ = [
+    "Failed",
+    "FramedLink",
+    "Link",
+    "OnStream",
+    "Outgoing",
+    "ReportsUnreached",
+    "single_errors",
+]
 
 _RECEIVE_SIZE: Final = 64 * 1024
 
@@ -102,6 +110,17 @@ class Link(Protocol):
     async def receive(self) -> bytes | OnStream | Failed: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ReportsUnreached(Protocol):
+    """A link that keeps retrying a request's connection by itself (Streamable HTTP: each
+    request is a POST of its own, retried with backoff while no connection can be made)."""
+
+    def unreached(self, request_id: Any) -> str | None:
+        """Why ``request_id`` has not reached the server yet (its last connection failure,
+        "cannot connect to ..."), or None once it was sent or was never tried."""
+        ...
 
 
 class FramedLink:

@@ -20,6 +20,7 @@ from ._connectors import (
     SocketConnector,
     StdioConnector,
 )
+from ._http import DEFAULT_IDLE_CONNECTION_TIMEOUT, DEFAULT_MAX_IDLE_CONNECTIONS, check_pool_limits
 from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
 from ._streamable import HttpConnector
@@ -53,8 +54,11 @@ def connector_for(
     cwd: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
     respawn: bool = False,
+    max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+    idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
 ) -> Connector:
     """The connector for a target (see :func:`open_client`)."""
+    check_pool_limits(max_idle_connections, idle_connection_timeout)
     if not isinstance(target, str):
         return StdioConnector(
             list(target),
@@ -73,6 +77,8 @@ def connector_for(
             connect_timeout=connect_timeout,
             read_timeout=read_timeout if read_timeout is not None else 30.0,
             ssl_context=ssl_context,
+            max_idle_connections=max_idle_connections,
+            idle_connection_timeout=idle_connection_timeout,
         )
     if text.startswith(("http://", "https://")):
         return HttpConnector(
@@ -82,6 +88,8 @@ def connector_for(
             connect_timeout=connect_timeout,
             read_timeout=read_timeout if read_timeout is not None else 30.0,
             ssl_context=ssl_context,
+            max_idle_connections=max_idle_connections,
+            idle_connection_timeout=idle_connection_timeout,
         )
     if text.startswith(("ws://", "wss://")):
         return WebSocketConnector(
@@ -155,6 +163,8 @@ async def open_client(
     ssl_context: ssl.SSLContext | None = None,
     respawn: bool = False,
     handshake_version: str | None = None,
+    max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+    idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -175,6 +185,12 @@ async def open_client(
     2025-03-26 is the one that allows JSON-RPC batches over HTTP).
     ``respawn``: start a stdio server again (with backoff) when it exits or breaks; off by
     default, so that a crash is an error rather than a silent restart.
+    ``max_idle_connections`` (default 4, >= 0) and ``idle_connection_timeout`` (seconds,
+    default 20, > 0): the HTTP transports' connection pool (Streamable HTTP and legacy
+    HTTP+SSE): how many idle keep-alive connections it keeps per origin, and how long one may
+    sit idle before it is closed rather than reused (keep it under the server's own idle
+    timeout: ours closes after ``HttpLimits.keep_alive_timeout``, 30 s). Other transports
+    ignore both. Out of range: ValueError, before anything is connected.
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
@@ -196,6 +212,8 @@ async def open_client(
         cwd=cwd,
         ssl_context=ssl_context,
         respawn=respawn,
+        max_idle_connections=max_idle_connections,
+        idle_connection_timeout=idle_connection_timeout,
     )
     if isinstance(connector, LegacySseConnector):
         if era == "modern":

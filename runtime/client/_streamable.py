@@ -41,7 +41,15 @@ import trio
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
-from ._http import ConnectFailed, HttpPool, HttpResponse, Url
+from ._http import (
+    DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_IDLE_CONNECTIONS,
+    ConnectFailed,
+    HttpPool,
+    HttpResponse,
+    Url,
+    check_pool_limits,
+)
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
 from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
 
@@ -100,12 +108,15 @@ class HttpConnector:
         read_timeout: float | None = 30.0,
         max_message_size: int = 4 * 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
-        max_idle_connections: int = 4,
+        max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+        idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     ) -> None:
+        check_pool_limits(max_idle_connections, idle_connection_timeout)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.backoff = backoff or Backoff()
         self.max_idle_connections = max_idle_connections
+        self.idle_connection_timeout = idle_connection_timeout
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
@@ -134,6 +145,7 @@ class StreamableLink:
             read_timeout=config.read_timeout,
             ssl_context=config.ssl_context,
             max_idle=config.max_idle_connections,
+            idle_timeout=config.idle_connection_timeout,
         )
         self._send_inbox, self._inbox = trio.open_memory_channel[bytes | OnStream | Failed](
             math.inf
@@ -156,6 +168,8 @@ class StreamableLink:
             maxlen=_SEEN_IDS
         )
         self._retry_hints: dict[int, float] = {}
+        #: The last connection failure of each request not sent yet (``unreached``).
+        self._unreached: dict[Any, str] = {}
 
     # -- the Link interface -----------------------------------------------------------------
 
@@ -182,6 +196,11 @@ class StreamableLink:
             self._nursery.start_soon(self._post_request, out)
             return
         await self._post_message(out)
+
+    def unreached(self, request_id: Any) -> str | None:
+        """``ReportsUnreached``: when a request times out before any connection could be
+        made, the client reports this failure rather than a timeout (the server never had it)."""
+        return self._unreached.get(request_id)
 
     async def receive(self) -> bytes | OnStream | Failed:
         try:
@@ -268,6 +287,7 @@ class StreamableLink:
         finally:
             for request_id in ids:
                 self._posts.pop(request_id, None)
+                self._unreached.pop(request_id, None)
             # Keyed by id(out): never let a later request inherit this one's position.
             self._last_ids.pop(id(out), None)
             self._retry_hints.pop(id(out), None)
@@ -286,6 +306,8 @@ class StreamableLink:
                     )
                 else:
                     response = await self._exchange("POST", out.data, out=out)
+                for request_id in ids:
+                    self._unreached.pop(request_id, None)  # connected: it was sent
                 if response.status < 300:
                     run = None  # it got through: a later outage gets a fresh budget
                 try:
@@ -315,6 +337,9 @@ class StreamableLink:
                 reason, hint, resume = str(retry), retry.hint, retry.resume
             except ConnectFailed as exc:
                 reason, hint = str(exc), None  # nothing was sent: any method may retry
+                if resume is None:
+                    for request_id in ids:
+                        self._unreached[request_id] = reason
             except TransportLost as exc:
                 if self._resumable(out):
                     resume = self._last_ids.get(id(out)) or resume

@@ -4,13 +4,20 @@ The wire rules these drive (envelope, error codes, versions, the lifecycle) are
 ``runtime.protocol``'s.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._channel import MessageChannel, Outgoing
 from ._connection import Connection
 from ._context import Peer, RequestContext
 from ._dispatch import BatchPolicy, Dispatcher, Handler, LoggedDispatcher, NotificationHandler
 from ._limits import Limits
 from ._session import Session
-from ._single import dispatch_single
+
+if TYPE_CHECKING:
+    from ._single import dispatch_single
 
 __all__ = [
     "BatchPolicy",
@@ -27,3 +34,16 @@ __all__ = [
     "Session",
     "dispatch_single",
 ]
+
+#: Loaded on first use (PEP 562): only HTTP's one-request path runs requests without a
+#: connection; a stdio server never needs it (start-up time, issue 22, target 6).
+_LAZY = {"dispatch_single": "._single"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -15,6 +15,11 @@ No I/O of its own beyond trio primitives; it imports ``runtime.protocol`` and no
 Other packages import the names re-exported here, never the private modules.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._annotations import enc_hook
 from ._broadcast import LIST_KINDS, REPLICA_COPY, TASK_KEY, Broadcast, Change, ListKind, Subscriber
 from ._contents import reply_contents, to_contents
@@ -46,7 +51,9 @@ from ._types import (
     TextContent,
     TextResourceContents,
 )
-from ._uritemplate import UriTemplate, UriTemplateError, is_template
+
+if TYPE_CHECKING:
+    from ._uritemplate import UriTemplate, UriTemplateError, is_template
 
 __all__ = [
     "INPUT_METHODS",
@@ -104,3 +111,18 @@ __all__ = [
     "required_capability",
     "to_contents",
 ]
+
+
+#: Loaded on first use (PEP 562): a server without resource templates never needs the RFC 6570
+#: module (its regular expressions and dataclasses cost every ``mcp-runtime serve`` start-up
+#: time; issue 22, target 6; tests/test_startup.py keeps it lazy).
+_LAZY = dict.fromkeys(("UriTemplate", "UriTemplateError", "is_template"), "._uritemplate")
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -36,8 +35,11 @@ _UNSTRUCTURED: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class OutputSpec:
+class OutputSpec(msgspec.Struct, frozen=True):
+    """A tool's output schema, and whether its value is wrapped as ``{"result": value}``.
+
+    A frozen msgspec Struct, not a dataclass: start-up time, as ``Signature``."""
+
     schema: dict[str, Any]
     #: True when the value is wrapped as {"result": value}.
     wrap: bool

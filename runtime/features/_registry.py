@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -20,7 +20,9 @@ from ._signature import Signature
 from ._state import StateSealer
 from ._tasks import TaskTable
 from ._threads import WorkerThreads
-from ._uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from ._uritemplate import UriTemplate  # loaded with the first template (start-up time)
 
 __all__ = ["App", "Completer", "PromptDef", "Registry", "ResourceDef", "TemplateDef", "ToolDef"]
 

@@ -13,7 +13,6 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -41,9 +40,12 @@ _NUMPY_ARG: Final = re.compile(r"^([\w*, ]+?)\s*(:.*)?$")
 _SPHINX_FIELD: Final = re.compile(r"^\s*:(\w+)(\s+[^:]*)?:\s*(.*)$")
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
-    """What registration learned about a function."""
+class Signature(msgspec.Struct, frozen=True):
+    """What registration learned about a function.
+
+    A frozen msgspec Struct rather than a frozen dataclass: msgspec builds the class in C,
+    where a dataclass compiles its generated methods on import (about 4M instructions of
+    every ``mcp-runtime serve`` start-up; callgrind, issue 22, target 6)."""
 
     #: Struct type holding the arguments (empty struct for no arguments).
     struct: type[msgspec.Struct]

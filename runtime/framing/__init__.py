@@ -5,11 +5,18 @@ Every framer has a size cap and reports bad input as :class:`FramingError` with 
 and an excerpt for logs.
 """
 
-from ._content_length import DEFAULT_MAX_HEADER_SIZE, ContentLengthFramer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._errors import FramingError, escape_excerpt
 from ._ndjson import NdjsonFramer
 from ._protocol import DEFAULT_MAX_FRAME_SIZE, Framer
-from ._sse import SSEDecoder, SSEEvent, encode_sse_comment, encode_sse_event
+
+if TYPE_CHECKING:
+    from ._content_length import DEFAULT_MAX_HEADER_SIZE, ContentLengthFramer
+    from ._sse import SSEDecoder, SSEEvent, encode_sse_comment, encode_sse_event
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -24,3 +31,20 @@ __all__ = [
     "encode_sse_event",
     "escape_excerpt",
 ]
+
+#: Loaded on first use (PEP 562): an NDJSON server (stdio's default) never needs the
+#: Content-Length framer or the SSE codec, and importing them cost every ``mcp-runtime serve``
+#: start-up time (issue 22, target 6; tests/test_startup.py keeps them lazy).
+_LAZY = {
+    **dict.fromkeys(("DEFAULT_MAX_HEADER_SIZE", "ContentLengthFramer"), "._content_length"),
+    **dict.fromkeys(("SSEDecoder", "SSEEvent", "encode_sse_comment", "encode_sse_event"), "._sse"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

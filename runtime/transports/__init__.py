@@ -11,11 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._framed import FramedChannel, FramingName, make_framer
-from ._pipe import open_fifo_pair, pipe_client_lock, pipe_paths, serve_pipe
-from ._socket import open_unix_listener
 from ._stdio import open_stdio_channel
 
 if TYPE_CHECKING:
+    from ._pipe import open_fifo_pair, pipe_client_lock, pipe_paths, serve_pipe
+    from ._socket import open_unix_listener
     from ._websocket import serve_websocket
     from .http import (
         EdgePolicy,
@@ -61,6 +61,9 @@ _LAZY = {
         )
     },
     "serve_websocket": "._websocket",
+    # The FIFO pair and the Unix socket too: a stdio server needs neither (start-up time).
+    **dict.fromkeys(("open_fifo_pair", "pipe_client_lock", "pipe_paths", "serve_pipe"), "._pipe"),
+    "open_unix_listener": "._socket",
 }
 
 

@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import trio
 
-from ..framing import ContentLengthFramer, Framer, NdjsonFramer
+from ..framing import Framer, NdjsonFramer
 from ._fdio import FdIO
 
 __all__ = ["FramedChannel", "FramingName", "make_framer"]
@@ -33,6 +33,9 @@ def make_framer(framing: FramingName, max_frame_size: int) -> Framer:
     if framing == "ndjson":
         return NdjsonFramer(max_frame_size=max_frame_size)
     if framing == "content-length":
+        # Imported here: an NDJSON channel never needs it (start-up time, issue 22).
+        from ..framing import ContentLengthFramer
+
         return ContentLengthFramer(max_frame_size=max_frame_size)
     raise ValueError(f"unknown framing {framing!r} (expected 'ndjson' or 'content-length')")
 
