@@ -65,7 +65,9 @@ if TYPE_CHECKING:
     from .core import Peer
 
 __all__ = [
+    "DEFAULT_MAX_POLL_INTERVAL",
     "DEFAULT_MAX_UPSTREAM_SESSIONS",
+    "DEFAULT_ROUND_TIMEOUT",
     "FORWARDED_METHODS",
     "Forward",
     "UpstreamSession",
@@ -132,8 +134,15 @@ _META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 #: Input rounds answered for one forwarded request (as the client's own limit).
 MAX_INPUT_ROUNDS: Final = 10
 
-#: How long a forwarded server-to-client request may wait for our client's answer.
-SERVER_REQUEST_TIMEOUT: Final = 300.0
+#: The default of ``round_timeout`` (``--upstream-round-timeout``): how long a remote's
+#: question (a forwarded server-to-client request, or an input round of a 2026-07-28 client)
+#: may wait for our client's answer before it is answered with an error.
+DEFAULT_ROUND_TIMEOUT: Final = 300.0
+
+#: The default of ``max_poll_interval`` (``--upstream-poll-max``): the longest wait, in
+#: seconds, between two polls of a remote's task the proxy runs for its client (the task's
+#: own ``pollIntervalMs``/``pollInterval`` is honored up to this).
+DEFAULT_MAX_POLL_INTERVAL: Final = 5.0
 
 
 def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
@@ -151,12 +160,12 @@ def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-async def _ask(request: Request, method: str, params: Any) -> Any:
+async def _ask(request: Request, method: str, params: Any, timeout: float) -> Any:
     """A server-to-client request to the client of ``request`` (handshake era), its JSON-RPC
     error passed back as the remote's client error."""
     try:
         return await request.context.peer.request(
-            method, params, timeout=SERVER_REQUEST_TIMEOUT, related=request.id
+            method, params, timeout=timeout, related=request.id
         )
     except JSONRPCError as exc:
         raise PeerError(exc.code, exc.message, exc.data) from None
@@ -199,8 +208,14 @@ class UpstreamSession:
     remote, the remote's notifications relayed to that session only, the remote's requests
     asked of that session's client."""
 
-    def __init__(self, peer: Peer, capabilities: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        capabilities: Mapping[str, Any],
+        round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+    ) -> None:
         self.peer = peer
+        self.round_timeout = round_timeout
         #: What the downstream client declared: the upstream client declares the same
         #: sampling/elicitation/roots, so the remote asks only what can be answered.
         self.capabilities = dict(capabilities)
@@ -223,7 +238,7 @@ class UpstreamSession:
             related = self.in_flight[-1].id if self.in_flight else None
             try:
                 return await self.peer.request(
-                    method, params, timeout=SERVER_REQUEST_TIMEOUT, related=related
+                    method, params, timeout=self.round_timeout, related=related
                 )
             except JSONRPCError as exc:
                 raise PeerError(exc.code, exc.message, exc.data) from None
@@ -403,10 +418,18 @@ class Forward(Middleware):
     through the downstream session's :class:`UpstreamSession`, or ``client`` (the shared
     one, set while serving) for 2026-07-28 requests."""
 
-    def __init__(self, max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS) -> None:
+    def __init__(
+        self,
+        max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
+        *,
+        round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+    ) -> None:
         self.client: Client | None = None
         self.connect: Connect | None = None
         self.max_upstream_sessions = max_upstream_sessions
+        self.round_timeout = round_timeout
+        self.max_poll_interval = max_poll_interval
         #: The upstream sessions open now (one per downstream handshake-era session).
         self.sessions: set[UpstreamSession] = set()
         #: Modern requests being forwarded through the shared client, oldest first.
@@ -442,7 +465,7 @@ class Forward(Middleware):
             if request.method == "initialize":
                 asked = request.params.get("capabilities")
                 caps = asked if isinstance(asked, dict) else {}
-            upstream = UpstreamSession(request.context.peer, caps)
+            upstream = UpstreamSession(request.context.peer, caps, self.round_timeout)
             state[_SESSION_KEY] = upstream
             self.sessions.add(upstream)
 
@@ -618,7 +641,7 @@ class Forward(Middleware):
         try:
             while True:
                 wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
-                await trio.sleep(min(wait, _MAX_TASK_POLL_MS) / 1000)
+                await trio.sleep(min(wait / 1000, self.max_poll_interval))
                 try:
                     task = await client.get_task(task_id)
                 except PeerError as exc:
@@ -641,7 +664,12 @@ class Forward(Middleware):
                 }
                 if task.status == "input_required" and fresh:
                     responses = {
-                        key: await _ask(request, str(asked.get("method")), asked.get("params"))
+                        key: await _ask(
+                            request,
+                            str(asked.get("method")),
+                            asked.get("params"),
+                            self.round_timeout,
+                        )
                         for key, asked in fresh.items()
                     }
                     answered.update(responses)
@@ -704,7 +732,7 @@ class Forward(Middleware):
         nursery = self.nursery
         if nursery is None:
             raise RuntimeError("the proxy is not serving")
-        forwarding = Forwarding(request, SERVER_REQUEST_TIMEOUT)
+        forwarding = Forwarding(request, self.round_timeout)
         relay = Relay(lambda: forwarding.current)
 
         async def send() -> Any:
@@ -767,7 +795,9 @@ class Forward(Middleware):
             # A handshake-era client: each input request becomes a server-to-client request.
             answers: dict[str, Any] = {}
             for key, asked in (result.get("inputRequests") or {}).items():
-                answers[key] = await _ask(request, str(asked.get("method")), asked.get("params"))
+                answers[key] = await _ask(
+                    request, str(asked.get("method")), asked.get("params"), self.round_timeout
+                )
             params = {**params, "inputResponses": answers}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
@@ -846,10 +876,6 @@ class Forward(Middleware):
         return forward
 
 
-#: The longest wait between two polls of a remote's task run for a handshake-era client
-#: (its ``pollIntervalMs`` is honored up to this).
-_MAX_TASK_POLL_MS: Final = 5000
-
 #: How long cancelling a remote's task may take once our client went away.
 _CANCEL_WAIT: Final = 2.0
 
@@ -872,16 +898,27 @@ def proxy_server(
     bearer_token: str | None = None,
     backoff: Backoff | None = None,
     max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
+    round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+    max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
 ) -> Server:
     """A :class:`runtime.Server` serving the MCP server at ``target`` (any target
     :func:`runtime.client.open_client` takes). A shared client is connected when serving
     starts (its lifespan; it answers 2026-07-28 requests) and closed when serving ends; each
-    downstream handshake-era session gets its own (at most ``max_upstream_sessions``)."""
+    downstream handshake-era session gets its own (at most ``max_upstream_sessions``).
+    ``round_timeout``: seconds a remote's question waits for our client's answer (a
+    server-to-client request, or a 2026-07-28 client's input round); ``max_poll_interval``:
+    the longest wait, in seconds, between two polls of a remote's task run for our client."""
     from ._server import Server
 
     if max_upstream_sessions < 1:
         raise ValueError("max_upstream_sessions must be at least 1")
-    forward = Forward(max_upstream_sessions)
+    if not round_timeout > 0:
+        raise ValueError("round_timeout must be a positive number of seconds")
+    if not max_poll_interval > 0:
+        raise ValueError("max_poll_interval must be a positive number of seconds")
+    forward = Forward(
+        max_upstream_sessions, round_timeout=round_timeout, max_poll_interval=max_poll_interval
+    )
 
     def connect(**handlers: Any) -> contextlib.AbstractAsyncContextManager[Client]:
         return open_client(
