@@ -710,6 +710,7 @@ class Forward(Middleware):
                 raise JSONRPCError(
                     -32602, "Invalid params: requestState is unknown or its request ended"
                 )
+            forwarding.linger.cancel()
             forwarding.answer(params.get("inputResponses"))
         else:
             forwarding = self._start_forwarding(client, method, params, request)
@@ -751,6 +752,14 @@ class Forward(Middleware):
                 await forwarding.run(send, relay)
             finally:
                 self.forwardings.remove(forwarding)
+            try:
+                if forwarding.state in self.parked and not forwarding.abandoned:
+                    # The remote answered while our client was between two rounds: its
+                    # retry gets the outcome (and what the remote said meanwhile), if it
+                    # comes within round_timeout.
+                    with forwarding.linger, trio.move_on_after(self.round_timeout):
+                        await trio.sleep_forever()
+            finally:
                 self.parked.pop(forwarding.state, None)
 
         nursery.start_soon(run)
