@@ -21,7 +21,8 @@ Forwarded faithfully:
   forwarded request's stream relayed to it at that level;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
   ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
-- tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
+- tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols, forwarded
+  as they are within an era and translated across eras (``runtime._bridge_tasks``).
 
 Each downstream handshake-era session (an HTTP session, a stdio/TCP/WebSocket connection)
 gets an upstream client of its own (:class:`UpstreamSession`), opened by its ``initialize``
@@ -46,6 +47,11 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
+from ._bridge_tasks import (
+    LEGACY_TASKS_CAPABILITY,
+    HandshakeClientTasks,
+    ModernClientTasks,
+)
 from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
 from .client import (
@@ -58,7 +64,7 @@ from .client import (
     open_client,
 )
 from .middleware import Middleware, Next, Request
-from .protocol import META_LOG_LEVEL, JSONRPCError, overloaded
+from .protocol import META_LOG_LEVEL, MISSING_CLIENT_CAPABILITY, JSONRPCError, overloaded
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -213,9 +219,13 @@ class UpstreamSession:
         peer: Peer,
         capabilities: Mapping[str, Any],
         round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
     ) -> None:
         self.peer = peer
         self.round_timeout = round_timeout
+        self.max_poll_interval = max_poll_interval
+        #: A 2026-07-28 remote: this session's 2025-11-25 tasks translated (_bridge_tasks).
+        self.tasks: HandshakeClientTasks | None = None
         #: What the downstream client declared: the upstream client declares the same
         #: sampling/elicitation/roots, so the remote asks only what can be answered.
         self.capabilities = dict(capabilities)
@@ -300,6 +310,8 @@ class UpstreamSession:
                 self.failure = f"cannot reach the remote MCP server: {reason}"
                 return
             self.client = client
+            if client.era == "modern":
+                self.tasks = HandshakeClientTasks(client, max_poll_interval=self.max_poll_interval)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if client.era == "modern":
@@ -430,6 +442,8 @@ class Forward(Middleware):
         self.max_upstream_sessions = max_upstream_sessions
         self.round_timeout = round_timeout
         self.max_poll_interval = max_poll_interval
+        #: 2026-07-28 clients' tasks on a handshake-era remote, translated (_bridge_tasks).
+        self.tasks = ModernClientTasks(round_timeout=round_timeout)
         #: The upstream sessions open now (one per downstream handshake-era session).
         self.sessions: set[UpstreamSession] = set()
         #: Modern requests being forwarded through the shared client, oldest first.
@@ -465,7 +479,9 @@ class Forward(Middleware):
             if request.method == "initialize":
                 asked = request.params.get("capabilities")
                 caps = asked if isinstance(asked, dict) else {}
-            upstream = UpstreamSession(request.context.peer, caps, self.round_timeout)
+            upstream = UpstreamSession(
+                request.context.peer, caps, self.round_timeout, self.max_poll_interval
+            )
             state[_SESSION_KEY] = upstream
             self.sessions.add(upstream)
 
@@ -528,6 +544,12 @@ class Forward(Middleware):
                 params["_meta"] = {**(params.get("_meta") or {}), META_LOG_LEVEL: level}
             elif level is not None:
                 await self._lower_shared_level(client, level)
+            if client.era != request.era and (
+                method.startswith("tasks/") or method == "tools/call"
+            ):
+                crossed = await self._tasks_across(client, method, params, request, upstream)
+                if crossed is not _NOT_A_TASK:
+                    return crossed
             if not handshake and client.era == "handshake" and method in _ASKING_METHODS:
                 return await self._forward_rounds(client, method, params, request)
             in_flight.append(request)
@@ -547,6 +569,56 @@ class Forward(Middleware):
             raise
         except ClientError as exc:
             raise JSONRPCError(-32603, f"the remote MCP server: {exc}") from None
+
+    async def _tasks_across(
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        request: Request,
+        upstream: UpstreamSession | None,
+    ) -> Any:
+        """Tasks translated between the two task protocols (``runtime._bridge_tasks``), or
+        ``_NOT_A_TASK`` for a ``tools/call`` that is not one."""
+        if upstream is not None:  # a handshake-era client, a 2026-07-28 remote
+            tasks = upstream.tasks
+            assert tasks is not None
+            if method.startswith("tasks/"):
+
+                async def ask(asked: str, inner: dict[str, Any]) -> Any:
+                    return await _ask(request, asked, inner, self.round_timeout)
+
+                return await tasks.handle(method, params, ask)
+            if "task" not in params:
+                return _NOT_A_TASK
+
+            async def forward(sent: dict[str, Any]) -> Any:
+                return await self._forward(client, method, sent, request, None, keep_task=True)
+
+            return await tasks.call(params, forward)
+        # A 2026-07-28 client, a handshake-era remote.
+        if method.startswith("tasks/"):
+            return await self.tasks.handle(client, method, params)
+        caps = client.description.capabilities if client.description else {}
+        remote_tasks = ((caps.get("tasks") or {}).get("requests") or {}).get("tools") or {}
+        if "call" not in remote_tasks:
+            return _NOT_A_TASK
+        support = await self.tasks.task_support(client, str(params.get("name")))
+        if support not in ("optional", "required"):
+            return _NOT_A_TASK
+        extensions = request.context.client_capabilities.get("extensions")
+        if not (isinstance(extensions, dict) and _TASKS_EXTENSION in extensions):
+            if support == "required":
+                # SEP-2663 "Required Capabilities": -32021 naming the extension.
+                raise JSONRPCError(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: the {_TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {_TASKS_EXTENSION: {}}}},
+                )
+            return _NOT_A_TASK
+        if self.nursery is None:
+            raise RuntimeError("the proxy is not serving")
+        return await self.tasks.call(client, params, self.nursery)
 
     async def _session_method(
         self, request: Request, call_next: Next, client: Client, upstream: UpstreamSession | None
@@ -773,6 +845,8 @@ class Forward(Middleware):
         request: Request,
         progress: Any,
         on_notification: Any = None,
+        *,
+        keep_task: bool = False,
     ) -> Any:
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
@@ -787,7 +861,7 @@ class Forward(Middleware):
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
             kind = result.get("resultType") if isinstance(result, dict) else None
-            if kind == "task" and request.era == "modern":
+            if kind == "task" and (request.era == "modern" or keep_task):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
                 # remote's, polled through us with tasks/get (forwarded).
                 return _per_hop_removed(result, keep_result_type=True)
@@ -854,13 +928,20 @@ class Forward(Middleware):
             caps.pop(feature, None)
             if feature in remote.capabilities:
                 caps[feature] = remote.capabilities[feature]
-        # Tasks are forwarded, not translated between the two task protocols: declared only
-        # when the remote speaks the one of our client's era.
+        # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
+        # declared in our client's protocol whenever the remote has tool-call tasks in its.
         same_era = client.era == ("modern" if modern else "handshake")
+        extensions = remote.capabilities.get("extensions")
+        remote_extension = isinstance(extensions, dict) and _TASKS_EXTENSION in extensions
+        remote_tasks = remote.capabilities.get("tasks")
+        remote_tool_tasks = isinstance(remote_tasks, dict) and "call" in (
+            (remote_tasks.get("requests") or {}).get("tools") or {}
+        )
         if not same_era:
             caps.pop("tasks", None)
-        extensions = remote.capabilities.get("extensions")
-        if same_era and modern and isinstance(extensions, dict) and _TASKS_EXTENSION in extensions:
+            if not modern and remote_extension:
+                caps["tasks"] = {key: dict(value) for key, value in LEGACY_TASKS_CAPABILITY.items()}
+        if modern and (remote_extension if same_era else remote_tool_tasks):
             caps["extensions"] = {**(caps.get("extensions") or {}), _TASKS_EXTENSION: {}}
         result["capabilities"] = caps
         if remote.instructions and "instructions" not in result:
@@ -876,6 +957,9 @@ class Forward(Middleware):
             # forwarded request's stream went to its forwarding already (on_request); one
             # over a link that cannot tell (stdio, TCP, WebSocket, legacy SSE) goes to the
             # newest forwarding, as a handshake-era session's do (UpstreamSession.handler).
+            bridged = await self.tasks.ask_for(params)
+            if bridged is not None:  # a translated task's question (related-task _meta)
+                return await bridged.ask(method, params, self.round_timeout)
             if self.forwardings:
                 return await self.forwardings[-1].ask(method, params)
             raise PeerError(
@@ -887,6 +971,9 @@ class Forward(Middleware):
 
 #: How long cancelling a remote's task may take once our client went away.
 _CANCEL_WAIT: Final = 2.0
+
+#: ``_tasks_across``: the request is not a task; forward it as any other.
+_NOT_A_TASK: Final = object()
 
 #: The 2026-07-28 requests that may get an input round (basic/patterns/mrtr).
 _ASKING_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
