@@ -93,6 +93,13 @@ class Forwarding:
     def _wake(self) -> None:
         self._changed.set()
 
+    def note(self, note: Notification) -> None:
+        """A remote's notification that belongs to this forwarding though it did not arrive
+        on its request's stream (a link without per-request streams: see
+        ``runtime.bridge``'s rule)."""
+        if self._relay is not None:
+            self._relay.note(note)
+
     async def run(self, send: Callable[[], Awaitable[Any]], relay: Relay) -> None:
         """Run the upstream request (``send``) to its end and record its result or error,
         once ``relay`` passed on what came before it (so they precede the response)."""

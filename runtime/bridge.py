@@ -14,9 +14,9 @@ Forwarded faithfully:
 - cancellation: a downstream cancellation (or timeout) cancels the forwarded request, which
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
 - server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
-  session's upstream session go to that session's client (related to its newest request being
-  forwarded, if any), and its answer back; asked while forwarding a 2026-07-28 request, they
-  become input rounds of that request (``runtime._bridge_rounds``);
+  session's upstream session go to that session's client, and its answer back; asked while
+  forwarding a 2026-07-28 request, they become input rounds of that request
+  (``runtime._bridge_rounds``);
 - log messages of a 2026-07-28 request: its level passed on, the remote's messages on the
   forwarded request's stream relayed to it at that level;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
@@ -31,6 +31,15 @@ subscriptions, roots, tasks, who answers its elicitations) is never shared betwe
 clients; at most ``max_upstream_sessions`` at once. Stateless 2026-07-28 requests share one
 client, opened when serving starts.
 
+Which request a message of the remote belongs to: over Streamable HTTP, the request on whose
+response stream it arrives; progress, by its token; a question naming a task (2025-11-25
+``io.modelcontextprotocol/related-task``), that task. Over links without per-request streams
+(stdio, TCP, Unix, WebSocket, legacy SSE) a handshake-era session's questions and log
+messages go to that session's client (related to its request being forwarded: the only one,
+or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
+forwarded to a handshake-era remote one at a time (``Forward.lane``), so what the remote asks
+or logs meanwhile is the in-flight request's.
+
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
 starts, so the server's own middleware (and ``--middleware``) sees every forwarded request.
 See ``docs/bridges.md``.
@@ -43,6 +52,7 @@ import logging
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import trio
 
@@ -51,6 +61,7 @@ from ._bridge_tasks import (
     LEGACY_TASKS_CAPABILITY,
     HandshakeClientTasks,
     ModernClientTasks,
+    related_task,
 )
 from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
@@ -177,6 +188,16 @@ async def _ask(request: Request, method: str, params: Any, timeout: float) -> An
         raise PeerError(exc.code, exc.message, exc.data) from None
 
 
+def _related_request(in_flight: list[Request], params: Any) -> Any:
+    """The downstream request a remote's question relates to (UpstreamSession.handler)."""
+    task_id = related_task(params)
+    if task_id is not None:
+        for request in in_flight:
+            if request.method == "tasks/result" and request.params.get("taskId") == task_id:
+                return request.id
+    return in_flight[-1].id if in_flight else None
+
+
 def _client_error(exc: BaseException) -> ClientError | None:
     """The client's error inside ``exc`` (possibly nested in exception groups), if any."""
     if isinstance(exc, ClientError):
@@ -243,9 +264,13 @@ class UpstreamSession:
 
     def handler(self, method: str) -> Any:
         async def ask(params: dict[str, Any]) -> Any:
-            # The newest request of this session being forwarded is the one the remote is
-            # working on (2025-11-25 basic/transports: related requests); else unrelated.
-            related = self.in_flight[-1].id if self.in_flight else None
+            # A question that did not arrive on a forwarded request's stream (a remote link
+            # without them, or the session's own stream): related (2025-11-25
+            # basic/transports) to the tasks/result waiting for the task it names
+            # (related-task _meta), else to the request of this session being forwarded
+            # (the only one, or with several the newest: any of them reaches the same
+            # client, only the stream differs); else unrelated.
+            related = _related_request(self.in_flight, params)
             try:
                 return await self.peer.request(
                     method, params, timeout=self.round_timeout, related=related
@@ -455,6 +480,13 @@ class Forward(Middleware):
         #: first; and those parked in an input round, by their ``requestState``.
         self.forwardings: list[Forwarding] = []
         self.parked: dict[str, Forwarding] = {}
+        #: Whether the remote's link ties each message to its request (Streamable HTTP:
+        #: per-request response streams); set by proxy_server from the target.
+        self.streams_per_request = True
+        #: Without per-request streams: 2026-07-28 requests that can be asked questions are
+        #: forwarded to a handshake-era remote one at a time (held until the remote's
+        #: request ends, input rounds included).
+        self.lane = trio.Semaphore(1)
         #: The log level set on a handshake-era shared client (the lowest any 2026-07-28
         #: request asked for: each request's own level is applied when relaying).
         self.shared_level: str | None = None
@@ -785,7 +817,16 @@ class Forward(Middleware):
             forwarding.linger.cancel()
             forwarding.answer(params.get("inputResponses"))
         else:
-            forwarding = self._start_forwarding(client, method, params, request)
+            if not self.streams_per_request:
+                # No per-request streams to the remote: one such forwarding at a time, so
+                # what the remote sends meanwhile is its (the module docstring's rule).
+                await self.lane.acquire()
+            try:
+                forwarding = self._start_forwarding(client, method, params, request)
+            except BaseException:
+                if not self.streams_per_request:
+                    self.lane.release()
+                raise
         try:
             finished, value = await forwarding.outcome(request)
         except PeerError as exc:
@@ -824,6 +865,8 @@ class Forward(Middleware):
                 await forwarding.run(send, relay)
             finally:
                 self.forwardings.remove(forwarding)
+                if not self.streams_per_request:
+                    self.lane.release()
             try:
                 if forwarding.state in self.parked and not forwarding.abandoned:
                     # The remote answered while our client was between two rounds: its
@@ -848,6 +891,12 @@ class Forward(Middleware):
         *,
         keep_task: bool = False,
     ) -> Any:
+        on_request = None
+        if request.era == "handshake":
+
+            async def on_request(asked: str, inner: dict[str, Any]) -> Any:
+                return await _ask(request, asked, inner, self.round_timeout)
+
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
                 # No timeout of our own: the downstream request's cancel scope bounds it.
@@ -857,6 +906,9 @@ class Forward(Middleware):
                     timeout=None,
                     progress=progress,
                     on_notification=on_notification,
+                    # A question on this request's own stream (Streamable HTTP) is this
+                    # request's: asked of its client, related to it.
+                    on_request=on_request,
                 )
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
@@ -948,6 +1000,15 @@ class Forward(Middleware):
             result["instructions"] = remote.instructions
         return result
 
+    def on_shared_notification(self, note: Notification) -> None:
+        """The shared client's notifications (synchronously). Over a link without
+        per-request streams a handshake-era remote's log message names no request: it goes to
+        the one 2026-07-28 forwarding in flight (the lane makes it the only one)."""
+        if self.streams_per_request or note.method != "notifications/message":
+            return
+        if len(self.forwardings) == 1:
+            self.forwardings[0].note(note)
+
     def handler(self, method: str) -> Any:
         """The shared client's handler for the remote's ``method`` requests."""
 
@@ -1015,6 +1076,7 @@ def proxy_server(
     forward = Forward(
         max_upstream_sessions, round_timeout=round_timeout, max_poll_interval=max_poll_interval
     )
+    forward.streams_per_request = _streams_per_request(target)
 
     def connect(**handlers: Any) -> contextlib.AbstractAsyncContextManager[Client]:
         return open_client(
@@ -1041,6 +1103,7 @@ def proxy_server(
                         sampling=forward.handler("sampling/createMessage"),
                         elicitation=forward.handler("elicitation/create"),
                         roots=forward.handler("roots/list"),
+                        on_notification=forward.on_shared_notification,
                     )
                 )
             except (ClientError, BaseExceptionGroup) as exc:
@@ -1067,6 +1130,15 @@ def proxy_server(
     app = Server(name, lifespan=lifespan)
     app.add_middleware(forward)
     return app
+
+
+def _streams_per_request(target: str | Sequence[str]) -> bool:
+    """Whether ``target`` is Streamable HTTP, whose per-request response streams tie each
+    message of the remote to its request (a legacy ``/sse`` URL, stdio, TCP, Unix, pipes
+    and WebSocket do not)."""
+    if not isinstance(target, str) or not target.startswith(("http://", "https://")):
+        return False
+    return not urlsplit(target).path.rstrip("/").endswith("/sse")
 
 
 def proxy_target(target: str) -> str | list[str]:
