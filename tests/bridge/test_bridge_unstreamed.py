@@ -8,6 +8,9 @@ and given only its own log messages; and two concurrent calls of a handshake-era
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -15,6 +18,11 @@ import trio
 from runtime import Context, Server
 from runtime.bridge import proxy_server
 from runtime.client import Notification, open_client
+
+from ..peers import cli
+from .test_bridge_sdk import background, free_port
+
+ASKING = Path(__file__).parent / "sdk_asking_upstream.py"
 
 
 def upstream(running: list[int]) -> Server:
@@ -111,3 +119,43 @@ async def test_two_concurrent_calls_of_a_handshake_session() -> None:
             assert sorted(logs(seen)) == ["after a", "after b", "before a", "before b"]
             assert running == [1, 2]  # a session's requests are not serialized
             nursery.cancel_scope.cancel()
+
+
+async def test_the_sdk_server_over_stdio_behind_the_cli_proxy() -> None:
+    """The official SDK's ``MCPServer`` (handshake era) over stdio, behind ``mcp-runtime
+    serve "stdio:..." --transport http`` (its own process): two concurrent 2026-07-28 calls,
+    each asked its own question as an input round and given only its own log messages."""
+    port = free_port()
+    remote = shlex.join([sys.executable, str(ASKING), "stdio"])
+    proxy = cli(
+        "serve",
+        f"stdio:{remote}",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        # The SDK speaks 2026-07-28 too, where its tools cannot elicit over stdio.
+        "--upstream-era",
+        "handshake",
+    )
+    with trio.fail_after(60):
+        async with (
+            background(proxy, port),
+            open_client(f"http://127.0.0.1:{port}/mcp", era="modern", elicitation=answer) as client,
+        ):
+            await client.set_logging_level("info")
+            seen: dict[str, list[Notification]] = {"a": [], "b": []}
+            results: dict[str, str] = {}
+
+            async def call(tag: str) -> None:
+                result = await client.call_tool(
+                    "introduce", {"tag": tag}, on_notification=seen[tag].append
+                )
+                results[tag] = result.text
+
+            async with trio.open_nursery() as calls:
+                calls.start_soon(call, "a")
+                calls.start_soon(call, "b")
+            assert results == {"a": "a: name-of-a", "b": "b: name-of-b"}
+            for tag in ("a", "b"):
+                assert logs(seen[tag]) == [f"before {tag}", f"after {tag}"]
