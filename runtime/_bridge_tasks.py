@@ -81,7 +81,9 @@ LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
 #: task once our client went away.
 CANCEL_WAIT: Final = 2.0
 
-#: Tasks of 2026-07-28 clients held at once on a handshake-era remote (each has a watcher).
+#: Tasks of 2026-07-28 clients held at once on a handshake-era remote (each has a watcher);
+#: also the tasks a handshake-era session made on a 2026-07-28 remote that we keep track of
+#: (tasks/list; past it the oldest is forgotten, then an unknown task through us).
 MAX_BRIDGED_TASKS: Final = 256
 
 #: Our own ids (a call the remote answered at once) start with this.
@@ -209,6 +211,8 @@ class HandshakeClientTasks:
         if isinstance(result, dict) and result.get("resultType") == "task":
             task_id = str(result.get("taskId"))
             self.made[task_id] = None
+            while len(self.made) > MAX_BRIDGED_TASKS:
+                del self.made[next(iter(self.made))]  # the oldest: Unknown task through us
             return {"task": legacy_task(result)}
         # Answered at once: a completed task of ours holds the result (2025-11-25 requires a
         # CreateTaskResult once the receiver accepted the augmentation).

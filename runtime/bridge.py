@@ -1004,6 +1004,8 @@ class Forward(Middleware):
         """The shared client's notifications (synchronously). Over a link without
         per-request streams a handshake-era remote's log message names no request: it goes to
         the one 2026-07-28 forwarding in flight (the lane makes it the only one)."""
+        if note.method == "notifications/tools/list_changed":
+            self.tasks.support.clear()  # tools' taskSupport is read again on next use
         if self.streams_per_request or note.method != "notifications/message":
             return
         if len(self.forwardings) == 1:
