@@ -24,6 +24,9 @@ from runtime.bridge import proxy_server
 from runtime.client import PeerError, Task, open_client
 from runtime.protocol import JSONRPCError
 
+from ..transports.app import modern, modern_headers
+from ..transports.http_client import request
+
 RELATED = "io.modelcontextprotocol/related-task"
 EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -251,4 +254,49 @@ async def test_a_modern_clients_tasks_on_a_handshake_remote() -> None:
                         "tasks/update", {"taskId": raw["taskId"], "inputResponses": {"x": {}}}
                     )
                 assert stray.value.code == -32602
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_required_task_tool_for_a_modern_client_without_the_extension() -> None:
+    """SEP-2663 "Required Capabilities": a tool the handshake-era remote can only run as a
+    task, called by a 2026-07-28 client that does not declare the extension (a raw POST):
+    -32021 naming it, before anything reaches the remote; an optional one runs inline."""
+    app = Server("upstream", "3.0.0")
+    ran: list[str] = []
+
+    @app.tool(task="required")
+    async def must(ctx: Context) -> str:
+        """Only as a task."""
+        ran.append("must")
+        return "done"
+
+    @app.tool(task="optional")
+    async def may(ctx: Context) -> str:
+        """Either way."""
+        ran.append("may")
+        return "inline"
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(app.serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="handshake")
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            address = ("127.0.0.1", proxy_port)
+            refused = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "must"),
+                body=modern(1, "tools/call", {"name": "must", "arguments": {}}),
+            )
+            error = refused.json()["error"]
+            assert error["code"] == -32021
+            assert error["data"] == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+            inline = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "may"),
+                body=modern(2, "tools/call", {"name": "may", "arguments": {}}),
+            )
+            assert inline.json()["result"]["content"] == [{"type": "text", "text": "inline"}]
+            assert ran == ["may"]
             nursery.cancel_scope.cancel()
