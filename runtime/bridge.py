@@ -38,7 +38,8 @@ response stream it arrives; progress, by its token; a question naming a task (20
 messages go to that session's client (related to its request being forwarded: the only one,
 or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
 forwarded to a handshake-era remote one at a time (``Forward.lane``), so what the remote asks
-or logs meanwhile is the in-flight request's.
+or logs meanwhile is the in-flight request's; to a 2026-07-28 remote (which asks only through
+input rounds) the requests that carry a log level go one at a time, for its log messages.
 
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
 starts, so the server's own middleware (and ``--middleware``) sees every forwarded request.
@@ -487,6 +488,9 @@ class Forward(Middleware):
         #: forwarded to a handshake-era remote one at a time (held until the remote's
         #: request ends, input rounds included).
         self.lane = trio.Semaphore(1)
+        #: 2026-07-28 requests being forwarded through the shared client that carry a log
+        #: level, and the relay passing the remote's log messages on to each.
+        self.relays: dict[Request, Relay] = {}
         #: The log level set on a handshake-era shared client (the lowest any 2026-07-28
         #: request asked for: each request's own level is applied when relaying).
         self.shared_level: str | None = None
@@ -584,6 +588,21 @@ class Forward(Middleware):
                     return crossed
             if not handshake and client.era == "handshake" and method in _ASKING_METHODS:
                 return await self._forward_rounds(client, method, params, request)
+            if (
+                not handshake
+                and client.era == "modern"
+                and level is not None
+                and not self.streams_per_request
+            ):
+                # A 2026-07-28 remote over a link without per-request streams: its log
+                # messages name no request, so requests that want them go one at a time
+                # (the lane) and get what arrives meanwhile (on_shared_notification).
+                async with self.lane:
+                    in_flight.append(request)
+                    try:
+                        return await self._forward_relaying(client, method, params, request, level)
+                    finally:
+                        in_flight.remove(request)
             in_flight.append(request)
             try:
                 return await self._forward_relaying(client, method, params, request, level)
@@ -955,6 +974,8 @@ class Forward(Middleware):
         if not isinstance(token, str | int) and level is None:
             return await self._forward(client, method, params, request, None)
         relay = Relay(lambda: request)
+        if level is not None:
+            self.relays[request] = relay
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay.run)
             try:
@@ -967,6 +988,7 @@ class Forward(Middleware):
                     relay.note if level is not None else None,
                 )
             finally:
+                self.relays.pop(request, None)
                 relay.close()
 
     def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
@@ -1010,6 +1032,10 @@ class Forward(Middleware):
             return
         if len(self.forwardings) == 1:
             self.forwardings[0].note(note)
+        elif not self.forwardings and len(self.relays) == 1:
+            # A 2026-07-28 remote (or a request that cannot be asked): the one request in
+            # flight that wants log messages (the lane keeps it the only one).
+            next(iter(self.relays.values())).note(note)
 
     def handler(self, method: str) -> Any:
         """The shared client's handler for the remote's ``method`` requests."""

@@ -159,3 +159,61 @@ async def test_the_sdk_server_over_stdio_behind_the_cli_proxy() -> None:
             assert results == {"a": "a: name-of-a", "b": "b: name-of-b"}
             for tag in ("a", "b"):
                 assert logs(seen[tag]) == [f"before {tag}", f"after {tag}"]
+
+
+async def test_a_modern_remotes_log_messages_over_tcp() -> None:
+    """A 2026-07-28 remote over TCP: its log messages name no request, so the 2026-07-28
+    requests that carry a log level go one at a time and each gets what arrives meanwhile;
+    a request without a level is not held back and gets none."""
+    app = Server("upstream", "3.0.0")
+    active: list[str] = []
+    running: list[int] = []
+
+    @app.tool
+    async def chatty(tag: str, ctx: Context) -> str:
+        """Logs twice."""
+        active.append(tag)
+        running.append(len(active))
+        try:
+            await ctx.info(f"one {tag}")
+            await trio.sleep(0.1)
+            await ctx.warning(f"two {tag}")
+            return tag
+        finally:
+            active.remove(tag)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(app.serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="modern")
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{proxy_port}/mcp"
+            async with open_client(url, era="modern") as client:
+                await client.set_logging_level("info")
+                seen: dict[str, list[Notification]] = {"a": [], "b": []}
+
+                async def call(tag: str) -> None:
+                    result = await client.call_tool(
+                        "chatty", {"tag": tag}, on_notification=seen[tag].append
+                    )
+                    assert result.text == tag
+
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(call, "a")
+                    calls.start_soon(call, "b")
+                for tag in ("a", "b"):
+                    assert logs(seen[tag]) == [f"one {tag}", f"two {tag}"]
+                assert running == [1, 1]
+            async with open_client(url, era="modern") as quiet:
+                running.clear()
+                notes: list[Notification] = []
+
+                async def silent(tag: str) -> None:
+                    await quiet.call_tool("chatty", {"tag": tag}, on_notification=notes.append)
+
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(silent, "c")
+                    calls.start_soon(silent, "d")
+                assert logs(notes) == []
+                assert running == [1, 2]  # no level asked: not serialized
+            nursery.cancel_scope.cancel()
