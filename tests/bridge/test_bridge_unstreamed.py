@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from runtime import Context, Server
-from runtime.bridge import proxy_server
+from runtime.bridge import Forward, proxy_server
 from runtime.client import Notification, open_client
 
 from ..peers import cli
@@ -217,3 +218,23 @@ async def test_a_modern_remotes_log_messages_over_tcp() -> None:
                 assert logs(notes) == []
                 assert running == [1, 2]  # no level asked: not serialized
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("target", "per_request"),
+    [
+        ("http://127.0.0.1:9/mcp", True),
+        ("https://example.com/mcp/", True),
+        ("http://127.0.0.1:9/sse", False),  # legacy HTTP+SSE: one stream for everything
+        ("http://127.0.0.1:9/sse/", False),
+        ("ws://127.0.0.1:9/mcp", False),
+        ("tcp://127.0.0.1:9", False),
+        ("unix:/tmp/mcp.sock", False),
+        (["python", "server.py"], False),  # stdio
+    ],
+)
+def test_which_targets_tie_messages_to_requests(target: Any, per_request: bool) -> None:
+    """The rule applies to every remote link without per-request streams."""
+    proxy = proxy_server(target)
+    (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
+    assert forward.streams_per_request is per_request
