@@ -59,12 +59,22 @@ async def answer(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"name": f"name-of-{tag}"}}
 
 
-async def test_two_concurrent_modern_calls_each_get_their_own_messages() -> None:
+@pytest.mark.parametrize("link", ["tcp", "websocket", "legacy-sse"])
+async def test_two_concurrent_modern_calls_each_get_their_own_messages(link: str) -> None:
     running: list[int] = []
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            port = (await nursery.start(upstream(running).serve_tcp))[1]
-            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="handshake")
+            remote = upstream(running)
+            if link == "tcp":
+                port = (await nursery.start(remote.serve_tcp))[1]
+                target = f"tcp://127.0.0.1:{port}"
+            elif link == "websocket":
+                port = (await nursery.start(remote.serve_websocket))[1]
+                target = f"ws://127.0.0.1:{port}/mcp"
+            else:
+                port = (await nursery.start(remote.serve_sse))[1]
+                target = f"http://127.0.0.1:{port}/sse"
+            proxy = proxy_server(target, era="handshake")
             proxy_port = (await nursery.start(proxy.serve_http))[1]
             async with open_client(
                 f"http://127.0.0.1:{proxy_port}/mcp", era="modern", elicitation=answer
