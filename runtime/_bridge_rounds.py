@@ -14,10 +14,17 @@ hands the answers to the remote's waiting requests, and waits for the result (or
 round) on the same upstream request. A forwarding nobody comes back to is cancelled after
 ``input_timeout`` seconds (the remote's question is answered with an error, its request
 cancelled upstream).
+
+Progress and log messages the remote sends while no downstream request is attached (the
+client is between two rounds) are held by the :class:`Relay` and passed on the next
+attached request's stream (the retry: 2026-07-28 basic/patterns/mrtr makes it the request
+the server is still working on), in order and before its result; one that ends while the
+client is between rounds gives its outcome, and what it said meanwhile, to the retry.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import secrets
@@ -73,17 +80,30 @@ class Forwarding:
         self.asks: dict[str, _Ask] = {}
         self.scope = trio.CancelScope()
         self.done = False
+        #: Ended because the client never came back for a round (``input_timeout``).
+        self.abandoned = False
+        #: Cancelled when a retry claims a forwarding that ended while parked.
+        self.linger = trio.CancelScope()
         self.result: Any = None
         self.error: BaseException | None = None
         self._keys = itertools.count(1)
         self._changed = trio.Event()
+        self._relay: Relay | None = None
 
     def _wake(self) -> None:
         self._changed.set()
 
+    def note(self, note: Notification) -> None:
+        """A remote's notification that belongs to this forwarding though it did not arrive
+        on its request's stream (a link without per-request streams: see
+        ``runtime.bridge``'s rule)."""
+        if self._relay is not None:
+            self._relay.note(note)
+
     async def run(self, send: Callable[[], Awaitable[Any]], relay: Relay) -> None:
         """Run the upstream request (``send``) to its end and record its result or error,
         once ``relay`` passed on what came before it (so they precede the response)."""
+        self._relay = relay
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(relay.run)
@@ -115,6 +135,7 @@ class Forwarding:
             await ask.answered.wait()
         self.asks.pop(key, None)
         if not ask.answered.is_set():
+            self.abandoned = True
             self.scope.cancel()  # nobody came back: give up the forwarded request
             raise PeerError(_NO_ANSWER, f"the client did not answer {method} in time")
         if ask.error is not None:
@@ -138,9 +159,16 @@ class Forwarding:
         result)``, or its error raised) or the remote asked something new (``(False,
         input_requests)``: an input round to answer)."""
         self.current = request
+        relay = self._relay
+        if relay is not None:
+            relay.attached()
         try:
             while True:
                 if self.done:
+                    if relay is not None:
+                        # What arrived after the last round and before the end, while no
+                        # request was attached: on the final reply's stream, before it.
+                        await relay.deliver(request)
                     if self.error is not None:
                         raise self.error
                     return True, self.result
@@ -172,6 +200,8 @@ class Relay:
 
     def __init__(self, target: Callable[[], Request | None]) -> None:
         self._target = target
+        #: Received, not yet passed on (waiting for a downstream request to be attached).
+        self.held: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
         self._send, self._receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](
             RELAY_QUEUE
         )
@@ -199,11 +229,30 @@ class Relay:
     def close(self) -> None:
         self._send.close()
 
+    def attached(self) -> None:
+        """A downstream request was attached (``target()`` is no longer None): what was held
+        while none was goes to it now."""
+        self._put("", {})
+
     async def run(self) -> None:
         async for method, params in self._receive:
+            if method:
+                self.held.append((method, params))
             request = self._target()
             if request is None:
+                # Between two input rounds (2026-07-28 basic/patterns/mrtr): no downstream
+                # request is attached; held for the next round's request (or the final
+                # reply's stream), at most RELAY_QUEUE (the oldest dropped past it).
+                while len(self.held) > RELAY_QUEUE:
+                    dropped, _ = self.held.popleft()
+                    log.warning("no downstream request between rounds: dropped %s", dropped)
                 continue
+            await self.deliver(request)
+
+    async def deliver(self, request: Request) -> None:
+        """Pass what is held on to ``request``, in order."""
+        while self.held:
+            method, params = self.held.popleft()
             if method == "notifications/progress":
                 token = request.meta.get("progressToken")
                 if not isinstance(token, str | int):

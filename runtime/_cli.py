@@ -255,6 +255,20 @@ _FLAGS = (
         type=_positive_int,
         metavar="N",
     ),
+    _Flag(
+        "upstream-round-timeout",
+        "a remote TARGET: how long its question (sampling, elicitation, roots, an input round) "
+        "waits for our client's answer (default 300)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "upstream-poll-max",
+        "a remote TARGET: the longest wait between two polls of its task run for our client "
+        "(default 5)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
 )
 
 #: The flags that configure the proxy of a remote TARGET (bridge.proxy_server's arguments).
@@ -264,6 +278,8 @@ _UPSTREAM_FLAGS = (
     "upstream_backoff_max",
     "upstream_retry_for",
     "max_upstream_sessions",
+    "upstream_round_timeout",
+    "upstream_poll_max",
 )
 
 
@@ -394,6 +410,10 @@ def _proxy_options(upstream: Mapping[str, Any]) -> dict[str, Any]:
         options["era"] = upstream["upstream_era"]
     if upstream.get("max_upstream_sessions") is not None:
         options["max_upstream_sessions"] = upstream["max_upstream_sessions"]
+    if upstream.get("upstream_round_timeout") is not None:
+        options["round_timeout"] = upstream["upstream_round_timeout"]
+    if upstream.get("upstream_poll_max") is not None:
+        options["max_poll_interval"] = upstream["upstream_poll_max"]
     policy: dict[str, Any] = {}
     if upstream.get("upstream_retries") is not None:
         policy["max_attempts"] = upstream["upstream_retries"]

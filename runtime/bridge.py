@@ -14,14 +14,15 @@ Forwarded faithfully:
 - cancellation: a downstream cancellation (or timeout) cancels the forwarded request, which
   the client turns into ``notifications/cancelled`` upstream (or a closed POST, 2026-07-28);
 - server-to-client requests (sampling, elicitation, roots) the remote sends on a handshake-era
-  session's upstream session go to that session's client (related to its newest request being
-  forwarded, if any), and its answer back; asked while forwarding a 2026-07-28 request, they
-  become input rounds of that request (``runtime._bridge_rounds``);
+  session's upstream session go to that session's client, and its answer back; asked while
+  forwarding a 2026-07-28 request, they become input rounds of that request
+  (``runtime._bridge_rounds``);
 - log messages of a 2026-07-28 request: its level passed on, the remote's messages on the
   forwarded request's stream relayed to it at that level;
 - subscriptions, list-changed and log messages (``resources/subscribe``, ``logging/setLevel``,
   ``subscriptions/listen`` and the remote's ``notifications/*``) to the client they belong to;
-- tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols.
+- tasks (``tasks/*`` and a task-augmented ``tools/call``) in both task protocols, forwarded
+  as they are within an era and translated across eras (``runtime._bridge_tasks``).
 
 Each downstream handshake-era session (an HTTP session, a stdio/TCP/WebSocket connection)
 gets an upstream client of its own (:class:`UpstreamSession`), opened by its ``initialize``
@@ -29,6 +30,16 @@ and closed when the session ends, so what the remote keeps per session (log leve
 subscriptions, roots, tasks, who answers its elicitations) is never shared between our
 clients; at most ``max_upstream_sessions`` at once. Stateless 2026-07-28 requests share one
 client, opened when serving starts.
+
+Which request a message of the remote belongs to: over Streamable HTTP, the request on whose
+response stream it arrives; progress, by its token; a question naming a task (2025-11-25
+``io.modelcontextprotocol/related-task``), that task. Over links without per-request streams
+(stdio, TCP, Unix, WebSocket, legacy SSE) a handshake-era session's questions and log
+messages go to that session's client (related to its request being forwarded: the only one,
+or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
+forwarded to a handshake-era remote one at a time (``Forward.lane``), so what the remote asks
+or logs meanwhile is the in-flight request's; to a 2026-07-28 remote (which asks only through
+input rounds) the requests that carry a log level go one at a time, for its log messages.
 
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
 starts, so the server's own middleware (and ``--middleware``) sees every forwarded request.
@@ -42,10 +53,17 @@ import logging
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import trio
 
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
+from ._bridge_tasks import (
+    LEGACY_TASKS_CAPABILITY,
+    HandshakeClientTasks,
+    ModernClientTasks,
+    related_task,
+)
 from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
 from .client import (
@@ -58,14 +76,16 @@ from .client import (
     open_client,
 )
 from .middleware import Middleware, Next, Request
-from .protocol import META_LOG_LEVEL, JSONRPCError, overloaded
+from .protocol import META_LOG_LEVEL, MISSING_CLIENT_CAPABILITY, JSONRPCError, overloaded
 
 if TYPE_CHECKING:
     from ._server import Server
     from .core import Peer
 
 __all__ = [
+    "DEFAULT_MAX_POLL_INTERVAL",
     "DEFAULT_MAX_UPSTREAM_SESSIONS",
+    "DEFAULT_ROUND_TIMEOUT",
     "FORWARDED_METHODS",
     "Forward",
     "UpstreamSession",
@@ -132,8 +152,15 @@ _META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 #: Input rounds answered for one forwarded request (as the client's own limit).
 MAX_INPUT_ROUNDS: Final = 10
 
-#: How long a forwarded server-to-client request may wait for our client's answer.
-SERVER_REQUEST_TIMEOUT: Final = 300.0
+#: The default of ``round_timeout`` (``--upstream-round-timeout``): how long a remote's
+#: question (a forwarded server-to-client request, or an input round of a 2026-07-28 client)
+#: may wait for our client's answer before it is answered with an error.
+DEFAULT_ROUND_TIMEOUT: Final = 300.0
+
+#: The default of ``max_poll_interval`` (``--upstream-poll-max``): the longest wait, in
+#: seconds, between two polls of a remote's task the proxy runs for its client (the task's
+#: own ``pollIntervalMs``/``pollInterval`` is honored up to this).
+DEFAULT_MAX_POLL_INTERVAL: Final = 5.0
 
 
 def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
@@ -151,15 +178,25 @@ def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-async def _ask(request: Request, method: str, params: Any) -> Any:
+async def _ask(request: Request, method: str, params: Any, timeout: float) -> Any:
     """A server-to-client request to the client of ``request`` (handshake era), its JSON-RPC
     error passed back as the remote's client error."""
     try:
         return await request.context.peer.request(
-            method, params, timeout=SERVER_REQUEST_TIMEOUT, related=request.id
+            method, params, timeout=timeout, related=request.id
         )
     except JSONRPCError as exc:
         raise PeerError(exc.code, exc.message, exc.data) from None
+
+
+def _related_request(in_flight: list[Request], params: Any) -> Any:
+    """The downstream request a remote's question relates to (UpstreamSession.handler)."""
+    task_id = related_task(params)
+    if task_id is not None:
+        for request in in_flight:
+            if request.method == "tasks/result" and request.params.get("taskId") == task_id:
+                return request.id
+    return in_flight[-1].id if in_flight else None
 
 
 def _client_error(exc: BaseException) -> ClientError | None:
@@ -199,8 +236,18 @@ class UpstreamSession:
     remote, the remote's notifications relayed to that session only, the remote's requests
     asked of that session's client."""
 
-    def __init__(self, peer: Peer, capabilities: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        capabilities: Mapping[str, Any],
+        round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+    ) -> None:
         self.peer = peer
+        self.round_timeout = round_timeout
+        self.max_poll_interval = max_poll_interval
+        #: A 2026-07-28 remote: this session's 2025-11-25 tasks translated (_bridge_tasks).
+        self.tasks: HandshakeClientTasks | None = None
         #: What the downstream client declared: the upstream client declares the same
         #: sampling/elicitation/roots, so the remote asks only what can be answered.
         self.capabilities = dict(capabilities)
@@ -218,12 +265,16 @@ class UpstreamSession:
 
     def handler(self, method: str) -> Any:
         async def ask(params: dict[str, Any]) -> Any:
-            # The newest request of this session being forwarded is the one the remote is
-            # working on (2025-11-25 basic/transports: related requests); else unrelated.
-            related = self.in_flight[-1].id if self.in_flight else None
+            # A question that did not arrive on a forwarded request's stream (a remote link
+            # without them, or the session's own stream): related (2025-11-25
+            # basic/transports) to the tasks/result waiting for the task it names
+            # (related-task _meta), else to the request of this session being forwarded
+            # (the only one, or with several the newest: any of them reaches the same
+            # client, only the stream differs); else unrelated.
+            related = _related_request(self.in_flight, params)
             try:
                 return await self.peer.request(
-                    method, params, timeout=SERVER_REQUEST_TIMEOUT, related=related
+                    method, params, timeout=self.round_timeout, related=related
                 )
             except JSONRPCError as exc:
                 raise PeerError(exc.code, exc.message, exc.data) from None
@@ -285,6 +336,8 @@ class UpstreamSession:
                 self.failure = f"cannot reach the remote MCP server: {reason}"
                 return
             self.client = client
+            if client.era == "modern":
+                self.tasks = HandshakeClientTasks(client, max_poll_interval=self.max_poll_interval)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if client.era == "modern":
@@ -403,10 +456,20 @@ class Forward(Middleware):
     through the downstream session's :class:`UpstreamSession`, or ``client`` (the shared
     one, set while serving) for 2026-07-28 requests."""
 
-    def __init__(self, max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS) -> None:
+    def __init__(
+        self,
+        max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
+        *,
+        round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+    ) -> None:
         self.client: Client | None = None
         self.connect: Connect | None = None
         self.max_upstream_sessions = max_upstream_sessions
+        self.round_timeout = round_timeout
+        self.max_poll_interval = max_poll_interval
+        #: 2026-07-28 clients' tasks on a handshake-era remote, translated (_bridge_tasks).
+        self.tasks = ModernClientTasks(round_timeout=round_timeout)
         #: The upstream sessions open now (one per downstream handshake-era session).
         self.sessions: set[UpstreamSession] = set()
         #: Modern requests being forwarded through the shared client, oldest first.
@@ -418,6 +481,16 @@ class Forward(Middleware):
         #: first; and those parked in an input round, by their ``requestState``.
         self.forwardings: list[Forwarding] = []
         self.parked: dict[str, Forwarding] = {}
+        #: Whether the remote's link ties each message to its request (Streamable HTTP:
+        #: per-request response streams); set by proxy_server from the target.
+        self.streams_per_request = True
+        #: Without per-request streams: 2026-07-28 requests that can be asked questions are
+        #: forwarded to a handshake-era remote one at a time (held until the remote's
+        #: request ends, input rounds included).
+        self.lane = trio.Semaphore(1)
+        #: 2026-07-28 requests being forwarded through the shared client that carry a log
+        #: level, and the relay passing the remote's log messages on to each.
+        self.relays: dict[Request, Relay] = {}
         #: The log level set on a handshake-era shared client (the lowest any 2026-07-28
         #: request asked for: each request's own level is applied when relaying).
         self.shared_level: str | None = None
@@ -442,7 +515,9 @@ class Forward(Middleware):
             if request.method == "initialize":
                 asked = request.params.get("capabilities")
                 caps = asked if isinstance(asked, dict) else {}
-            upstream = UpstreamSession(request.context.peer, caps)
+            upstream = UpstreamSession(
+                request.context.peer, caps, self.round_timeout, self.max_poll_interval
+            )
             state[_SESSION_KEY] = upstream
             self.sessions.add(upstream)
 
@@ -505,8 +580,29 @@ class Forward(Middleware):
                 params["_meta"] = {**(params.get("_meta") or {}), META_LOG_LEVEL: level}
             elif level is not None:
                 await self._lower_shared_level(client, level)
+            if client.era != request.era and (
+                method.startswith("tasks/") or method == "tools/call"
+            ):
+                crossed = await self._tasks_across(client, method, params, request, upstream)
+                if crossed is not _NOT_A_TASK:
+                    return crossed
             if not handshake and client.era == "handshake" and method in _ASKING_METHODS:
                 return await self._forward_rounds(client, method, params, request)
+            if (
+                not handshake
+                and client.era == "modern"
+                and level is not None
+                and not self.streams_per_request
+            ):
+                # A 2026-07-28 remote over a link without per-request streams: its log
+                # messages name no request, so requests that want them go one at a time
+                # (the lane) and get what arrives meanwhile (on_shared_notification).
+                async with self.lane:
+                    in_flight.append(request)
+                    try:
+                        return await self._forward_relaying(client, method, params, request, level)
+                    finally:
+                        in_flight.remove(request)
             in_flight.append(request)
             try:
                 return await self._forward_relaying(client, method, params, request, level)
@@ -524,6 +620,56 @@ class Forward(Middleware):
             raise
         except ClientError as exc:
             raise JSONRPCError(-32603, f"the remote MCP server: {exc}") from None
+
+    async def _tasks_across(
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        request: Request,
+        upstream: UpstreamSession | None,
+    ) -> Any:
+        """Tasks translated between the two task protocols (``runtime._bridge_tasks``), or
+        ``_NOT_A_TASK`` for a ``tools/call`` that is not one."""
+        if upstream is not None:  # a handshake-era client, a 2026-07-28 remote
+            tasks = upstream.tasks
+            assert tasks is not None
+            if method.startswith("tasks/"):
+
+                async def ask(asked: str, inner: dict[str, Any]) -> Any:
+                    return await _ask(request, asked, inner, self.round_timeout)
+
+                return await tasks.handle(method, params, ask)
+            if "task" not in params:
+                return _NOT_A_TASK
+
+            async def forward(sent: dict[str, Any]) -> Any:
+                return await self._forward(client, method, sent, request, None, keep_task=True)
+
+            return await tasks.call(params, forward)
+        # A 2026-07-28 client, a handshake-era remote.
+        if method.startswith("tasks/"):
+            return await self.tasks.handle(client, method, params)
+        caps = client.description.capabilities if client.description else {}
+        remote_tasks = ((caps.get("tasks") or {}).get("requests") or {}).get("tools") or {}
+        if "call" not in remote_tasks:
+            return _NOT_A_TASK
+        support = await self.tasks.task_support(client, str(params.get("name")))
+        if support not in ("optional", "required"):
+            return _NOT_A_TASK
+        extensions = request.context.client_capabilities.get("extensions")
+        if not (isinstance(extensions, dict) and _TASKS_EXTENSION in extensions):
+            if support == "required":
+                # SEP-2663 "Required Capabilities": -32021 naming the extension.
+                raise JSONRPCError(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: the {_TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {_TASKS_EXTENSION: {}}}},
+                )
+            return _NOT_A_TASK
+        if self.nursery is None:
+            raise RuntimeError("the proxy is not serving")
+        return await self.tasks.call(client, params, self.nursery)
 
     async def _session_method(
         self, request: Request, call_next: Next, client: Client, upstream: UpstreamSession | None
@@ -618,7 +764,7 @@ class Forward(Middleware):
         try:
             while True:
                 wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
-                await trio.sleep(min(wait, _MAX_TASK_POLL_MS) / 1000)
+                await trio.sleep(min(wait / 1000, self.max_poll_interval))
                 try:
                     task = await client.get_task(task_id)
                 except PeerError as exc:
@@ -641,7 +787,12 @@ class Forward(Middleware):
                 }
                 if task.status == "input_required" and fresh:
                     responses = {
-                        key: await _ask(request, str(asked.get("method")), asked.get("params"))
+                        key: await _ask(
+                            request,
+                            str(asked.get("method")),
+                            asked.get("params"),
+                            self.round_timeout,
+                        )
                         for key, asked in fresh.items()
                     }
                     answered.update(responses)
@@ -682,9 +833,19 @@ class Forward(Middleware):
                 raise JSONRPCError(
                     -32602, "Invalid params: requestState is unknown or its request ended"
                 )
+            forwarding.linger.cancel()
             forwarding.answer(params.get("inputResponses"))
         else:
-            forwarding = self._start_forwarding(client, method, params, request)
+            if not self.streams_per_request:
+                # No per-request streams to the remote: one such forwarding at a time, so
+                # what the remote sends meanwhile is its (the module docstring's rule).
+                await self.lane.acquire()
+            try:
+                forwarding = self._start_forwarding(client, method, params, request)
+            except BaseException:
+                if not self.streams_per_request:
+                    self.lane.release()
+                raise
         try:
             finished, value = await forwarding.outcome(request)
         except PeerError as exc:
@@ -704,7 +865,7 @@ class Forward(Middleware):
         nursery = self.nursery
         if nursery is None:
             raise RuntimeError("the proxy is not serving")
-        forwarding = Forwarding(request, SERVER_REQUEST_TIMEOUT)
+        forwarding = Forwarding(request, self.round_timeout)
         relay = Relay(lambda: forwarding.current)
 
         async def send() -> Any:
@@ -723,6 +884,16 @@ class Forward(Middleware):
                 await forwarding.run(send, relay)
             finally:
                 self.forwardings.remove(forwarding)
+                if not self.streams_per_request:
+                    self.lane.release()
+            try:
+                if forwarding.state in self.parked and not forwarding.abandoned:
+                    # The remote answered while our client was between two rounds: its
+                    # retry gets the outcome (and what the remote said meanwhile), if it
+                    # comes within round_timeout.
+                    with forwarding.linger, trio.move_on_after(self.round_timeout):
+                        await trio.sleep_forever()
+            finally:
                 self.parked.pop(forwarding.state, None)
 
         nursery.start_soon(run)
@@ -736,7 +907,15 @@ class Forward(Middleware):
         request: Request,
         progress: Any,
         on_notification: Any = None,
+        *,
+        keep_task: bool = False,
     ) -> Any:
+        on_request = None
+        if request.era == "handshake":
+
+            async def on_request(asked: str, inner: dict[str, Any]) -> Any:
+                return await _ask(request, asked, inner, self.round_timeout)
+
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
                 # No timeout of our own: the downstream request's cancel scope bounds it.
@@ -746,11 +925,14 @@ class Forward(Middleware):
                     timeout=None,
                     progress=progress,
                     on_notification=on_notification,
+                    # A question on this request's own stream (Streamable HTTP) is this
+                    # request's: asked of its client, related to it.
+                    on_request=on_request,
                 )
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
             kind = result.get("resultType") if isinstance(result, dict) else None
-            if kind == "task" and request.era == "modern":
+            if kind == "task" and (request.era == "modern" or keep_task):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
                 # remote's, polled through us with tasks/get (forwarded).
                 return _per_hop_removed(result, keep_result_type=True)
@@ -767,7 +949,9 @@ class Forward(Middleware):
             # A handshake-era client: each input request becomes a server-to-client request.
             answers: dict[str, Any] = {}
             for key, asked in (result.get("inputRequests") or {}).items():
-                answers[key] = await _ask(request, str(asked.get("method")), asked.get("params"))
+                answers[key] = await _ask(
+                    request, str(asked.get("method")), asked.get("params"), self.round_timeout
+                )
             params = {**params, "inputResponses": answers}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
@@ -790,6 +974,8 @@ class Forward(Middleware):
         if not isinstance(token, str | int) and level is None:
             return await self._forward(client, method, params, request, None)
         relay = Relay(lambda: request)
+        if level is not None:
+            self.relays[request] = relay
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay.run)
             try:
@@ -802,6 +988,7 @@ class Forward(Middleware):
                     relay.note if level is not None else None,
                 )
             finally:
+                self.relays.pop(request, None)
                 relay.close()
 
     def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
@@ -815,18 +1002,40 @@ class Forward(Middleware):
             caps.pop(feature, None)
             if feature in remote.capabilities:
                 caps[feature] = remote.capabilities[feature]
-        # Tasks are forwarded, not translated between the two task protocols: declared only
-        # when the remote speaks the one of our client's era.
+        # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
+        # declared in our client's protocol whenever the remote has tool-call tasks in its.
         same_era = client.era == ("modern" if modern else "handshake")
+        extensions = remote.capabilities.get("extensions")
+        remote_extension = isinstance(extensions, dict) and _TASKS_EXTENSION in extensions
+        remote_tasks = remote.capabilities.get("tasks")
+        remote_tool_tasks = isinstance(remote_tasks, dict) and "call" in (
+            (remote_tasks.get("requests") or {}).get("tools") or {}
+        )
         if not same_era:
             caps.pop("tasks", None)
-        extensions = remote.capabilities.get("extensions")
-        if same_era and modern and isinstance(extensions, dict) and _TASKS_EXTENSION in extensions:
+            if not modern and remote_extension:
+                caps["tasks"] = {key: dict(value) for key, value in LEGACY_TASKS_CAPABILITY.items()}
+        if modern and (remote_extension if same_era else remote_tool_tasks):
             caps["extensions"] = {**(caps.get("extensions") or {}), _TASKS_EXTENSION: {}}
         result["capabilities"] = caps
         if remote.instructions and "instructions" not in result:
             result["instructions"] = remote.instructions
         return result
+
+    def on_shared_notification(self, note: Notification) -> None:
+        """The shared client's notifications (synchronously). Over a link without
+        per-request streams a handshake-era remote's log message names no request: it goes to
+        the one 2026-07-28 forwarding in flight (the lane makes it the only one)."""
+        if note.method == "notifications/tools/list_changed":
+            self.tasks.support.clear()  # tools' taskSupport is read again on next use
+        if self.streams_per_request or note.method != "notifications/message":
+            return
+        if len(self.forwardings) == 1:
+            self.forwardings[0].note(note)
+        elif not self.forwardings and len(self.relays) == 1:
+            # A 2026-07-28 remote (or a request that cannot be asked): the one request in
+            # flight that wants log messages (the lane keeps it the only one).
+            next(iter(self.relays.values())).note(note)
 
     def handler(self, method: str) -> Any:
         """The shared client's handler for the remote's ``method`` requests."""
@@ -837,6 +1046,9 @@ class Forward(Middleware):
             # forwarded request's stream went to its forwarding already (on_request); one
             # over a link that cannot tell (stdio, TCP, WebSocket, legacy SSE) goes to the
             # newest forwarding, as a handshake-era session's do (UpstreamSession.handler).
+            bridged = await self.tasks.ask_for(params)
+            if bridged is not None:  # a translated task's question (related-task _meta)
+                return await bridged.ask(method, params, self.round_timeout)
             if self.forwardings:
                 return await self.forwardings[-1].ask(method, params)
             raise PeerError(
@@ -846,12 +1058,11 @@ class Forward(Middleware):
         return forward
 
 
-#: The longest wait between two polls of a remote's task run for a handshake-era client
-#: (its ``pollIntervalMs`` is honored up to this).
-_MAX_TASK_POLL_MS: Final = 5000
-
 #: How long cancelling a remote's task may take once our client went away.
 _CANCEL_WAIT: Final = 2.0
+
+#: ``_tasks_across``: the request is not a task; forward it as any other.
+_NOT_A_TASK: Final = object()
 
 #: The 2026-07-28 requests that may get an input round (basic/patterns/mrtr).
 _ASKING_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
@@ -872,16 +1083,28 @@ def proxy_server(
     bearer_token: str | None = None,
     backoff: Backoff | None = None,
     max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
+    round_timeout: float = DEFAULT_ROUND_TIMEOUT,
+    max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
 ) -> Server:
     """A :class:`runtime.Server` serving the MCP server at ``target`` (any target
     :func:`runtime.client.open_client` takes). A shared client is connected when serving
     starts (its lifespan; it answers 2026-07-28 requests) and closed when serving ends; each
-    downstream handshake-era session gets its own (at most ``max_upstream_sessions``)."""
+    downstream handshake-era session gets its own (at most ``max_upstream_sessions``).
+    ``round_timeout``: seconds a remote's question waits for our client's answer (a
+    server-to-client request, or a 2026-07-28 client's input round); ``max_poll_interval``:
+    the longest wait, in seconds, between two polls of a remote's task run for our client."""
     from ._server import Server
 
     if max_upstream_sessions < 1:
         raise ValueError("max_upstream_sessions must be at least 1")
-    forward = Forward(max_upstream_sessions)
+    if not round_timeout > 0:
+        raise ValueError("round_timeout must be a positive number of seconds")
+    if not max_poll_interval > 0:
+        raise ValueError("max_poll_interval must be a positive number of seconds")
+    forward = Forward(
+        max_upstream_sessions, round_timeout=round_timeout, max_poll_interval=max_poll_interval
+    )
+    forward.streams_per_request = _streams_per_request(target)
 
     def connect(**handlers: Any) -> contextlib.AbstractAsyncContextManager[Client]:
         return open_client(
@@ -908,6 +1131,7 @@ def proxy_server(
                         sampling=forward.handler("sampling/createMessage"),
                         elicitation=forward.handler("elicitation/create"),
                         roots=forward.handler("roots/list"),
+                        on_notification=forward.on_shared_notification,
                     )
                 )
             except (ClientError, BaseExceptionGroup) as exc:
@@ -934,6 +1158,15 @@ def proxy_server(
     app = Server(name, lifespan=lifespan)
     app.add_middleware(forward)
     return app
+
+
+def _streams_per_request(target: str | Sequence[str]) -> bool:
+    """Whether ``target`` is Streamable HTTP, whose per-request response streams tie each
+    message of the remote to its request (a legacy ``/sse`` URL, stdio, TCP, Unix, pipes
+    and WebSocket do not)."""
+    if not isinstance(target, str) or not target.startswith(("http://", "https://")):
+        return False
+    return not urlsplit(target).path.rstrip("/").endswith("/sse")
 
 
 def proxy_target(target: str) -> str | list[str]:

@@ -2,6 +2,7 @@
 and elicits during a tool call, behind our proxy.
 
 python sdk_asking_upstream.py PORT   # Streamable HTTP at /mcp, stateful, SSE answers
+python sdk_asking_upstream.py stdio  # stdio (no per-request streams)
 """
 
 import sys
@@ -34,5 +35,16 @@ async def ask_name(ctx: Context) -> str:
     return f"hello {answer.data.name}"
 
 
-if __name__ == "__main__":
+@mcp.tool()
+async def introduce(tag: str, ctx: Context) -> str:
+    """Logs, elicits a name for ``tag`` (the question names it), logs again."""
+    await ctx.info(f"before {tag}")
+    answer = await ctx.elicit(f"name for {tag}?", Name)
+    await ctx.info(f"after {tag}")
+    return f"{tag}: {answer.data.name if answer.action == 'accept' else answer.action}"
+
+
+if __name__ == "__main__" and sys.argv[1] == "stdio":
+    mcp.run("stdio")
+elif __name__ == "__main__":
     mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), streamable_http_path="/mcp")

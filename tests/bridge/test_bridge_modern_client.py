@@ -167,17 +167,14 @@ def retry_of(state: str) -> dict[str, Any]:
     }
 
 
-async def test_an_input_round_nobody_answers_ends_the_forwarded_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_an_input_round_nobody_answers_ends_the_forwarded_request() -> None:
     """The client takes the round (``request`` does not answer rounds) and never retries:
     after the input timeout the remote's elicitation is answered with an error, its request
-    ends, and a late retry is refused."""
-    monkeypatch.setattr("runtime.bridge.SERVER_REQUEST_TIMEOUT", 0.5)
+    ends, and a late retry is refused (``round_timeout``, ``--upstream-round-timeout``)."""
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             port = (await nursery.start(upstream().serve_http))[1]
-            proxy = proxy_server(f"http://127.0.0.1:{port}/mcp", era="handshake")
+            proxy = proxy_server(f"http://127.0.0.1:{port}/mcp", era="handshake", round_timeout=0.5)
             proxy_port = (await nursery.start(proxy.serve_http))[1]
             (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
 

@@ -181,9 +181,9 @@ async def test_tasks_cross_the_proxy(era: Any) -> None:
 @pytest.mark.parametrize(
     ("upstream_era", "downstream_era"), [("modern", "handshake"), ("handshake", "modern")]
 )
-async def test_tasks_are_not_declared_across_eras(upstream_era: Any, downstream_era: Any) -> None:
-    """The two task protocols are not translated: a client of the other era is not told
-    the remote has tasks (docs/bridges.md "Not covered yet")."""
+async def test_tasks_are_declared_across_eras(upstream_era: Any, downstream_era: Any) -> None:
+    """The two task protocols are translated (test_bridge_tasks_translated.py): a client of
+    the other era is told the remote has tasks, in its own era's terms."""
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             port = (await nursery.start(upstream().serve_tcp))[1]
@@ -192,8 +192,13 @@ async def test_tasks_are_not_declared_across_eras(upstream_era: Any, downstream_
             url = f"http://127.0.0.1:{proxy_port}/mcp"
             async with open_client(url, era=downstream_era) as client:
                 caps = client.description.capabilities if client.description else {}
-                assert "tasks" not in caps
-                assert "io.modelcontextprotocol/tasks" not in (caps.get("extensions") or {})
+                extensions = caps.get("extensions") or {}
+                if downstream_era == "handshake":
+                    assert caps["tasks"]["requests"] == {"tools": {"call": {}}}
+                    assert "io.modelcontextprotocol/tasks" not in extensions
+                else:
+                    assert "tasks" not in caps
+                    assert "io.modelcontextprotocol/tasks" in extensions
                 assert "tools" in caps
             nursery.cancel_scope.cancel()
 

@@ -1,0 +1,541 @@
+"""Tasks across eras: the bridge translating between the two task protocols.
+
+2025-11-25 (basic/utilities/tasks, experimental) is requestor-directed: the client asks for a
+task with ``params.task``, gets ``CreateTaskResult`` (``{"task": Task}``), polls ``tasks/get``
+(a ``Task``: ``ttl``, ``pollInterval``, no result inline), takes the result from
+``tasks/result`` (which blocks until the task ends; the server's input requests arrive as
+server-to-client requests while it waits, with ``_meta["io.modelcontextprotocol/related-task"]``),
+lists with ``tasks/list`` and cancels with ``tasks/cancel`` (answered with the cancelled task;
+a terminal one refused with -32602).
+
+2026-07-28 (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663) is server-directed: a
+client that declares the extension may get ``resultType: "task"`` and a ``DetailedTask``
+(``ttlMs``, ``pollIntervalMs``; ``result``, ``error`` or ``inputRequests`` inline by status),
+polls ``tasks/get``, answers input with ``tasks/update`` and cancels with ``tasks/cancel``
+(acknowledged ``{}``, cooperative). No ``tasks/result``, no ``tasks/list``.
+
+:class:`HandshakeClientTasks` serves a handshake-era client's tasks from a 2026-07-28 remote
+(one per upstream session): ``params.task`` is dropped and the remote decides; a task it makes
+keeps the remote's id, answered as ``{"task": Task}``; a call it answers at once becomes a
+completed task of ours (``mcp-runtime-bridge-task:`` ids) holding that result. ``tasks/result``
+polls the remote's task at its poll interval (up to ``max_poll_interval``), its input requests
+asked of our client as server-to-client requests carrying the related-task ``_meta`` and
+answered with ``tasks/update``. ``tasks/list`` lists the tasks made through this session (one
+page). ``tasks/cancel`` cancels upstream and answers the task once the remote reports it
+cancelled (-32603 if it does not within ``CANCEL_WAIT``).
+
+:class:`ModernClientTasks` serves a 2026-07-28 client's tasks from a handshake-era remote (one
+per proxy: such clients share one upstream session): a ``tools/call`` of a client that declares
+the extension, for a tool the remote lists with ``execution.taskSupport``, is sent with
+``params.task``; the remote's task keeps its id, answered as ``resultType: "task"``. A watcher
+holds the remote's ``tasks/result`` for each such task: its outcome becomes the task's inline
+``result`` or ``error``, and the requests the remote sends while it waits (tied to the task by
+the related-task ``_meta``, or by arriving on that ``tasks/result``'s own stream) become the
+task's ``inputRequests``, answered by ``tasks/update``. At most ``MAX_BRIDGED_TASKS`` are held
+(the oldest ended one is forgotten first; -32010 when all are running).
+
+Not mappable, refused precisely: ``tasks/result`` and ``tasks/list`` from a 2026-07-28 client
+(-32601: not in that protocol), a cursor our one-page ``tasks/list`` never gave (-32602), a task
+id we did not make (-32602 ``Unknown task``), an input response for no pending request (-32602).
+``notifications/tasks/status`` is not synthesized across eras (it is optional in 2025-11-25).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from .client import Client, ClientError, PeerError
+from .protocol import JSONRPCError, overloaded
+
+__all__ = [
+    "CANCEL_WAIT",
+    "LEGACY_TASKS_CAPABILITY",
+    "MAX_BRIDGED_TASKS",
+    "RELATED_TASK",
+    "HandshakeClientTasks",
+    "ModernClientTasks",
+    "detailed_task",
+    "legacy_task",
+    "related_task",
+]
+
+#: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to a task.
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+
+#: The 2025-11-25 ``tasks`` server capability the proxy declares to a handshake-era client of a
+#: 2026-07-28 remote with the tasks extension (list, cancel, task-augmented tools/call).
+LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"tools": {"call": {}}},
+}
+
+#: How long a cancellation may take to show on the remote before the 2025-11-25 answer (which
+#: must be the cancelled task) gives up with -32603; also the bound on cancelling a remote
+#: task once our client went away.
+CANCEL_WAIT: Final = 2.0
+
+#: Tasks of 2026-07-28 clients held at once on a handshake-era remote (each has a watcher);
+#: also the tasks a handshake-era session made on a 2026-07-28 remote that we keep track of
+#: (tasks/list; past it the oldest is forgotten, then an unknown task through us).
+MAX_BRIDGED_TASKS: Final = 256
+
+#: Our own ids (a call the remote answered at once) start with this.
+_INLINE_PREFIX: Final = "mcp-runtime-bridge-task:"
+#: Inline-answered tasks a session keeps at most (the oldest forgotten first).
+_MAX_INLINE: Final = 64
+
+_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_INVALID_PARAMS: Final = -32602
+_INTERNAL_ERROR: Final = -32603
+
+Ask = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+def _unknown(task_id: Any) -> JSONRPCError:
+    return JSONRPCError(_INVALID_PARAMS, "Unknown task", {"taskId": str(task_id)[:100]})
+
+
+def _task_id(params: dict[str, Any]) -> str:
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str):
+        raise JSONRPCError(_INVALID_PARAMS, "Invalid params: taskId must be a string")
+    return task_id
+
+
+def _peer(exc: PeerError) -> JSONRPCError:
+    return JSONRPCError(exc.code, exc.message, exc.data)
+
+
+def related_task(params: Any) -> str | None:
+    """The task id a remote's message names in its related-task ``_meta``, if any."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+    task_id = related.get("taskId") if isinstance(related, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+def _without_related(params: dict[str, Any]) -> dict[str, Any]:
+    """The remote's request params without the related-task ``_meta`` (2025-11-25, per hop)."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or RELATED_TASK not in meta:
+        return params
+    kept = {k: v for k, v in meta.items() if k != RELATED_TASK}
+    out = {k: v for k, v in params.items() if k != "_meta"}
+    if kept:
+        out["_meta"] = kept
+    return out
+
+
+def legacy_task(task: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 ``DetailedTask`` as the 2025-11-25 ``Task``: ``ttl``/``pollInterval``, no
+    ``resultType``, result, error or input requests inline (``tasks/result`` gives those)."""
+    out: dict[str, Any] = {
+        key: task[key]
+        for key in ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt")
+        if key in task
+    }
+    out["ttl"] = task.get("ttlMs")
+    if isinstance(task.get("pollIntervalMs"), int):
+        out["pollInterval"] = task["pollIntervalMs"]
+    return out
+
+
+def detailed_task(task: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 ``Task`` as the 2026-07-28 ``DetailedTask`` without its inline parts."""
+    out: dict[str, Any] = {
+        key: task[key]
+        for key in ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt")
+        if key in task
+    }
+    out["ttlMs"] = task.get("ttl")
+    if isinstance(task.get("pollInterval"), int):
+        out["pollIntervalMs"] = task["pollInterval"]
+    return out
+
+
+def _with_related(result: Any, task_id: str) -> Any:
+    """2025-11-25 ``tasks/result``: the result carries the related-task ``_meta``."""
+    if not isinstance(result, dict):
+        return result
+    meta = dict(result.get("_meta") or {})
+    meta[RELATED_TASK] = {"taskId": task_id}
+    return {**result, "_meta": meta}
+
+
+def _error_of(task: dict[str, Any]) -> JSONRPCError:
+    error = task.get("error") if isinstance(task.get("error"), dict) else {}
+    assert isinstance(error, dict)
+    code = error.get("code")
+    return JSONRPCError(
+        code if isinstance(code, int) else _INTERNAL_ERROR,
+        str(error.get("message") or f"the remote's task {task.get('status')}"),
+        error.get("data"),
+    )
+
+
+async def _request(client: Client, method: str, params: dict[str, Any], **kw: Any) -> Any:
+    try:
+        return await client.request(method, params, **kw)
+    except PeerError as exc:
+        raise _peer(exc) from None
+
+
+class HandshakeClientTasks:
+    """A handshake-era (2025-11-25) client's tasks, run on a 2026-07-28 remote through the
+    client of one upstream session (see the module docstring)."""
+
+    def __init__(self, client: Client, *, max_poll_interval: float) -> None:
+        self.client = client
+        self.max_poll_interval = max_poll_interval
+        #: The remote's task ids made through this session, oldest first (tasks/list).
+        self.made: dict[str, None] = {}
+        #: Our completed tasks for calls the remote answered at once: id -> (task, result).
+        self.inline: dict[str, tuple[dict[str, Any], Any]] = {}
+
+    async def call(
+        self, params: dict[str, Any], forward: Callable[[dict[str, Any]], Awaitable[Any]]
+    ) -> dict[str, Any]:
+        """A task-augmented ``tools/call``: sent without ``params.task`` (the remote decides,
+        our client declares the extension); ``forward`` sends it and strips per-hop fields
+        except ``resultType``."""
+        ttl = params["task"].get("ttl") if isinstance(params.get("task"), dict) else None
+        sent = {k: v for k, v in params.items() if k != "task"}
+        result = await forward(sent)
+        if isinstance(result, dict) and result.get("resultType") == "task":
+            task_id = str(result.get("taskId"))
+            self.made[task_id] = None
+            while len(self.made) > MAX_BRIDGED_TASKS:
+                del self.made[next(iter(self.made))]  # the oldest: Unknown task through us
+            return {"task": legacy_task(result)}
+        # Answered at once: a completed task of ours holds the result (2025-11-25 requires a
+        # CreateTaskResult once the receiver accepted the augmentation).
+        now = _now()
+        ours = _INLINE_PREFIX + secrets.token_urlsafe(18)
+        task: dict[str, Any] = {
+            "taskId": ours,
+            "status": "completed",
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttl": ttl if isinstance(ttl, int) else None,
+        }
+        if isinstance(result, dict):
+            result.pop("resultType", None)
+        self.inline[ours] = (task, result)
+        while len(self.inline) > _MAX_INLINE:
+            del self.inline[next(iter(self.inline))]
+        return {"task": dict(task)}
+
+    async def handle(self, method: str, params: dict[str, Any], ask: Ask) -> Any:
+        """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel`` of our client.
+        ``ask(method, params)`` puts a remote task's input request to our client."""
+        if method == "tasks/list":
+            return await self._list(params)
+        task_id = _task_id(params)
+        if method == "tasks/update":
+            raise JSONRPCError.method_not_found(method)  # not in 2025-11-25
+        inline = self.inline.get(task_id)
+        if inline is None and task_id not in self.made:
+            raise _unknown(task_id)
+        if method == "tasks/get":
+            return dict(inline[0]) if inline else legacy_task(await self._get(task_id))
+        if method == "tasks/result":
+            if inline is not None:
+                return _with_related(inline[1], task_id)
+            return _with_related(await self._result(task_id, ask), task_id)
+        if method == "tasks/cancel":
+            if inline is not None:
+                raise JSONRPCError(
+                    _INVALID_PARAMS, "Task is already completed", {"taskId": task_id}
+                )
+            return await self._cancel(task_id)
+        raise JSONRPCError.method_not_found(method)
+
+    async def _get(self, task_id: str) -> dict[str, Any]:
+        task = await _request(self.client, "tasks/get", {"taskId": task_id})
+        if not isinstance(task, dict):
+            raise JSONRPCError(_INTERNAL_ERROR, "the remote's tasks/get answered no task")
+        return task
+
+    async def _result(self, task_id: str, ask: Ask) -> Any:
+        """Poll the remote's task until it ends; its input requests asked of our client (with
+        the related-task ``_meta``) and answered with ``tasks/update``."""
+        answered: set[str] = set()
+        task = await self._get(task_id)
+        while True:
+            status = task.get("status")
+            if status == "completed":
+                return task.get("result")
+            if status == "failed":
+                raise _error_of(task)
+            if status == "cancelled":
+                raise JSONRPCError(_INVALID_PARAMS, "Task was cancelled", {"taskId": task_id})
+            asked = task.get("inputRequests")
+            fresh = {
+                key: request
+                for key, request in (asked if isinstance(asked, dict) else {}).items()
+                if key not in answered and isinstance(request, dict)
+            }
+            if status == "input_required" and fresh:
+                responses: dict[str, Any] = {}
+                for key, request in fresh.items():
+                    inner = dict(request.get("params") or {})
+                    meta = dict(inner.get("_meta") or {})
+                    meta[RELATED_TASK] = {"taskId": task_id}
+                    inner["_meta"] = meta
+                    responses[key] = await ask(str(request.get("method")), inner)
+                answered.update(responses)
+                await _request(
+                    self.client, "tasks/update", {"taskId": task_id, "inputResponses": responses}
+                )
+            else:
+                interval = task.get("pollIntervalMs")
+                wait = interval / 1000 if isinstance(interval, int | float) else 0.2
+                await trio.sleep(min(max(wait, 0.0), self.max_poll_interval))
+            task = await self._get(task_id)
+
+    async def _cancel(self, task_id: str) -> dict[str, Any]:
+        task = await self._get(task_id)
+        if task.get("status") in _TERMINAL:
+            raise JSONRPCError(
+                _INVALID_PARAMS, f"Task is already {task.get('status')}", {"taskId": task_id}
+            )
+        await _request(self.client, "tasks/cancel", {"taskId": task_id})
+        # 2025-11-25: the answer is the task, cancelled; the extension's cancellation may be
+        # eventual, so wait (bounded) for the remote to report it.
+        with trio.move_on_after(CANCEL_WAIT):
+            while task.get("status") not in _TERMINAL:
+                await trio.sleep(0.02)
+                task = await self._get(task_id)
+        if task.get("status") != "cancelled":
+            raise JSONRPCError(
+                _INTERNAL_ERROR,
+                f"Task cancellation not confirmed by the remote (status {task.get('status')})",
+                {"taskId": task_id},
+            )
+        return legacy_task(task)
+
+    async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("cursor") is not None:
+            raise JSONRPCError(_INVALID_PARAMS, "Invalid params: unknown cursor")
+        tasks: list[dict[str, Any]] = []
+        for task_id in list(self.made):
+            try:
+                tasks.append(legacy_task(await self._get(task_id)))
+            except JSONRPCError as exc:
+                if exc.code != _INVALID_PARAMS:
+                    raise
+                self.made.pop(task_id, None)  # expired on the remote: gone
+        tasks += [dict(task) for task, _ in self.inline.values()]
+        tasks.sort(key=lambda task: (str(task.get("createdAt")), task["taskId"]))
+        return {"tasks": tasks}
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Pending:
+    """One request of the remote's task waiting for a ``tasks/update``."""
+
+    __slots__ = ("answer", "answered", "method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.method = method
+        self.params = params
+        self.answered = trio.Event()
+        self.answer: Any = None
+
+
+class _Bridged:
+    """A handshake-era remote's task, as a 2026-07-28 client sees it."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.done = False
+        self.status = "working"
+        self.result: Any = None
+        self.error: dict[str, Any] | None = None
+        self.pending: dict[str, _Pending] = {}
+        self._keys = itertools.count(1)
+
+    async def ask(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        key = f"bridge-{next(self._keys)}"
+        pending = _Pending(method, params)
+        self.pending[key] = pending
+        try:
+            with trio.move_on_after(timeout):
+                await pending.answered.wait()
+        finally:
+            self.pending.pop(key, None)
+        if not pending.answered.is_set():
+            raise PeerError(_INTERNAL_ERROR, f"the client did not answer {method} in time")
+        return pending.answer
+
+
+class ModernClientTasks:
+    """2026-07-28 clients' tasks on a handshake-era remote, through the proxy's shared client
+    (see the module docstring). Watchers run in ``nursery``."""
+
+    def __init__(self, *, round_timeout: float) -> None:
+        self.round_timeout = round_timeout
+        self.tasks: dict[str, _Bridged] = {}
+        #: Task-augmented calls sent and not answered yet, and an event set when one is: the
+        #: remote may ask inside a task before its CreateTaskResult reached us.
+        self._creating = 0
+        self._created = trio.Event()
+        #: The remote's tools' ``execution.taskSupport`` (from its tools/list), by name.
+        self.support: dict[str, str | None] = {}
+
+    async def task_support(self, client: Client, name: str) -> str | None:
+        """The remote tool's task support, from its tools/list (read again on a miss)."""
+        if name not in self.support:
+            self.support.clear()
+            cursor: str | None = None
+            while True:
+                page = await _request(
+                    client, "tools/list", {} if cursor is None else {"cursor": cursor}
+                )
+                for tool in page.get("tools") or []:
+                    execution = tool.get("execution") if isinstance(tool, dict) else None
+                    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+                    self.support[str(tool.get("name"))] = support
+                cursor = page.get("nextCursor")
+                if not isinstance(cursor, str):
+                    break
+        return self.support.get(name)
+
+    async def call(
+        self, client: Client, params: dict[str, Any], nursery: trio.Nursery
+    ) -> dict[str, Any]:
+        """``tools/call`` as a task of the remote (``params.task``), answered as
+        ``resultType: "task"``; its watcher started in ``nursery``."""
+        if len(self.tasks) >= MAX_BRIDGED_TASKS:
+            ended = [t for t in self.tasks.values() if t.done]
+            if not ended:
+                raise overloaded(
+                    f"the proxy holds {len(self.tasks)} running tasks (MAX_BRIDGED_TASKS)",
+                    limit="MAX_BRIDGED_TASKS",
+                    max=MAX_BRIDGED_TASKS,
+                )
+            del self.tasks[ended[0].task_id]
+        self._creating += 1
+        try:
+            created = await _request(client, "tools/call", {**params, "task": {}}, timeout=None)
+            task = created.get("task") if isinstance(created, dict) else None
+            if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
+                # The remote ran it at once after all: its result is the answer.
+                return created if isinstance(created, dict) else {}
+            bridged = _Bridged(task["taskId"])
+            self.tasks[bridged.task_id] = bridged
+            nursery.start_soon(self._watch, client, bridged)
+            return {"resultType": "task", **detailed_task(task)}
+        finally:
+            self._creating -= 1
+            self._created.set()
+            self._created = trio.Event()
+
+    async def _watch(self, client: Client, bridged: _Bridged) -> None:
+        """Hold the remote's ``tasks/result`` until the task ends."""
+
+        async def on_request(method: str, params: dict[str, Any]) -> Any:
+            return await bridged.ask(method, params, self.round_timeout)
+
+        try:
+            bridged.result = await client.request(
+                "tasks/result", {"taskId": bridged.task_id}, timeout=None, on_request=on_request
+            )
+            if isinstance(bridged.result, dict):
+                meta = bridged.result.get("_meta")
+                if isinstance(meta, dict):
+                    meta.pop(RELATED_TASK, None)
+                    if not meta:
+                        del bridged.result["_meta"]
+            bridged.status = "completed"
+        except PeerError as exc:
+            bridged.error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                bridged.error["data"] = exc.data
+            bridged.status = "failed"
+            with contextlib.suppress(ClientError):
+                task = await client.request("tasks/get", {"taskId": bridged.task_id})
+                if isinstance(task, dict) and task.get("status") == "cancelled":
+                    bridged.status = "cancelled"
+        except ClientError as exc:
+            bridged.error = {"code": _INTERNAL_ERROR, "message": f"the remote MCP server: {exc}"}
+            bridged.status = "failed"
+        finally:
+            bridged.done = True
+            for pending in bridged.pending.values():
+                pending.answered.set()
+
+    async def ask_for(self, params: Any) -> _Bridged | None:
+        """The task a remote's request names in its related-task ``_meta`` (links without
+        per-request streams), if it is one of ours: waiting, while a task-augmented call is
+        being answered, for the task it may be (its question can overtake its creation)."""
+        task_id = related_task(params)
+        if task_id is None:
+            return None
+        with trio.move_on_after(self.round_timeout):
+            while task_id not in self.tasks and self._creating:
+                await self._created.wait()
+        return self.tasks.get(task_id)
+
+    async def handle(self, client: Client, method: str, params: dict[str, Any]) -> Any:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` of a 2026-07-28 client."""
+        if method not in ("tasks/get", "tasks/update", "tasks/cancel"):
+            raise JSONRPCError.method_not_found(method)  # tasks/result, tasks/list: 2025 only
+        task_id = _task_id(params)
+        bridged = self.tasks.get(task_id)
+        if bridged is None:
+            raise _unknown(task_id)
+        if method == "tasks/update":
+            responses = params.get("inputResponses")
+            if not isinstance(responses, dict):
+                raise JSONRPCError(_INVALID_PARAMS, "Invalid params: inputResponses")
+            for key, answer in responses.items():
+                pending = bridged.pending.get(key)
+                if pending is None:
+                    raise JSONRPCError(
+                        _INVALID_PARAMS,
+                        f"Invalid params: no input request {key!r} pending",
+                        {"taskId": task_id},
+                    )
+                pending.answer = answer
+                pending.answered.set()
+            return {}
+        if method == "tasks/cancel":
+            if not bridged.done:
+                try:
+                    await client.request("tasks/cancel", {"taskId": task_id})
+                except PeerError as exc:
+                    if exc.code != _INVALID_PARAMS:  # -32602: already terminal; ours is {}
+                        raise _peer(exc) from None
+            return {}
+        remote = await _request(client, "tasks/get", {"taskId": task_id})
+        task = detailed_task(remote if isinstance(remote, dict) else {})
+        if bridged.done:
+            task["status"] = bridged.status
+            if bridged.status == "completed":
+                task["result"] = bridged.result
+            elif bridged.status == "failed":
+                task["error"] = bridged.error
+        elif asked := {k: p for k, p in bridged.pending.items() if not p.answered.is_set()}:
+            task["status"] = "input_required"
+            task["inputRequests"] = {
+                key: {"method": p.method, "params": _without_related(p.params)}
+                for key, p in asked.items()
+            }
+        elif task.get("status") not in ("working",):
+            # The remote moved on (input_required, or ended) before its tasks/result told us
+            # what it asks or answers: still working, as far as our client can act on.
+            task["status"] = "working"
+        return task
