@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import trio
 
-from ..framing import ContentLengthFramer, Framer, NdjsonFramer
+from ..framing import ContentLengthFramer, Framer, FramingError, NdjsonFramer
 from ._fdio import FdIO
 
 __all__ = ["FramedChannel", "FramingName", "make_framer"]
@@ -83,10 +83,12 @@ class FramedChannel:
         self._big_read = _RECEIVE_SIZE if isinstance(receive_stream, FdIO) else _BIG_RECEIVE_SIZE
 
     def _note_partial(self) -> None:
-        partial = self._framer.buffered > 0
-        if partial and not self._partial:
-            self._partial_since = trio.current_time()
-        self._partial = partial
+        if self._framer.buffered:
+            if not self._partial:
+                self._partial_since = trio.current_time()
+                self._partial = True
+        else:
+            self._partial = False
 
     def receive_nowait(self) -> bytes:
         """The next frame when it can be had without reading; else ``trio.WouldBlock``.
@@ -108,18 +110,19 @@ class FramedChannel:
 
     async def receive(self) -> bytes:
         framer = self._framer
-        while True:
-            frame = framer.next_frame()
-            if frame is not None:
-                self._note_partial()
-                return frame
+        frame = framer.next_frame()
+        while frame is None:
             if self._eof:
                 raise trio.EndOfChannel
+            # ``_partial`` is current here: noted after the last frame and after a read that
+            # completed none (not after every read: a read that completes a frame, the usual
+            # case, would ask the clock for a partial frame that is gone a line later).
             if self._partial:
                 timeout = self._partial_since + self._read_timeout - trio.current_time()
+                size = self._big_read if framer.buffered >= _RECEIVE_SIZE else _RECEIVE_SIZE
             else:
                 timeout = self._idle_timeout
-            size = self._big_read if framer.buffered >= _RECEIVE_SIZE else _RECEIVE_SIZE
+                size = _RECEIVE_SIZE
             if timeout == math.inf:
                 data = await self._receive_stream.receive_some(size)
             else:
@@ -130,7 +133,15 @@ class FramedChannel:
             if not data:
                 self._eof = True
             framer.feed(data)
-            self._note_partial()
+            try:
+                frame = framer.next_frame()
+            except FramingError:
+                self._note_partial()  # (an over-long line being dropped is still partial)
+                raise
+            if frame is None:
+                self._note_partial()
+        self._note_partial()
+        return frame
 
     async def send(self, messages: Sequence[tuple[bytes, object]]) -> None:
         """Write messages (``(payload, related_id)`` pairs; the id is ignored here)."""
