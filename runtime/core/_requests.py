@@ -31,6 +31,7 @@ from ..protocol import (
     id_key,
     invalid_request,
     overloaded,
+    prepare_error,
 )
 from ._context import RequestContext
 
@@ -73,8 +74,8 @@ class RequestTable(Generic[W]):
         self.max_in_flight = max_in_flight
         # Built once: a full table refuses every request with the same error (only the id
         # differs), which under overload is most of what the connection does (issue 22).
-        self._overloaded = overloaded(
-            "too many requests in flight on this connection", maxInFlight=max_in_flight
+        self._overloaded = prepare_error(
+            overloaded("too many requests in flight on this connection", maxInFlight=max_in_flight)
         )
         self._in_flight: dict[tuple[type, RequestId], RequestContext] = {}
         self._pending: dict[tuple[type, RequestId], W] = {}
