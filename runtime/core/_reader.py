@@ -323,7 +323,12 @@ class Reader:
         if isinstance(message, list):
             return await self._on_batch(scope, message)
         if kind == Kind.REQUEST:
-            return await self._on_request(scope, message)
+            # Refused here, with no layer between (under overload most requests are: issue 22).
+            refusal = self._refusal(message, in_batch=False)
+            if refusal is not None:
+                await self._out.answer(refusal)
+                return None
+            return await self._on_admitted(scope, message)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -366,11 +371,7 @@ class Reader:
             )
         )
 
-    async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
-        refusal = self._refusal(env, in_batch=False)
-        if refusal is not None:
-            await self._out.answer(refusal)
-            return None
+    async def _on_admitted(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
         reply, running = self._start(scope, env, None, 0)
         if running is None:
             assert reply is not None
