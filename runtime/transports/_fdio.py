@@ -11,20 +11,12 @@ once: :meth:`FdIO.write_now` returns what is left when the pipe is full, for the
 finish under whatever scope bounds it (the connection's outbox: shielded, with its
 ``write_timeout``). Relies on POSIX non-blocking descriptors (the constructor makes it so,
 as ``FdStream`` does; a regular file stays readable at once and is never waited on).
-
-A pipe or socket that gave a read less than it was asked for was empty at that moment (a
-pipe's read copies until it has the size asked or the pipe is drained), so the next read
-waits for readability first instead of failing with EAGAIN and then waiting: one system
-call and one caught exception less per lone request (issue 22 item 5: a one-at-a-time
-refusal was read, write, failed read, epoll_ctl, epoll_wait). Waiting is never wrong there,
-only possibly early: epoll reports input that is already there at once.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import stat
 
 import trio
 
@@ -47,40 +39,25 @@ class FdIO(trio.abc.Stream):
         self._fd = fd
         self._closed = False
         os.set_blocking(fd, False)
-        mode = os.fstat(fd).st_mode
-        # Only what epoll can wait on and what a short read proves drained (not a regular
-        # file or /dev/null, which epoll refuses; not a terminal, which reads a line at a time).
-        self._waitable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-        # The last read was short: the descriptor was empty then (see the module's docstring).
-        self._drained = False
 
     @property
     def fd(self) -> int:
         return self._fd
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        size = max_bytes or _DEFAULT_RECEIVE_SIZE
-        if self._closed:
-            raise trio.ClosedResourceError("file was already closed")
-        if self._drained:
-            # (wait_readable is the checkpoint: it raises Cancelled before it waits)
-            await trio.lowlevel.wait_readable(self._fd)
-            waited = True
-        else:
-            await trio.lowlevel.checkpoint_if_cancelled()  # (no scheduler pass unless cancelled)
-            waited = False
+        await trio.lowlevel.checkpoint_if_cancelled()  # (no scheduler pass unless cancelled)
+        waited = False
         while True:
             if self._closed:
                 raise trio.ClosedResourceError("file was already closed")
             try:
-                data = os.read(self._fd, size)
+                data = os.read(self._fd, max_bytes or _DEFAULT_RECEIVE_SIZE)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(self._fd)
                 waited = True
                 continue
             except OSError as exc:
                 raise _error(exc) from exc
-            self._drained = self._waitable and 0 < len(data) < size
             if not waited:
                 # Input was there already: let the other tasks run before it is handled.
                 await trio.lowlevel.cancel_shielded_checkpoint()

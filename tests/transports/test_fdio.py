@@ -43,30 +43,6 @@ async def test_reads_what_is_there_and_waits_for_more() -> None:
             os.close(w)
 
 
-async def test_after_a_short_read_input_already_there_is_read_and_cancel_still_works() -> None:
-    r, w = _pipe()
-    stream = FdIO(r)
-    try:
-        with trio.fail_after(5):
-            os.write(w, b"abc")
-            assert await stream.receive_some(100) == b"abc"  # short: the pipe was drained
-            os.write(w, b"def")  # arrives before the next read, which waits first
-            assert await stream.receive_some(100) == b"def"
-            # A full read (as much as asked) reads first again; a short one waits first.
-            os.write(w, b"ghij")
-            assert await stream.receive_some(2) == b"gh"
-            assert await stream.receive_some(100) == b"ij"
-            with trio.CancelScope() as scope:
-                scope.cancel()
-                await stream.receive_some(100)  # cancelled before it waits
-            assert scope.cancelled_caught
-            os.write(w, b"k")
-            assert await stream.receive_some(100) == b"k"  # nothing was lost
-    finally:
-        await stream.aclose()
-        os.close(w)
-
-
 async def test_a_read_that_did_not_wait_still_lets_other_tasks_run() -> None:
     r, w = _pipe()
     stream = FdIO(r)
