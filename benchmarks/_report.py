@@ -37,7 +37,7 @@ CATALOG: list[tuple[str, str, str, str]] = [
     ("ws_idle_kib", "memory per idle WebSocket connection (2,000 open)", "KiB", "lower"),
     ("shed_err_p50_us", "overload: -32010 round trip p50", "us", "lower"),
     ("shed_err_p99_us", "overload: -32010 round trip p99", "us", "lower"),
-    ("shed_cpu_us", "overload: server CPU per refused request", "us", "lower"),
+    ("shed_cpu_us", "overload, one at a time: net server CPU per refusal", "us", "lower"),
     ("shed_ok_p50_ms", "overload: accepted 50 ms calls, p50", "ms", "lower"),
     ("shed_ok_p99_ms", "overload: accepted 5 ms calls, 10x the cap offered, p99", "ms", "lower"),
     ("unloaded_p99_ms", "overload: the same calls at the cap, p99", "ms", "lower"),

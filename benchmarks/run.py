@@ -801,8 +801,15 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
     The probes are refused with -32010; their round trip (client-side, so an upper bound on
     server time) and the server CPU per refusal show how cheap shedding is, and the slow calls'
     latency beyond their 50 ms shows what shedding costs the requests that were accepted.
+
+    The CPU per refusal is net of the slow calls: phases with the slow calls alone alternate
+    with phases with the slow calls and the probes (same length, two of each), and the server
+    CPU of the probe phases, less the slow calls they completed times the slow-only phases' CPU
+    per slow call, is divided by the refusals. What remains is the refusals' own cost, each a
+    whole wake-up of the server (read, decode, refuse, write, wait again).
     """
-    limit, slow_ms, probes_in_flight = 16, 50, 1
+    limit, slow_ms = 16, 50
+    phase = max(s.time_cap, 1.0)
     argv = [
         *_ours_cli(),
         "serve",
@@ -818,56 +825,27 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
     )
     try:
         peer.handshake()
-        slow = wire.call_template("sleep", {"ms": slow_ms})
-        probe = wire.echo_template()
-        kinds: dict[int, tuple[str, int]] = {}
-        nid = 1
-        slow_busy = probe_busy = 0
+        _shed_phase(peer, limit, slow_ms, 0, 0.5)  # warm-up
+        base_cpu = loaded_cpu = 0.0
+        base_slow = 0
         err_rtts: list[int] = []
         ok_probe_rtts: list[int] = []
         slow_rtts: list[int] = []
         codes: dict[int, int] = {}
-        clock = time.perf_counter_ns
-        cpu0 = procfs.cpu_seconds(peer.pid)
-        end = clock() + int(max(s.time_cap, 1.0) * 2e9)
-        hard = end + int(10e9)
-        while clock() < hard:
-            now = clock()
-            out = []
-            if now < end:
-                while slow_busy < limit:
-                    out.append(slow % nid)
-                    kinds[nid] = ("slow", now)
-                    nid += 1
-                    slow_busy += 1
-                while probe_busy < probes_in_flight:
-                    out.append(probe % nid)
-                    kinds[nid] = ("probe", now)
-                    nid += 1
-                    probe_busy += 1
-                if out:
-                    peer.write(b"\n".join(out) + b"\n")
-            elif not slow_busy and not probe_busy:
-                break
-            for line in peer.read_lines(0.2):
-                rid = wire.response_id(line)
-                if rid not in kinds:
-                    continue
-                kind, sent = kinds.pop(rid)
-                rtt = clock() - sent
-                if kind == "slow":
-                    slow_busy -= 1
-                    slow_rtts.append(rtt)
-                    continue
-                probe_busy -= 1
-                if wire.is_error(line):
-                    code = wire.error_code(line) or 0
-                    codes[code] = codes.get(code, 0) + 1
-                    err_rtts.append(rtt)
-                else:
-                    ok_probe_rtts.append(rtt)
-        cpu = procfs.cpu_seconds(peer.pid) - cpu0
+        for _ in range(2):
+            got = _shed_phase(peer, limit, slow_ms, 0, phase)
+            base_cpu += got.cpu
+            base_slow += len(got.slow_rtts)
+            got = _shed_phase(peer, limit, slow_ms, 1, phase)
+            loaded_cpu += got.cpu
+            slow_rtts += got.slow_rtts
+            err_rtts += got.err_rtts
+            ok_probe_rtts += got.ok_probe_rtts
+            for code, n in got.codes.items():
+                codes[code] = codes.get(code, 0) + n
         shed = codes.get(-32010, 0)
+        per_slow = base_cpu / base_slow if base_slow else 0.0
+        net = loaded_cpu - len(slow_rtts) * per_slow
         rec.add(
             r,
             OURS,
@@ -882,8 +860,10 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
             r,
             OURS,
             "shed_cpu_us",
-            cpu / shed * 1e6 if shed else None,
-            "server CPU per refused request (all server CPU / refusals: an upper bound)",
+            net / shed * 1e6 if shed else None,
+            f"({loaded_cpu * 1e3:.0f} ms CPU - {len(slow_rtts)} slow calls x "
+            f"{per_slow * 1e6:.0f} us) / {shed} refusals; all server CPU / refusals "
+            f"{loaded_cpu / shed * 1e6 if shed else 0:.1f} us",
         )
         rec.add(
             r,
@@ -898,6 +878,70 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
             rec.add(r, OURS, metric, None, f"error: {exc}")
     finally:
         peer.close()
+
+
+@dataclass
+class _Shed:
+    cpu: float  # server CPU seconds (schedstat), sending to the last answer
+    slow_rtts: list[int] = field(default_factory=list)
+    err_rtts: list[int] = field(default_factory=list)
+    ok_probe_rtts: list[int] = field(default_factory=list)
+    codes: dict[int, int] = field(default_factory=dict)
+
+
+def _shed_phase(
+    peer: wire.StdioPeer, limit: int, slow_ms: int, probes_in_flight: int, seconds: float
+) -> _Shed:
+    """For ``seconds``, keep ``limit`` slow calls and ``probes_in_flight`` echo probes in
+    flight (each replaced when answered); then wait for every answer."""
+    slow = wire.call_template("sleep", {"ms": slow_ms})
+    probe = wire.echo_template()
+    kinds: dict[int, tuple[str, int]] = {}
+    slow_busy = probe_busy = 0
+    got = _Shed(0.0)
+    clock = time.perf_counter_ns
+    cpu0 = procfs.run_seconds(peer.pid)
+    end = clock() + int(seconds * 1e9)
+    hard = end + int(10e9)
+    while clock() < hard:
+        now = clock()
+        out = []
+        if now < end:
+            while slow_busy < limit:
+                out.append(slow % peer.next_id)
+                kinds[peer.next_id] = ("slow", now)
+                peer.next_id += 1
+                slow_busy += 1
+            while probe_busy < probes_in_flight:
+                out.append(probe % peer.next_id)
+                kinds[peer.next_id] = ("probe", now)
+                peer.next_id += 1
+                probe_busy += 1
+            if out:
+                peer.write(b"\n".join(out) + b"\n")
+        elif not slow_busy and not probe_busy:
+            break
+        for line in peer.read_lines(0.2):
+            rid = wire.response_id(line)
+            if rid not in kinds:
+                continue
+            kind, sent = kinds.pop(rid)
+            rtt = clock() - sent
+            if kind == "slow":
+                slow_busy -= 1
+                got.slow_rtts.append(rtt)
+                continue
+            probe_busy -= 1
+            if wire.is_error(line):
+                code = wire.error_code(line) or 0
+                got.codes[code] = got.codes.get(code, 0) + 1
+                got.err_rtts.append(rtt)
+            else:
+                got.ok_probe_rtts.append(rtt)
+    if kinds:
+        raise BenchError(f"{len(kinds)} calls unanswered")
+    got.cpu = procfs.run_seconds(peer.pid) - cpu0
+    return got
 
 
 def _offer(

@@ -99,7 +99,9 @@ class Outbox:
         """Write what the reader held back (or leave it to the write in progress)."""
         self._held = 0
         if self._queue:
-            await self._push()
+            # (straight to the write when none is in progress: the reader releases once per
+            # wake-up, and a lone request's reply, or its refusal, always finds none)
+            await (self._push() if self._writing else self._flush())
 
     async def close(self) -> None:
         """Write what is still queued (unless a write is in progress), then drop output."""

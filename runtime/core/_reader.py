@@ -90,7 +90,7 @@ class Reader:
         "_on_response",
         "_out",
         "_peer",
-        "_receive_nowait",
+        "_ready_frame",
         "_scope",
         "_session",
         "_stop",
@@ -119,7 +119,7 @@ class Reader:
         self._channel = channel
         # Channels that can tell a ready frame from one that needs a read (FramedChannel)
         # let the reader coalesce the replies to pipelined requests; others flush each one.
-        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
+        self._ready_frame: Callable[[], bytes | None] | None = getattr(channel, "ready_frame", None)
         self._out = outbox
         self._table = table
         self._dispatcher = dispatcher
@@ -245,14 +245,13 @@ class Reader:
         Replies held back are written before the reader waits for input, so a burst of
         pipelined requests gets one write and a lone request gets its answer at once.
         """
-        receive_nowait = self._receive_nowait
+        ready_frame = self._ready_frame
         while True:
             try:
-                if receive_nowait is not None:
-                    try:
-                        return receive_nowait()
-                    except trio.WouldBlock:
-                        pass
+                if ready_frame is not None:
+                    frame = ready_frame()
+                    if frame is not None:
+                        return frame
                 await self._out.release()
                 if self._stop:
                     await self._end("shutdown")
@@ -323,7 +322,12 @@ class Reader:
         if isinstance(message, list):
             return await self._on_batch(scope, message)
         if kind == Kind.REQUEST:
-            return await self._on_request(scope, message)
+            # Refused here, with no layer between (under overload most requests are: issue 22).
+            refusal = self._refusal(message, in_batch=False)
+            if refusal is not None:
+                await self._out.answer(refusal)
+                return None
+            return await self._on_admitted(scope, message)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -366,11 +370,7 @@ class Reader:
             )
         )
 
-    async def _on_request(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
-        refusal = self._refusal(env, in_batch=False)
-        if refusal is not None:
-            await self._out.answer(refusal)
-            return None
+    async def _on_admitted(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
         reply, running = self._start(scope, env, None, 0)
         if running is None:
             assert reply is not None

@@ -31,6 +31,7 @@ from ..protocol import (
     id_key,
     invalid_request,
     overloaded,
+    prepare_error,
 )
 from ._context import RequestContext
 
@@ -70,11 +71,13 @@ class RequestTable(Generic[W]):
     __slots__ = ("_in_flight", "_next_id", "_overloaded", "_pending", "active", "max_in_flight")
 
     def __init__(self, max_in_flight: int, first_id: int = 1) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
         # Built once: a full table refuses every request with the same error (only the id
         # differs), which under overload is most of what the connection does (issue 22).
-        self._overloaded = overloaded(
-            "too many requests in flight on this connection", maxInFlight=max_in_flight
+        self._overloaded = prepare_error(
+            overloaded("too many requests in flight on this connection", maxInFlight=max_in_flight)
         )
         self._in_flight: dict[tuple[type, RequestId], RequestContext] = {}
         self._pending: dict[tuple[type, RequestId], W] = {}
@@ -95,10 +98,12 @@ class RequestTable(Generic[W]):
         refused = lifecycle.admit(method, in_batch=in_batch)
         if refused is not None:
             return refused
-        if id_key(request_id) in self._in_flight:
-            return invalid_request(f"Duplicate request id {request_id!r} is in flight")
-        if len(self._in_flight) >= self.max_in_flight:
-            return self._overloaded
+        in_flight = self._in_flight
+        if in_flight:  # (nothing in flight, the usual case: no duplicate, room for one)
+            if id_key(request_id) in in_flight:
+                return invalid_request(f"Duplicate request id {request_id!r} is in flight")
+            if len(in_flight) >= self.max_in_flight:
+                return self._overloaded
         return None
 
     def enter(self, ctx: RequestContext) -> None:

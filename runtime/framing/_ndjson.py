@@ -105,7 +105,15 @@ class NdjsonFramer:
             if end == start or (buf[start] in _BLANK_CODES and _is_blank(buf[start:end])):
                 continue
             # One copy: slicing the bytearray itself would copy once more (1 MiB: ~0.1 ms).
-            return bytes(memoryview(buf)[start:end])
+            frame = bytes(memoryview(buf)[start:end])
+            if self._start == len(buf):
+                # The buffer ended with this line (a lone request, the last of a burst):
+                # empty it now, so that the reader's next asks take the early return above
+                # rather than a failed search and a compaction (issue 22 item 5).
+                self._base += self._start
+                buf.clear()
+                self._start = self._scan = 0
+            return frame
 
         # No complete line left: compact, then look at the unterminated tail.
         if self._start:

@@ -70,6 +70,7 @@ from ._jsonrpc import (
     error_reply,
     id_key,
     params_error,
+    prepare_error,
     probe,
     split_batch,
 )
@@ -175,6 +176,7 @@ __all__ = [
     "params_error",
     "parse_error",
     "peer_timeout",
+    "prepare_error",
     "probe",
     "rate_limited",
     "request_timeout",

@@ -77,6 +77,10 @@ class JSONRPCError(Exception):
     (an invalid request whose id could still be read); handlers never need it.
     """
 
+    #: The error object's JSON, when it was encoded once ahead of use (``prepare_error``):
+    #: for an error answered many times, only the id differs from one reply to the next.
+    encoded: bytes | None = None
+
     def __init__(
         self, code: int, message: str, data: Any = None, *, request_id: Any = None
     ) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "error_reply",
     "id_key",
     "params_error",
+    "prepare_error",
     "probe",
     "split_batch",
 ]
@@ -195,11 +196,27 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
     return encode(_Result("2.0", request_id, result))
 
 
-def encode_error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+def _error_object(code: int, message: str, data: Any) -> dict[str, Any]:
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
-    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (encode(request_id), encode(err))
+    return err
+
+
+def encode_error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (
+        encode(request_id),
+        encode(_error_object(code, message, data)),
+    )
+
+
+def prepare_error(exc: JSONRPCError) -> JSONRPCError:
+    """``exc`` with its error object encoded once (``exc.encoded``), for an error answered
+    many times: :func:`error_reply` then only encodes the id (the in-flight cap's -32010,
+    which under overload is most of what a connection answers: issue 22). ``exc`` must not
+    change afterwards."""
+    exc.encoded = encode(_error_object(exc.code, exc.message, exc.data))
+    return exc
 
 
 def encode_notification(method: str, params: Any = None) -> bytes:
@@ -219,6 +236,8 @@ def error_reply(exc: JSONRPCError, request_id: RequestId | UnsetType | None = No
     """The whole reply carrying ``exc``, answering ``request_id`` (default: the id the error
     recovered, ``exc.request_id``, for errors found before any handler ran)."""
     answering = exc.request_id if request_id is None or request_id is UNSET else request_id
+    if exc.encoded is not None:
+        return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (encode(answering), exc.encoded)
     return encode_error(answering, exc.code, exc.message, exc.data)
 
 

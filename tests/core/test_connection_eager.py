@@ -41,7 +41,7 @@ class CountingChannel(FramedChannel):
 
 
 class PlainChannel:
-    """A MessageChannel without ``receive_nowait`` (like the HTTP session channel)."""
+    """A MessageChannel without ``ready_frame`` (like the HTTP session channel)."""
 
     def __init__(self, inner: FramedChannel) -> None:
         self._inner = inner
@@ -169,26 +169,24 @@ class SpawnCounter(trio.abc.Instrument):
 # -- the channel's side ----------------------------------------------------------------------
 
 
-async def test_framed_channel_receive_nowait_gives_only_frames_already_buffered() -> None:
+async def test_framed_channel_ready_frame_gives_only_frames_already_buffered() -> None:
     client, server = trio.testing.memory_stream_pair()
     channel = FramedChannel(server, server, NdjsonFramer(max_frame_size=16))
     with trio.fail_after(5):
-        with pytest.raises(trio.WouldBlock):
-            channel.receive_nowait()
+        assert channel.ready_frame() is None
         await client.send_all(b'{"a":1}\n{"b":2}\n' + b"x" * 20 + b'\n{"c":')
         assert await channel.receive() == b'{"a":1}'
-        assert channel.receive_nowait() == b'{"b":2}'
+        assert channel.ready_frame() == b'{"b":2}'
         with pytest.raises(FramingError):
-            channel.receive_nowait()  # the over-long line, skipped
-        with pytest.raises(trio.WouldBlock):
-            channel.receive_nowait()  # '{"c":' is not a whole frame yet
+            channel.ready_frame()  # the over-long line, skipped
+        assert channel.ready_frame() is None  # '{"c":' is not a whole frame yet
         await client.send_all(b"3}\n")
         await client.send_stream.aclose()
         assert await channel.receive() == b'{"c":3}'
         with pytest.raises(trio.EndOfChannel):
             await channel.receive()
         with pytest.raises(trio.EndOfChannel):
-            channel.receive_nowait()
+            channel.ready_frame()
 
 
 # -- requests that never wait -----------------------------------------------------------------
@@ -221,7 +219,7 @@ async def test_pipelined_replies_leave_in_one_write() -> None:
             assert h.channel.sends == [64]
 
 
-async def test_a_channel_without_receive_nowait_writes_each_reply_at_once() -> None:
+async def test_a_channel_without_ready_frame_writes_each_reply_at_once() -> None:
     log = Log()
     with trio.fail_after(5):
         async with serve(make_dispatcher(log), plain=True) as h:

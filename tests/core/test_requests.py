@@ -45,6 +45,19 @@ def test_admits_until_the_in_flight_cap() -> None:
     assert table.refusal(3, "tools/call", life, in_batch=False) is None
 
 
+def test_a_cap_of_one_refuses_the_second_and_a_cap_below_one_is_an_error() -> None:
+    table: RequestTable[object] = RequestTable(max_in_flight=1)
+    life = Lifecycle()
+    assert table.refusal(1, "tools/call", life, in_batch=False) is None  # empty table
+    table.enter(_ctx(1))
+    refused = table.refusal(2, "tools/call", life, in_batch=False)
+    assert refused is not None and refused.code == SERVER_OVERLOADED
+    duplicate = table.refusal(1, "tools/call", life, in_batch=False)
+    assert duplicate is not None and duplicate.code == INVALID_REQUEST  # named before the cap
+    with pytest.raises(ValueError, match="at least 1"):
+        RequestTable(max_in_flight=0)
+
+
 def test_a_duplicate_id_is_refused_but_1_and_string_1_differ() -> None:
     table: RequestTable[object] = RequestTable(max_in_flight=8)
     life = Lifecycle()

@@ -15,8 +15,11 @@ from runtime.protocol import (
     decode_frame,
     encode_error,
     encode_result,
+    error_reply,
     id_key,
+    overloaded,
     params_error,
+    prepare_error,
 )
 
 
@@ -124,3 +127,26 @@ def test_params_error_names_the_field_path() -> None:
     assert err.code == INVALID_PARAMS
     assert err.data["path"] == "params.inner.name"
     assert "Expected `str`, got `int`" in err.message
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        overloaded("too many requests in flight on this connection", maxInFlight=16),
+        JSONRPCError(INVALID_REQUEST, 'with "quotes" and \u00e9', None),
+        JSONRPCError(-32000, "nested", {"a": [1, {"b": None}], "c": "x"}),
+    ],
+)
+def test_a_prepared_error_answers_byte_for_byte_as_an_unprepared_one(error: JSONRPCError) -> None:
+    plain = JSONRPCError(error.code, error.message, error.data)
+    assert plain.encoded is None
+    prepared = prepare_error(error)
+    assert prepared is error and error.encoded is not None
+    for request_id in (1, "1", 2.5, -7, '\u00e9"x'):
+        got = error_reply(prepared, request_id)
+        assert got == error_reply(plain, request_id)
+        assert msgspec.json.decode(got)["id"] == request_id
+    # With no id given, both answer the id the error recovered (or null).
+    assert error_reply(prepared) == error_reply(plain)
+    recovered = prepare_error(JSONRPCError(INVALID_REQUEST, "bad", request_id=9))
+    assert error_reply(recovered) == encode_error(9, INVALID_REQUEST, "bad")

@@ -21,6 +21,33 @@ async def test_partial_frame_stall_hits_read_timeout() -> None:
         await channel.receive()
 
 
+async def test_a_frame_completed_in_one_read_leaves_no_partial_deadline() -> None:
+    client, server = trio.testing.memory_stream_pair()
+    channel = FramedChannel(server, server, NdjsonFramer(), read_timeout=0.1, idle_timeout=None)
+    await client.send_all(b'{"a":1}\n')
+    assert await channel.receive() == b'{"a":1}'
+    # Nothing buffered: waiting past the read timeout for the next frame is idle, not slow.
+    with trio.move_on_after(0.3) as scope:
+        await channel.receive()
+    assert scope.cancelled_caught
+    await client.send_all(b'{"b":2}\n')
+    with trio.fail_after(2):
+        assert await channel.receive() == b'{"b":2}'
+
+
+async def test_an_over_long_line_cut_short_after_its_error_meets_the_read_timeout() -> None:
+    client, server = trio.testing.memory_stream_pair()
+    channel = FramedChannel(
+        server, server, NdjsonFramer(max_frame_size=8), read_timeout=0.2, idle_timeout=None
+    )
+    await client.send_all(b'{"a":"0123456789')  # over-long, no newline yet: dropped from now on
+    with trio.fail_after(2), pytest.raises(FramingError, match="exceeds"):
+        await channel.receive()
+    # The rest of that line never comes: a stalled frame, not an idle connection.
+    with trio.fail_after(2), pytest.raises(trio.TooSlowError, match="read-timeout"):
+        await channel.receive()
+
+
 async def test_idle_timeout_between_frames() -> None:
     _client, server = trio.testing.memory_stream_pair()
     channel = FramedChannel(server, server, NdjsonFramer(), read_timeout=10, idle_timeout=0.1)
