@@ -17,6 +17,7 @@ A listen holds one of the connection's ``max_in_flight`` slots for as long as it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -154,7 +155,19 @@ def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
             delivering = False
             subscriber.end("connection closed")
 
+    # A peer that can write without waiting (runtime.core Connection) takes a change
+    # straight from the publisher while no delivery task runs (issue 22 item 3).
+    notify_nowait: Callable[..., bool] | None = getattr(peer, "notify_nowait", None)
+
+    def take(change: Change) -> bool:
+        if delivering or notify_nowait is None:  # (earlier changes go first)
+            return False
+        method, params = _notification(change, None)
+        return notify_nowait(method, params)
+
     subscriber.on_offer = offered
+    if notify_nowait is not None:
+        subscriber.take = take
     peer.at_close(lambda: subscriber.end("connection closed"))
 
 
@@ -265,10 +278,30 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             for task_id in task_ids:
                 method, params = _notification(("task", task_id), meta, server)
                 await peer.notify(method, params, related=request_id)
+            # While this task waits, the publisher writes a change straight to the stream
+            # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
+            # at once queues for this task as before.
+            notify_nowait: Callable[..., bool] | None = getattr(peer, "notify_nowait", None)
+
+            def take(change: Change) -> bool:
+                if notify_nowait is None:
+                    return False
+                try:
+                    method, params = _notification(change, meta, server)
+                except JSONRPCError:
+                    return True  # the task expired meanwhile: nothing to send (as below)
+                return notify_nowait(method, params, related=request_id)
+
             with trio.move_on_at(end_at):
                 try:
                     while True:
-                        for change in await sub.receive():
+                        if notify_nowait is not None:
+                            sub.take = take
+                        try:
+                            taken = await sub.receive()
+                        finally:
+                            sub.take = None
+                        for change in taken:
                             try:
                                 method, params = _notification(change, meta, server)
                             except JSONRPCError:
