@@ -16,7 +16,9 @@ A listen holds one of the connection's ``max_in_flight`` slots for as long as it
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -29,6 +31,7 @@ from runtime.protocol import (
     MISSING_CLIENT_CAPABILITY,
     RESOURCE_NOT_FOUND,
     JSONRPCError,
+    encode_notification,
 )
 
 from ._common import decode_params
@@ -93,6 +96,28 @@ def _notification(
     return f"notifications/{key}/list_changed", params or None
 
 
+#: Stands for a listen's id while its notification is encoded once for every listen.
+_SPLICE: Final = "\x00subscription\x00"
+_SPLICE_JSON: Final = msgspec.json.encode(_SPLICE)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded(change: Change) -> bytes:
+    """A list change or resource update as a handshake session gets it: encoded once for
+    all of them (issue 22 item 3)."""
+    return encode_notification(*_notification(change, None))
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded_around_id(change: Change) -> tuple[bytes, bytes]:
+    """A list change or resource update as a listen gets it, encoded once for all listens:
+    the bytes before and after its subscription id (``_meta`` is encoded first, so the
+    first occurrence of the stand-in is the id's place whatever the URI holds)."""
+    data = encode_notification(*_notification(change, {META_SUBSCRIPTION_ID: _SPLICE}))
+    head, _, tail = data.partition(_SPLICE_JSON)
+    return head, tail
+
+
 def _known(registry: Registry, uri: str) -> bool:
     return uri in registry.resources or registry.find_template(uri) is not None
 
@@ -154,7 +179,18 @@ def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
             delivering = False
             subscriber.end("connection closed")
 
+    # A peer that can write without waiting (runtime.core Connection) takes a change
+    # straight from the publisher while no delivery task runs (issue 22 item 3).
+    send_nowait: Callable[[bytes], bool] | None = getattr(peer, "send_nowait", None)
+
+    def take(change: Change) -> bool:
+        if delivering or send_nowait is None:  # (earlier changes go first)
+            return False
+        return send_nowait(_encoded(change))
+
     subscriber.on_offer = offered
+    if send_nowait is not None:
+        subscriber.take = take
     peer.at_close(lambda: subscriber.end("connection closed"))
 
 
@@ -265,10 +301,34 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             for task_id in task_ids:
                 method, params = _notification(("task", task_id), meta, server)
                 await peer.notify(method, params, related=request_id)
+            # While this task waits, the publisher writes a change straight to the stream
+            # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
+            # at once queues for this task as before.
+            send_nowait: Callable[[bytes, Any], bool] | None = getattr(peer, "send_nowait", None)
+            id_json = msgspec.json.encode(request_id)
+
+            def take(change: Change) -> bool:
+                if send_nowait is None:
+                    return False
+                if change[0] != "task":
+                    head, tail = _encoded_around_id(change)
+                    return send_nowait(head + id_json + tail, request_id)
+                try:
+                    method, params = _notification(change, meta, server)
+                except JSONRPCError:
+                    return True  # the task expired meanwhile: nothing to send (as below)
+                return send_nowait(encode_notification(method, params), request_id)
+
             with trio.move_on_at(end_at):
                 try:
                     while True:
-                        for change in await sub.receive():
+                        if send_nowait is not None:
+                            sub.take = take
+                        try:
+                            taken = await sub.receive()
+                        finally:
+                            sub.take = None
+                        for change in taken:
                             try:
                                 method, params = _notification(change, meta, server)
                             except JSONRPCError:

@@ -32,6 +32,12 @@ class MessageChannel(Protocol):
     returns None when that was everything, else an awaitable that writes the rest (the
     outbox awaits it under its write-timeout scope): a write that fits then costs no scope
     and no scheduler pass (stdio).
+
+    Optionally, ``ready(related)`` says whether a message sent now (``related``: as for
+    ``send``) would reach the peer's socket at once rather than wait in a queue of the
+    channel's own (HTTP streams queue behind a response that is still being written):
+    ``Outbox.send_nowait`` declines when it would not, so a publisher's changes coalesce
+    instead of piling up behind a slow reader.
     """
 
     async def receive(self) -> bytes: ...

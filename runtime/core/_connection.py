@@ -195,6 +195,22 @@ class Connection:
     ) -> None:
         await self._out.send(encode_notification(method, params), related)
 
+    def notify_nowait(
+        self, method: str, params: Any = None, *, related: RequestId | None = None
+    ) -> bool:
+        """``notify`` in this step, without waiting: False (nothing sent) when it would have
+        to wait, or the connection is not serving; then ``notify`` it. For delivering one
+        change to many connections from the publishing task (issue 22 item 3)."""
+        return self.send_nowait(encode_notification(method, params), related)
+
+    def send_nowait(self, data: bytes, related: RequestId | None = None) -> bool:
+        """``notify_nowait`` of a notification encoded already: one change encoded once
+        for many connections (issue 22 item 3)."""
+        requests = self._requests
+        if requests is None:
+            return False
+        return self._out.send_nowait(data, related, lambda fn: requests.start_soon(fn))
+
     def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
         """Run ``fn()`` beside this connection's requests for the rest of the connection.
 

@@ -80,6 +80,68 @@ class Outbox:
         self._queue.append((data, related))
         await self._push()
 
+    def send_nowait(
+        self,
+        data: bytes,
+        related: RequestId | None,
+        spawn: Callable[[Callable[[], Awaitable[None]]], None],
+    ) -> bool:
+        """Write one message in this step, without the caller's task waiting: True when it
+        was written (or dropped on a closing connection); False, with nothing done, when it
+        must queue behind a write in progress, the channel would queue it (``ready``) or
+        writes only by waiting.
+
+        For a publisher that delivers to many connections from one task (issue 22: one
+        change to 1,000 subscribers without a task switch per subscriber). What the channel
+        does not take at once is finished by a task ``spawn``-ed for it, as the writer:
+        later messages queue behind it, so nothing is reordered, and the write timeout
+        bounds it as any write (``_flush``).
+        """
+        if self.closed:
+            return True
+        if self._writing or self._queue or self._send_now is None:
+            return False
+        ready = getattr(self._channel, "ready", None)  # (MessageChannel: optional)
+        if ready is not None and not ready(related):
+            return False
+        self._writing = True
+        try:
+            pending = self._send_now([(data, related)])
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self._writing = False
+            log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
+            self._break("peer-gone")
+            return True
+        if pending is None:
+            self._writing = False
+            return True
+        try:
+            spawn(lambda: self._finish(pending))
+        except RuntimeError:  # the connection stopped serving: nobody can finish it
+            close = getattr(pending, "close", None)
+            if close is not None:
+                close()
+            self._writing = False
+            self._break("closing")
+        return True
+
+    async def _finish(self, pending: Awaitable[None]) -> None:
+        """The rest of a ``send_nowait``, then whatever queued behind it (we are the writer)."""
+        limit = self._limits.write_timeout
+        try:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
+                await pending
+            if scope.cancelled_caught:
+                log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
+                self._break("write-timeout")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
+            self._break("peer-gone")
+        finally:
+            self._writing = False
+        if self._queue and not self.closed:
+            await self._flush()
+
     async def answer(self, data: bytes, related: RequestId | None = None) -> None:
         """The reader's send: queue a reply and write it later, together with the replies to
         the frames that are already buffered (the reader calls ``release`` before it waits

@@ -115,6 +115,12 @@ class _SessionChannel:
         assert isinstance(suspended, eager.Suspended)  # (the memory store never waits)
         return eager.finish(suspended)
 
+    def ready(self, related: Any) -> bool:
+        """Whether an unsolicited message now goes straight to the GET stream's socket
+        (``MessageChannel.ready``): its pump waits with nothing queued. Messages related
+        to a request take the usual way."""
+        return related is None and self._session.standing.direct is not None
+
     async def aclose(self) -> None:
         self._session.inbound_recv.close()
 

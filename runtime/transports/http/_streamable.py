@@ -358,6 +358,11 @@ class _PostChannel:
             final = id_key(ref) if is_response and ref is not None else None
             self._stream.push(None, data, final)
 
+    def ready(self, related: Any) -> bool:
+        """Whether a message now goes straight to the socket (``MessageChannel.ready``):
+        the response's pump waits with nothing queued."""
+        return self._stream.direct is not None
+
     async def aclose(self) -> None:
         self._stream.finish()
 

@@ -1,0 +1,185 @@
+"""One change to many HTTP subscribers (issue 22 item 3), over real sockets: a waiting stream
+gets it written in the publisher's step, in order; a stalled reader neither delays the others
+nor loses the last change; both eras (2026-07-28 listen streams, 2025-11-25 GET streams)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import trio
+import trio.lowlevel
+import trio.testing
+
+from runtime import Server
+
+from .app import modern, modern_headers, serving
+from .http_client import HttpConn, connect, request
+from .test_http_session import _h, open_session
+
+UPDATED = "notifications/resources/updated"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def make_app() -> Server:
+    app = Server("fanout", "1.0.0")
+
+    @app.resource("mem://t/{key}")
+    def t(key: str) -> str:
+        return key
+
+    return app
+
+
+async def open_listen(address: Any, request_id: int, uris: list[str]) -> HttpConn:
+    conn = await connect(address)
+    body = modern(
+        request_id, "subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}}
+    )
+    await conn.send("POST", "/mcp", headers=modern_headers("subscriptions/listen"), body=body)
+    head = await conn.head()
+    assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
+    ack = await conn.next_event()
+    assert ack is not None
+    assert json.loads(ack.data)["method"] == "notifications/subscriptions/acknowledged"
+    return conn
+
+
+async def open_get_stream(address: Any, uris: list[str]) -> HttpConn:
+    session_id = await open_session(address)
+    for n, uri in enumerate(uris):
+        body = {"jsonrpc": "2.0", "id": n, "method": "resources/subscribe", "params": {"uri": uri}}
+        reply = await request(address, "POST", headers=_h(session_id), body=body)
+        assert reply.status == 200 and b'"result"' in reply.body, reply
+    conn = await connect(address)
+    await conn.send("GET", "/mcp", headers=_h(session_id, accept="text/event-stream"))
+    head = await conn.head()
+    assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
+    return conn
+
+
+async def updated_uris(conn: HttpConn, count: int) -> list[str]:
+    out: list[str] = []
+    while len(out) < count:
+        event = await conn.next_event()
+        assert event is not None, f"the stream ended after {out}"
+        if not event.data:
+            continue  # (a priming event)
+        message = json.loads(event.data)
+        assert message["method"] == UPDATED, message
+        out.append(message["params"]["uri"])
+    return out
+
+
+class StepCounter(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+
+
+async def publish_counting_steps(app: Server, bursts: list[list[str]]) -> int:
+    """Publish each burst at once (no checkpoint inside it), letting the server run after
+    each; how many task steps the server took for all of it."""
+    counter = StepCounter()
+    await trio.testing.wait_all_tasks_blocked()
+    trio.lowlevel.add_instrument(counter)
+    try:
+        for burst in bursts:
+            for uri in burst:
+                app.notify_resource_updated(uri)
+            await trio.testing.wait_all_tasks_blocked()
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    return counter.steps
+
+
+async def test_waiting_listens_get_each_change_in_order_without_a_task_step_each() -> None:
+    app = make_app()
+    uris = ["mem://t/a", "mem://t/b", "mem://t/c"]
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conns = [await open_listen(address, 10 + i, uris) for i in range(30)]
+            # A burst published at once coalesces (one notification per URI, first-changed
+            # first); bursts published apart arrive apart, in order.
+            steps = await publish_counting_steps(app, [uris * 20, ["mem://t/b"], ["mem://t/a"]])
+            # Written to every stream in one pass of one task: not a wake-up of each
+            # listen's task (nor of its response's pump) per subscriber (issue 22 item 3).
+            assert steps < 3 * 10, steps
+            for conn in conns:
+                assert await updated_uris(conn, 5) == [*uris, "mem://t/b", "mem://t/a"]
+            # Every one tagged with its own listen's id.
+            app.notify_resource_updated("mem://t/c")
+            for i, conn in enumerate(conns):
+                event = await conn.next_event()
+                assert event is not None
+                assert json.loads(event.data)["params"]["_meta"] == {SUBSCRIPTION_ID: 10 + i}
+                await conn.aclose()
+
+
+async def test_waiting_get_streams_get_each_change_in_order_without_a_task_step_each() -> None:
+    app = make_app()
+    uris = ["mem://t/a", "mem://t/b"]
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conns = [await open_get_stream(address, uris) for _ in range(30)]
+            steps = await publish_counting_steps(app, [uris * 10, ["mem://t/b"], ["mem://t/a"]])
+            assert steps < 3 * 10, steps
+            for conn in conns:
+                assert await updated_uris(conn, 4) == [*uris, "mem://t/b", "mem://t/a"]
+                await conn.aclose()
+
+
+def follows_the_cycle(got: list[str], cycle: list[str]) -> bool:
+    """Whether each change in ``got`` is the cyclic successor of the one before: what a
+    stream of ``cycle`` published over and over looks like when nothing is reordered (a
+    coalesced backlog is delivered first-changed first, which keeps the cycle)."""
+    pairs = itertools.pairwise(got)
+    return all(cycle.index(b) == (cycle.index(a) + 1) % len(cycle) for a, b in pairs)
+
+
+async def test_a_stalled_listen_neither_delays_the_others_nor_loses_or_reorders() -> None:
+    app = make_app()
+    # 280 rounds of three 8 KB events (URIs near MAX_URI_LENGTH): 6.7 MB, more than the
+    # kernel holds for a reader that stopped (at most 4 MiB of send buffer, tcp_wmem, and a
+    # receive buffer that does not grow while nothing is read), so the stalled stream's
+    # writes stop being taken at once and fall back to its queue (841 events, within
+    # stream_queue_size).
+    pad = "x" * 8000
+    uris = [f"mem://t/{letter}{pad}" for letter in "abc"]
+    end = "mem://t/end"
+    rounds = 280
+    with trio.fail_after(30):
+        async with serving(app) as address:
+            stalled = await open_listen(address, 1, [*uris, end])
+            fast = [await open_listen(address, 2 + i, [*uris, end]) for i in range(2)]
+            seen: list[list[str]] = [[], []]
+
+            async def read(i: int) -> None:
+                while not seen[i] or seen[i][-1] != end:
+                    seen[i] += await updated_uris(fast[i], 1)
+
+            async with trio.open_nursery() as nursery:
+                for i in range(2):
+                    nursery.start_soon(read, i)
+                for _ in range(rounds):
+                    for uri in uris:
+                        app.notify_resource_updated(uri)
+                    await trio.sleep(0.001)
+                app.notify_resource_updated(end)
+                # The fast readers get the last change while the stalled one reads nothing.
+            for i in range(2):
+                assert seen[i][-1] == end and set(seen[i]) == {*uris, end}
+                assert follows_the_cycle(seen[i][:-1], uris)
+            got: list[str] = []
+            while not got or got[-1] != end:
+                got += await updated_uris(stalled, 1)
+            # Not cut, nothing it could act on lost, nothing reordered across the switch
+            # from writes at once to its queue and back.
+            assert set(got) == {*uris, end}
+            assert follows_the_cycle(got[:-1], uris)
+            assert got[0] == uris[0]
+            for conn in [stalled, *fast]:
+                await conn.aclose()
