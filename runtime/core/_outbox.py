@@ -127,13 +127,8 @@ class Outbox:
 
     async def _finish(self, pending: Awaitable[None]) -> None:
         """The rest of a ``send_nowait``, then whatever queued behind it (we are the writer)."""
-        limit = self._limits.write_timeout
         try:
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
-                await pending
-            if scope.cancelled_caught:
-                log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
-                self._break("write-timeout")
+            await self._complete(pending)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
             self._break("peer-gone")
@@ -184,7 +179,6 @@ class Outbox:
         """Write the queue until it is empty. Shielded: a write cut in half would corrupt
         the stream for every later message; ``limits.write_timeout`` bounds it instead, and
         a peer that stops reading for that long loses the connection."""
-        limit = self._limits.write_timeout
         send_now = self._send_now
         self._writing = True
         try:
@@ -196,20 +190,25 @@ class Outbox:
                 # A channel that can write without waiting (stdio) does so here: a write
                 # that fits needs neither a scope nor the scheduler (issue 22 item 5).
                 pending = send_now(batch) if send_now is not None else self._channel.send(batch)
-                if pending is None:
-                    continue
-                # One scope does both jobs (a scope's own deadline still fires when it is
-                # shielded): cheaper than a shield plus fail_after on this hot path.
-                with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
-                    await pending
-                if scope.cancelled_caught:
-                    log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
-                    self._break("write-timeout")
+                if pending is not None:
+                    await self._complete(pending)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.info("closing conn=%s reason=write-failed error=%r", self._id, exc)
             self._break("peer-gone")
         finally:
             self._writing = False
+
+    async def _complete(self, pending: Awaitable[None]) -> None:
+        """Wait for a write the channel could not finish at once. Shielded, bounded by
+        ``limits.write_timeout`` (the peer that stops reading that long loses the connection).
+        One scope does both jobs (a scope's own deadline still fires when it is shielded):
+        cheaper than a shield plus fail_after on this hot path."""
+        limit = self._limits.write_timeout
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as scope:
+            await pending
+        if scope.cancelled_caught:
+            log.warning("closing conn=%s reason=write-timeout seconds=%s", self._id, limit)
+            self._break("write-timeout")
 
     def _break(self, reason: str) -> None:
         self.closed = True
