@@ -223,6 +223,8 @@ class _Driver:
         self.id = f"http-{next(_ids)}"
         #: What the connection is doing: "idle" (between requests), "head", "body", "app".
         self.phase = "idle"
+        #: Waiting for the connection's first request (not a keep-alive pause).
+        self.awaiting_first = True
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
         #: The last request head that passed the edge checks and was no upgrade. The parser
@@ -243,8 +245,12 @@ class _Driver:
             self._scope.cancel()
 
     def stop_if_idle(self) -> None:
-        """At shutdown: a connection waiting for its next request closes now."""
-        if self.phase == "idle":
+        """At shutdown: a keep-alive connection waiting for its next request closes now. A
+        connection still waiting for its first request is left to send it (within
+        ``header_timeout``) and is answered, as one accepted while draining is: its client
+        connected before it could know, and closing it would reset the request on its way
+        (tests/stores/test_readiness.py)."""
+        if self.phase == "idle" and not self.awaiting_first:
             self._scope.cancel()
 
     async def run(self) -> None:
@@ -334,6 +340,7 @@ class _Driver:
             if (self.shutdown.is_set() and not first) or self.io.eof:
                 return None
             self.phase = "idle"
+            self.awaiting_first = first
             wait = self.limits.header_timeout if first else self.limits.keep_alive_timeout
             self.deadline = trio.current_time() + wait
             while not parser.buffer:
