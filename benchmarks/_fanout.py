@@ -202,9 +202,4 @@ def measure(
     finally:
         for s in socks:
             s.close()
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wire.stop(proc, 10)

@@ -703,6 +703,17 @@ def _await_answers(socks: list[socket.socket], marker: bytes, deadline: float) -
     return answered
 
 
+def stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """End a server process: SIGTERM, then SIGKILL if it has not exited within ``grace``
+    seconds."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -92,12 +92,7 @@ def measure(era: str, streams: int) -> dict[str, int]:
         finally:
             for s in socks:
                 s.close()
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wire.stop(proc, 30)
 
 
 def main() -> int:

@@ -224,12 +224,7 @@ def http_server(contender: str, mode: str) -> Iterator[tuple[subprocess.Popen[by
         wire.wait_for_port(port, 60, lambda: proc.poll() is None)
         yield proc, port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wire.stop(proc, 5)
 
 
 # -- measurement groups ----------------------------------------------------------------------
@@ -676,12 +671,7 @@ def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: 
     finally:
         for sock in socks:
             sock.close()
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wire.stop(proc, 5)
 
 
 def _big_one(rec: Recorder, r: int, contender: str, payload: Any, requests: int) -> None:

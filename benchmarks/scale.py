@@ -88,12 +88,7 @@ def server(config: Config, store_url: str | None) -> Iterator[tuple[int, int]]:
         time.sleep(0.5 if config.workers > 1 else 0.1)  # every worker accepting
         yield proc.pid, port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wire.stop(proc, 15)
 
 
 def measure(config: Config, clients: int, seconds: float) -> dict[str, float]:
