@@ -1,0 +1,186 @@
+"""Parallel forwarding over remote links without per-request streams (runtime._bridge_pool):
+2026-07-28 calls that elicit, forwarded to a handshake-era remote over TCP, Unix, WebSocket or
+legacy SSE, each on an upstream session of its own (up to ``max_parallel``), so each is asked
+its own question and given its own log messages while they run at the same time; past the cap
+a call waits for a turn; over stdio they stay one at a time unless ``max_parallel`` is set."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from runtime.bridge import DEFAULT_MAX_PARALLEL, Forward, proxy_server
+from runtime.client import Notification, open_client
+
+from ..peers import cli
+from .timed_upstream import make_app
+
+TIMED = Path(__file__).parent / "timed_upstream.py"
+
+
+async def answer(params: dict[str, Any]) -> dict[str, Any]:
+    # The name given is the question's own tag: a question put to the wrong call shows.
+    tag = str(params["message"]).removeprefix("name for ").removesuffix("?")
+    return {"action": "accept", "content": {"name": f"name-of-{tag}"}}
+
+
+def logs(seen: list[Notification]) -> list[str]:
+    return [str(n.params.get("data")) for n in seen if n.method == "notifications/message"]
+
+
+def most_at_once(runs: list[dict[str, Any]]) -> int:
+    """The most calls running on the remote at one instant (from their start/end times)."""
+    edges = sorted(
+        [(r["start"], 1) for r in runs] + [(r["end"], -1) for r in runs],
+        key=lambda e: (e[0], e[1]),  # an end before a start at the same instant
+    )
+    now = peak = 0
+    for _, step in edges:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def forward_of(proxy: Any) -> Forward:
+    (forward,) = [m for m in proxy.middleware_chain if isinstance(m, Forward)]
+    return forward
+
+
+async def calls(url: str, tags: list[str]) -> list[dict[str, Any]]:
+    """``tags`` called at once by one 2026-07-28 client: each answered with its own name and
+    given only its own log messages; their runs on the remote, as it reported them."""
+    runs: dict[str, dict[str, Any]] = {}
+    async with open_client(url, era="modern", elicitation=answer) as client:
+        await client.set_logging_level("info")
+        seen: dict[str, list[Notification]] = {tag: [] for tag in tags}
+
+        async def call(tag: str) -> None:
+            result = await client.call_tool(
+                "introduce", {"tag": tag}, on_notification=seen[tag].append
+            )
+            runs[tag] = json.loads(result.text)
+
+        async with trio.open_nursery() as nursery:
+            for tag in tags:
+                nursery.start_soon(call, tag)
+    for tag in tags:
+        assert runs[tag]["name"] == f"name-of-{tag}"
+        assert logs(seen[tag]) == [f"before {tag}", f"after {tag}"]
+    return list(runs.values())
+
+
+async def serve_remote(nursery: trio.Nursery, link: str, where: Path) -> str:
+    remote = make_app()
+    if link == "tcp":
+        port = (await nursery.start(remote.serve_tcp))[1]
+        return f"tcp://127.0.0.1:{port}"
+    if link == "unix":
+        path = where / "remote.sock"
+        await nursery.start(remote.serve_unix, str(path))
+        return f"unix:{path}"
+    if link == "websocket":
+        port = (await nursery.start(remote.serve_websocket))[1]
+        return f"ws://127.0.0.1:{port}/mcp"
+    port = (await nursery.start(remote.serve_sse))[1]
+    return f"http://127.0.0.1:{port}/sse"
+
+
+@pytest.mark.parametrize("link", ["tcp", "unix", "websocket", "legacy-sse"])
+async def test_concurrent_calls_run_at_once_each_with_its_own_question(link: str) -> None:
+    with trio.fail_after(30), tempfile.TemporaryDirectory() as tmp:
+        async with trio.open_nursery() as nursery:
+            target = await serve_remote(nursery, link, Path(tmp))
+            proxy = proxy_server(target, era="handshake")
+            forward = forward_of(proxy)
+            assert forward.pool.size == DEFAULT_MAX_PARALLEL
+            port = (await nursery.start(proxy.serve_http))[1]
+            runs = await calls(f"http://127.0.0.1:{port}/mcp", ["a", "b", "c"])
+            assert most_at_once(runs) == 3  # all three overlapped on the remote
+            # The shared session carried one, two extra sessions the others, kept for reuse.
+            assert len(forward.pool.open) == 2
+            assert len(forward.pool.idle) == 2
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("link", ["tcp", "websocket"])
+async def test_the_cap_is_honoured_and_idle_sessions_close(link: str) -> None:
+    """``max_parallel=2``: of three calls, two run at once and the third waits for a turn;
+    the extra session is reused, then closed once idle past ``parallel_idle_timeout``."""
+    with trio.fail_after(30), tempfile.TemporaryDirectory() as tmp:
+        async with trio.open_nursery() as nursery:
+            target = await serve_remote(nursery, link, Path(tmp))
+            proxy = proxy_server(target, era="handshake", max_parallel=2, parallel_idle_timeout=1.0)
+            forward = forward_of(proxy)
+            port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{port}/mcp"
+            runs = await calls(url, ["a", "b", "c"])
+            assert most_at_once(runs) == 2
+            (extra,) = forward.pool.open
+            runs = await calls(url, ["d", "e"])
+            assert most_at_once(runs) == 2
+            assert forward.pool.open == {extra}  # reused, not a new one
+            for _ in range(200):  # closed once idle past the timeout (1 s)
+                if not forward.pool.open:
+                    break
+                await trio.sleep(0.05)
+            assert not forward.pool.open
+            assert extra.client is None
+            # And opened again on demand.
+            runs = await calls(url, ["f", "g"])
+            assert most_at_once(runs) == 2
+            nursery.cancel_scope.cancel()
+
+
+async def test_stdio_stays_one_at_a_time() -> None:
+    """A remote over stdio (our own server in its own process): one upstream session, calls
+    forwarded one at a time, each still asked its own question."""
+    target = cli("serve", str(TIMED))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            proxy = proxy_server(target, era="handshake")
+            assert forward_of(proxy).pool.size == 1
+            port = (await nursery.start(proxy.serve_http))[1]
+            runs = await calls(f"http://127.0.0.1:{port}/mcp", ["a", "b"])
+            assert most_at_once(runs) == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_stdio_with_max_parallel_set_runs_processes_side_by_side() -> None:
+    """``max_parallel=2`` over stdio: the second call gets a process of its own (started on
+    demand, which takes longer than a call: the overlap is asserted once both are up)."""
+    target = cli("serve", str(TIMED))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            proxy = proxy_server(target, era="handshake", max_parallel=2)
+            forward = forward_of(proxy)
+            port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{port}/mcp"
+            await calls(url, ["a", "b"])
+            assert len(forward.pool.open) == 1  # the second process, kept for reuse
+            runs = await calls(url, ["c", "d"])
+            assert most_at_once(runs) == 2
+            nursery.cancel_scope.cancel()
+
+
+def test_the_default_depends_on_the_link() -> None:
+    cases: list[tuple[Any, int]] = [
+        ("tcp://127.0.0.1:9", DEFAULT_MAX_PARALLEL),
+        ("unix:/tmp/mcp.sock", DEFAULT_MAX_PARALLEL),
+        ("ws://127.0.0.1:9/mcp", DEFAULT_MAX_PARALLEL),
+        ("http://127.0.0.1:9/sse", DEFAULT_MAX_PARALLEL),
+        ([sys.executable, "server.py"], 1),
+        ("pipe:/tmp/in:/tmp/out", 1),
+    ]
+    for target, size in cases:
+        assert forward_of(proxy_server(target)).pool.size == size
+    assert forward_of(proxy_server(["x"], max_parallel=3)).pool.size == 3
+    with pytest.raises(ValueError, match="max_parallel"):
+        proxy_server("tcp://127.0.0.1:9", max_parallel=0)
+    with pytest.raises(ValueError, match="parallel_idle_timeout"):
+        proxy_server("tcp://127.0.0.1:9", parallel_idle_timeout=0)
