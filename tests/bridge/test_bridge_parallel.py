@@ -7,6 +7,7 @@ a call waits for a turn; over stdio they stay one at a time unless ``max_paralle
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from runtime.bridge import DEFAULT_MAX_PARALLEL, Forward, proxy_server
 from runtime.client import Notification, open_client
 
 from ..peers import cli
+from .test_bridge_sdk import background, free_port
 from .timed_upstream import make_app
 
 TIMED = Path(__file__).parent / "timed_upstream.py"
@@ -184,3 +186,45 @@ def test_the_default_depends_on_the_link() -> None:
         proxy_server("tcp://127.0.0.1:9", max_parallel=0)
     with pytest.raises(ValueError, match="parallel_idle_timeout"):
         proxy_server("tcp://127.0.0.1:9", parallel_idle_timeout=0)
+
+
+@pytest.mark.parametrize(("flags", "at_once"), [((), 2), (("--upstream-max-parallel", "1"), 1)])
+async def test_the_cli_flag(flags: tuple[str, ...], at_once: int) -> None:
+    """``mcp-runtime serve tcp://... --transport http`` (its own process): two calls run at
+    once by default; ``--upstream-max-parallel 1`` forwards them one at a time."""
+    port = free_port()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            remote_port = (await nursery.start(make_app().serve_tcp))[1]
+            proxy = cli(
+                "serve",
+                f"tcp://127.0.0.1:{remote_port}",
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+                "--upstream-era",
+                "handshake",
+                "--upstream-parallel-idle",
+                "5",
+                *flags,
+            )
+            async with background(proxy, port):
+                runs = await calls(f"http://127.0.0.1:{port}/mcp", ["a", "b"])
+                assert most_at_once(runs) == at_once
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--upstream-max-parallel", "0"), ("--upstream-parallel-idle", "-1")]
+)
+def test_the_cli_flags_are_validated(flag: str, value: str) -> None:
+    result = subprocess.run(
+        cli("serve", "tcp://127.0.0.1:9", flag, value),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert flag in result.stderr
