@@ -71,6 +71,7 @@ class PooledSession:
         self.failure: str | None = None
         #: Taken by a forwarding (from ``UpstreamPool.take`` to ``give_back``).
         self.busy = False
+        self._scope = trio.CancelScope()
         self.idle_since = trio.current_time()
         self._changed = trio.Event()
 
@@ -80,6 +81,10 @@ class PooledSession:
             self.forwarding = None
             self.idle_since = trio.current_time()
         self._changed.set()
+
+    def close(self) -> None:
+        """End this session (its link failed): given back, it is not reused."""
+        self._scope.cancel()
 
     def _handler(self, method: str) -> Any:
         async def ask(params: dict[str, Any]) -> Any:
@@ -104,40 +109,45 @@ class PooledSession:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Open the session, hold it while used or idle less than ``pool.idle_timeout``;
-        started once open (or once it could not be: ``failure`` says why)."""
+        """Open the session, hold it while used or idle less than ``pool.idle_timeout``
+        (or until ``close``); started once open (or once it could not be: ``failure`` says
+        why, ``client`` is None)."""
         started = False
         try:
-            async with connect(
-                sampling=self._handler(_ASKED[0]),
-                elicitation=self._handler(_ASKED[1]),
-                roots=self._handler(_ASKED[2]),
-                on_notification=self._on_notification,
-            ) as client:
-                self.client = client
-                started = True
-                task_status.started()
-                while True:
-                    self._changed = trio.Event()
-                    if self.busy:
-                        await self._changed.wait()
-                        continue
-                    deadline = self.idle_since + pool.idle_timeout
-                    if trio.current_time() >= deadline:
-                        break  # idle too long (no checkpoint since the check: nobody took it)
-                    with trio.move_on_at(deadline):
-                        await self._changed.wait()
+            with self._scope:
+                async with connect(
+                    sampling=self._handler(_ASKED[0]),
+                    elicitation=self._handler(_ASKED[1]),
+                    roots=self._handler(_ASKED[2]),
+                    on_notification=self._on_notification,
+                ) as client:
+                    self.client = client
+                    started = True
+                    task_status.started()
+                    await self._hold(pool)
         except (ClientError, BaseExceptionGroup) as exc:
             reason = _client_error(exc)
             if reason is None:
                 raise
             self.failure = f"cannot reach the remote MCP server: {reason}"
             log.warning("an extra upstream session ended: %s", reason)
+            if not started:
+                task_status.started()  # take() answers the forwarding with the failure
         finally:
             self.client = None
             pool.discard(self)
-            if not started:
-                task_status.started()
+
+    async def _hold(self, pool: UpstreamPool) -> None:
+        while True:
+            self._changed = trio.Event()
+            if self.busy:
+                await self._changed.wait()
+                continue
+            deadline = self.idle_since + pool.idle_timeout
+            if trio.current_time() >= deadline:
+                return  # idle too long (no checkpoint since the check: nobody took it)
+            with trio.move_on_at(deadline):
+                await self._changed.wait()
 
 
 class UpstreamPool:

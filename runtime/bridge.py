@@ -859,6 +859,7 @@ class Forward(Middleware):
                 # upstream session, so what the remote sends meanwhile is its (the module
                 # docstring's rule); up to max_parallel on sessions of their own.
                 await self.pool.turns.acquire()
+            held = False  # the shared session's lane, or a pooled session
             try:
                 if not self.streams_per_request:
                     if self.lane.value:
@@ -866,10 +867,13 @@ class Forward(Middleware):
                     else:
                         pooled = await self._take_pooled()
                         client = pooled.client or client
+                    held = True
                 forwarding = self._start_forwarding(client, method, params, request, pooled)
             except BaseException:
-                if not self.streams_per_request:
+                if held:
                     self._give_turn_back(pooled)
+                elif not self.streams_per_request:
+                    self.pool.turns.release()
                 raise
         try:
             finished, value = await forwarding.outcome(request)
@@ -895,13 +899,18 @@ class Forward(Middleware):
             if level is not None and pooled.level != level and pooled.client is not None:
                 await pooled.client.set_logging_level(level)
                 pooled.level = level
+        except PeerError as exc:
+            log.warning("the remote refused logging/setLevel %s: %s", level, exc)
         except BaseException:
             self.pool.give_back(pooled)
             raise
         return pooled
 
-    def _give_turn_back(self, pooled: PooledSession | None) -> None:
+    def _give_turn_back(self, pooled: PooledSession | None, *, lost: bool = False) -> None:
         if pooled is not None:
+            if lost:
+                # Its link failed: close it, so the next forwarding opens a fresh session.
+                pooled.close()
             self.pool.give_back(pooled)
         else:
             self.lane.release()
@@ -944,7 +953,7 @@ class Forward(Middleware):
                 if shared:
                     self.forwardings.remove(forwarding)
                 if not self.streams_per_request:
-                    self._give_turn_back(pooled)
+                    self._give_turn_back(pooled, lost=isinstance(forwarding.error, TransportLost))
             try:
                 if forwarding.state in self.parked and not forwarding.abandoned:
                     # The remote answered while our client was between two rounds: its

@@ -7,6 +7,7 @@ a call waits for a turn; over stdio they stay one at a time unless ``max_paralle
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import pytest
 import trio
 
 from runtime.bridge import DEFAULT_MAX_PARALLEL, Forward, proxy_server
-from runtime.client import Notification, open_client
+from runtime.client import Backoff, Notification, PeerError, open_client
 
 from ..peers import cli
 from .test_bridge_sdk import background, free_port
@@ -228,3 +229,79 @@ def test_the_cli_flags_are_validated(flag: str, value: str) -> None:
     )
     assert result.returncode == 2
     assert flag in result.stderr
+
+
+async def test_extra_sessions_reconnect_to_a_restarted_remote() -> None:
+    """The remote restarts (same port): the shared and the extra session reconnect, and
+    two calls run at once again, each asked its own question."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            remote = trio.CancelScope()
+
+            async def serve(port: int, *, task_status: trio.TaskStatus[Any]) -> None:
+                with remote:
+                    await make_app().serve_tcp(port, task_status=task_status)
+
+            port = (await nursery.start(serve, 0))[1]
+            proxy = proxy_server(
+                f"tcp://127.0.0.1:{port}",
+                era="handshake",
+                max_parallel=2,
+                backoff=Backoff(initial=0.05, cap=0.2),
+            )
+            forward = forward_of(proxy)
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{proxy_port}/mcp"
+            assert most_at_once(await calls(url, ["a", "b"])) == 2
+            assert len(forward.pool.open) == 1
+            remote.cancel()
+            await trio.sleep(0.3)
+            remote = trio.CancelScope()
+            await nursery.start(serve, port)
+            assert most_at_once(await calls(url, ["c", "d"])) == 2
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_extra_session_that_cannot_open_fails_only_its_request() -> None:
+    """A stdio remote whose second process exits at once: the call that needed an extra
+    session gets -32603 naming the cause, the other its answer, and the proxy serves on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        once = Path(tmp) / "started"
+        script = (
+            f'mkdir "{once}" 2>/dev/null || exit 1; exec {shlex.join(cli("serve", str(TIMED)))}'
+        )
+        proxy = proxy_server(
+            ["sh", "-c", script],
+            era="handshake",
+            max_parallel=2,
+            backoff=Backoff(max_attempts=0),
+        )
+        forward = forward_of(proxy)
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                port = (await nursery.start(proxy.serve_http))[1]
+                url = f"http://127.0.0.1:{port}/mcp"
+                outcomes: dict[str, Any] = {}
+                async with open_client(url, era="modern", elicitation=answer) as client:
+
+                    async def call(tag: str) -> None:
+                        try:
+                            result = await client.call_tool("introduce", {"tag": tag})
+                            outcomes[tag] = json.loads(result.text)["name"]
+                        except PeerError as exc:
+                            outcomes[tag] = exc
+
+                    async with trio.open_nursery() as both:
+                        both.start_soon(call, "a")
+                        await trio.sleep(0.05)  # "a" takes the shared session
+                        both.start_soon(call, "b")
+                    assert outcomes["a"] == "name-of-a"
+                    failed = outcomes["b"]
+                    assert isinstance(failed, PeerError)
+                    assert failed.code == -32603
+                    assert "cannot reach the remote MCP server" in failed.message
+                    assert not forward.pool.open
+                    outcomes.clear()
+                    await call("c")  # the turn was given back: the shared session serves it
+                    assert outcomes == {"c": "name-of-c"}
+                nursery.cancel_scope.cancel()
