@@ -305,3 +305,43 @@ async def test_an_extra_session_that_cannot_open_fails_only_its_request() -> Non
                     await call("c")  # the turn was given back: the shared session serves it
                     assert outcomes == {"c": "name-of-c"}
                 nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_call_gives_its_turn_and_session_back() -> None:
+    """A call on an extra session cancelled by its client: the cap's turn and the session
+    come back, so the next two calls run at once again on the same sessions."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = (await nursery.start(make_app().serve_tcp))[1]
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="handshake", max_parallel=2)
+            forward = forward_of(proxy)
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            url = f"http://127.0.0.1:{proxy_port}/mcp"
+            async with open_client(url, era="modern", elicitation=answer) as client:
+                done: list[str] = []
+
+                async def call(tag: str, scope: trio.CancelScope) -> None:
+                    with scope:
+                        result = await client.call_tool("introduce", {"tag": tag})
+                        done.append(json.loads(result.text)["name"])
+
+                cancelled = trio.CancelScope()
+                async with trio.open_nursery() as both:
+                    both.start_soon(call, "a", trio.CancelScope())
+                    await trio.sleep(0.05)  # "a" on the shared session, "b" on an extra one
+                    both.start_soon(call, "b", cancelled)
+                    await trio.sleep(0.1)  # the remote is running "b" (before it asks)
+                    assert len(forward.pool.open) == 1
+                    assert not forward.pool.idle
+                    cancelled.cancel()
+                assert done == ["name-of-a"]
+            for _ in range(100):  # the cancellation reaches the proxy over its own POST
+                if forward.pool.turns.value == 2:
+                    break
+                await trio.sleep(0.05)
+            (extra,) = forward.pool.open
+            assert forward.pool.idle == [extra]
+            assert forward.pool.turns.value == 2
+            assert most_at_once(await calls(url, ["c", "d"])) == 2
+            assert forward.pool.open == {extra}
+            nursery.cancel_scope.cancel()
