@@ -9,8 +9,10 @@ process), each further concurrent forwarding gets an upstream session of its own
 
 The pool holds at most ``size - 1`` extra sessions (the proxy's shared session is the first
 turn), opened lazily with the same handlers as the shared one, reused when idle and closed
-once idle for ``idle_timeout`` seconds. Past ``size`` forwardings in flight, a request waits
-for a turn. Subscriptions, list changes and tasks stay on the shared session.
+once idle for ``idle_timeout`` seconds. The same holds for a 2026-07-28 remote's log messages
+(2026-07-28 server/utilities/logging: they name no request over such a link): a request that
+carries a log level gets them from its own session. Past ``size`` forwardings in flight, a
+request waits for a turn. Subscriptions, list changes and tasks stay on the shared session.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ class PooledSession:
 
     def __init__(self) -> None:
         self.client: Client | None = None
+        #: The forwarding the remote's questions on this session go to.
         self.forwarding: Forwarding | None = None
+        #: Where the remote's log messages on this session go (the request it carries).
+        self.sink: Callable[[Notification], None] | None = None
         #: The log level set on this session (the shared session's level, applied on use).
         self.level: str | None = None
         self.failure: str | None = None
@@ -79,6 +84,7 @@ class PooledSession:
         self.busy = busy
         if not busy:
             self.forwarding = None
+            self.sink = None
             self.idle_since = trio.current_time()
         self._changed.set()
 
@@ -98,9 +104,9 @@ class PooledSession:
         return ask
 
     def _on_notification(self, note: Notification) -> None:
-        forwarding = self.forwarding
-        if note.method == "notifications/message" and forwarding is not None:
-            forwarding.note(note)
+        sink = self.sink
+        if note.method == "notifications/message" and sink is not None:
+            sink(note)
 
     async def run(
         self,

@@ -613,11 +613,17 @@ class Forward(Middleware):
             ):
                 # A 2026-07-28 remote over a link without per-request streams: its log
                 # messages name no request, so requests that want them go one at a time
-                # (the lane) and get what arrives meanwhile (on_shared_notification).
-                async with self.lane:
+                # per upstream session (the lane on the shared one) and get what arrives
+                # meanwhile (on_shared_notification); up to max_parallel at once.
+                async with self.pool.turns:
                     in_flight.append(request)
                     try:
-                        return await self._forward_relaying(client, method, params, request, level)
+                        if self.lane.value:
+                            async with self.lane:
+                                return await self._forward_relaying(
+                                    client, method, params, request, level
+                                )
+                        return await self._forward_pooled(method, params, request, level)
                     finally:
                         in_flight.remove(request)
             in_flight.append(request)
@@ -931,6 +937,7 @@ class Forward(Middleware):
         relay = Relay(lambda: forwarding.current)
         if pooled is not None:
             pooled.forwarding = forwarding  # its session's questions and log messages
+            pooled.sink = forwarding.note
 
         async def send() -> Any:
             return await client.request(
@@ -1027,6 +1034,26 @@ class Forward(Middleware):
                 params.pop("requestState", None)
         raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
+    async def _forward_pooled(
+        self, method: str, params: dict[str, Any], request: Request, level: str
+    ) -> Any:
+        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote over an
+        extra upstream session of its own: the log messages on it are this request's."""
+        pooled = await self._take_pooled()
+        lost = False
+        try:
+            assert pooled.client is not None
+            return await self._forward_relaying(
+                pooled.client, method, params, request, level, pooled=pooled
+            )
+        except TransportLost:
+            lost = True
+            raise
+        finally:
+            if lost:
+                pooled.close()
+            self.pool.give_back(pooled)
+
     async def _forward_relaying(
         self,
         client: Client,
@@ -1034,6 +1061,8 @@ class Forward(Middleware):
         params: dict[str, Any],
         request: Request,
         level: str | None,
+        *,
+        pooled: PooledSession | None = None,
     ) -> Any:
         """Forward, passing on the remote's progress (when the request has a
         ``progressToken``) and, for a 2026-07-28 request that carries a log level, the log
@@ -1042,7 +1071,9 @@ class Forward(Middleware):
         if not isinstance(token, str | int) and level is None:
             return await self._forward(client, method, params, request, None)
         relay = Relay(lambda: request)
-        if level is not None:
+        if pooled is not None:
+            pooled.sink = relay.note  # what the remote logs on its session is this request's
+        elif level is not None:
             self.relays[request] = relay
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay.run)

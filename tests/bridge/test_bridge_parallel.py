@@ -11,12 +11,14 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+from runtime import Context, Server
 from runtime.bridge import DEFAULT_MAX_PARALLEL, Forward, proxy_server
 from runtime.client import Backoff, Notification, PeerError, open_client
 
@@ -344,4 +346,56 @@ async def test_a_cancelled_call_gives_its_turn_and_session_back() -> None:
             assert forward.pool.turns.value == 2
             assert most_at_once(await calls(url, ["c", "d"])) == 2
             assert forward.pool.open == {extra}
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("link", ["tcp", "websocket"])
+async def test_a_modern_remotes_log_messages_with_calls_at_once(link: str) -> None:
+    """A 2026-07-28 remote over a link without per-request streams: its log messages name
+    no request, so each concurrent request that carries a log level runs on an upstream
+    session of its own and gets only its own messages, at its own level."""
+    app = Server("modern-upstream", "1.0.0")
+
+    @app.tool
+    async def chatty(tag: str, ctx: Context) -> str:
+        """Logs at two levels around a pause; answers when it ran."""
+        start = time.time()
+        await ctx.debug(f"debug {tag}")
+        await ctx.info(f"one {tag}")
+        await trio.sleep(0.2)
+        await ctx.warning(f"two {tag}")
+        return json.dumps({"start": start, "end": time.time()})
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            if link == "tcp":
+                port = (await nursery.start(app.serve_tcp))[1]
+                target = f"tcp://127.0.0.1:{port}"
+            else:
+                port = (await nursery.start(app.serve_websocket))[1]
+                target = f"ws://127.0.0.1:{port}/mcp"
+            proxy = proxy_server(target, era="modern")
+            forward = forward_of(proxy)
+            proxy_port = (await nursery.start(proxy.serve_http))[1]
+            levels = {"a": "info", "b": "warning", "c": "debug"}
+            seen: dict[str, list[Notification]] = {tag: [] for tag in levels}
+            runs: list[dict[str, Any]] = []
+            async with trio.open_nursery() as calls_:
+                for tag, level in levels.items():
+
+                    async def call(tag: str = tag, level: str = level) -> None:
+                        url = f"http://127.0.0.1:{proxy_port}/mcp"
+                        async with open_client(url, era="modern") as client:
+                            await client.set_logging_level(level)
+                            result = await client.call_tool(
+                                "chatty", {"tag": tag}, on_notification=seen[tag].append
+                            )
+                            runs.append(json.loads(result.text))
+
+                    calls_.start_soon(call)
+            assert logs(seen["a"]) == ["one a", "two a"]
+            assert logs(seen["b"]) == ["two b"]
+            assert logs(seen["c"]) == ["debug c", "one c", "two c"]
+            assert most_at_once(runs) == 3
+            assert len(forward.pool.open) == 2
             nursery.cancel_scope.cancel()
