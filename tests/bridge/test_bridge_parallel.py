@@ -362,7 +362,7 @@ async def test_a_modern_remotes_log_messages_with_calls_at_once(link: str) -> No
         start = time.time()
         await ctx.debug(f"debug {tag}")
         await ctx.info(f"one {tag}")
-        await trio.sleep(0.2)
+        await trio.sleep(0.4)  # the others start meanwhile, if let through
         await ctx.warning(f"two {tag}")
         return json.dumps({"start": start, "end": time.time()})
 
