@@ -263,6 +263,21 @@ _FLAGS = (
         metavar="SECONDS",
     ),
     _Flag(
+        "upstream-max-parallel",
+        "a remote TARGET over TCP, Unix, WebSocket, legacy SSE or stdio: 2026-07-28 requests "
+        "that can be asked questions forwarded at once, each beyond the first on an extra "
+        "upstream session of its own (default 4; 1 over stdio and pipes: one at a time)",
+        type=_positive_int,
+        metavar="N",
+    ),
+    _Flag(
+        "upstream-parallel-idle",
+        "a remote TARGET: how long an extra upstream session of --upstream-max-parallel "
+        "stays open unused (default 30)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
         "upstream-poll-max",
         "a remote TARGET: the longest wait between two polls of its task run for our client "
         "(default 5)",
@@ -280,6 +295,8 @@ _UPSTREAM_FLAGS = (
     "max_upstream_sessions",
     "upstream_round_timeout",
     "upstream_poll_max",
+    "upstream_max_parallel",
+    "upstream_parallel_idle",
 )
 
 
@@ -414,6 +431,10 @@ def _proxy_options(upstream: Mapping[str, Any]) -> dict[str, Any]:
         options["round_timeout"] = upstream["upstream_round_timeout"]
     if upstream.get("upstream_poll_max") is not None:
         options["max_poll_interval"] = upstream["upstream_poll_max"]
+    if upstream.get("upstream_max_parallel") is not None:
+        options["max_parallel"] = upstream["upstream_max_parallel"]
+    if upstream.get("upstream_parallel_idle") is not None:
+        options["parallel_idle_timeout"] = upstream["upstream_parallel_idle"]
     policy: dict[str, Any] = {}
     if upstream.get("upstream_retries") is not None:
         policy["max_attempts"] = upstream["upstream_retries"]

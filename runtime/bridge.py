@@ -37,8 +37,11 @@ response stream it arrives; progress, by its token; a question naming a task (20
 (stdio, TCP, Unix, WebSocket, legacy SSE) a handshake-era session's questions and log
 messages go to that session's client (related to its request being forwarded: the only one,
 or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
-forwarded to a handshake-era remote one at a time (``Forward.lane``), so what the remote asks
-or logs meanwhile is the in-flight request's; to a 2026-07-28 remote (which asks only through
+forwarded to a handshake-era remote one at a time per upstream session (``Forward.lane`` on
+the shared one), so what the remote asks or logs meanwhile is the in-flight request's: up to
+``max_parallel`` at once, each beyond the first on an extra upstream session of its own
+(``runtime._bridge_pool``; by default over TCP, Unix, WebSocket and legacy SSE, not over
+stdio or pipes, where a session is a process); to a 2026-07-28 remote (which asks only through
 input rounds) the requests that carry a log level go one at a time, for its log messages.
 
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
@@ -57,6 +60,12 @@ from urllib.parse import urlsplit
 
 import trio
 
+from ._bridge_pool import (
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_PARALLEL_IDLE_TIMEOUT,
+    PooledSession,
+    UpstreamPool,
+)
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
 from ._bridge_tasks import (
     LEGACY_TASKS_CAPABILITY,
@@ -83,8 +92,10 @@ if TYPE_CHECKING:
     from .core import Peer
 
 __all__ = [
+    "DEFAULT_MAX_PARALLEL",
     "DEFAULT_MAX_POLL_INTERVAL",
     "DEFAULT_MAX_UPSTREAM_SESSIONS",
+    "DEFAULT_PARALLEL_IDLE_TIMEOUT",
     "DEFAULT_ROUND_TIMEOUT",
     "FORWARDED_METHODS",
     "Forward",
@@ -462,6 +473,8 @@ class Forward(Middleware):
         *,
         round_timeout: float = DEFAULT_ROUND_TIMEOUT,
         max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+        max_parallel: int = 1,
+        parallel_idle_timeout: float = DEFAULT_PARALLEL_IDLE_TIMEOUT,
     ) -> None:
         self.client: Client | None = None
         self.connect: Connect | None = None
@@ -488,6 +501,10 @@ class Forward(Middleware):
         #: forwarded to a handshake-era remote one at a time (held until the remote's
         #: request ends, input rounds included).
         self.lane = trio.Semaphore(1)
+        #: Without per-request streams: up to ``max_parallel`` such forwardings at once, the
+        #: first on the shared session (the lane), each other on an extra upstream session
+        #: of its own (runtime._bridge_pool).
+        self.pool = UpstreamPool(max_parallel, parallel_idle_timeout)
         #: 2026-07-28 requests being forwarded through the shared client that carry a log
         #: level, and the relay passing the remote's log messages on to each.
         self.relays: dict[Request, Relay] = {}
@@ -596,11 +613,17 @@ class Forward(Middleware):
             ):
                 # A 2026-07-28 remote over a link without per-request streams: its log
                 # messages name no request, so requests that want them go one at a time
-                # (the lane) and get what arrives meanwhile (on_shared_notification).
-                async with self.lane:
+                # per upstream session (the lane on the shared one) and get what arrives
+                # meanwhile (on_shared_notification); up to max_parallel at once.
+                async with self.pool.turns:
                     in_flight.append(request)
                     try:
-                        return await self._forward_relaying(client, method, params, request, level)
+                        if self.lane.value:
+                            async with self.lane:
+                                return await self._forward_relaying(
+                                    client, method, params, request, level
+                                )
+                        return await self._forward_pooled(method, params, request, level)
                     finally:
                         in_flight.remove(request)
             in_flight.append(request)
@@ -836,15 +859,27 @@ class Forward(Middleware):
             forwarding.linger.cancel()
             forwarding.answer(params.get("inputResponses"))
         else:
+            pooled: PooledSession | None = None
             if not self.streams_per_request:
-                # No per-request streams to the remote: one such forwarding at a time, so
-                # what the remote sends meanwhile is its (the module docstring's rule).
-                await self.lane.acquire()
+                # No per-request streams to the remote: one such forwarding at a time on an
+                # upstream session, so what the remote sends meanwhile is its (the module
+                # docstring's rule); up to max_parallel on sessions of their own.
+                await self.pool.turns.acquire()
+            held = False  # the shared session's lane, or a pooled session
             try:
-                forwarding = self._start_forwarding(client, method, params, request)
-            except BaseException:
                 if not self.streams_per_request:
-                    self.lane.release()
+                    if self.lane.value:
+                        self.lane.acquire_nowait()
+                    else:
+                        pooled = await self._take_pooled()
+                        client = pooled.client or client
+                    held = True
+                forwarding = self._start_forwarding(client, method, params, request, pooled)
+            except BaseException:
+                if held:
+                    self._give_turn_back(pooled)
+                elif not self.streams_per_request:
+                    self.pool.turns.release()
                 raise
         try:
             finished, value = await forwarding.outcome(request)
@@ -859,14 +894,50 @@ class Forward(Middleware):
             "requestState": forwarding.state,
         }
 
+    async def _take_pooled(self) -> PooledSession:
+        """An extra upstream session for a forwarding (its log level the shared one's)."""
+        nursery, connect = self.nursery, self.connect
+        if nursery is None or connect is None:
+            raise RuntimeError("the proxy is not serving")
+        pooled = await self.pool.take(connect, nursery)
+        try:
+            level = self.shared_level
+            if level is not None and pooled.level != level and pooled.client is not None:
+                await pooled.client.set_logging_level(level)
+                pooled.level = level
+        except PeerError as exc:
+            log.warning("the remote refused logging/setLevel %s: %s", level, exc)
+        except BaseException:
+            self.pool.give_back(pooled)
+            raise
+        return pooled
+
+    def _give_turn_back(self, pooled: PooledSession | None, *, lost: bool = False) -> None:
+        if pooled is not None:
+            if lost:
+                # Its link failed: close it, so the next forwarding opens a fresh session.
+                pooled.close()
+            self.pool.give_back(pooled)
+        else:
+            self.lane.release()
+        self.pool.turns.release()
+
     def _start_forwarding(
-        self, client: Client, method: str, params: dict[str, Any], request: Request
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        request: Request,
+        pooled: PooledSession | None = None,
     ) -> Forwarding:
         nursery = self.nursery
         if nursery is None:
             raise RuntimeError("the proxy is not serving")
         forwarding = Forwarding(request, self.round_timeout)
         relay = Relay(lambda: forwarding.current)
+        if pooled is not None:
+            pooled.forwarding = forwarding  # its session's questions and log messages
+            pooled.sink = forwarding.note
 
         async def send() -> Any:
             return await client.request(
@@ -879,13 +950,17 @@ class Forward(Middleware):
             )
 
         async def run() -> None:
-            self.forwardings.append(forwarding)
+            # The shared session's forwardings (its questions go to the newest of them).
+            shared = pooled is None
+            if shared:
+                self.forwardings.append(forwarding)
             try:
                 await forwarding.run(send, relay)
             finally:
-                self.forwardings.remove(forwarding)
+                if shared:
+                    self.forwardings.remove(forwarding)
                 if not self.streams_per_request:
-                    self.lane.release()
+                    self._give_turn_back(pooled, lost=isinstance(forwarding.error, TransportLost))
             try:
                 if forwarding.state in self.parked and not forwarding.abandoned:
                     # The remote answered while our client was between two rounds: its
@@ -959,6 +1034,26 @@ class Forward(Middleware):
                 params.pop("requestState", None)
         raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
+    async def _forward_pooled(
+        self, method: str, params: dict[str, Any], request: Request, level: str
+    ) -> Any:
+        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote over an
+        extra upstream session of its own: the log messages on it are this request's."""
+        pooled = await self._take_pooled()
+        lost = False
+        try:
+            assert pooled.client is not None
+            return await self._forward_relaying(
+                pooled.client, method, params, request, level, pooled=pooled
+            )
+        except TransportLost:
+            lost = True
+            raise
+        finally:
+            if lost:
+                pooled.close()
+            self.pool.give_back(pooled)
+
     async def _forward_relaying(
         self,
         client: Client,
@@ -966,6 +1061,8 @@ class Forward(Middleware):
         params: dict[str, Any],
         request: Request,
         level: str | None,
+        *,
+        pooled: PooledSession | None = None,
     ) -> Any:
         """Forward, passing on the remote's progress (when the request has a
         ``progressToken``) and, for a 2026-07-28 request that carries a log level, the log
@@ -974,7 +1071,9 @@ class Forward(Middleware):
         if not isinstance(token, str | int) and level is None:
             return await self._forward(client, method, params, request, None)
         relay = Relay(lambda: request)
-        if level is not None:
+        if pooled is not None:
+            pooled.sink = relay.note  # what the remote logs on its session is this request's
+        elif level is not None:
             self.relays[request] = relay
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay.run)
@@ -1085,6 +1184,8 @@ def proxy_server(
     max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
     round_timeout: float = DEFAULT_ROUND_TIMEOUT,
     max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
+    max_parallel: int | None = None,
+    parallel_idle_timeout: float = DEFAULT_PARALLEL_IDLE_TIMEOUT,
 ) -> Server:
     """A :class:`runtime.Server` serving the MCP server at ``target`` (any target
     :func:`runtime.client.open_client` takes). A shared client is connected when serving
@@ -1092,7 +1193,13 @@ def proxy_server(
     downstream handshake-era session gets its own (at most ``max_upstream_sessions``).
     ``round_timeout``: seconds a remote's question waits for our client's answer (a
     server-to-client request, or a 2026-07-28 client's input round); ``max_poll_interval``:
-    the longest wait, in seconds, between two polls of a remote's task run for our client."""
+    the longest wait, in seconds, between two polls of a remote's task run for our client.
+    ``max_parallel``: over a link without per-request streams, 2026-07-28 requests that can
+    be asked questions forwarded at once to a handshake-era remote, each beyond the first on
+    an extra upstream session of its own (default :data:`DEFAULT_MAX_PARALLEL` over TCP,
+    Unix, WebSocket and legacy SSE; 1, one at a time, over stdio and pipes, where a session
+    is a process); an extra session is closed after ``parallel_idle_timeout`` seconds
+    unused."""
     from ._server import Server
 
     if max_upstream_sessions < 1:
@@ -1101,8 +1208,14 @@ def proxy_server(
         raise ValueError("round_timeout must be a positive number of seconds")
     if not max_poll_interval > 0:
         raise ValueError("max_poll_interval must be a positive number of seconds")
+    if max_parallel is None:
+        max_parallel = DEFAULT_MAX_PARALLEL if _sessions_cheap(target) else 1
     forward = Forward(
-        max_upstream_sessions, round_timeout=round_timeout, max_poll_interval=max_poll_interval
+        max_upstream_sessions,
+        round_timeout=round_timeout,
+        max_poll_interval=max_poll_interval,
+        max_parallel=max_parallel,
+        parallel_idle_timeout=parallel_idle_timeout,
     )
     forward.streams_per_request = _streams_per_request(target)
 
@@ -1167,6 +1280,14 @@ def _streams_per_request(target: str | Sequence[str]) -> bool:
     if not isinstance(target, str) or not target.startswith(("http://", "https://")):
         return False
     return not urlsplit(target).path.rstrip("/").endswith("/sse")
+
+
+def _sessions_cheap(target: str | Sequence[str]) -> bool:
+    """Whether another session with ``target`` is a connection (a URL, TCP, Unix), not a
+    process (stdio) or a FIFO pair (pipes)."""
+    return isinstance(target, str) and target.startswith(
+        ("http://", "https://", "ws://", "wss://", "tcp://", "unix:")
+    )
 
 
 def proxy_target(target: str) -> str | list[str]:

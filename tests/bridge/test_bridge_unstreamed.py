@@ -74,7 +74,9 @@ async def test_two_concurrent_modern_calls_each_get_their_own_messages(link: str
             else:
                 port = (await nursery.start(remote.serve_sse))[1]
                 target = f"http://127.0.0.1:{port}/sse"
-            proxy = proxy_server(target, era="handshake")
+            # One upstream session (max_parallel=1, as over stdio): the lane is the rule;
+            # test_bridge_parallel.py covers a session per concurrent call.
+            proxy = proxy_server(target, era="handshake", max_parallel=1)
             proxy_port = (await nursery.start(proxy.serve_http))[1]
             async with open_client(
                 f"http://127.0.0.1:{proxy_port}/mcp", era="modern", elicitation=answer
@@ -196,7 +198,9 @@ async def test_a_modern_remotes_log_messages_over_tcp() -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             port = (await nursery.start(app.serve_tcp))[1]
-            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="modern")
+            # One upstream session (max_parallel=1): the lane is the rule here;
+            # test_bridge_parallel.py covers a session per concurrent call.
+            proxy = proxy_server(f"tcp://127.0.0.1:{port}", era="modern", max_parallel=1)
             proxy_port = (await nursery.start(proxy.serve_http))[1]
             url = f"http://127.0.0.1:{proxy_port}/mcp"
             async with open_client(url, era="modern") as client:
