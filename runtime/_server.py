@@ -196,6 +196,11 @@ class Server:
         self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
         #: The servers this one was mounted in (weakly: an unmounted one checks its mounts).
         self.mounted_in: weakref.WeakSet[Server] = weakref.WeakSet()
+        #: Set by ``mcp-runtime dev`` in each version it runs: the one process serving the
+        #: sessions of its (shared) store, as the previous version drains away, so a session
+        #: it adopts is its own: it delivers the session's list changes, as the version that
+        #: saw ``notifications/initialized`` did (with replicas, that one still does).
+        self.sole_version = False
         #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
         self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
