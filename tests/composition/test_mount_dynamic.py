@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import trio
 
@@ -62,3 +63,51 @@ async def test_middleware_added_to_mounted_servers_and_a_call_across_an_unmount(
     assert out["slow_again"]["code"] == -32602, out["slow_again"]
     assert "kid_slow" in out["slow_again"]["message"]
     assert events.count("start slow") == 1
+
+
+async def test_middleware_added_to_a_nested_mount_while_serving_runs_from_the_next_call() -> None:
+    """``leaf`` mounted in ``mid`` mounted in ``parent``, none with middleware when the
+    parent starts serving; ``leaf.add_middleware`` then reaches the parent's dispatcher
+    (through ``mid``), and a second one added after the first ran is picked up too."""
+    from runtime import Server
+    from runtime.middleware import Middleware, Next, ToolCall
+
+    from ..wire import open_memory_peer
+
+    class Tag(Middleware):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def on_call_tool(self, call: ToolCall, call_next: Next) -> object:
+            assert call.name == "hi"  # the leaf's own name
+            result = await call_next()
+            result["content"][0].text += f" [{self.name}]"
+            return result
+
+    parent, mid, leaf = Server("parent"), Server("mid"), Server("leaf")
+
+    @leaf.tool
+    def hi() -> str:
+        """Hi."""
+        return "hi"
+
+    mid.mount(leaf, prefix="l")
+    parent.mount(mid, prefix="m")
+
+    async def text(raw: Any) -> str:
+        reply = await raw.call("tools/call", {"name": "m_l_hi", "arguments": {}})
+        return str(reply["result"]["content"][0]["text"])
+
+    with trio.fail_after(20):
+        async with open_memory_peer(parent) as raw:
+            await raw.initialize()
+            assert await text(raw) == "hi"
+            leaf.add_middleware(Tag("one"))
+            assert await text(raw) == "hi [one]"
+            leaf.add_middleware(Tag("two"))
+            assert await text(raw) == "hi [two] [one]"
+            parent.unmount("m")
+            changed = await raw.receive()  # the unmount's list-changed comes first
+            assert changed["method"] == "notifications/tools/list_changed", changed
+            reply = await raw.call("tools/call", {"name": "m_l_hi", "arguments": {}})
+            assert reply["error"]["code"] == -32602
