@@ -24,7 +24,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from runtime.core import Handler, NotificationHandler, Peer, RequestContext
+from runtime.core import Handler, NotificationHandler, Peer, RequestContext, Session
 from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
 from runtime.protocol import (
     INVALID_PARAMS,
@@ -39,7 +39,12 @@ from .lifecycle import capabilities
 from .tasks import EXTENSION as TASKS_EXTENSION
 from .tasks import owner as task_owner
 
-__all__ = ["MAX_RESOURCE_SUBSCRIPTIONS", "META_SUBSCRIPTION_ID", "methods"]
+__all__ = [
+    "MAX_RESOURCE_SUBSCRIPTIONS",
+    "META_SUBSCRIPTION_ID",
+    "methods",
+    "open_session_feed",
+]
 
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 #: Resource URIs one handshake session, or one listen request, may watch. The spec sets no
@@ -194,24 +199,30 @@ def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
     peer.at_close(lambda: subscriber.end("connection closed"))
 
 
+def open_session_feed(server: App, session: Session, peer: Peer, lists: bool = True) -> Subscriber:
+    """A handshake session's subscriber, opened (with its delivery on ``peer``) on first
+    use; with the list kinds unless ``lists`` is False. Also opened by the composition root
+    for a session adopted by the one version that now serves it (``mcp-runtime dev``
+    after a reload: no ``notifications/initialized`` comes again)."""
+    feed = session.state.get(_FEED_KEY)
+    if isinstance(feed, Subscriber):
+        return feed
+    kinds = _offered(server) if lists else ()
+    feed = server.registry.changes.open(kinds, label=peer.connection_id)
+    session.state[_FEED_KEY] = feed
+    try:
+        _deliver_when_offered(feed, peer)
+    except RuntimeError:
+        feed.end("connection closed")
+    return feed
+
+
 def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHandler]]:
     registry = server.registry
     changes = registry.changes
 
     def session_feed(ctx: RequestContext, lists: bool = True) -> Subscriber:
-        """The session's subscriber, opened (with its delivery task) on first use; with the
-        list kinds unless ``lists`` is False."""
-        feed = ctx.session.state.get(_FEED_KEY)
-        if isinstance(feed, Subscriber):
-            return feed
-        kinds = _offered(server) if lists else ()
-        feed = changes.open(kinds, label=ctx.peer.connection_id)
-        ctx.session.state[_FEED_KEY] = feed
-        try:
-            _deliver_when_offered(feed, ctx.peer)
-        except RuntimeError:
-            feed.end("connection closed")
-        return feed
+        return open_session_feed(server, ctx.session, ctx.peer, lists)
 
     async def initialized(ctx: RequestContext) -> None:
         # 2025-11-25 basic/lifecycle: no notifications but pings and logging before this.

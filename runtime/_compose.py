@@ -39,6 +39,9 @@ __all__ = ["HANDLERS", "build_dispatcher", "load_handlers", "transport_hooks"]
 
 #: The import name of the MCP handlers package.
 HANDLERS: Final = "runtime._handlers"
+#: ``Session.state`` key of a session adopted by a ``sole_version`` server, until its
+#: connection serves (then its subscriber opens: ``transport_hooks``).
+_ADOPTED: Final = "mcp.adopted"
 
 
 def load_handlers() -> ModuleType:
@@ -162,8 +165,35 @@ def transport_hooks(server: Server) -> Hooks:
         session.log_level = record.log_level
         # Requests to the client numbered apart from the other copies' (see Session).
         session.first_request_id = 1 + secrets.randbelow(1 << 50)
-        session.state[REPLICA_COPY] = True
+        if server.sole_version:
+            # No other process serves it any more (mcp-runtime dev after a reload): this
+            # one delivers its changes, from when its connection serves (serve_adopted).
+            session.state[_ADOPTED] = True
+        else:
+            session.state[REPLICA_COPY] = True
         return session
+
+    serve_connection: Callable[..., Awaitable[None]] = server.serve_connection
+    if server.sole_version:
+        open_session_feed = load_handlers().subscriptions.open_session_feed
+
+        async def serve_adopted(channel: Any, **options: Any) -> None:
+            """``server.serve_connection``; a session adopted from the store gets its
+            subscriber (list changes, which ``notifications/initialized`` opened on the
+            version that saw it) once its connection serves."""
+            session = options.get("session")
+            if session is not None and session.state.pop(_ADOPTED, False):
+                started = options.get("started")
+
+                def adopted(connection: Connection) -> None:
+                    if started is not None:
+                        started(connection)
+                    open_session_feed(server, session, connection)
+
+                options["started"] = adopted
+            await server.serve_connection(channel, **options)
+
+        serve_connection = serve_adopted
 
     async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
         return await connection.run_request(envelope)
@@ -172,7 +202,7 @@ def transport_hooks(server: Server) -> Hooks:
         connection.start_soon(fn)
 
     return Hooks(
-        serve_connection=server.serve_connection,
+        serve_connection=serve_connection,
         dispatch_one=functools.partial(
             dispatch_single, server.dispatcher, server.limits.request_timeout
         ),

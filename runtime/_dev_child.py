@@ -45,6 +45,7 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
         except ValueError as exc:
             say(f"error: --store: {exc}")
             return 2
+        server.sole_version = True  # the previous version's sessions are this one's now
     name = sock.getsockname()
     shown = f"[{name[0]}]" if ":" in name[0] else name[0]
     say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")

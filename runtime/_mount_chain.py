@@ -41,7 +41,13 @@ from .middleware import Middleware, MiddlewareDispatcher, Next, Request
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["MountedChains", "has_mounted_middleware", "install_mounted_chains", "routes_mounts"]
+__all__ = [
+    "MountedChains",
+    "has_mounted_middleware",
+    "install_mounted_chains",
+    "middleware_changed",
+    "routes_mounts",
+]
 
 _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
@@ -133,17 +139,25 @@ class MountedChains(Middleware):
 
     def __init__(self, parent: Server) -> None:
         self.parent = parent
-        self._dispatchers: dict[Server, MiddlewareDispatcher | None] = {}
+        #: child -> (its chain when built, the dispatcher running it)
+        self._dispatchers: dict[Server, tuple[tuple[Any, ...], MiddlewareDispatcher | None]] = {}
 
     def _dispatcher(self, child: Server) -> MiddlewareDispatcher | None:
-        if child not in self._dispatchers:
-            chain = child_chain(child)
-            for middleware in chain:
-                middleware.bind(child)
-            self._dispatchers[child] = (
-                MiddlewareDispatcher(Dispatcher({}), chain) if chain else None
-            )
-        return self._dispatchers[child]
+        """The child's chain as it is now: rebuilt (and swapped whole) when the child's
+        middleware changed since the last request (``child.add_middleware`` while the
+        parent serves); a request already in the old one finishes on it (it holds it)."""
+        key = (*child.middleware_chain, has_mounted_middleware(child))
+        built = self._dispatchers.get(child)
+        if built is not None and built[0] == key:
+            return built[1]
+        chain = child_chain(child)
+        before = built[0] if built is not None else ()
+        for middleware in chain:
+            if isinstance(middleware, MountedChains) or not any(m is middleware for m in before):
+                middleware.bind(child)  # once per middleware, as when a dispatcher is built
+        dispatcher = MiddlewareDispatcher(Dispatcher({}), chain) if chain else None
+        self._dispatchers[child] = (key, dispatcher)
+        return dispatcher
 
     async def on_request(self, request: Request, call_next: Next) -> Any:
         listing = _LISTS.get(request.method)
@@ -215,6 +229,17 @@ def _namespaced(prefix: str, kind: str, field: str, item: dict[str, Any]) -> dic
     named = kind in ("tools", "prompts")
     item[field] = prefixed_name(prefix, value) if named else prefixed_uri(prefix, value)
     return item
+
+
+def middleware_changed(server: Server) -> None:
+    """``server`` got middleware: each server it is mounted in (and theirs, up the tree)
+    must run it from the next request on. A parent whose dispatcher already routes mounts
+    picks the new chain up by itself (:meth:`MountedChains._dispatcher`); one serving
+    without gets the chains in place; one built but not serving rebuilds."""
+    for parent in list(server.mounted_in):
+        if any(mount.child is server for mount in parent.mounts.values()):
+            parent._keep_mounted_middleware(server)
+            middleware_changed(parent)
 
 
 def install_mounted_chains(parent: Server, dispatcher: Dispatcher) -> None:

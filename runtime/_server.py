@@ -14,6 +14,7 @@ import functools
 import itertools
 import logging
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
@@ -193,6 +194,13 @@ class Server:
         #: Mounted servers by prefix (``mount``; docs/composition.md).
         self.mounts: dict[str, Mount] = {}
         self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
+        #: The servers this one was mounted in (weakly: an unmounted one checks its mounts).
+        self.mounted_in: weakref.WeakSet[Server] = weakref.WeakSet()
+        #: Set by ``mcp-runtime dev`` in each version it runs: the one process serving the
+        #: sessions of its (shared) store, as the previous version drains away, so a session
+        #: it adopts is its own: it delivers the session's list changes, as the version that
+        #: saw ``notifications/initialized`` did (with replicas, that one still does).
+        self.sole_version = False
         #: The middleware chain, outermost first (``add_middleware``; docs/middleware.md).
         self.middleware_chain: list[Middleware] = []
         self._lifespan = lifespan
@@ -525,10 +533,12 @@ class Server:
         if not self._mount_lifespans.open:
             mount.attach()
             self.mounts[prefix] = mount
+            other.mounted_in.add(self)
             return
         taken = mount.collisions()
         if taken:
             raise ValueError(f"mount {prefix}: the parent already has {', '.join(taken)}")
+        other.mounted_in.add(self)
         # Serving: the child's lifespan is entered first, in a task of its own; its
         # features appear (with list-changed) once it is.
         self.mounts[prefix] = mount
@@ -565,7 +575,9 @@ class Server:
         """Append middleware to the chain (the first added is the outermost): instances of
         ``runtime.middleware.Middleware``, subclasses of it, or plain
         ``async def mw(request, call_next)`` functions (around requests). RuntimeError while
-        serving: the chain is built with the dispatcher, which connections keep.
+        serving: the chain is built with the dispatcher, which connections keep. A server
+        mounted in one that serves may get more: the next request to its features runs them
+        (one in flight finishes on the chain it started with).
         """
         from .middleware import as_middleware
 
@@ -574,6 +586,10 @@ class Server:
             raise RuntimeError("add middleware before serving")
         self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
         self._dispatcher = None
+        if self.mounted_in:
+            from ._mount_chain import middleware_changed
+
+            middleware_changed(self)
 
     def middleware(self, fn: M) -> M:
         """Decorator form of :meth:`add_middleware` for a plain function."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import trio
-from wsproto.events import BytesMessage, CloseConnection, Request, TextMessage
+from wsproto.events import BytesMessage, CloseConnection, Ping, Request, TextMessage
 
 from runtime import Server
 from runtime.middleware import Metrics, Middleware, RequestLogging
@@ -179,6 +179,50 @@ async def test_websocket_sweep_closes_are_observed() -> None:
             await trio.sleep(0.1)  # the reader's side of the close
     assert [(r.close_code, r.message) for r in seen.refusals] == [(1008, "message too slow")]
     assert metric(metrics, "ws", "none", "close-1008") == 1
+
+
+async def test_websocket_no_pong_close_is_observed() -> None:
+    """A peer that never answers the transport's pings (RFC 6455 5.5.2: a ping must be
+    answered by a pong) is closed with 1011 after ``ws_ping_timeout``, by the sweep's ping
+    task, and the close reaches ``on_refusal``; a peer that answers is kept (the same
+    settings), so the close is the missing pong's, not the clock's."""
+    app, seen, metrics = observed()
+    limits = HttpLimits(ws_ping_interval=0.2, ws_ping_timeout=1.0)
+    with trio.fail_after(20):
+        async with serving(app, "ws", http_limits=limits) as address:
+            answering = await open_raw_websocket(address)
+            answered: list[object] = []
+
+            async def answer() -> None:
+                while (event := await answering.next_event()) is not None:
+                    assert isinstance(event, Ping), event
+                    await answering.send(event.response())
+                    answered.append(event)
+                answered.append(None)  # closed: fails the assertion below
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer)
+                silent = await open_raw_websocket(address)
+                pings = 0
+                while (event := await silent.next_event()) is not None:
+                    if isinstance(event, Ping):
+                        pings += 1  # never answered
+                        continue
+                    assert isinstance(event, CloseConnection), event
+                    break
+                assert event is not None and event.code == 1011
+                assert pings >= 1
+                await silent.stream.aclose()
+                await trio.sleep(1.5)  # the answering peer, longer again: never closed
+                nursery.cancel_scope.cancel()
+            assert len(answered) >= 3 and None not in answered
+            await answering.stream.aclose()
+            await trio.sleep(0.1)  # the reader's side of the close
+    assert [(r.transport, r.close_code, r.message) for r in seen.refusals] == [
+        ("ws", 1011, "ping timeout")
+    ]
+    assert seen.refusals[0].connection_id.startswith("ws-")
+    assert metric(metrics, "ws", "none", "close-1011") == 1
 
 
 async def test_websocket_connection_cap_refusal_is_observed() -> None:
