@@ -199,11 +199,16 @@ def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
     peer.at_close(lambda: subscriber.end("connection closed"))
 
 
-def open_session_feed(server: App, session: Session, peer: Peer, lists: bool = True) -> Subscriber:
+def open_session_feed(
+    server: App, session: Session, peer: Peer, lists: bool = True, reloaded: bool = False
+) -> Subscriber:
     """A handshake session's subscriber, opened (with its delivery on ``peer``) on first
     use; with the list kinds unless ``lists`` is False. Also opened by the composition root
     for a session adopted by the one version that now serves it (``mcp-runtime dev``
-    after a reload: no ``notifications/initialized`` comes again)."""
+    after a reload: no ``notifications/initialized`` comes again); with ``reloaded`` the
+    session is then told that each list it follows changed: the new version's tools,
+    prompts or resources may not be the old one's, and the client lists them again
+    (2025-11-25 server/tools "List Changed Notification": sent when the list changed)."""
     feed = session.state.get(_FEED_KEY)
     if isinstance(feed, Subscriber):
         return feed
@@ -214,6 +219,9 @@ def open_session_feed(server: App, session: Session, peer: Peer, lists: bool = T
         _deliver_when_offered(feed, peer)
     except RuntimeError:
         feed.end("connection closed")
+    if reloaded:
+        for kind in sorted(feed.kinds):
+            feed.offer(("list", kind))
     return feed
 
 

@@ -180,7 +180,8 @@ def transport_hooks(server: Server) -> Hooks:
         async def serve_adopted(channel: Any, **options: Any) -> None:
             """``server.serve_connection``; a session adopted from the store gets its
             subscriber (list changes, which ``notifications/initialized`` opened on the
-            version that saw it) once its connection serves."""
+            version that saw it) once its connection serves, and hears that its lists
+            changed (this is a new version of the server)."""
             session = options.get("session")
             if session is not None and session.state.pop(_ADOPTED, False):
                 started = options.get("started")
@@ -188,7 +189,7 @@ def transport_hooks(server: Server) -> Hooks:
                 def adopted(connection: Connection) -> None:
                     if started is not None:
                         started(connection)
-                    open_session_feed(server, session, connection)
+                    open_session_feed(server, session, connection, reloaded=True)
 
                 options["started"] = adopted
             await server.serve_connection(channel, **options)

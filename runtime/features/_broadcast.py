@@ -108,6 +108,13 @@ class Subscriber:
             self._hub._unindex(uri, self)
             self._pending.pop(("updated", uri), None)
 
+    def offer(self, change: Change) -> None:
+        """A change for this subscriber alone (the hub's publishers reach all of them): what
+        a session adopted by a reloaded server (``mcp-runtime dev``) is told, because its
+        lists may differ from the version that served it before."""
+        if self.end_reason is None:
+            self._offer(change)
+
     def _offer(self, change: Change) -> None:
         self._pending[change] = None
         if self.take is not None:

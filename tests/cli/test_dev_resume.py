@@ -57,17 +57,24 @@ async def listen(address: tuple[str, int], session: str, last: str | None = None
     return conn
 
 
-async def read(conn: HttpConn, count: int, into: list[str]) -> None:
-    """Read ``count`` list-changed events into ``into`` (their ids), skipping priming."""
-    wanted = len(into) + count
-    while len(into) < wanted:
+async def events(conn: HttpConn, count: int) -> list[tuple[str, str]]:
+    """The next ``count`` events' (method, id), skipping priming."""
+    got: list[tuple[str, str]] = []
+    while len(got) < count:
         event = await conn.next_event()
         assert event is not None, "the GET stream ended"
         if event.data:
             message: Any = msgspec.json.decode(event.data)
-            assert message["method"] == "notifications/prompts/list_changed", message
             assert event.id, event
-            into.append(event.id)
+            got.append((message["method"], event.id))
+    return got
+
+
+async def read(conn: HttpConn, count: int, into: list[str]) -> None:
+    """Read ``count`` prompts list-changed events into ``into`` (their ids)."""
+    for method, event_id in await events(conn, count):
+        assert method == "notifications/prompts/list_changed", method
+        into.append(event_id)
 
 
 async def test_get_stream_resumes_across_a_reload_with_last_event_id(tmp_path: Path) -> None:
@@ -111,11 +118,18 @@ async def test_get_stream_resumes_across_a_reload_with_last_event_id(tmp_path: P
             await _wait_for(err, "reloaded:", after=size)
 
             # Resumed on the new version after the last event seen: the three missed are
-            # replayed, in order, none twice, then the new version's live events follow.
+            # replayed, in order, none twice; the new version tells the session that its
+            # tool and prompt lists changed (they may have: it is new code); then the new
+            # version's live events follow.
             resumed = await listen(address, session, last=seen[-1])
-            replayed: list[str] = []
-            await read(resumed, 3, replayed)
-            assert replayed == sent[2:], (replayed, sent)
+            after = await events(resumed, 5)
+            replayed = [i for m, i in after if i in sent]
+            assert replayed == sent[2:], (after, sent)
+            notices = sorted(m for m, i in after if i not in sent)
+            assert notices == [
+                "notifications/prompts/list_changed",
+                "notifications/tools/list_changed",
+            ], after
             assert await tick(address, session, 11, 2) == "ticked 2 on two"
             live: list[str] = []
             with trio.move_on_after(10):
@@ -124,8 +138,8 @@ async def test_get_stream_resumes_across_a_reload_with_last_event_id(tmp_path: P
             # version that saw notifications/initialized having exited.)
             assert len(live) == 2, f"live events on the new version: {live}"
             await resumed.aclose()
-            every = seen + replayed + live
-            assert len(set(every)) == len(every) == 7, every
+            every = seen + [i for _, i in after] + live
+            assert len(set(every)) == len(every) == 9, every
     finally:
         with trio.CancelScope(shield=True):
             dev.terminate()
