@@ -474,12 +474,13 @@ class Connection:
             return error_reply(refused, request_id)
         params = env.params if isinstance(env.params, Raw) else None
         ctx = RequestContext(env.method, request_id, params, self.session, self)
-        ctx.cancel_scope = trio.CancelScope()
+        timeout = self.limits.request_timeout
+        ctx.cancel_scope = engine.own_scope(timeout)
         self._table.enter(ctx)
         self._outside.add(ctx)
         self._table.started()
         try:
-            reply = await engine.run(self.dispatcher, ctx, self.limits.request_timeout)
+            reply = await engine.run(self.dispatcher, ctx, timeout)
         finally:
             self._table.leave(ctx)
             self._outside.discard(ctx)
