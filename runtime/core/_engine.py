@@ -30,7 +30,7 @@ from ..protocol import error_reply, internal_error, request_timeout, shutting_do
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 
-__all__ = ["Suspended", "cancelled_reply", "finish", "own_scope", "run", "start"]
+__all__ = ["Suspended", "cancelled_reply", "finish", "own_scope", "run", "run_in_scope", "start"]
 
 log = logging.getLogger("mcp_runtime.connection")
 
@@ -115,6 +115,15 @@ def run(
     if timeout is None and ctx.cancel_scope is None:
         return dispatcher.dispatch(ctx)
     return _run_scoped(dispatcher, ctx, timeout)
+
+
+async def run_in_scope(dispatcher: Dispatcher, ctx: RequestContext) -> bytes:
+    """Run a whole request under a scope its caller entered and set in ``ctx.cancel_scope``
+    (and answers for when it is cancelled: ``trio.Cancelled`` propagates)."""
+    try:
+        return await dispatcher.dispatch(ctx)
+    except Exception:
+        return _crashed(ctx)
 
 
 async def _run_scoped(
