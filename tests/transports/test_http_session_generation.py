@@ -105,3 +105,27 @@ async def test_a_cancel_after_the_last_checkpoint_keeps_the_reply() -> None:
                     assert response.json()["result"]["content"][0]["text"] == str(2 * n)
             finally:
                 await conn.aclose()
+
+
+async def test_shutdown_answers_a_post_that_outlives_the_grace_with_minus_32000() -> None:
+    app, seen = make_app(shutdown_grace=0.2)
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            conn = await connect(address)
+            try:
+                await conn.send(
+                    "POST",
+                    "/mcp",
+                    headers=_h(session_id, accept="application/json"),
+                    body=call(9, "slow", tag="s"),
+                )
+                await until(lambda: seen["started"])
+                app.shutdown()
+                response = await conn.response()
+                assert response.status == 200
+                assert response.json()["id"] == 9
+                assert response.json()["error"]["code"] == -32000
+                assert seen["cancelled"] == ["s"]
+            finally:
+                await conn.aclose()
