@@ -30,6 +30,8 @@ from .features import REPLICA_COPY
 from .protocol import OPERATING
 
 if TYPE_CHECKING:
+    import trio
+
     from ._server import Server
     from .core import Dispatcher
     from .stores import SessionRecord
@@ -196,8 +198,13 @@ def transport_hooks(server: Server) -> Hooks:
 
         serve_connection = serve_adopted
 
-    async def run_in_session(connection: Connection, envelope: Any) -> bytes | None:
-        return await connection.run_request(envelope)
+    async def run_in_session(
+        connection: Connection,
+        envelope: Any,
+        scope: trio.CancelScope | None = None,
+        on_cancelled: Callable[[bytes | None], None] | None = None,
+    ) -> bytes | None:
+        return await connection.run_request(envelope, scope, on_cancelled)
 
     def start_soon(connection: Connection, fn: Callable[[], Awaitable[object]]) -> None:
         connection.start_soon(fn)

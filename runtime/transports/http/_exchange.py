@@ -101,8 +101,10 @@ class Exchange:
         "_hung_up",
         "_scopes",
         "_version",
+        "after_cancel",
         "close_after",
         "finished",
+        "request_scope",
         "started",
     )
 
@@ -118,6 +120,13 @@ class Exchange:
         self._disconnected: trio.Event | None = None  # made when asked for
         self.close_after = not head.keep_alive
         self._scopes: list[trio.CancelScope] = []
+        #: A cancel scope the app runs under, entered by the connection for request after
+        #: request (a generation): an app may let a request it runs be cancelled through it
+        #: (a session POST, issue 22 target 1) instead of entering a scope of its own. When
+        #: it is cancelled, ``trio.Cancelled`` unwinds the app, and then ``after_cancel()``,
+        #: when the app set it, answers the request (outside the cancelled scope).
+        self.request_scope: trio.CancelScope | None = None
+        self.after_cancel: Callable[[], Awaitable[None]] | None = None
 
     @property
     def hung_up_seen(self) -> bool:

@@ -8,6 +8,7 @@ MCP 2025-11-25 basic/transports, "Session Management" and "Resumability and Rede
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -294,44 +295,61 @@ class HandshakeEra:
                 except RuntimeError:  # the connection is ending: answer at the end instead
                     writer_done = None
 
+        async def answer_with(reply: bytes | None) -> None:
+            if session.shared is not None:
+                try:
+                    await session.sync()  # e.g. logging/setLevel: before the client hears back
+                except StoreUnavailable as exc:
+                    log.warning("session change not shared session=%s: %s", session.id[:8], exc)
+            if writer_done is not None or exchange.hung_up_seen:
+                # The answer joins the stream (and the replay store, for a client that left).
+                if reply is not None:
+                    await session.route([(reply, None)])
+                else:
+                    session.cancelled(envelope.id)
+                if writer_done is not None:
+                    await writer_done.wait()
+                return
+            session.close_stream(stream)
+            if reply is None:  # cancelled by the client: no response (as answer() does)
+                if accept_sse:
+                    await exchange.start_stream(200, "text/event-stream", headers, end=True)
+                else:
+                    await exchange.respond(204, b"", headers=headers)
+            elif accept_json:
+                await exchange.respond(200, reply, headers=headers)
+            else:
+                prime_id = await session.prime(stream)
+                event_id = await session.store.append(session.id, stream.id, reply)
+                opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
+                await exchange.start_stream(
+                    200,
+                    "text/event-stream",
+                    [*headers, ("X-Accel-Buffering", "no")],
+                    first=opening + sse_event(reply, event_id),
+                    end=True,
+                )
+
+        # Run under the HTTP connection's generation scope when it has one (no scope of the
+        # request's own, issue 22 target 1); cancelled through it, the request is answered
+        # by the connection once it left that scope (``Exchange.after_cancel``).
+        scope = exchange.request_scope
+        cancelled: list[bytes | None] = []
         stream.on_message = start_writer
         try:
-            reply = await self.hooks.run_in_session(connection, envelope)
+            if scope is None:
+                reply = await self.hooks.run_in_session(connection, envelope)
+            else:
+                reply = await self.hooks.run_in_session(
+                    connection, envelope, scope, cancelled.append
+                )
+        except trio.Cancelled:
+            if cancelled:
+                exchange.after_cancel = functools.partial(answer_with, cancelled[0])
+            raise
         finally:
             stream.on_message = None
-        if session.shared is not None:
-            try:
-                await session.sync()  # e.g. logging/setLevel: before the client hears back
-            except StoreUnavailable as exc:
-                log.warning("session change not shared session=%s: %s", session.id[:8], exc)
-        if writer_done is not None or exchange.hung_up_seen:
-            # The answer joins the stream (and the replay store, for a client that left).
-            if reply is not None:
-                await session.route([(reply, None)])
-            else:
-                session.cancelled(envelope.id)
-            if writer_done is not None:
-                await writer_done.wait()
-            return
-        session.close_stream(stream)
-        if reply is None:  # cancelled by the client: no response (as answer() does)
-            if accept_sse:
-                await exchange.start_stream(200, "text/event-stream", headers, end=True)
-            else:
-                await exchange.respond(204, b"", headers=headers)
-        elif accept_json:
-            await exchange.respond(200, reply, headers=headers)
-        else:
-            prime_id = await session.prime(stream)
-            event_id = await session.store.append(session.id, stream.id, reply)
-            opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
-            await exchange.start_stream(
-                200,
-                "text/event-stream",
-                [*headers, ("X-Accel-Buffering", "no")],
-                first=opening + sse_event(reply, event_id),
-                end=True,
-            )
+        await answer_with(reply)
 
     # -- GET / DELETE (handshake era) -----------------------------------------------------
 

@@ -73,8 +73,11 @@ class Hooks:
     #: envelope)`` runs it in the calling task as that session connection's own request
     #: (in flight there, cancellable, its notifications sent through the connection) and
     #: returns its reply (None: cancelled, no reply). ``connection`` is the object given to
-    #: ``serve_connection``'s ``started`` callback.
-    run_in_session: Callable[[Any, Any], Awaitable[bytes | None]] | None = None
+    #: ``serve_connection``'s ``started`` callback. Optional ``scope, on_cancelled``: run it
+    #: under that cancel scope, entered already (``Exchange.request_scope``), instead of one
+    #: of its own; cancelled through it, ``on_cancelled(reply)`` gets what to answer and
+    #: ``trio.Cancelled`` propagates (``Connection.run_request``).
+    run_in_session: Callable[..., Awaitable[bytes | None]] | None = None
     #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
     start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
     #: With a shared store (``runtime.stores``): ``export_session(core)`` is what a session
