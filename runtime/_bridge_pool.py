@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
     "PooledSession",
     "UpstreamPool",
+    "client_error",
 ]
 
 log = logging.getLogger("mcp_runtime.bridge")
@@ -50,12 +51,13 @@ _ASKED: Final = ("sampling/createMessage", "elicitation/create", "roots/list")
 Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 
 
-def _client_error(exc: BaseException) -> ClientError | None:
+def client_error(exc: BaseException) -> ClientError | None:
+    """The client's error inside ``exc`` (possibly nested in exception groups), if any."""
     if isinstance(exc, ClientError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _client_error(inner)
+            found = client_error(inner)
             if found is not None:
                 return found
     return None
@@ -132,7 +134,7 @@ class PooledSession:
                     task_status.started()
                     await self._hold(pool)
         except (ClientError, BaseExceptionGroup) as exc:
-            reason = _client_error(exc)
+            reason = client_error(exc)
             if reason is None:
                 raise
             self.failure = f"cannot reach the remote MCP server: {reason}"

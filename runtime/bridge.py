@@ -65,6 +65,7 @@ from ._bridge_pool import (
     DEFAULT_PARALLEL_IDLE_TIMEOUT,
     PooledSession,
     UpstreamPool,
+    client_error,
 )
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
 from ._bridge_tasks import (
@@ -210,18 +211,6 @@ def _related_request(in_flight: list[Request], params: Any) -> Any:
     return in_flight[-1].id if in_flight else None
 
 
-def _client_error(exc: BaseException) -> ClientError | None:
-    """The client's error inside ``exc`` (possibly nested in exception groups), if any."""
-    if isinstance(exc, ClientError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _client_error(inner)
-            if found is not None:
-                return found
-    return None
-
-
 def _per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
     """The remote's result without what belongs to its hop: 2026-07-28 ``resultType``, the
     cache hints (server/utilities/caching) and ``_meta`` serverInfo. Our server adds its own
@@ -316,7 +305,7 @@ class UpstreamSession:
             with self._scope:
                 await self._run(connect, caps)
         except (ClientError, BaseExceptionGroup) as exc:
-            reason = _client_error(exc)
+            reason = client_error(exc)
             if reason is None:
                 raise
             # The remote is gone for this session; the downstream session lives on.
@@ -341,7 +330,7 @@ class UpstreamSession:
                     )
                 )
             except (ClientError, BaseExceptionGroup) as exc:
-                reason = _client_error(exc)
+                reason = client_error(exc)
                 if reason is None:
                     raise
                 self.failure = f"cannot reach the remote MCP server: {reason}"
@@ -1249,7 +1238,7 @@ def proxy_server(
                 )
             except (ClientError, BaseExceptionGroup) as exc:
                 # One line for the CLI (it exits 1 on ServerCrashed), not a traceback.
-                reason = _client_error(exc)
+                reason = client_error(exc)
                 if reason is None:
                     raise
                 raise ServerCrashed(f"cannot reach the remote MCP server: {reason}") from None
