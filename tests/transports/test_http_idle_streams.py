@@ -122,3 +122,45 @@ async def test_an_idle_listen_carries_keep_alive_comments() -> None:
                 assert isinstance(event, h11.Data)
                 raw += event.data
             await conn.aclose()
+
+
+async def test_idle_listens_hold_no_reader_task_and_still_get_changes() -> None:
+    """The stream's own task watches the socket while it waits (``Exchange.watch``): no
+    reader task per idle listen; a change still reaches each one, in order."""
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            listens = [await _open_listen(address, 50 + i) for i in range(3)]
+            await trio.sleep(0.05)
+            assert _task_names().count("_reader") == 0
+            for round_ in range(2):
+
+                def extra() -> str:
+                    return "x"
+
+                extra.__name__ = f"extra{round_}"
+                app.add_tool(extra)
+                for i, conn in enumerate(listens):
+                    event = await conn.next_event()
+                    assert event is not None
+                    changed = json.loads(event.data)
+                    assert changed["method"] == "notifications/tools/list_changed"
+                    assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 50 + i
+            for conn in listens:
+                await conn.aclose()
+
+
+async def test_bytes_sent_on_an_idle_listen_hand_watching_back_to_the_reader() -> None:
+    """A client that sends bytes while its listen waits (a pipelined request): the reader
+    task reads again (backpressure as before), and a later hang-up is still noticed."""
+    app, _ = make_app()
+    changes = app.registry.changes
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            before = len(changes)
+            conn = await _open_listen(address, 60)
+            await conn.stream.send_all(b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
+            await until(lambda: _task_names().count("_reader") == 1)
+            assert len(changes) == before + 1  # the listen lives on
+            await conn.stream.aclose()
+            await until(lambda: len(changes) == before)

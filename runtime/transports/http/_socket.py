@@ -176,6 +176,26 @@ class SocketIO:
             await self._reader_done.wait()
             self.reader_running = False
 
+    async def watch(self) -> bool:
+        """The reader task's watch, in the calling task (``Exchange.watch``): stop the
+        reader task, wait until the socket is readable, read once. True: watch on (nothing
+        was there, or EOF / a broken socket, told to the exchange as a hang-up); False:
+        bytes arrived, and the reader task reads on from here (backpressure as before).
+        Cancelling the wait reads nothing, so no byte is lost."""
+        if not self.reader_running:
+            # An app's first step runs eagerly in the driver's task, which starts the
+            # reader once that step suspends (``_run_app``): let it, then stop it.
+            await trio.lowlevel.checkpoint()
+        if self.reader_running:
+            await self.stop_reader()
+        if self.eof or self.broken is not None or self._closed:
+            await trio.sleep_forever()  # (told already; the caller is being cancelled)
+        await trio.lowlevel.wait_readable(self._fd)
+        if not self._read_now() or self.eof:
+            return True
+        self.start_reader()
+        return False
+
     async def _reader(self) -> None:
         """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
         nothing, so no byte is lost); a pipelined next request waits in the parser."""
