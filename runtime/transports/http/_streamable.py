@@ -140,7 +140,11 @@ class StreamableEndpoint:
                 # answered from this task) or a one-POST connection (notifications,
                 # responses, listen streams, requests that stream notifications).
                 modern = self.judge_modern(request, message, kind, params)
-                if kind == Kind.REQUEST and _direct(message.method, params, accept_sse):
+                direct = kind == Kind.REQUEST and _direct(message.method, params, accept_sse)
+                # Not held by this frame for as long as the POST lasts (a listen: hours):
+                # issue 22 item 4, memory per idle listen.
+                params = None
+                if direct:
                     await self._dispatch_direct(
                         request, exchange, message, modern, accept_json, accept_sse, token, prepared
                     )
