@@ -14,6 +14,7 @@ from runtime.transports import HttpLimits
 
 from .app import make_app, modern, modern_headers, serving, until
 from .http_client import HttpConn, connect
+from .test_http_session import open_session
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTEN = {"notifications": {"toolsListChanged": True}}
@@ -164,3 +165,32 @@ async def test_bytes_sent_on_an_idle_listen_hand_watching_back_to_the_reader() -
             assert len(changes) == before + 1  # the listen lives on
             await conn.stream.aclose()
             await until(lambda: len(changes) == before)
+
+
+async def _open_get(address: Any, session_id: str) -> HttpConn:
+    """The session's GET stream; a 409 (the last one not yet seen gone) is tried again."""
+    while True:
+        conn = await connect(address)
+        await conn.send("GET", "/mcp", headers={"mcp-session-id": session_id})
+        head = await conn.head()
+        if head.status == 200:
+            return conn
+        assert head.status == 409, head
+        await conn.aclose()
+        await trio.sleep(0.02)
+
+
+async def test_a_client_hanging_up_an_idle_session_get_stream_is_noticed() -> None:
+    """The GET stream's own task sees the hang-up (no reader task): the stream detaches, so
+    the client's next GET is served rather than refused 409 as a second stream."""
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            for _ in range(3):
+                conn = await _open_get(address, session_id)
+                assert await conn.next_event() is not None  # the priming event
+                await trio.sleep(0.05)  # idle now
+                assert _task_names().count("_reader") == 0
+                await conn.aclose()
+            await (await _open_get(address, session_id)).aclose()
