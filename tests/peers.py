@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,34 @@ async def open_peer(kind: str, server: Server) -> AsyncIterator[RawPeer]:
         async with stream:
             yield RawPeer(stream, stream, framing)
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_served_http(
+    server_file: str, *, env: dict[str, str] | None = None
+) -> AsyncIterator[str]:
+    """``mcp-runtime serve SERVER_FILE --transport http --port 0`` in a subprocess; yields the
+    URL from its start-up line and terminates it on the way out."""
+    with trio.fail_after(30):
+        process = await trio.lowlevel.open_process(
+            cli("serve", server_file, "--transport", "http", "--port", "0"),
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    assert process.stderr is not None
+    try:
+        seen = b""
+        with trio.fail_after(30):
+            while (match := re.search(rb"on (http://127\.0\.0\.1:\d+/mcp)", seen)) is None:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, seen.decode()
+                seen += chunk
+        yield match.group(1).decode()
+    finally:
+        process.terminate()
+        await process.wait()
 
 
 async def run_sdk_client(

@@ -4,48 +4,15 @@ SDK client as the peer."""
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
-
 import trio
 import trio.testing
 
-from ..peers import ROOT, cli
+from ..peers import open_served_http, run_sdk_client
 
 
 async def test_mounted_chains_completion_and_dynamic_lifespan_over_http() -> None:
-    with trio.fail_after(90):
-        process = await trio.lowlevel.open_process(
-            cli(
-                "serve", "tests/composition/mounted_chains.py", "--transport", "http",
-                "--port", "0",
-            ),
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        assert process.stderr is not None
-        try:
-            seen = b""
-            while (match := re.search(rb"on (http://127\.0\.0\.1:\d+/mcp)", seen)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen.decode()
-                seen += chunk
-            url = match.group(1).decode()
-            done = await trio.run_process(
-                [sys.executable, str(ROOT / "tests/composition/sdk_chains_client.py"), url],
-                cwd=ROOT,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-        finally:
-            process.terminate()
-            await process.wait()
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    out = json.loads(done.stdout)
+    async with open_served_http("tests/composition/mounted_chains.py") as url:
+        out = await run_sdk_client("composition/sdk_chains_client.py", url, timeout=90)
     # The kid's middleware runs for the kid's tools, under the kid's own names ...
     assert out["search"] == "kid found x (via kid middleware)"
     # ... and not for the parent's own.

@@ -8,16 +8,11 @@ of its own (the bare era dispatcher, routed through the chains in place) and wit
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import subprocess
-import sys
 
 import pytest
-import trio
 
-from ..peers import ROOT, cli
+from ..peers import open_served_http, run_sdk_client
 
 
 async def _run(parent_middleware: bool) -> dict[str, object]:
@@ -25,40 +20,10 @@ async def _run(parent_middleware: bool) -> dict[str, object]:
     env.pop("MOUNT_LISTS_PARENT_MW", None)
     if parent_middleware:
         env["MOUNT_LISTS_PARENT_MW"] = "1"
-    with trio.fail_after(90):
-        process = await trio.lowlevel.open_process(
-            cli(
-                "serve", "tests/composition/mounted_lists.py", "--transport", "http",
-                "--port", "0",
-            ),
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        assert process.stderr is not None
-        try:
-            seen = b""
-            while (match := re.search(rb"on (http://127\.0\.0\.1:\d+/mcp)", seen)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen.decode()
-                seen += chunk
-            done = await trio.run_process(
-                [
-                    sys.executable,
-                    str(ROOT / "tests/composition/sdk_lists_client.py"),
-                    match.group(1).decode(),
-                ],
-                cwd=ROOT,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-        finally:
-            process.terminate()
-            await process.wait()
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    out: dict[str, object] = json.loads(done.stdout)
+    async with open_served_http("tests/composition/mounted_lists.py", env=env) as url:
+        out: dict[str, object] = await run_sdk_client(
+            "composition/sdk_lists_client.py", url, timeout=90
+        )
     return out
 
 
