@@ -11,38 +11,10 @@ from typing import Any
 import pytest
 import trio
 
-from runtime import Context, Server
 from runtime.bridge import proxy_server
 from runtime.client import RequestTimeout, open_client
 
-
-def upstream(cancelled: list[str]) -> Server:
-    app = Server("upstream", "3.0.0")
-
-    @app.tool(task="optional")
-    async def build(target: str, ctx: Context) -> str:
-        """A task."""
-        await trio.sleep(0.1)
-        return f"built {target}"
-
-    @app.tool(task="optional")
-    async def confirm(ctx: Context) -> str:
-        """A task that elicits."""
-        answer = await ctx.elicit(
-            "Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-        )
-        return f"{answer['action']} {answer.get('content')}"
-
-    @app.tool(task="optional")
-    async def forever(ctx: Context) -> str:
-        """A task that only ends by cancellation."""
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.append("forever")
-        return "never"
-
-    return app
+from .task_upstream import upstream
 
 
 async def test_a_modern_remotes_task_is_run_to_its_end_for_a_handshake_client() -> None:

@@ -22,52 +22,13 @@ import trio
 from runtime import Context, Server
 from runtime.bridge import proxy_server
 from runtime.client import PeerError, Task, open_client
-from runtime.protocol import JSONRPCError
 
 from ..transports.app import modern, modern_headers
 from ..transports.http_client import request
+from .task_upstream import upstream
 
 RELATED = "io.modelcontextprotocol/related-task"
 EXTENSION = "io.modelcontextprotocol/tasks"
-
-
-def upstream(cancelled: list[str]) -> Server:
-    app = Server("upstream", "3.0.0")
-
-    @app.tool(task="optional")
-    async def build(target: str, ctx: Context) -> str:
-        """A task."""
-        await trio.sleep(0.1)
-        return f"built {target}"
-
-    @app.tool(task="optional")
-    async def confirm(ctx: Context) -> str:
-        """A task that elicits."""
-        answer = await ctx.elicit(
-            "Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-        )
-        return f"{answer['action']} {answer.get('content')}"
-
-    @app.tool(task="optional")
-    async def broken(ctx: Context) -> str:
-        """A task that fails (a JSON-RPC error, not an isError result)."""
-        raise JSONRPCError(-32602, "no luck", {"why": "testing"})
-
-    @app.tool(task="optional")
-    async def forever(ctx: Context) -> str:
-        """A task that only ends by cancellation."""
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.append("forever")
-        return "never"
-
-    @app.tool
-    def plain(word: str) -> str:
-        """Not a task."""
-        return word.upper()
-
-    return app
 
 
 def bare(result: dict[str, Any]) -> dict[str, Any]:
