@@ -18,7 +18,7 @@ import trio
 
 from runtime import Context, Server
 from runtime.bridge import Forward, proxy_server
-from runtime.client import Notification, open_client
+from runtime.client import Client, Notification, open_client
 
 from ..peers import cli
 from .test_bridge_sdk import background, free_port
@@ -59,6 +59,25 @@ async def answer(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"name": f"name-of-{tag}"}}
 
 
+async def introduce_a_and_b(
+    client: Client,
+) -> tuple[dict[str, str], dict[str, list[Notification]]]:
+    """Two concurrent ``introduce`` calls (tags a and b) at log level info: each call's
+    result text and the notifications that reached each."""
+    await client.set_logging_level("info")
+    seen: dict[str, list[Notification]] = {"a": [], "b": []}
+    results: dict[str, str] = {}
+
+    async def call(tag: str) -> None:
+        result = await client.call_tool("introduce", {"tag": tag}, on_notification=seen[tag].append)
+        results[tag] = result.text
+
+    async with trio.open_nursery() as calls:
+        calls.start_soon(call, "a")
+        calls.start_soon(call, "b")
+    return results, seen
+
+
 @pytest.mark.parametrize("link", ["tcp", "websocket", "legacy-sse"])
 async def test_two_concurrent_modern_calls_each_get_their_own_messages(link: str) -> None:
     running: list[int] = []
@@ -81,19 +100,7 @@ async def test_two_concurrent_modern_calls_each_get_their_own_messages(link: str
             async with open_client(
                 f"http://127.0.0.1:{proxy_port}/mcp", era="modern", elicitation=answer
             ) as client:
-                await client.set_logging_level("info")
-                seen: dict[str, list[Notification]] = {"a": [], "b": []}
-                results: dict[str, str] = {}
-
-                async def call(tag: str) -> None:
-                    result = await client.call_tool(
-                        "introduce", {"tag": tag}, on_notification=seen[tag].append
-                    )
-                    results[tag] = result.text
-
-                async with trio.open_nursery() as calls:
-                    calls.start_soon(call, "a")
-                    calls.start_soon(call, "b")
+                results, seen = await introduce_a_and_b(client)
             assert results == {"a": "a: name-of-a", "b": "b: name-of-b"}
             assert running == [1, 1]  # one at a time on the remote (the lane)
             # Every log message, to its own call (over TCP they name no request).
@@ -156,19 +163,7 @@ async def test_the_sdk_server_over_stdio_behind_the_cli_proxy() -> None:
             background(proxy, port),
             open_client(f"http://127.0.0.1:{port}/mcp", era="modern", elicitation=answer) as client,
         ):
-            await client.set_logging_level("info")
-            seen: dict[str, list[Notification]] = {"a": [], "b": []}
-            results: dict[str, str] = {}
-
-            async def call(tag: str) -> None:
-                result = await client.call_tool(
-                    "introduce", {"tag": tag}, on_notification=seen[tag].append
-                )
-                results[tag] = result.text
-
-            async with trio.open_nursery() as calls:
-                calls.start_soon(call, "a")
-                calls.start_soon(call, "b")
+            results, seen = await introduce_a_and_b(client)
             assert results == {"a": "a: name-of-a", "b": "b: name-of-b"}
             for tag in ("a", "b"):
                 assert logs(seen[tag]) == [f"before {tag}", f"after {tag}"]
