@@ -12,7 +12,7 @@ import trio
 from runtime.client import PeerError, open_client
 
 from ..peers import ROOT, cli
-from .test_bridge_sdk import background, free_port
+from .test_bridge_sdk import background, free_port, proxy_cli
 
 UPSTREAM = ROOT / "tests" / "bridge" / "own_upstream.py"
 
@@ -23,12 +23,8 @@ def remote(port: int) -> list[str]:
 
 async def test_the_proxy_reconnects_with_the_backoff_the_flags_give() -> None:
     port, proxy_port = free_port(), free_port()
-    proxy = cli(
-        "serve",
+    proxy = proxy_cli(
         f"tcp://127.0.0.1:{port}",
-        "--transport",
-        "http",
-        "--port",
         str(proxy_port),
         "--upstream-era",
         "handshake",
@@ -61,12 +57,8 @@ async def test_no_retries_the_upstream_session_fails_then_a_new_one_opens() -> N
     """``--upstream-retries 0``: a lost remote is not reconnected; the downstream request
     gets a JSON-RPC error at once (no hang), and the proxy and its session live on."""
     port, proxy_port = free_port(), free_port()
-    proxy = cli(
-        "serve",
+    proxy = proxy_cli(
         f"tcp://127.0.0.1:{port}",
-        "--transport",
-        "http",
-        "--port",
         str(proxy_port),
         "--upstream-era",
         "handshake",

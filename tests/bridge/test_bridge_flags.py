@@ -18,7 +18,7 @@ from runtime.bridge import proxy_server
 from runtime.client import PeerError, open_client
 
 from ..peers import ROOT, cli
-from .test_bridge_sdk import background, free_port
+from .test_bridge_sdk import background, free_port, proxy_cli
 
 ASKING = Path(__file__).parent / "sdk_asking_upstream.py"
 
@@ -28,12 +28,8 @@ async def test_the_round_timeout_flag_ends_an_unanswered_round() -> None:
     client as an input round nobody answers, ends after half a second: the client's late
     retry names a forwarding that no longer exists (-32602)."""
     port, proxy_port = free_port(), free_port()
-    proxy = cli(
-        "serve",
+    proxy = proxy_cli(
         f"http://127.0.0.1:{port}/mcp",
-        "--transport",
-        "http",
-        "--port",
         str(proxy_port),
         "--upstream-era",
         "handshake",

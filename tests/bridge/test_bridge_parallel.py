@@ -23,7 +23,7 @@ from runtime.bridge import DEFAULT_MAX_PARALLEL, Forward, proxy_server
 from runtime.client import Backoff, Notification, PeerError, open_client
 
 from ..peers import cli
-from .test_bridge_sdk import background, free_port
+from .test_bridge_sdk import background, free_port, proxy_cli
 from .timed_upstream import make_app
 
 TIMED = Path(__file__).parent / "timed_upstream.py"
@@ -199,12 +199,8 @@ async def test_the_cli_flag(flags: tuple[str, ...], at_once: int) -> None:
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             remote_port = (await nursery.start(make_app().serve_tcp))[1]
-            proxy = cli(
-                "serve",
+            proxy = proxy_cli(
                 f"tcp://127.0.0.1:{remote_port}",
-                "--transport",
-                "http",
-                "--port",
                 str(port),
                 "--upstream-era",
                 "handshake",

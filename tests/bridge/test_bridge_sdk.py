@@ -45,6 +45,11 @@ SAME = (
 )
 
 
+def proxy_cli(target: str, port: int | str, *flags: str) -> list[str]:
+    """``mcp-runtime serve TARGET`` as a proxy on Streamable HTTP at 127.0.0.1:``port``."""
+    return cli("serve", target, "--transport", "http", "--port", str(port), *flags)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import trio
 
-from ..peers import ROOT, cli
-from .test_bridge_sdk import background, free_port
+from ..peers import ROOT
+from .test_bridge_sdk import background, free_port, proxy_cli
 
 UPSTREAM = ROOT / "tests" / "bridge" / "sdk_sessions_upstream.py"
 TWO_CLIENTS = ROOT / "tests" / "bridge" / "sdk_two_clients.py"
@@ -67,12 +67,8 @@ async def test_two_sdk_clients_get_their_own_upstream_sessions(transport: str) -
     async with background(upstream, port):
         proxy_port = free_port()
         path = "/mcp" if transport == "http" else "/sse"
-        proxy = cli(
-            "serve",
+        proxy = proxy_cli(
             f"http://127.0.0.1:{port}{path}",
-            "--transport",
-            "http",
-            "--port",
             str(proxy_port),
             # The SDK server also speaks 2026-07-28 (stateless: no sessions to keep apart);
             # pinned to the handshake era, where the remote keeps state per session.
@@ -95,12 +91,8 @@ async def test_two_modern_sdk_clients_listen_through_the_proxy() -> None:
     upstream = [sys.executable, str(UPSTREAM), "http", str(port)]
     async with background(upstream, port):
         proxy_port = free_port()
-        proxy = cli(
-            "serve",
+        proxy = proxy_cli(
             f"http://127.0.0.1:{port}/mcp",
-            "--transport",
-            "http",
-            "--port",
             str(proxy_port),
         )
         async with background(proxy, proxy_port):

@@ -20,8 +20,7 @@ from runtime import Context, Server
 from runtime.bridge import Forward, proxy_server
 from runtime.client import Client, Notification, open_client
 
-from ..peers import cli
-from .test_bridge_sdk import background, free_port
+from .test_bridge_sdk import background, free_port, proxy_cli
 
 ASKING = Path(__file__).parent / "sdk_asking_upstream.py"
 
@@ -147,12 +146,8 @@ async def test_the_sdk_server_over_stdio_behind_the_cli_proxy() -> None:
     each asked its own question as an input round and given only its own log messages."""
     port = free_port()
     remote = shlex.join([sys.executable, str(ASKING), "stdio"])
-    proxy = cli(
-        "serve",
+    proxy = proxy_cli(
         f"stdio:{remote}",
-        "--transport",
-        "http",
-        "--port",
         str(port),
         # The SDK speaks 2026-07-28 too, where its tools cannot elicit over stdio.
         "--upstream-era",
