@@ -423,11 +423,16 @@ def _modern_params(
 
 
 def _general_params(message: Envelope, raw: msgspec.Raw) -> ModernParams | None:
-    # One typed pass over the params (``arguments`` stay raw): no copy of them to look for
-    # the marker first, which cost a copy and a second pass of a 1 MiB argument.
+    # One typed pass over the params (``arguments`` stay raw). Small params are searched for
+    # the marker key first, which a modern request's bytes cannot lack (era selection's rule
+    # too, handlers/era.py): a session POST's params get no typed pass here. Big ones are
+    # not: a copy and a second pass of a 1 MiB argument cost more than the typed pass.
+    small = len(raw) <= ONE_PASS_OVER
+    if small and MODERN_MARKER not in bytes(raw):
+        return None
     params = modern_params(raw)
     if params is None:
-        if MODERN_MARKER not in bytes(raw):
+        if not small and MODERN_MARKER not in bytes(raw):
             return None  # not modern at all: the handshake path answers it
         try:
             loose = msgspec.json.decode(raw)
