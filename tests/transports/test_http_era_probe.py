@@ -1,7 +1,8 @@
-"""A POST's params get the modern typed reading only when they can be modern (issue 22 target 1):
-small params without the ``io.modelcontextprotocol/protocolVersion`` key in their bytes (a
-handshake-session POST) are routed without a typed pass; with the key anywhere (in ``_meta``
-or inside the arguments) the reading decides, as before."""
+"""A POST to a session gets the modern typed reading of its params only when they can be modern
+(issue 22 target 1): small params without the ``io.modelcontextprotocol/protocolVersion`` key
+in their bytes are routed without a typed pass; with the key anywhere (in ``_meta`` or inside
+the arguments) the reading decides, as before. A POST without ``Mcp-Session-Id`` is read as
+before (a modern POST pays no search for the key)."""
 
 from __future__ import annotations
 
@@ -48,13 +49,14 @@ async def test_a_session_post_gets_no_modern_reading(monkeypatch: pytest.MonkeyP
         async with serving(_app()) as address:
             opened = await request(address, "POST", headers=accept, body=init_body())
             assert opened.status == 200, opened.body
+            assert len(seen) == 1  # no session yet: initialize is read as it always was
             headers = {
                 **accept,
                 "mcp-session-id": opened.headers["mcp-session-id"],
                 "mcp-protocol-version": "2025-11-25",
             }
             plain = await request(address, "POST", headers=headers, body=call(2, "echo", text="hi"))
-            assert seen == []  # initialize and the call: no typed pass over their params
+            assert len(seen) == 1  # the session's call: no typed pass over its params
             # The marker inside the arguments: read, found not modern, served by the session.
             body = call(3, "echo", text=META)
             marked = await request(address, "POST", headers=headers, body=body)
@@ -62,7 +64,7 @@ async def test_a_session_post_gets_no_modern_reading(monkeypatch: pytest.MonkeyP
         assert got.status == 200, got.body
         reply = msgspec.json.decode(got.body)
         assert reply["result"]["content"] == [{"type": "text", "text": text}]
-    assert len(seen) == 1 and META.encode() in seen[0]
+    assert len(seen) == 2 and META.encode() in seen[1]
 
 
 async def test_a_modern_post_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
