@@ -30,8 +30,6 @@ from .features import REPLICA_COPY
 from .protocol import OPERATING
 
 if TYPE_CHECKING:
-    import trio
-
     from ._server import Server
     from .core import Dispatcher
     from .stores import SessionRecord
@@ -198,14 +196,6 @@ def transport_hooks(server: Server) -> Hooks:
 
         serve_connection = serve_adopted
 
-    async def run_in_session(
-        connection: Connection,
-        envelope: Any,
-        scope: trio.CancelScope | None = None,
-        on_cancelled: Callable[[bytes | None], None] | None = None,
-    ) -> bytes | None:
-        return await connection.run_request(envelope, scope, on_cancelled)
-
     def start_soon(connection: Connection, fn: Callable[[], Awaitable[object]]) -> None:
         connection.start_soon(fn)
 
@@ -214,7 +204,9 @@ def transport_hooks(server: Server) -> Hooks:
         dispatch_one=functools.partial(
             dispatch_single, server.dispatcher, server.limits.request_timeout
         ),
-        run_in_session=run_in_session,
+        # ``run_in_session(connection, envelope, scope, on_cancelled)`` is the method itself:
+        # a forwarding coroutine cost every session POST a frame (issue 22 target 1).
+        run_in_session=Connection.run_request,
         start_soon=start_soon,
         new_session=new_session,
         export_session=export_session,

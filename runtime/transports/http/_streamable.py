@@ -109,6 +109,7 @@ class StreamableEndpoint:
         gated = self.gate.enabled
         principal, token = await self.gate.check_request(request) if gated else (None, None)
         header = request.fields.get
+        session_id = header("mcp-session-id")
         accept_json, accept_sse = parse_accept(header("accept"))
         if not (accept_json or accept_sse):
             raise refusal(406, "Not Acceptable: accept application/json and text/event-stream")
@@ -122,7 +123,7 @@ class StreamableEndpoint:
         # Per-tool scopes, once the body has named the tool(s) (each item of a batch).
         if gated:
             self.gate.check_tools(token, calls_in(message))
-        if isinstance(message, Envelope):
+        if isinstance(message, Envelope) and (session_id is None or _may_be_modern(message)):
             params, prepared = _modern_params(message, self.hooks.read_call)
             if params is not None:
                 # A modern POST: judged here, then answered by the direct path (one request
@@ -138,7 +139,7 @@ class StreamableEndpoint:
                         request, exchange, message, kind, accept_json, accept_sse, token
                     )
                 return
-        if request.header("mcp-session-id") is not None:
+        if session_id is not None:
             session = await self.sessions.session(request, principal, token)
             await self.sessions.post_session(
                 request, exchange, session, message, kind, accept_json, accept_sse
@@ -395,6 +396,20 @@ def _direct(method: object, params: ModernParams, accept_sse: bool) -> bool:
         return True
     meta = params.meta
     return meta is None or _STREAMING_META.isdisjoint(meta)
+
+
+def _may_be_modern(message: Envelope) -> bool:
+    """Whether a message POSTed to a session (nearly always of the handshake era) can be
+    modern, which its params decide (2026-07-28 basic/versioning): small params without the
+    marker key cannot (a modern request's bytes cannot lack it: era selection's rule too,
+    handlers/era.py), and get no typed pass. Big ones are read as any (the typed pass costs
+    less than a copy and a search of a 1 MiB argument)."""
+    raw = message.params
+    return not (
+        isinstance(raw, msgspec.Raw)
+        and len(raw) <= ONE_PASS_OVER
+        and MODERN_MARKER not in bytes(raw)
+    )
 
 
 def _modern_params(
