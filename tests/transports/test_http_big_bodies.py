@@ -5,11 +5,15 @@ socket (``SocketIO.read_body``), past the parser, however the client's writes cu
 from __future__ import annotations
 
 import hashlib
+import math
 import random
+from typing import Any
 
 import trio
 
+from runtime.transports import HttpLimits
 from runtime.transports.http._exchange import Exchange, HttpRequest
+from runtime.transports.http._server import _sweep_deadlines
 
 from .test_http_server import driver, post
 
@@ -161,3 +165,36 @@ async def test_a_body_over_the_limit_gets_413_before_it_is_read() -> None:
             assert data.startswith(b"HTTP/1.1 413 ")
             assert b"Connection: close" in data and b"exceeds 1048576 bytes" in data
             await stream.aclose()
+
+
+class _Connection:
+    """What ``_sweep_deadlines`` reads of a connection's driver (its phase, deadline and
+    body room)."""
+
+    def __init__(self, phase: str, room: bytearray) -> None:
+        self.phase = phase
+        self.room = room
+        self.deadline = math.inf
+
+    def expire(self) -> None:
+        raise AssertionError("no deadline passed")
+
+
+async def test_the_sweep_frees_the_body_room_of_idle_connections_only() -> None:
+    """A connection that read a big body keeps its room while busy (the next body reuses
+    it) and gives it up once idle: an idle connection holds no body's worth of memory."""
+    idle = _Connection("idle", bytearray(MIB))
+    reading = _Connection("body", bytearray(MIB))
+    drivers: Any = {idle, reading}
+    limits = HttpLimits(
+        header_timeout=0.2, body_timeout=0.2, body_total_timeout=0.2, keep_alive_timeout=0.2
+    )
+    shutdown = trio.Event()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
+            await trio.sleep(0.5)  # ten sweeps (one each 0.05 s with these limits)
+            assert not idle.room
+            assert len(reading.room) == MIB
+            drivers.clear()
+            shutdown.set()
