@@ -141,6 +141,29 @@ class SocketIO:
                 self.exchange.hung_up()
         return True
 
+    async def read_into(self, view: memoryview) -> int:
+        """Read bytes of a request body straight into ``view`` (not through the parser's
+        buffer, from which they would be copied out again; issue 22), as many as are there,
+        waiting for some when none are: how many. BrokenResourceError at EOF or on a broken
+        socket. Only while no reader task runs (``reader_running``): that one feeds the
+        parser."""
+        while True:
+            if self.broken is not None:
+                raise trio.BrokenResourceError from self.broken
+            if self.eof:
+                raise trio.BrokenResourceError("the client closed the connection")
+            try:
+                got = os.readv(self._fd, [view])
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._fd)
+                continue
+            except OSError as exc:
+                self.broken = exc
+                continue
+            if got:
+                return got
+            self.eof = True
+
     async def wait_data(self) -> None:
         """The next bytes (or EOF) in the parser; BrokenResourceError once at EOF or on a
         broken socket. The phase deadline (``_sweep_deadlines``) bounds the wait."""
