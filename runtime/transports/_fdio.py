@@ -53,11 +53,16 @@ class FdIO(trio.abc.Stream):
             try:
                 data = os.read(self._fd, max_bytes or _DEFAULT_RECEIVE_SIZE)
             except BlockingIOError:
+                data = None
+            except OSError as exc:
+                raise _error(exc) from exc
+            if data is None:
+                # Waited for outside the ``except``: there the BlockingIOError and its
+                # traceback would stay alive as long as the wait (~0.5 KiB per idle
+                # connection, issue 22 item 4).
                 await trio.lowlevel.wait_readable(self._fd)
                 waited = True
                 continue
-            except OSError as exc:
-                raise _error(exc) from exc
             if not waited:
                 # Input was there already: let the other tasks run before it is handled.
                 await trio.lowlevel.cancel_shielded_checkpoint()
