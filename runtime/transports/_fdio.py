@@ -32,12 +32,15 @@ def _error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
 
 
 class FdIO(trio.abc.Stream):
-    """One file descriptor (a pipe end, stdin or stdout) read and written directly. One task
-    at a time reads and one writes (the connection's reader and outbox)."""
+    """One file descriptor (a pipe end, stdin or stdout, or a connected stream socket taken
+    from its ``trio.SocketStream``) read and written directly. One task at a time reads and
+    one writes (the connection's reader and outbox). ``pipe`` says a read gives at most a
+    pipe's capacity (``FramedChannel`` sizes its reads by it)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, pipe: bool = True) -> None:
         self._fd = fd
         self._closed = False
+        self.pipe = pipe
         os.set_blocking(fd, False)
 
     @property
