@@ -12,7 +12,8 @@ Memory: the server's RSS growth per idle stream once all are open. Fan-out: the 
 calls ``notify_resource_updated("mem://blob")``; the row is the time from sending that call
 until the last subscriber's socket has ``notifications/resources/updated``, and the server CPU
 over that interval. The session POSTs go over a few keep-alive connections; each stream holds
-its own connection. Every wait is bounded.
+its own connection. Every wait is bounded. Server CPU is schedstat run time (nanoseconds,
+every thread of the process tree), not 10 ms utime/stime ticks.
 """
 
 from __future__ import annotations
@@ -184,11 +185,11 @@ def measure(
             raise wire.BenchError(f"{ready} of {streams} {era} streams opened")
         time.sleep(1.0)
         after = procfs.status_kib(proc.pid, "VmRSS")
-        cpu0 = procfs.cpu_seconds(proc.pid)
+        cpu0 = procfs.run_seconds(proc.pid)
         t0 = time.perf_counter()
         _touch(port)
         got, last = _await_all(socks[:fanout], UPDATED, time.perf_counter() + 60)
-        cpu = procfs.cpu_seconds(proc.pid) - cpu0
+        cpu = procfs.run_seconds(proc.pid) - cpu0
         if got != fanout:
             raise wire.BenchError(f"{got} of {fanout} subscribers got the update")
         return {

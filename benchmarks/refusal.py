@@ -15,6 +15,15 @@ change to the refusal path by, where the benchmark suite's CPU per refusal is wa
 difference between a run of ``FEW`` and one of ``MORE`` refusals, so start-up and exit cancel
 out): the interpreter's work and the C work (msgspec, the system call wrappers) bytecodes miss,
 though not the kernel's.
+
+:func:`cpu_per_refusal` is the benchmark suite's row "overload, one at a time: server CPU per
+refusal": the same refusals against the plain server (no tracing), their server CPU from
+``/proc/<pid>/task/*/schedstat`` (nanoseconds, user and kernel, every thread). Rounds
+interleave a phase of ``counted`` paced refusals with an idle phase of the same wall time (the
+held call has no timer due, so the idle server should cost nothing; what it does cost is
+subtracted), and the row is the median round's net CPU per refusal. Each refusal is a whole
+wake-up from idle (``epoll_wait`` returns, read, decode, refuse, write, wait again): that is
+what one refusal at a time costs, and the figure keeps it.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from . import _procfs as procfs
 from . import _wire as wire
 from .guard import ROOT, _env, _parked, _Traced
 
@@ -53,15 +63,19 @@ def _serve(*command: str) -> list[str]:
     ]
 
 
-def _refuser(peer: wire.StdioPeer, pid: int, timeout: float = 120) -> Callable[[int], None]:
+def _refuser(
+    peer: wire.StdioPeer, pid: int, timeout: float = 120, pause: float = PAUSE
+) -> Callable[[int], None]:
     """Holds the server's one slot (a call that outlasts the run, never answered) and returns
-    a function that sends one probe, paced, and checks it was refused with its own id."""
+    a function that sends one probe, paced (``pause``, then parked; ``pause=0``: as soon as
+    the previous answer is in), and checks it was refused with its own id."""
     peer.write(wire.call_template("sleep", {"ms": 3_600_000}) % 1 + b"\n")
     probe = wire.echo_template()
 
     def refuse(rid: int) -> None:
-        time.sleep(PAUSE)
-        _parked(pid)
+        if pause:
+            time.sleep(pause)
+            _parked(pid)
         reply = peer.request(probe % rid, timeout=timeout)
         if wire.error_code(reply) != OVERLOAD or wire.response_id(reply) != rid:
             raise wire.BenchError(f"probe {rid} answered {reply[:200]!r}")
@@ -97,6 +111,44 @@ def measure(
             peer.close()
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])[:top]
     return measured.value, [(name, n / counted) for name, n in ranked]
+
+
+def cpu_per_refusal(
+    pause: float, rounds: int = 7, counted: int = 200, stderr_path: str | None = None
+) -> tuple[float, str]:
+    """(median net server CPU seconds per refusal over ``rounds``, a note with the spread)."""
+    env = _env()
+    peer = wire.StdioPeer(
+        _serve(sys.executable, "-m", "runtime"), cwd=str(ROOT), env=env, stderr_path=stderr_path
+    )
+    try:
+        peer.handshake()
+        refuse = _refuser(peer, peer.pid, pause=pause)
+        for rid in range(10, 10 + WARM):
+            refuse(rid)
+        per: list[float] = []
+        idle_share: list[float] = []
+        for n in range(rounds):
+            cpu0, t0 = procfs.run_seconds(peer.pid), time.perf_counter()
+            for rid in range(1000 + n * counted, 1000 + (n + 1) * counted):
+                refuse(rid)
+            busy, wall = procfs.run_seconds(peer.pid) - cpu0, time.perf_counter() - t0
+            cpu0 = procfs.run_seconds(peer.pid)
+            time.sleep(wall)
+            idle = procfs.run_seconds(peer.pid) - cpu0
+            per.append((busy - idle) / counted)
+            idle_share.append(idle / busy if busy else 0.0)
+    finally:
+        peer.close()
+    per.sort()
+    note = (
+        f"median of {rounds} rounds of {counted} refusals "
+        + (f"paced {pause * 1e3:g} ms (each from idle)" if pause else "back to back")
+        + ", net of an "
+        f"idle phase as long (at most {max(idle_share):.1%} of the busy CPU); rounds "
+        f"{per[0] * 1e6:.1f}-{per[-1] * 1e6:.1f} us"
+    )
+    return per[len(per) // 2], note
 
 
 def _instructions_for(refusals: int) -> int:

@@ -938,8 +938,7 @@ class Server:
                 connection.stop_reading()
 
         async def handle(stream: trio.SocketStream) -> None:
-            channel = FramedChannel(
-                stream,
+            channel = FramedChannel.over_socket(
                 stream,
                 make_framer(framing, limits.max_frame_size),
                 read_timeout=limits.read_timeout,

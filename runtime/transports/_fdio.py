@@ -32,12 +32,15 @@ def _error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
 
 
 class FdIO(trio.abc.Stream):
-    """One file descriptor (a pipe end, stdin or stdout) read and written directly. One task
-    at a time reads and one writes (the connection's reader and outbox)."""
+    """One file descriptor (a pipe end, stdin or stdout, or a connected stream socket taken
+    from its ``trio.SocketStream``) read and written directly. One task at a time reads and
+    one writes (the connection's reader and outbox). ``pipe`` says a read gives at most a
+    pipe's capacity (``FramedChannel`` sizes its reads by it)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, pipe: bool = True) -> None:
         self._fd = fd
         self._closed = False
+        self.pipe = pipe
         os.set_blocking(fd, False)
 
     @property
@@ -53,11 +56,16 @@ class FdIO(trio.abc.Stream):
             try:
                 data = os.read(self._fd, max_bytes or _DEFAULT_RECEIVE_SIZE)
             except BlockingIOError:
+                data = None
+            except OSError as exc:
+                raise _error(exc) from exc
+            if data is None:
+                # Waited for outside the ``except``: there the BlockingIOError and its
+                # traceback would stay alive as long as the wait (~0.5 KiB per idle
+                # connection, issue 22 item 4).
                 await trio.lowlevel.wait_readable(self._fd)
                 waited = True
                 continue
-            except OSError as exc:
-                raise _error(exc) from exc
             if not waited:
                 # Input was there already: let the other tasks run before it is handled.
                 await trio.lowlevel.cancel_shielded_checkpoint()
