@@ -38,6 +38,9 @@ class _Socket:
         self.wire += rest
         self.log.append((trio.current_time(), bytes(rest)))
 
+    async def watch(self) -> bool:
+        await trio.sleep_forever()  # the client neither sends nor hangs up
+
     def abort(self) -> None:
         raise AssertionError("not aborted here")
 

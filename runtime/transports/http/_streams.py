@@ -83,6 +83,9 @@ class ResponseStream:
         #: Set by the pump while it waits with nothing queued: ``push`` hands the message
         #: to it (written to the socket at once) instead of waking the pump's task.
         self.direct: Callable[[str | None, bytes], bool] | None = None
+        #: The pump's wait on the socket while nothing is queued (``Exchange.watch``):
+        #: cancelled when a message is queued or the stream ends, to wake it.
+        self._waiter: trio.CancelScope | None = None
 
     def cut(self) -> bool:
         """End the HTTP response that carries this stream now, as a server may close a
@@ -124,6 +127,7 @@ class ResponseStream:
             if direct is None or not direct(event_id, data):
                 self.direct = None  # what follows queues behind this one
                 self._channels()[0].send_nowait((event_id, data))
+                self._wake_waiter()
         except trio.WouldBlock:
             self.overflowed = True
         except trio.ClosedResourceError:
@@ -140,6 +144,11 @@ class ResponseStream:
         self.done = True
         if self._channel is not None:
             self._channel[0].close()
+        self._wake_waiter()
+
+    def _wake_waiter(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
 
 
 async def answer(
@@ -253,6 +262,9 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     """
     interval = keepalive if keepalive > 0 else math.inf
     receive = stream.receive
+    #: This task watches the socket for a hang-up while it waits (``Exchange.watch``), in
+    #: place of the connection's reader task, until the client sends bytes.
+    watching = [True]
     rest: list[Awaitable[None]] = []
     wrote = [False]
 
@@ -296,7 +308,7 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if item is None:
                             stream.direct = direct
                             try:
-                                item = await receive.receive()
+                                item = await _receive_watching(exchange, stream, watching)
                             except trio.EndOfChannel:
                                 ended = True
                                 break
@@ -327,6 +339,29 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     return not scope.cancelled_caught
 
 
+async def _receive_watching(
+    exchange: Exchange, stream: ResponseStream, watching: list[bool]
+) -> tuple[str | None, bytes]:
+    """The stream's next message; meanwhile this task watches the socket, so that a hang-up
+    is noticed with no reader task (issue 22 item 4: an idle stream holds one task). A
+    message queued or the stream ending cancels the watch (``ResponseStream._waiter``); the
+    hang-up cancels the pump (``cancel_on_disconnect``). Once the client sends bytes
+    instead, the connection's reader task watches again and this waits on the queue."""
+    receive = stream.receive
+    while watching[0]:
+        try:
+            return receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        with trio.CancelScope() as wake:
+            stream._waiter = wake
+            try:
+                watching[0] = await exchange.watch()
+            finally:
+                stream._waiter = None
+    return await receive.receive()
+
+
 #: What ``push`` sends to wake a pump that has a direct write's rest to finish.
 _WAKE: Final = (None, b"")
 
@@ -334,6 +369,7 @@ _WAKE: Final = (None, b"")
 def _wake(stream: ResponseStream) -> None:
     with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
         stream._channels()[0].send_nowait(_WAKE)
+    stream._wake_waiter()
 
 
 def _seq(event_id: str) -> int:
