@@ -10,9 +10,10 @@ from typing import Any
 import h11
 import trio
 
+from runtime import Context
 from runtime.transports import HttpLimits
 
-from .app import make_app, modern, modern_headers, serving, until
+from .app import call, make_app, modern, modern_headers, serving, until
 from .http_client import HttpConn, connect
 from .test_http_session import open_session
 
@@ -194,3 +195,72 @@ async def test_a_client_hanging_up_an_idle_session_get_stream_is_noticed() -> No
                 assert _task_names().count("_reader") == 0
                 await conn.aclose()
             await (await _open_get(address, session_id)).aclose()
+
+
+async def test_keep_alive_connection_serves_on_after_streamed_posts_with_progress() -> None:
+    """Streamed POSTs whose progress arrives while the pump starts watching the socket (and
+    stops the reader task): each keep-alive connection's next request is still read and
+    answered (the conformance check server-sse-multiple-streams hung on such a connection
+    when a wake cancelled the stopping of the reader)."""
+    app, _ = make_app()
+
+    @app.tool
+    async def ticks(spacing: int, *, ctx: Context) -> str:
+        """Progress after ``spacing`` scheduler rounds, three times."""
+        for step in range(3):
+            for _ in range(spacing):
+                await trio.lowlevel.checkpoint()
+            await ctx.report_progress(step + 1, 3)
+        return "liftoff"
+
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+            conn = await connect(address)
+            # Every spacing from 0 to 5 rounds, so that some message lands while the pump
+            # stops the reader task, whatever the scheduler's order.
+            for round_ in range(36):
+                body = call(100 + round_, "ticks", progress=f"p{round_}", spacing=round_ % 6)
+                await conn.send("POST", "/mcp", headers=headers, body=body)
+                head = await conn.head()
+                assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
+                conn.sse = type(conn.sse)()
+                messages = [json.loads(e.data) for e in await conn.events() if e.data]
+                conn.conn.start_next_cycle()
+                progress = [m for m in messages if m.get("method") == "notifications/progress"]
+                assert [m["params"]["progress"] for m in progress] == [1, 2, 3]
+                assert messages[-1]["id"] == 100 + round_
+                assert messages[-1]["result"]["content"][0]["text"] == "liftoff"
+            await conn.aclose()
+
+
+async def test_a_second_get_stream_is_refused_409_and_the_first_stays_up() -> None:
+    """2025-03-26 / 2025-11-25 basic/transports: one GET stream per session. A second GET
+    gets 409 with a JSON-RPC error body, its connection is answered (not reset), and the
+    first stream, idle meanwhile, still delivers a later notification."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            first = await _open_get(address, session_id)
+            assert await first.next_event() is not None  # the priming event
+            await trio.sleep(0.05)  # idle: its own task watches the socket
+            second = await connect(address)
+            await second.send("GET", "/mcp", headers={"mcp-session-id": session_id})
+            refused = await second.response()
+            assert refused.status == 409, refused
+            error = refused.json()
+            assert error["jsonrpc"] == "2.0" and error["id"] is None
+            assert isinstance(error["error"]["code"], int)
+            assert "Conflict" in error["error"]["message"]
+            await second.aclose()
+
+            def later() -> str:
+                return "later"
+
+            app.add_tool(later)
+            event = await first.next_event()
+            assert event is not None
+            assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
+            await first.aclose()

@@ -178,7 +178,12 @@ class SocketIO:
             scope, done = self._reader_scope, self._reader_done
             assert scope is not None and done is not None
             scope.cancel()
-            await done.wait()
+            # Shielded: a caller cancelled meanwhile (the SSE pump's watch, woken by a
+            # message) must not leave ``reader_running`` set with no reader task, or the
+            # connection's next request is never read. The reader's waits are all in the
+            # cancelled scope, so it ends at its next checkpoint.
+            with trio.CancelScope(shield=True):
+                await done.wait()
             self.reader_running = False
             self._reader_scope = self._reader_done = None
 
