@@ -143,3 +143,29 @@ async def test_a_pump_that_waits_writes_a_push_without_being_woken(
             stream.push("g0_5", b"{}")
             assert sock.wire == b"id: g0_5\ndata: {}\n\n"  # before the pump ran again
             stream.finish()
+
+
+async def test_an_idle_pump_holds_no_queue_and_queues_again_when_it_must(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 22 item 4: once the queue is drained the waiting pump holds no memory-channel
+    pair; messages that must queue again (the socket slow) get a new one, delivered whole
+    and in order, and the stream still ends when finished."""
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket(drain=2.5)
+        stream = ResponseStream("g0")
+        stream.push("g0_1", b'{"n":1}')  # queued before the pump runs
+        assert stream._channel is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 100.0)  # (no keep-alive here)
+            await trio.sleep(1)  # written, then idle
+            assert stream.direct is not None and stream._channel is None
+            sock.room = 10  # the socket is slow from now on
+            for n in range(2, 5):  # the first goes straight out in part; the rest queue
+                stream.push(f"g0_{n}", b'{"n":%d}' % n)
+            assert stream._channel is not None
+            await trio.sleep(20)
+            assert stream.direct is not None and stream._channel is None
+            stream.finish()
+        events = b"".join(b'id: g0_%d\ndata: {"n":%d}\n\n' % (n, n) for n in range(1, 5))
+        assert bytes(sock.wire) == events
