@@ -4,6 +4,7 @@ quiet streams still carry keep-alive comments."""
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ import h11
 import trio
 
 from runtime import Context
+from runtime.protocol import ModernRequest
 from runtime.transports import HttpLimits
 
 from .app import call, make_app, modern, modern_headers, serving, until
@@ -264,3 +266,25 @@ async def test_a_second_get_stream_is_refused_409_and_the_first_stays_up() -> No
             assert event is not None
             assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
             await first.aclose()
+
+
+async def test_an_idle_listen_holds_no_judged_modern_request() -> None:
+    """The POST's judgement (a ModernRequest: the client's capabilities and info) is not
+    held while a listen idles (issue 22 item 4); the listen still works."""
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            listens = [await _open_listen(address, 70 + i) for i in range(3)]
+            await trio.sleep(0.05)
+            gc.collect()
+            assert not [o for o in gc.get_objects() if isinstance(o, ModernRequest)]
+
+            def extra() -> str:
+                return "x"
+
+            app.add_tool(extra)
+            for conn in listens:
+                event = await conn.next_event()
+                assert event is not None
+                assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
+                await conn.aclose()

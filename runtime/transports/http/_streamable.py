@@ -149,6 +149,7 @@ class StreamableEndpoint:
                         request, exchange, message, modern, accept_json, accept_sse, token, prepared
                     )
                 else:
+                    modern = None  # (judged; not held while a listen lasts either)
                     await self.post_modern(
                         request, exchange, message, kind, accept_json, accept_sse, token
                     )
