@@ -169,3 +169,30 @@ async def test_an_idle_pump_holds_no_queue_and_queues_again_when_it_must(
             stream.finish()
         events = b"".join(b'id: g0_%d\ndata: {"n":%d}\n\n' % (n, n) for n in range(1, 5))
         assert bytes(sock.wire) == events
+
+
+async def test_a_wake_up_ends_the_tick_early_without_a_keep_alive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The idle pump's socket watch is woken by ending its keep-alive tick early (no cancel
+    scope of its own per idle stream, issue 22 item 4): a tick ended so, before its deadline,
+    writes no keep-alive; later quiet ticks still do."""
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket()
+        stream = ResponseStream("g0")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 1.0)
+            await trio.sleep(0.5)
+            stream.finish()  # wakes the pump mid-tick: it ends
+        assert sock.wire == b""
+        sock2 = _Socket()
+        stream2 = ResponseStream("g1")
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock2), stream2, 1.0)
+            await trio.sleep(0.5)
+            stream2._wake_waiter()  # a wake-up with nothing to write (as a stale _WAKE)
+            await trio.sleep(2.2)  # then quiet: keep-alives on the new ticks' deadlines
+            stream2.finish()
+        times = [t - start for t, data in sock2.log if data == KEEPALIVE]
+        assert sock2.wire == KEEPALIVE * 2 and times == [1.5, 2.5]

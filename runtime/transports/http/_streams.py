@@ -323,7 +323,7 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if item is None:
                             stream.direct = direct
                             try:
-                                item = await _receive_watching(exchange, stream, watching)
+                                item = await _receive_watching(exchange, stream, watching, tick)
                             except trio.EndOfChannel:
                                 ended = True
                                 break
@@ -342,7 +342,8 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if stream.overflowed:
                             log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
                             return False
-                if tick.cancelled_caught and not wrote[0]:
+                # (A tick cut short by a wake-up, not its deadline, ends in silence.)
+                if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
                     await exchange.write(encode_sse_comment("keep-alive"))
         finally:
             stream.direct = None
@@ -355,23 +356,23 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
 
 
 async def _receive_watching(
-    exchange: Exchange, stream: ResponseStream, watching: list[bool]
+    exchange: Exchange, stream: ResponseStream, watching: list[bool], tick: trio.CancelScope
 ) -> tuple[str | None, bytes]:
     """The stream's next message; meanwhile this task watches the socket, so that a hang-up
     is noticed with no reader task (issue 22 item 4: an idle stream holds one task). A
-    message queued or the stream ending cancels the watch (``ResponseStream._waiter``); the
-    hang-up cancels the pump (``cancel_on_disconnect``). Once the client sends bytes
+    message queued or the stream ending cancels the watch by ending the pump's current
+    tick early (``ResponseStream._waiter``: no cancel scope of its own per idle stream, issue
+    22 item 4); the hang-up cancels the pump (``cancel_on_disconnect``). Once the client sends bytes
     instead, the connection's reader task watches again and this waits on the queue."""
     while watching[0]:
         item = stream.take_nowait()  # (EndOfChannel once done: the pump ends)
         if item is not None:
             return item
-        with trio.CancelScope() as wake:
-            stream._waiter = wake
-            try:
-                watching[0] = await exchange.watch()
-            finally:
-                stream._waiter = None
+        stream._waiter = tick
+        try:
+            watching[0] = await exchange.watch()
+        finally:
+            stream._waiter = None
     return await stream.receive.receive()
 
 
