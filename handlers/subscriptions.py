@@ -16,6 +16,7 @@ A listen holds one of the connection's ``max_in_flight`` slots for as long as it
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable
@@ -338,7 +339,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                     return True  # the task expired meanwhile: nothing to send (as below)
                 return send_nowait(encode_notification(method, params), request_id)
 
-            with trio.move_on_at(end_at):
+            # No scope without a deadline (most listens): an idle listen holds less.
+            with trio.move_on_at(end_at) if end_at != math.inf else contextlib.nullcontext():
                 try:
                     while True:
                         if send_nowait is not None:

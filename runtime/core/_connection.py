@@ -322,7 +322,9 @@ class Connection:
                 grace = self.limits.shutdown_grace
             elif reason == "eof" and self.drain_on_eof:
                 grace = math.inf
-                if self._shutdown is not None and self._shutdown.is_set():
+                # Shutdown seen by this connection's watcher or, for connections watched by
+                # one shared watcher (``stop_reading``), by that one before the drain began.
+                if self._reader.stopped or (self._shutdown is not None and self._shutdown.is_set()):
                     grace = self.limits.shutdown_grace
             else:
                 grace = self.limits.eof_grace

@@ -159,6 +159,11 @@ class Reader:
         if self._waiting and self._scope is not None:
             self._scope.cancel()
 
+    @property
+    def stopped(self) -> bool:
+        """``stop()`` was called (shutdown reached this connection)."""
+        return self._stop
+
     def _task_done(self) -> None:
         if self._table.finished():
             self._on_idle()

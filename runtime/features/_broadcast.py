@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Final, Literal, cast
+from typing import Any, Final, Literal, cast
 
 import trio
 
@@ -60,7 +60,7 @@ class Subscriber:
     __slots__ = (
         "_hub",
         "_pending",
-        "_wake",
+        "_waiter",
         "end_reason",
         "kinds",
         "label",
@@ -77,7 +77,10 @@ class Subscriber:
         self.uris: set[str] = set()
         # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
         self._pending: dict[Change, None] = {}
-        self._wake = trio.Event()
+        #: The consumer task waiting in ``receive``, if any: woken by rescheduling it, so
+        #: a subscriber holds no Event (and its parking lot) while idle (issue 22 item 4:
+        #: memory per idle listen and per session).
+        self._waiter: trio.lowlevel.Task | None = None
         #: None while live; why it ended ("shutdown", "closed", ...) once ended.
         self.end_reason: str | None = None
         #: Called (synchronously, in the trio thread) with each change offered: a consumer
@@ -120,9 +123,19 @@ class Subscriber:
         if self.take is not None:
             self._hub._defer(self)
             return
-        self._wake.set()
+        self._wake()
         if self.on_offer is not None:
             self.on_offer()
+
+    def _wake(self) -> None:
+        task = self._waiter
+        if task is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._waiter = None  # cancelled while waiting: nothing is lost (pending stays)
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def _flush(self) -> None:
         """Hand what is pending to ``take`` in order; wake the consumer for the rest."""
@@ -137,7 +150,7 @@ class Subscriber:
         except Exception:  # (a bug in a consumer: it gets the change the usual way)
             log.exception("subscriber take failed subscriber=%s", self.label)
         if pending or self.end_reason is not None:
-            self._wake.set()
+            self._wake()
             if self.on_offer is not None:
                 self.on_offer()
 
@@ -149,8 +162,8 @@ class Subscriber:
         while not self._pending:
             if self.end_reason is not None:
                 raise trio.EndOfChannel(self.end_reason)
-            await self._wake.wait()
-            self._wake = trio.Event()
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
         changes = list(self._pending)
         self._pending.clear()
         return changes
@@ -161,7 +174,7 @@ class Subscriber:
             return
         self.end_reason = reason
         self._hub._remove(self)
-        self._wake.set()
+        self._wake()
 
     def __repr__(self) -> str:
         return f"<Subscriber {self.label} kinds={sorted(self.kinds)} uris={len(self.uris)}>"

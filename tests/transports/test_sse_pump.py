@@ -38,6 +38,9 @@ class _Socket:
         self.wire += rest
         self.log.append((trio.current_time(), bytes(rest)))
 
+    async def watch(self) -> bool:
+        await trio.sleep_forever()  # the client neither sends nor hangs up
+
     def abort(self) -> None:
         raise AssertionError("not aborted here")
 
@@ -140,3 +143,56 @@ async def test_a_pump_that_waits_writes_a_push_without_being_woken(
             stream.push("g0_5", b"{}")
             assert sock.wire == b"id: g0_5\ndata: {}\n\n"  # before the pump ran again
             stream.finish()
+
+
+async def test_an_idle_pump_holds_no_queue_and_queues_again_when_it_must(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 22 item 4: once the queue is drained the waiting pump holds no memory-channel
+    pair; messages that must queue again (the socket slow) get a new one, delivered whole
+    and in order, and the stream still ends when finished."""
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket(drain=2.5)
+        stream = ResponseStream("g0")
+        stream.push("g0_1", b'{"n":1}')  # queued before the pump runs
+        assert stream._channel is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 100.0)  # (no keep-alive here)
+            await trio.sleep(1)  # written, then idle
+            assert stream.direct is not None and stream._channel is None
+            sock.room = 10  # the socket is slow from now on
+            for n in range(2, 5):  # the first goes straight out in part; the rest queue
+                stream.push(f"g0_{n}", b'{"n":%d}' % n)
+            assert stream._channel is not None
+            await trio.sleep(20)
+            assert stream.direct is not None and stream._channel is None
+            stream.finish()
+        events = b"".join(b'id: g0_%d\ndata: {"n":%d}\n\n' % (n, n) for n in range(1, 5))
+        assert bytes(sock.wire) == events
+
+
+async def test_a_wake_up_ends_the_tick_early_without_a_keep_alive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The idle pump's socket watch is woken by ending its keep-alive tick early (no cancel
+    scope of its own per idle stream, issue 22 item 4): a tick ended so, before its deadline,
+    writes no keep-alive; later quiet ticks still do."""
+    with trio.fail_after(60):  # virtual time
+        sock = _Socket()
+        stream = ResponseStream("g0")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock), stream, 1.0)
+            await trio.sleep(0.5)
+            stream.finish()  # wakes the pump mid-tick: it ends
+        assert sock.wire == b""
+        sock2 = _Socket()
+        stream2 = ResponseStream("g1")
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, _exchange(sock2), stream2, 1.0)
+            await trio.sleep(0.5)
+            stream2._wake_waiter()  # a wake-up with nothing to write (as a stale _WAKE)
+            await trio.sleep(2.2)  # then quiet: keep-alives on the new ticks' deadlines
+            stream2.finish()
+        times = [t - start for t, data in sock2.log if data == KEEPALIVE]
+        assert sock2.wire == KEEPALIVE * 2 and times == [1.5, 2.5]

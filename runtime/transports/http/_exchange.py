@@ -41,6 +41,8 @@ class HttpConnection(Protocol):
 
     async def write_rest(self, rest: memoryview) -> None: ...
 
+    async def watch(self) -> bool: ...
+
     def abort(self) -> None: ...
 
 
@@ -153,6 +155,14 @@ class Exchange:
     def forget(self, scope: trio.CancelScope) -> None:
         if scope in self._scopes:
             self._scopes.remove(scope)
+
+    def watch(self) -> Awaitable[bool]:
+        """Wait until the client sends bytes or hangs up, in the calling task (the
+        connection's reader task stops meanwhile): for a response that only waits, such as
+        an idle SSE stream, one task less per connection (issue 22 item 4). A hang-up is
+        handled as :meth:`hung_up`; True: watch on (nothing arrived, or the client hung up),
+        False: bytes arrived and the reader task reads on (stop watching)."""
+        return self._driver.watch()
 
     def abort_on_disconnect(self) -> None:
         """This request dies with its connection: a hang-up cancels the connection's work,

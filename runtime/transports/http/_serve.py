@@ -122,7 +122,9 @@ async def serve_http(
                 hooks, limits, events, sessions_nursery, shutdown, shared=shared
             )
             sessions_nursery.start_soon(registry.reap)
-            streamable: Endpoint = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
+            endpoint = StreamableEndpoint(hooks, limits, registry, shutdown, gate)
+            sessions_nursery.start_soon(endpoint.stop_at_shutdown)
+            streamable: Endpoint = endpoint
             legacy = LegacySseEndpoint(limits, registry, shutdown, messages_path, gate)
             sse_stream: Endpoint = legacy.stream
             sse_messages: Endpoint = legacy.messages

@@ -218,6 +218,7 @@ class _Driver:
         self.write = io.write
         self.write_now = io.write_now
         self.write_rest = io.write_rest
+        self.watch = io.watch
         self.write_timeout = write_timeout
         self.stream = stream
         self.app = app

@@ -55,14 +55,17 @@ class SocketIO:
         self._unread = 0
         self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
         self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for it
-        self._reader_scope = trio.CancelScope()
-        self._reader_done = trio.Event()
+        # The running reader's scope and end, made when it starts and dropped when it has
+        # stopped (an idle stream's connection holds neither: issue 22 item 4).
+        self._reader_scope: trio.CancelScope | None = None
+        self._reader_done: trio.Event | None = None
 
     def close(self) -> None:
         """From now on the descriptor number may belong to another connection: nothing (a
         session's writer task, say) may write to it any more."""
         self._closed = True
-        self._reader_scope.cancel()
+        if self._reader_scope is not None:
+            self._reader_scope.cancel()
 
     async def write(self, data: bytes) -> None:
         """Write all of ``data``; TooSlowError after ``write_timeout`` without progress
@@ -187,24 +190,52 @@ class SocketIO:
         if not self.reader_running and not self.eof and self.nursery is not None:
             self.reader_running = True
             self._unread = 0
-            self._reader_scope = trio.CancelScope()
-            self._reader_done = trio.Event()
-            self.nursery.start_soon(self._reader)
+            self._reader_scope = scope = trio.CancelScope()
+            self._reader_done = done = trio.Event()
+            self.nursery.start_soon(self._reader, scope, done)
 
     async def stop_reader(self) -> None:
         """Stop the reader task: the connection's task reads for itself again. A cancelled
         wait reads nothing, so no byte is lost."""
         if self.reader_running:
-            self._reader_scope.cancel()
-            await self._reader_done.wait()
+            scope, done = self._reader_scope, self._reader_done
+            assert scope is not None and done is not None
+            scope.cancel()
+            # Shielded: a caller cancelled meanwhile (the SSE pump's watch, woken by a
+            # message) must not leave ``reader_running`` set with no reader task, or the
+            # connection's next request is never read. The reader's waits are all in the
+            # cancelled scope, so it ends at its next checkpoint.
+            with trio.CancelScope(shield=True):
+                await done.wait()
             self.reader_running = False
+            self._reader_scope = self._reader_done = None
 
-    async def _reader(self) -> None:
+    async def watch(self) -> bool:
+        """The reader task's watch, in the calling task (``Exchange.watch``): stop the
+        reader task, wait until the socket is readable, read once. True: watch on (nothing
+        was there, or EOF / a broken socket, told to the exchange as a hang-up); False:
+        bytes arrived, and the reader task reads on from here (backpressure as before).
+        Cancelling the wait reads nothing, so no byte is lost."""
+        if not self.reader_running:
+            # An app's first step runs eagerly in the driver's task, which starts the
+            # reader once that step suspends (``_run_app``): let it, then stop it.
+            await trio.lowlevel.checkpoint()
+        if self.reader_running:
+            await self.stop_reader()
+        if self.eof or self.broken is not None or self._closed:
+            await trio.sleep_forever()  # (told already; the caller is being cancelled)
+        await trio.lowlevel.wait_readable(self._fd)
+        if not self._read_now() or self.eof:
+            return True
+        self.start_reader()
+        return False
+
+    async def _reader(self, scope: trio.CancelScope, done: trio.Event) -> None:
         """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
         nothing, so no byte is lost); a pipelined next request waits in the parser."""
         cap = self._read_cap
         try:
-            with self._reader_scope:
+            with scope:
                 while not self.eof and self.broken is None:
                     await trio.lowlevel.wait_readable(self._fd)
                     if not self._read_now():
@@ -213,4 +244,4 @@ class SocketIO:
                     while self._unread > cap:
                         await self._drain_lot.park()  # stop reading: backpressure
         finally:
-            self._reader_done.set()
+            done.set()

@@ -85,6 +85,17 @@ class StreamableEndpoint:
         self.shutdown = shutdown
         self.gate = gate
         self.sessions = HandshakeEra(hooks, limits, registry, gate)
+        #: The one-POST connections serving now (listen streams, streamed requests): shutdown
+        #: reaches them through one watcher (``stop_at_shutdown``), not a watcher task per
+        #: connection (issue 22 item 4, memory per idle listen).
+        self._connections: set[Any] = set()
+
+    async def stop_at_shutdown(self) -> None:
+        """One watcher for every one-POST connection: at shutdown each stops reading and
+        drains within ``shutdown_grace`` (as ``SessionRegistry`` does for sessions)."""
+        await self.shutdown.wait()
+        for connection in list(self._connections):
+            connection.stop_reading()
 
     def __call__(self, request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
         method = request.method
@@ -130,11 +141,16 @@ class StreamableEndpoint:
                 # answered from this task) or a one-POST connection (notifications,
                 # responses, listen streams, requests that stream notifications).
                 modern = self.judge_modern(request, message, kind, params)
-                if kind == Kind.REQUEST and _direct(message.method, params, accept_sse):
+                direct = kind == Kind.REQUEST and _direct(message.method, params, accept_sse)
+                # Not held by this frame for as long as the POST lasts (a listen: hours):
+                # issue 22 item 4, memory per idle listen.
+                params = None
+                if direct:
                     await self._dispatch_direct(
                         request, exchange, message, modern, accept_json, accept_sse, token, prepared
                     )
                 else:
+                    modern = None  # (judged; not held while a listen lasts either)
                     await self.post_modern(
                         request, exchange, message, kind, accept_json, accept_sse, token
                     )
@@ -324,13 +340,26 @@ class StreamableEndpoint:
             pass  # the client is gone: nobody to answer
 
     async def _serve_one(self, channel: _PostChannel, token: Any = None) -> None:
-        await self.hooks.serve_connection(
-            channel,
-            session=self.hooks.new_session("http", token),
-            connection_id=f"http-post-{next(_post_ids)}",
-            shutdown=self.shutdown,
-            drain_on_eof=True,
-        )
+        connections = self._connections
+        served: list[Any] = []
+
+        def started(connection: Any) -> None:
+            served.append(connection)
+            connections.add(connection)
+            if self.shutdown.is_set():  # set before the watcher could see this connection
+                connection.stop_reading()
+
+        try:
+            await self.hooks.serve_connection(
+                channel,
+                session=self.hooks.new_session("http", token),
+                connection_id=f"http-post-{next(_post_ids)}",
+                drain_on_eof=True,
+                started=started,
+            )
+        finally:
+            if served:
+                connections.discard(served[0])
 
 
 class _PostChannel:

@@ -83,6 +83,9 @@ class ResponseStream:
         #: Set by the pump while it waits with nothing queued: ``push`` hands the message
         #: to it (written to the socket at once) instead of waking the pump's task.
         self.direct: Callable[[str | None, bytes], bool] | None = None
+        #: The pump's wait on the socket while nothing is queued (``Exchange.watch``):
+        #: cancelled when a message is queued or the stream ends, to wake it.
+        self._waiter: trio.CancelScope | None = None
 
     def cut(self) -> bool:
         """End the HTTP response that carries this stream now, as a server may close a
@@ -117,6 +120,22 @@ class ResponseStream:
     def receive(self) -> trio.MemoryReceiveChannel[tuple[str | None, bytes]]:
         return self._channels()[1]
 
+    def take_nowait(self) -> tuple[str | None, bytes] | None:
+        """The next queued message, None when none is queued; EndOfChannel once the stream
+        is done and drained. An empty queue is dropped (its channel pair, about 1 KiB): an
+        idle stream holds none while it waits, and ``push`` makes a new one (issue 22 item
+        4, memory per idle stream)."""
+        channel = self._channel
+        if channel is None:
+            if self.done:
+                raise trio.EndOfChannel
+            return None
+        try:
+            return channel[1].receive_nowait()
+        except trio.WouldBlock:
+            self._channel = None  # (not done: a done stream's channel is closed)
+            return None
+
     def push(self, event_id: str | None, data: bytes, final_key: Key | None = None) -> None:
         """Queue a message; ``final_key`` marks the response that answers that request."""
         direct = self.direct
@@ -124,6 +143,7 @@ class ResponseStream:
             if direct is None or not direct(event_id, data):
                 self.direct = None  # what follows queues behind this one
                 self._channels()[0].send_nowait((event_id, data))
+                self._wake_waiter()
         except trio.WouldBlock:
             self.overflowed = True
         except trio.ClosedResourceError:
@@ -140,6 +160,11 @@ class ResponseStream:
         self.done = True
         if self._channel is not None:
             self._channel[0].close()
+        self._wake_waiter()
+
+    def _wake_waiter(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
 
 
 async def answer(
@@ -234,7 +259,8 @@ async def answer(
 
 
 def _queued(stream: ResponseStream) -> int:
-    return stream.receive.statistics().current_buffer_used
+    channel = stream._channel
+    return 0 if channel is None else channel[1].statistics().current_buffer_used
 
 
 async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, skip: int = 0) -> bool:
@@ -252,7 +278,10 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     (``rest``) before anything else is written.
     """
     interval = keepalive if keepalive > 0 else math.inf
-    receive = stream.receive
+    take_nowait = stream.take_nowait
+    #: This task watches the socket for a hang-up while it waits (``Exchange.watch``), in
+    #: place of the connection's reader task, until the client sends bytes.
+    watching = [True]
     rest: list[Awaitable[None]] = []
     wrote = [False]
 
@@ -287,16 +316,14 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                             with trio.CancelScope(shield=True):
                                 await rest.pop()
                         try:
-                            item = receive.receive_nowait()
-                        except trio.WouldBlock:
-                            item = None
+                            item = take_nowait()
                         except trio.EndOfChannel:
                             ended = True
                             break
                         if item is None:
                             stream.direct = direct
                             try:
-                                item = await receive.receive()
+                                item = await _receive_watching(exchange, stream, watching, tick)
                             except trio.EndOfChannel:
                                 ended = True
                                 break
@@ -315,7 +342,8 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if stream.overflowed:
                             log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
                             return False
-                if tick.cancelled_caught and not wrote[0]:
+                # (A tick cut short by a wake-up, not its deadline, ends in silence.)
+                if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
                     await exchange.write(encode_sse_comment("keep-alive"))
         finally:
             stream.direct = None
@@ -327,6 +355,27 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     return not scope.cancelled_caught
 
 
+async def _receive_watching(
+    exchange: Exchange, stream: ResponseStream, watching: list[bool], tick: trio.CancelScope
+) -> tuple[str | None, bytes]:
+    """The stream's next message; meanwhile this task watches the socket, so that a hang-up
+    is noticed with no reader task (issue 22 item 4: an idle stream holds one task). A
+    message queued or the stream ending cancels the watch by ending the pump's current
+    tick early (``ResponseStream._waiter``: no cancel scope of its own per idle stream, issue
+    22 item 4); the hang-up cancels the pump (``cancel_on_disconnect``). Once the client sends bytes
+    instead, the connection's reader task watches again and this waits on the queue."""
+    while watching[0]:
+        item = stream.take_nowait()  # (EndOfChannel once done: the pump ends)
+        if item is not None:
+            return item
+        stream._waiter = tick
+        try:
+            watching[0] = await exchange.watch()
+        finally:
+            stream._waiter = None
+    return await stream.receive.receive()
+
+
 #: What ``push`` sends to wake a pump that has a direct write's rest to finish.
 _WAKE: Final = (None, b"")
 
@@ -334,6 +383,7 @@ _WAKE: Final = (None, b"")
 def _wake(stream: ResponseStream) -> None:
     with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
         stream._channels()[0].send_nowait(_WAKE)
+    stream._wake_waiter()
 
 
 def _seq(event_id: str) -> int:
