@@ -97,7 +97,9 @@ class NdjsonFramer:
             self._base += newline + 1
             data = data[newline + 1 :]
         buf = self._buf
-        if self._held or (not self._start and self._scan == len(buf) >= self._hold_over):
+        if self._held or (
+            len(buf) >= self._hold_over and self._scan == len(buf) and not self._start
+        ):
             self._held.append(bytes(data))  # (no copy of ``bytes``, what a read gives)
             self._held_size += len(data)
             return
