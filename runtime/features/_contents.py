@@ -13,7 +13,9 @@ from ._types import BlobResourceContents, TextResourceContents
 __all__ = ["reply_contents", "to_contents"]
 
 _CONTENTS: Final = (TextResourceContents, BlobResourceContents)
-_encode: Final = msgspec.json.Encoder().encode
+_encoder: Final = msgspec.json.Encoder()
+_encode: Final = _encoder.encode
+_encode_into: Final = _encoder.encode_into
 
 
 def _one(uri: str, value: Any, mime_type: str | None) -> Any:
@@ -38,17 +40,27 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
     return [_one(uri, value, mime_type)]
 
 
-#: A text or blob longer than this (characters or bytes) goes into a ``resources/read`` reply
-#: encoded this much at a time, with a trio checkpoint between pieces, so that one big read
-#: never holds the event loop for long (issue 22: no task step over 20 ms; a 16 MiB text in one
-#: go held it 87 ms on the benchmark machine). Shorter ones are encoded with the rest of the
-#: reply, in one go, straight into its buffer (a blob's base64 too): no pieces, no join, and
-#: no second copy in the reply's encode. 4 MiB, not 1: a 4 MiB piece encodes in about 4 ms
-#: (base64) or 1.6 ms (text), and every piece is one more big temporary: a 4 MiB blob in 1 MiB
-#: pieces made 4 + 3 x 5.3 MiB of them per read, more than glibc keeps for reuse, so each read
-#: faulted 3,725 fresh pages in again (14.5 MiB; server CPU 1.8x a bare msgspec loop over
-#: HTTP). In one go it is the blob and its reply: no page faults once warm, 0.5-0.9x the loop.
+#: A text longer than this (characters) goes into a ``resources/read`` reply encoded this much
+#: at a time, with a trio checkpoint between pieces, so that one big read never holds the
+#: event loop for long (issue 22: no task step over 20 ms; a 16 MiB text in one go held it
+#: 87 ms on the benchmark machine). Shorter ones are encoded with the rest of the reply, in
+#: one go, straight into its buffer. 4 MiB, not 1: a 4 MiB piece of text encodes in about
+#: 1.6 ms, and every piece is one more big temporary.
 ENCODE_PIECE: Final = 4 << 20
+
+#: A blob up to this long (bytes) is written as base64 by the reply's own encode, straight into
+#: the reply's buffer: one buffer per read, the blob's base64 and the reply at once. 4 MiB of
+#: bytes is about 4 ms of msgspec's base64. A longer blob is encoded BLOB_PIECE at a time
+#: (:func:`_base64_string`), which bounds each step but costs a second buffer as big as the
+#: reply: for the 4 MiB benchmark blob that made 14.6 MiB live per read against 9.3, RSS 3.6x
+#: the payload (issue 22: at most 3x), and, past glibc's trim threshold (twice the largest
+#: block freed), 3,727 page faults per read: server CPU 13.6 ms against 7.4 in one go.
+ONE_GO_BLOB: Final = 4 << 20
+
+#: The piece size of a blob over ONE_GO_BLOB, and the size over which a blob's one-go encode
+#: gets a step of its own (a checkpoint before it). 768 KiB of bytes is exactly 1 MiB of
+#: base64 (about 1 ms): whole base64 quanta, so the pieces' encodings follow each other.
+BLOB_PIECE: Final = 3 << 18
 
 
 class _TextReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
@@ -65,40 +77,67 @@ class _BlobReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=Tru
     :func:`to_contents` gives user code) means a second pass over it to encode and a third to
     decode it as ASCII: a 4 MiB blob cost 108M instructions that way, against 71M for a bare
     msgspec loop (callgrind, benchmarks/_big.py). Encode-only: nothing ever decodes it.
-    ``blob`` is the bytes, or (past ENCODE_PIECE) their base64 already encoded in pieces."""
+    ``blob`` is the bytes, or (past BLOB_PIECE) their base64 already encoded in pieces."""
 
     uri: str
     blob: Any
     mime_type: str
 
 
-async def _json_string(value: str | bytes | bytearray | memoryview) -> msgspec.Raw:
-    """``value`` as one JSON string (bytes as base64), encoded ENCODE_PIECE at a time with a
-    checkpoint after each piece (so also cancellable between pieces). Pieces of bytes are
-    whole base64 quanta (multiples of 3 bytes), so their encodings join into one."""
-    view: str | memoryview
-    if isinstance(value, str):
-        view, step = value, ENCODE_PIECE
-    else:
-        view, step = memoryview(value), ENCODE_PIECE // 3 * 3  # slices without copying
-    parts: list[bytes | memoryview] = [b'"']
-    for start in range(0, len(view), step):
-        parts.append(memoryview(_encode(view[start : start + step]))[1:-1])
+async def _json_string(value: str) -> msgspec.Raw:
+    """``value`` as one JSON string, encoded ENCODE_PIECE characters at a time with a
+    checkpoint after each piece (so also cancellable between pieces), each piece written by
+    msgspec straight into one growing buffer (:func:`_encode_pieces`): no piece temporaries
+    and no join (a 16 MiB text was 4 temporaries of 4 MiB, then a 16 MiB join)."""
+    return await _encode_pieces(value, ENCODE_PIECE)
+
+
+async def _encode_pieces(value: str | memoryview, step: int) -> msgspec.Raw:
+    """``value`` (text, or bytes in whole base64 quanta: ``step`` a multiple of 3) as one JSON
+    string, encoded ``step`` at a time into one buffer, a checkpoint after each piece."""
+    out = bytearray()
+    for start in range(0, len(value), step):
+        piece = value[start : start + step]
+        end = len(out)
+        if not end:
+            _encode_into(piece, out, 0)  # '"<piece>"'
+        else:
+            # Written from the previous piece's last byte on, so that this piece's opening
+            # quote lands there (and its content right after the previous one's): that one
+            # byte is put back, no bytes move.
+            last = out[end - 2]
+            _encode_into(piece, out, end - 2)
+            out[end - 2] = last
         await trio.lowlevel.checkpoint()
-    parts.append(b'"')
-    joined = b"".join(parts)
-    # The join is a copy of it all (16 MiB: several ms); the reply's encode and its first
-    # write follow, so they get a step of their own (issue 22: no step over 20 ms).
-    await trio.lowlevel.checkpoint()
-    return msgspec.Raw(joined)
+    return msgspec.Raw(out)  # (refers to ``out``, no copy; the reply's encode copies it once)
+
+
+async def _base64_string(value: bytes | bytearray | memoryview) -> msgspec.Raw:
+    """``value`` as one JSON string of its base64, BLOB_PIECE bytes at a time with a
+    checkpoint after each piece (so also cancellable between pieces), written by msgspec
+    straight into one growing buffer (:func:`_encode_pieces`). The pieces are whole base64
+    quanta (BLOB_PIECE is a multiple of 3), so their encodings follow each other exactly."""
+    view = memoryview(value)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")  # (a memoryview of wider items: base64 of its bytes)
+    return await _encode_pieces(view, BLOB_PIECE)
 
 
 async def reply_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
     """:func:`to_contents` for a ``resources/read`` reply: the same bytes on the wire, bytes
     base64-encoded by msgspec in the reply's encode, and long values encoded a piece at a time
-    between checkpoints (ENCODE_PIECE). Cancellation: Cancelled at any of those checkpoints."""
+    between checkpoints (ENCODE_PIECE, BLOB_PIECE). Cancellation: Cancelled at any of those
+    checkpoints."""
     if isinstance(value, bytes | bytearray | memoryview):
-        blob = await _json_string(value) if len(value) > ENCODE_PIECE else value
+        size = memoryview(value).nbytes
+        if size > ONE_GO_BLOB:
+            blob: Any = await _base64_string(value)
+        else:
+            blob = value
+            if size > BLOB_PIECE:
+                # The reply's encode writes its base64 in a step of its own, not in the one
+                # that ran the resource function (issue 22: no step over 20 ms).
+                await trio.lowlevel.checkpoint()
         return [_BlobReply(uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream")]
     if isinstance(value, str) and len(value) > ENCODE_PIECE:
         text = await _json_string(value)

@@ -23,6 +23,13 @@ _CR: Final = 0x0D
 # RFC 8259 section 2, "insignificant whitespace" minus LF (the delimiter itself).
 _BLANK: Final = b" \t\r"
 _BLANK_CODES: Final = frozenset(_BLANK)
+#: A line whose unterminated start is buffered this long already keeps its further chunks as
+#: they came, and joins them once when its newline arrives: the frame is then one copy of
+#: the chunks, where appending them to the buffer and copying the line out of it made two,
+#: plus the buffer's growth (issue 22: a 1 MiB tools/call over stdio, a 1 MiB buffer grown
+#: and freed per request and its pages faulted in again, 256 of the 736 faults per call).
+#: One pipe read (64 KiB): ordinary messages never get here.
+_HOLD_CHUNKS_OVER: Final = 64 * 1024
 
 
 def _is_blank(line: bytes | bytearray) -> bool:
@@ -57,6 +64,11 @@ class NdjsonFramer:
         self._dropped = 0  # bytes of that over-long line dropped so far
         self._eof = False
         self._finished = False
+        #: Chunks of a long line fed after its start (see _HOLD_CHUNKS_OVER), not yet in _buf
+        self._hold_over = _HOLD_CHUNKS_OVER
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._held_scan = 0  # chunks of _held searched for a b"\n" already
 
     @property
     def finished(self) -> bool:
@@ -64,7 +76,7 @@ class NdjsonFramer:
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._start + self._dropped
+        return len(self._buf) - self._start + self._dropped + self._held_size
 
     def feed(self, data: bytes | bytearray) -> None:
         if self._eof:
@@ -84,9 +96,21 @@ class NdjsonFramer:
             self._dropped = 0
             self._base += newline + 1
             data = data[newline + 1 :]
-        self._buf += data
+        buf = self._buf
+        if self._held or (
+            len(buf) >= self._hold_over and self._scan == len(buf) and not self._start
+        ):
+            self._held.append(bytes(data))  # (no copy of ``bytes``, what a read gives)
+            self._held_size += len(data)
+            return
+        buf += data
 
     def next_frame(self) -> bytes | None:
+        if self._held:
+            frame = self._line_from_held()
+            if frame is not None or self._held:
+                return frame  # a line, or its start still held (no newline, not too long)
+            # Put back into the buffer: judged below, as if it had never been held.
         buf = self._buf
         if self._scan == len(buf) and not self._start and not self._eof:
             # Nothing fed since the tail was judged (a reader asks again before it reads):
@@ -152,6 +176,53 @@ class NdjsonFramer:
             if eof_error is not None:
                 raise eof_error
         return None
+
+    def _line_from_held(self) -> bytes | None:
+        """The line that the held chunks end (the buffer holds its start), joined in one copy;
+        else None with the chunks still held, or, for whatever the general path must judge
+        (a line too long, blank, or cut by EOF), None with them put back into the buffer."""
+        held = self._held
+        for k in range(self._held_scan, len(held)):
+            newline = held[k].find(b"\n")
+            if newline >= 0:
+                break
+        else:
+            self._held_scan = len(held)
+            if self._eof or len(self._buf) + self._held_size > self.max_frame_size:
+                self._unhold()
+            return None
+        buf = self._buf
+        views = [memoryview(buf), *[memoryview(c) for c in held[:k]], memoryview(held[k])[:newline]]
+        if newline:
+            if held[k][newline - 1] == _CR:
+                views[-1] = views[-1][:-1]
+        elif views[-2][-1] == _CR:  # (the newline opens its chunk: the CR ends the one before)
+            views[-2] = views[-2][:-1]
+        size = sum(map(len, views))
+        if size > self.max_frame_size or buf[0] in _BLANK_CODES:
+            del views
+            self._unhold()
+            return None
+        frame = b"".join(views)
+        del views  # (releases the buffer, replaced below)
+        self._base += len(buf) + self._held_size - len(held[k]) + newline + 1
+        for later in held[k + 1 :]:
+            self._base -= len(later)
+        rest = bytearray(memoryview(held[k])[newline + 1 :])
+        for later in held[k + 1 :]:
+            rest += later
+        self._buf = rest
+        self._start = self._scan = 0
+        held.clear()
+        self._held_size = self._held_scan = 0
+        return frame
+
+    def _unhold(self) -> None:
+        buf = self._buf
+        for chunk in self._held:
+            buf += chunk
+        self._held.clear()
+        self._held_size = self._held_scan = 0
 
     def _too_long(self, start: int) -> FramingError:
         # The excerpt length must not depend on how the stream was chunked: at least

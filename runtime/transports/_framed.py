@@ -21,9 +21,10 @@ _RECEIVE_SIZE: Final = 64 * 1024
 #: wait_readable). Small messages keep the small buffer (``os.read`` allocates the size asked).
 _BIG_RECEIVE_SIZE: Final = 1024 * 1024
 #: Except from a pipe (``FdIO``: stdio): a read there gives at most the pipe's capacity
-#: (64 KiB on Linux), and asking for 1 MiB only allocates a 1 MiB buffer per read, which
-#: malloc maps and unmaps each time (issue 22: page faults doubled the server's kernel time
-#: for a 1 MiB tools/call over stdio, 976 -> 480 faults per request with 64 KiB reads).
+#: (64 KiB on Linux by default), and asking for 1 MiB only allocates a 1 MiB buffer per read,
+#: which malloc maps and unmaps each time (issue 22: page faults doubled the server's kernel
+#: time for a 1 MiB tools/call over stdio, 976 -> 480 faults per request with 64 KiB reads).
+#: So a pipe's big reads are its capacity (``big_receive_size``: stdio grows its pipes).
 #: A single outgoing message longer than this is written as its frame's parts (head, the
 #: payload itself, tail) instead of one joined copy (framer.encode_parts).
 _WRITE_PARTS_OVER: Final = 64 * 1024
@@ -47,6 +48,8 @@ class FramedChannel:
     is not complete ``read_timeout`` seconds after its first byte (however steadily it
     trickles: issue 16), and ``trio.TooSlowError("idle-timeout")`` when no
     byte arrives for ``idle_timeout`` seconds between frames (None disables either).
+    ``big_receive_size``: the read size once 64 KiB of a frame are buffered (default 1 MiB,
+    64 KiB from an ``FdIO``, whose pipe may hold no more: stdio passes its pipe's capacity).
     Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
     """
 
@@ -71,6 +74,7 @@ class FramedChannel:
         *,
         read_timeout: float | None = None,
         idle_timeout: float | None = None,
+        big_receive_size: int | None = None,
     ) -> None:
         self._receive_stream = receive_stream
         self._send_stream = send_stream
@@ -83,8 +87,10 @@ class FramedChannel:
         # A stream that writes without waiting when it can (``FdIO``: stdio) lets
         # ``send_now`` skip the outbox's scope and the scheduler for a write that fits.
         self._direct = send_stream if isinstance(send_stream, FdIO) else None
-        pipe = isinstance(receive_stream, FdIO) and receive_stream.pipe
-        self._big_read = _RECEIVE_SIZE if pipe else _BIG_RECEIVE_SIZE
+        if big_receive_size is None:
+            pipe = isinstance(receive_stream, FdIO) and receive_stream.pipe
+            big_receive_size = _RECEIVE_SIZE if pipe else _BIG_RECEIVE_SIZE
+        self._big_read = max(_RECEIVE_SIZE, big_receive_size)
 
     @classmethod
     def over_socket(

@@ -32,17 +32,22 @@ __all__ = ["PIPE_SIZE", "open_stdio_channel"]
 PIPE_SIZE: Final = 1 << 20
 
 
-def _grow_pipe(fd: int) -> None:
+def _grow_pipe(fd: int) -> int | None:
+    """Ask for PIPE_SIZE on ``fd`` if it is a pipe; its capacity then, when known."""
     try:
         import fcntl
     except ImportError:  # not POSIX
-        return
+        return None
     setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
     if setpipe is None:
-        return
+        return None
     with contextlib.suppress(OSError):
         if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            fcntl.fcntl(fd, setpipe, PIPE_SIZE)
+            try:
+                return fcntl.fcntl(fd, setpipe, PIPE_SIZE)  # (the capacity it now has)
+            except OSError:
+                return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    return None
 
 
 @asynccontextmanager
@@ -61,7 +66,9 @@ async def open_stdio_channel(
     saved_stdout = sys.stdout
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    _grow_pipe(in_fd)
+    # A big message arrives in reads of the pipe's capacity: a 1 MiB tools/call in one or two
+    # reads, not 16 trips through the event loop (issue 22: 12.1M -> 10.4M instructions).
+    in_capacity = _grow_pipe(in_fd)
     _grow_pipe(out_fd)
     channel = FramedChannel(
         FdIO(in_fd),
@@ -69,6 +76,7 @@ async def open_stdio_channel(
         make_framer(framing, max_frame_size),
         read_timeout=read_timeout,
         idle_timeout=idle_timeout,
+        big_receive_size=in_capacity,
     )
     try:
         yield channel

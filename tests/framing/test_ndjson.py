@@ -279,3 +279,44 @@ def test_arbitrary_bytes_give_frames_or_framing_errors(
     assert all(isinstance(item, bytes | Err) for item in out)
     assert all(len(item) <= max_frame_size for item in out if isinstance(item, bytes))
     assert framer.finished
+
+
+@given(
+    stream=_streams,
+    data=st.data(),
+    max_frame_size=st.integers(1, 16),
+    hold_over=st.integers(1, 12),
+)
+def test_lines_held_as_chunks_give_the_same_outcomes(
+    stream: bytes, data: st.DataObject, max_frame_size: int, hold_over: int
+) -> None:
+    # A long line's later chunks are held as they came and joined once (issue 22): with the
+    # threshold lowered, every branch of that path meets short lines, CR, blanks, limits, EOF.
+    whole = run(NdjsonFramer(max_frame_size=max_frame_size), [stream])
+    for chunks in (data.draw(chunkings(stream)), bytewise(stream)):
+        framer = NdjsonFramer(max_frame_size=max_frame_size)
+        framer._hold_over = hold_over
+        assert run(framer, chunks, lazy=data.draw(st.lists(st.booleans()))) == whole
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r", b""])
+def test_a_long_line_in_pipe_reads_is_held_then_joined_once(ending: bytes) -> None:
+    line = bytes(range(33, 127)) * 12_000  # 1.1 MB
+    stream = line + ending + b'{"next":1}\n'
+    framer = NdjsonFramer()
+    chunks = [stream[i : i + 65536] for i in range(0, len(stream), 65536)]
+    if ending == b"\r":  # the CR ends one read, its LF opens the next
+        chunks = [*(line[i : i + 65536] for i in range(0, len(line), 65536)), b"\r"]
+        chunks += [b'\n{"next":1}\n']
+    for chunk in chunks[:-1]:
+        framer.feed(chunk)
+        assert framer.next_frame() is None
+    assert len(framer._held) == len(chunks) - 2  # all but the first read, held as read
+    assert framer.buffered == sum(map(len, chunks[:-1]))
+    framer.feed(chunks[-1])
+    if ending == b"":
+        assert framer.next_frame() == line + b'{"next":1}'
+    else:
+        assert framer.next_frame() == line
+        assert framer.next_frame() == b'{"next":1}'
+    assert framer.next_frame() is None and framer.buffered == 0 and not framer._held

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from runtime import Server
-from runtime.features._contents import ENCODE_PIECE
+from runtime.features._contents import ENCODE_PIECE, ONE_GO_BLOB
 
 app = Server("big-payloads", "0.0.1")
 
@@ -24,9 +24,9 @@ def text(chars: int) -> str:
     return (_TEXT_UNIT * (chars // len(_TEXT_UNIT) + 1))[:chars]
 
 
-#: A blob the reply's encode writes as base64 in one go, and two cut into pieces.
-BLOB_ONE_GO = ENCODE_PIECE
-BLOB_PIECES = 2 * ENCODE_PIECE + 1
+#: A blob the reply's encode writes as base64 in one go, and one cut into pieces.
+BLOB_ONE_GO = ONE_GO_BLOB
+BLOB_PIECES = ONE_GO_BLOB + 1
 TEXT_PIECES = ENCODE_PIECE + ENCODE_PIECE // 2 + 7
 
 

@@ -141,3 +141,52 @@ async def test_a_pipe_is_read_in_pieces_of_its_capacity_even_for_a_big_frame() -
     await reader.aclose()
     assert frame == payload[:-1]
     assert len(asked) >= 2 and set(asked) == {64 * 1024}
+
+
+async def test_a_grown_pipe_is_read_in_pieces_of_its_capacity() -> None:
+    """stdio grows its pipes (1 MiB) and passes the capacity as ``big_receive_size``: once
+    64 KiB of a frame are in, the rest is asked for a capacity at a time, so a 1 MiB request
+    takes a few reads, not 16 trips through the event loop (issue 22)."""
+    import fcntl
+
+    from runtime.transports import _stdio
+    from runtime.transports._fdio import FdIO
+
+    if getattr(fcntl, "F_SETPIPE_SZ", None) is None:
+        pytest.skip("F_SETPIPE_SZ is Linux only; elsewhere the pipes are left as they are")
+    asked: list[int | None] = []
+
+    class Counted(FdIO):
+        async def receive_some(self, max_bytes: int | None = None) -> bytes:
+            asked.append(max_bytes)
+            return await super().receive_some(max_bytes)
+
+    r, w = os.pipe()
+    capacity = _stdio._grow_pipe(r)
+    assert capacity == fcntl.fcntl(r, fcntl.F_GETPIPE_SZ)
+    payload = b'{"data":"' + b"x" * (1 << 20) + b'"}\n'
+    reader = Counted(r)
+    channel = FramedChannel(
+        reader, reader, make_framer("ndjson", 4 << 20), big_receive_size=capacity
+    )
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def write() -> None:
+                await trio.to_thread.run_sync(os.write, w, payload)
+
+            nursery.start_soon(write)
+            frame = await channel.receive()
+    os.close(w)
+    await reader.aclose()
+    assert frame == payload[:-1]
+    assert asked[0] == 64 * 1024 and set(asked[1:]) == {max(capacity, 64 * 1024)}
+    # (os.write of 1 MiB into a full pipe blocks in its thread until read, so the count of
+    # reads depends on timing; their size does not)
+
+
+def test_grow_pipe_is_none_for_what_is_not_a_pipe() -> None:
+    from runtime.transports import _stdio
+
+    with open(os.devnull, "rb") as f:
+        assert _stdio._grow_pipe(f.fileno()) is None
