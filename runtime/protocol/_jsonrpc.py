@@ -247,12 +247,18 @@ class _Probe(msgspec.Struct):
 
 
 _outgoing_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
+_NOTIFICATION_HEAD: Final = b'{"jsonrpc":"2.0","method":"notifications/'
 
 
 def probe(data: bytes) -> tuple[bool, RequestId | None]:
     """``(is_response, id)`` of a message this side encoded. A batch reply gives its first
     usable id (its items answer requests that arrived together, so any of them names where
     the batch came from). Something that is not JSON-RPC gives ``(False, None)``."""
+    if data.startswith(_NOTIFICATION_HEAD):
+        # A notification (MCP: every ``notifications/`` method is one; JSON-RPC 2.0 section
+        # 4.1: no id), as ``encode_notification`` writes it: no decode, which one change to
+        # 1,000 subscribers would otherwise pay per subscriber (issue 22 item 3).
+        return False, None
     try:
         message = _outgoing_probe.decode(data)
     except msgspec.DecodeError:

@@ -4,6 +4,7 @@ coalesces, and what it declines is delivered the usual way, in order."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.lowlevel
 import trio.testing
@@ -85,3 +86,64 @@ async def test_one_pass_hands_a_change_to_many_waiting_subscribers() -> None:
     assert counter.steps < 10  # not one per subscriber
     for sub in subs:
         sub.end("closed")
+
+
+async def test_a_take_that_fails_leaves_its_change_to_the_consumer_and_not_the_others() -> None:
+    hub = Broadcast()
+    taken: list[str] = []
+
+    def broken(change: Change) -> bool:
+        raise RuntimeError("a bug in one consumer")
+
+    with trio.fail_after(5):
+        subs = [hub.open(["tools"], label=str(i)) for i in range(3)]
+        for i, sub in enumerate(subs):
+            sub.take = lambda change, i=i: taken.append(str(i)) is None
+        subs[1].take = broken
+        hub.list_changed("tools")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(taken) == ["0", "2"]
+        assert [sub.pending for sub in subs] == [0, 1, 0]
+        subs[1].take = None
+        assert await subs[1].receive() == [("list", "tools")]  # (delivered once, not lost)
+        for sub in subs:
+            sub.end("closed")
+
+
+async def test_a_subscriber_ended_before_the_hand_over_gets_its_change_by_receive() -> None:
+    hub = Broadcast()
+    taken: list[Change] = []
+    with trio.fail_after(5):
+        sub = hub.open(["tools"])
+        sub.take = lambda change: taken.append(change) is None
+        hub.list_changed("tools")
+        sub.end("closed")  # before the publisher yields: no hand-over to an ended one
+        await trio.testing.wait_all_tasks_blocked()
+        assert taken == []
+        sub.take = None
+        assert await sub.receive() == [("list", "tools")]
+        with pytest.raises(trio.EndOfChannel):
+            await sub.receive()
+        assert len(hub) == 0
+
+
+async def test_a_waiting_consumer_without_take_is_woken_beside_those_that_take() -> None:
+    hub = Broadcast()
+    taken: list[Change] = []
+    got: list[list[Change]] = []
+    with trio.fail_after(5):
+        plain = hub.open(["tools"])
+        quick = hub.open(["tools"])
+        quick.take = lambda change: taken.append(change) is None
+        async with trio.open_nursery() as nursery:
+
+            async def consume() -> None:
+                got.append(await plain.receive())
+
+            nursery.start_soon(consume)
+            await trio.testing.wait_all_tasks_blocked()
+            hub.list_changed("tools")
+        assert got == [[("list", "tools")]]
+        assert taken == [("list", "tools")]
+        plain.end("closed")
+        quick.end("closed")

@@ -14,12 +14,14 @@ from runtime.protocol import (
     classify,
     decode_frame,
     encode_error,
+    encode_notification,
     encode_result,
     error_reply,
     id_key,
     overloaded,
     params_error,
     prepare_error,
+    probe,
 )
 
 
@@ -150,3 +152,20 @@ def test_a_prepared_error_answers_byte_for_byte_as_an_unprepared_one(error: JSON
     assert error_reply(prepared) == error_reply(plain)
     recovered = prepare_error(JSONRPCError(INVALID_REQUEST, "bad", request_id=9))
     assert error_reply(recovered) == encode_error(9, INVALID_REQUEST, "bad")
+
+
+def test_probe_of_an_encoded_notification_needs_no_decode_and_agrees_with_one() -> None:
+    notes = [
+        encode_notification("notifications/resources/updated", {"uri": 'mem://"id":1,'}),
+        encode_notification("notifications/tools/list_changed"),
+        encode_notification("notifications/progress", {"progressToken": 7, "progress": 1}),
+    ]
+    for data in notes:
+        message = msgspec.json.decode(data)  # what a full decode says
+        assert "id" not in message and "method" in message
+        assert probe(data) == (False, None)
+    # Not notifications: decoded as before.
+    assert probe(b'{"jsonrpc":"2.0","id":3,"result":{}}') == (True, 3)
+    assert probe(b'{"jsonrpc":"2.0","id":4,"method":"ping"}') == (False, 4)
+    assert probe(b'{"jsonrpc":"2.0","method":"sampling/x","id":5}') == (False, 5)
+    assert probe(b'[{"jsonrpc":"2.0","id":6,"result":{}}]') == (True, 6)

@@ -14,7 +14,7 @@ import trio.testing
 
 from runtime import Server
 
-from .app import modern, modern_headers, serving
+from .app import modern, modern_headers, serving, until
 from .http_client import HttpConn, connect, request
 from .test_http_session import _h, open_session
 
@@ -183,3 +183,57 @@ async def test_a_stalled_listen_neither_delays_the_others_nor_loses_or_reorders(
             assert got[0] == uris[0]
             for conn in [stalled, *fast]:
                 await conn.aclose()
+
+
+async def next_data(conn: HttpConn) -> str:
+    while True:
+        event = await conn.next_event()
+        assert event is not None, "the stream ended"
+        if event.data:  # (skip a priming event)
+            return event.data
+
+
+async def test_every_subscriber_gets_the_exact_bytes_and_a_closed_one_is_dropped() -> None:
+    app = make_app()
+    hub = app.registry.changes
+    uri = "mem://t/a"
+    with trio.fail_after(20):
+        async with serving(app) as address:
+            listens = [await open_listen(address, 100 + i, [uri]) for i in range(12)]
+            gets = [await open_get_stream(address, [uri]) for _ in range(6)]
+            assert len(hub) == 18
+            # Two of each kind hang up before the change; the server may not have seen it
+            # yet when it writes: the others must get theirs all the same.
+            for conn in [listens[3], listens[7], gets[1], gets[4]]:
+                await conn.aclose()
+            app.notify_resource_updated(uri)
+            for i, conn in enumerate(listens):
+                if i in (3, 7):
+                    continue
+                # One encoding spliced around each listen's own id (basic/patterns/
+                # subscriptions: tagged with the listen request's id in _meta).
+                assert await next_data(conn) == (
+                    '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":'
+                    f'{{"_meta":{{"{SUBSCRIPTION_ID}":{100 + i}}},"uri":"{uri}"}}}}'
+                )
+            for i, conn in enumerate(gets):
+                if i in (1, 4):
+                    continue
+                assert await next_data(conn) == (
+                    '{"jsonrpc":"2.0","method":"notifications/resources/updated",'
+                    f'"params":{{"uri":"{uri}"}}}}'
+                )
+            # The closed listens are dropped from the hub (their requests end). A closed GET
+            # stream is not its session: the session's subscriber stays, for the client's
+            # next GET (2025-11-25 basic/transports "Listening for Messages from the Server").
+            await until(lambda: len(hub) == 16)
+            app.notify_resource_updated(uri)
+            for conn in [*listens[:3], *gets[:1]]:
+                assert json.loads(await next_data(conn))["params"]["uri"] == uri
+            for conn in listens:
+                if conn not in (listens[3], listens[7]):
+                    await conn.aclose()
+            await until(lambda: len(hub) == len(gets))
+            for conn in gets:
+                if conn not in (gets[1], gets[4]):
+                    await conn.aclose()
