@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 import trio
@@ -113,9 +114,12 @@ def test_unknown_framing_is_rejected() -> None:
         make_framer("xml", 10)  # type: ignore[arg-type]
 
 
-async def test_a_pipe_is_read_in_pieces_of_its_capacity_even_for_a_big_frame() -> None:
-    """From a pipe (FdIO) a big frame is asked for 64 KiB at a time (what a pipe gives per
-    read): a 1 MiB request size would only allocate, and page-fault, 1 MiB per read."""
+async def _read_big_frame(
+    big_receive_size: Callable[[int], int | None],
+) -> tuple[bytes, bytes, list[int | None]]:
+    """One 1 MiB NDJSON frame written into a pipe and read by a FramedChannel over it
+    (``big_receive_size`` given the pipe's read end): the frame, what was written, and the
+    sizes the channel asked the pipe for."""
     from runtime.transports._fdio import FdIO
 
     asked: list[int | None] = []
@@ -126,48 +130,10 @@ async def test_a_pipe_is_read_in_pieces_of_its_capacity_even_for_a_big_frame() -
             return await super().receive_some(max_bytes)
 
     r, w = os.pipe()
-    payload = b'{"data":"' + b"x" * (1 << 20) + b'"}\n'
-    reader = Counted(r)
-    channel = FramedChannel(reader, reader, make_framer("ndjson", 4 << 20))
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-
-            async def write() -> None:
-                await trio.to_thread.run_sync(os.write, w, payload)
-
-            nursery.start_soon(write)
-            frame = await channel.receive()
-    os.close(w)
-    await reader.aclose()
-    assert frame == payload[:-1]
-    assert len(asked) >= 2 and set(asked) == {64 * 1024}
-
-
-async def test_a_grown_pipe_is_read_in_pieces_of_its_capacity() -> None:
-    """stdio grows its pipes (1 MiB) and passes the capacity as ``big_receive_size``: once
-    64 KiB of a frame are in, the rest is asked for a capacity at a time, so a 1 MiB request
-    takes a few reads, not 16 trips through the event loop (issue 22)."""
-    import fcntl
-
-    from runtime.transports import _stdio
-    from runtime.transports._fdio import FdIO
-
-    if getattr(fcntl, "F_SETPIPE_SZ", None) is None:
-        pytest.skip("F_SETPIPE_SZ is Linux only; elsewhere the pipes are left as they are")
-    asked: list[int | None] = []
-
-    class Counted(FdIO):
-        async def receive_some(self, max_bytes: int | None = None) -> bytes:
-            asked.append(max_bytes)
-            return await super().receive_some(max_bytes)
-
-    r, w = os.pipe()
-    capacity = _stdio._grow_pipe(r)
-    assert capacity == fcntl.fcntl(r, fcntl.F_GETPIPE_SZ)
     payload = b'{"data":"' + b"x" * (1 << 20) + b'"}\n'
     reader = Counted(r)
     channel = FramedChannel(
-        reader, reader, make_framer("ndjson", 4 << 20), big_receive_size=capacity
+        reader, reader, make_framer("ndjson", 4 << 20), big_receive_size=big_receive_size(r)
     )
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -179,6 +145,38 @@ async def test_a_grown_pipe_is_read_in_pieces_of_its_capacity() -> None:
             frame = await channel.receive()
     os.close(w)
     await reader.aclose()
+    return frame, payload, asked
+
+
+async def test_a_pipe_is_read_in_pieces_of_its_capacity_even_for_a_big_frame() -> None:
+    """From a pipe (FdIO) a big frame is asked for 64 KiB at a time (what a pipe gives per
+    read): a 1 MiB request size would only allocate, and page-fault, 1 MiB per read."""
+    frame, payload, asked = await _read_big_frame(lambda fd: None)
+    assert frame == payload[:-1]
+    assert len(asked) >= 2 and set(asked) == {64 * 1024}
+
+
+async def test_a_grown_pipe_is_read_in_pieces_of_its_capacity() -> None:
+    """stdio grows its pipes (1 MiB) and passes the capacity as ``big_receive_size``: once
+    64 KiB of a frame are in, the rest is asked for a capacity at a time, so a 1 MiB request
+    takes a few reads, not 16 trips through the event loop (issue 22)."""
+    import fcntl
+
+    from runtime.transports import _stdio
+
+    if getattr(fcntl, "F_SETPIPE_SZ", None) is None:
+        pytest.skip("F_SETPIPE_SZ is Linux only; elsewhere the pipes are left as they are")
+    grown: list[int | None] = []
+
+    def grow(fd: int) -> int | None:
+        capacity = _stdio._grow_pipe(fd)
+        assert capacity == fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        grown.append(capacity)
+        return capacity
+
+    frame, payload, asked = await _read_big_frame(grow)
+    capacity = grown[0]
+    assert capacity is not None
     assert frame == payload[:-1]
     assert asked[0] == 64 * 1024 and set(asked[1:]) == {max(capacity, 64 * 1024)}
     # (os.write of 1 MiB into a full pipe blocks in its thread until read, so the count of
