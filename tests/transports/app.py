@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import trio
 
 from runtime import Context, Limits, Server
+
+from .http_client import HttpConn, connect
 
 MODERN = "2026-07-28"
 META = "io.modelcontextprotocol/protocolVersion"
@@ -123,3 +126,16 @@ def modern_headers(method: str, name: str | None = None, **extra: str) -> dict[s
         headers["mcp-name"] = name
     headers.update(extra)
     return headers
+
+
+async def open_listen(address: Any, request_id: int, notifications: dict[str, Any]) -> HttpConn:
+    """A 2026-07-28 ``subscriptions/listen`` POST held open as SSE, once acknowledged."""
+    conn = await connect(address)
+    body = modern(request_id, "subscriptions/listen", {"notifications": notifications})
+    await conn.send("POST", "/mcp", headers=modern_headers("subscriptions/listen"), body=body)
+    head = await conn.head()
+    assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
+    ack = await conn.next_event()
+    assert ack is not None
+    assert json.loads(ack.data)["method"] == "notifications/subscriptions/acknowledged"
+    return conn

@@ -14,7 +14,7 @@ import trio.testing
 
 from runtime import Server
 
-from .app import modern, modern_headers, serving, until
+from .app import open_listen, serving, until
 from .http_client import HttpConn, connect, request
 from .test_http_session import _h, open_session
 
@@ -30,20 +30,6 @@ def make_app() -> Server:
         return key
 
     return app
-
-
-async def open_listen(address: Any, request_id: int, uris: list[str]) -> HttpConn:
-    conn = await connect(address)
-    body = modern(
-        request_id, "subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}}
-    )
-    await conn.send("POST", "/mcp", headers=modern_headers("subscriptions/listen"), body=body)
-    head = await conn.head()
-    assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
-    ack = await conn.next_event()
-    assert ack is not None
-    assert json.loads(ack.data)["method"] == "notifications/subscriptions/acknowledged"
-    return conn
 
 
 async def open_get_stream(address: Any, uris: list[str]) -> HttpConn:
@@ -101,7 +87,10 @@ async def test_waiting_listens_get_each_change_in_order_without_a_task_step_each
     uris = ["mem://t/a", "mem://t/b", "mem://t/c"]
     with trio.fail_after(10):
         async with serving(app) as address:
-            conns = [await open_listen(address, 10 + i, uris) for i in range(30)]
+            conns = [
+                await open_listen(address, 10 + i, {"resourceSubscriptions": uris})
+                for i in range(30)
+            ]
             # A burst published at once coalesces (one notification per URI, first-changed
             # first); bursts published apart arrive apart, in order.
             steps = await publish_counting_steps(app, [uris * 20, ["mem://t/b"], ["mem://t/a"]])
@@ -153,8 +142,11 @@ async def test_a_stalled_listen_neither_delays_the_others_nor_loses_or_reorders(
     rounds = 280
     with trio.fail_after(30):
         async with serving(app) as address:
-            stalled = await open_listen(address, 1, [*uris, end])
-            fast = [await open_listen(address, 2 + i, [*uris, end]) for i in range(2)]
+            stalled = await open_listen(address, 1, {"resourceSubscriptions": [*uris, end]})
+            fast = [
+                await open_listen(address, 2 + i, {"resourceSubscriptions": [*uris, end]})
+                for i in range(2)
+            ]
             seen: list[list[str]] = [[], []]
 
             async def read(i: int) -> None:
@@ -199,7 +191,10 @@ async def test_every_subscriber_gets_the_exact_bytes_and_a_closed_one_is_dropped
     uri = "mem://t/a"
     with trio.fail_after(20):
         async with serving(app) as address:
-            listens = [await open_listen(address, 100 + i, [uri]) for i in range(12)]
+            listens = [
+                await open_listen(address, 100 + i, {"resourceSubscriptions": [uri]})
+                for i in range(12)
+            ]
             gets = [await open_get_stream(address, [uri]) for _ in range(6)]
             assert len(hub) == 18
             # Two of each kind hang up before the change; the server may not have seen it

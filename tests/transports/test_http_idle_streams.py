@@ -15,12 +15,12 @@ from runtime import Context
 from runtime.protocol import ModernRequest
 from runtime.transports import HttpLimits
 
-from .app import call, make_app, modern, modern_headers, serving, until
+from .app import call, make_app, modern, modern_headers, open_listen, serving, until
 from .http_client import HttpConn, connect
 from .test_http_session import open_session
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-LISTEN = {"notifications": {"toolsListChanged": True}}
+TOOLS_CHANGED = {"toolsListChanged": True}
 
 
 def _task_names() -> list[str]:
@@ -36,27 +36,11 @@ def _task_names() -> list[str]:
     return names
 
 
-async def _open_listen(address: Any, request_id: int) -> HttpConn:
-    conn = await connect(address)
-    await conn.send(
-        "POST",
-        "/mcp",
-        headers=modern_headers("subscriptions/listen"),
-        body=modern(request_id, "subscriptions/listen", LISTEN),
-    )
-    head = await conn.head()
-    assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
-    ack = await conn.next_event()
-    assert ack is not None
-    assert json.loads(ack.data)["method"] == "notifications/subscriptions/acknowledged"
-    return conn
-
-
 async def test_shutdown_ends_every_idle_listen_with_its_result_and_no_watcher_task_each() -> None:
     app, _ = make_app(shutdown_grace=5)
     with trio.fail_after(10):
         async with serving(app) as address:
-            listens = [await _open_listen(address, 20 + i) for i in range(4)]
+            listens = [await open_listen(address, 20 + i, TOOLS_CHANGED) for i in range(4)]
             # No shutdown watcher per one-POST connection: the endpoint's one watcher.
             assert _task_names().count("_watch_shutdown") == 0
             assert _task_names().count("stop_at_shutdown") == 1
@@ -109,7 +93,7 @@ async def test_a_client_hanging_up_an_idle_listen_drops_its_subscription() -> No
     with trio.fail_after(5):
         async with serving(app) as address:
             before = len(changes)
-            conn = await _open_listen(address, 30)
+            conn = await open_listen(address, 30, TOOLS_CHANGED)
             assert len(changes) == before + 1
             await conn.aclose()
             await until(lambda: len(changes) == before)
@@ -119,7 +103,7 @@ async def test_an_idle_listen_carries_keep_alive_comments() -> None:
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app, http_limits=HttpLimits(sse_keepalive=0.05)) as address:
-            conn = await _open_listen(address, 40)
+            conn = await open_listen(address, 40, TOOLS_CHANGED)
             raw = b""
             while raw.count(b": keep-alive\n\n") < 3:
                 event = await conn._event()
@@ -134,7 +118,7 @@ async def test_idle_listens_hold_no_reader_task_and_still_get_changes() -> None:
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app) as address:
-            listens = [await _open_listen(address, 50 + i) for i in range(3)]
+            listens = [await open_listen(address, 50 + i, TOOLS_CHANGED) for i in range(3)]
             await trio.sleep(0.05)
             assert _task_names().count("_reader") == 0
             for round_ in range(2):
@@ -162,7 +146,7 @@ async def test_bytes_sent_on_an_idle_listen_hand_watching_back_to_the_reader() -
     with trio.fail_after(5):
         async with serving(app) as address:
             before = len(changes)
-            conn = await _open_listen(address, 60)
+            conn = await open_listen(address, 60, TOOLS_CHANGED)
             await conn.stream.send_all(b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
             await until(lambda: _task_names().count("_reader") == 1)
             assert len(changes) == before + 1  # the listen lives on
@@ -274,7 +258,7 @@ async def test_an_idle_listen_holds_no_judged_modern_request() -> None:
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app) as address:
-            listens = [await _open_listen(address, 70 + i) for i in range(3)]
+            listens = [await open_listen(address, 70 + i, TOOLS_CHANGED) for i in range(3)]
             await trio.sleep(0.05)
             gc.collect()
             assert not [o for o in gc.get_objects() if isinstance(o, ModernRequest)]
