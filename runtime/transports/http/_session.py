@@ -50,14 +50,24 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared)`` runs one
-    #: request (a classified ``runtime.protocol.Envelope``) in the calling task and returns the
-    #: response bytes; ``send(data)`` gets what the handler sends meanwhile; ``modern`` is the
-    #: era the transport read from its ``_meta`` (``runtime.protocol.select_era``; None: let
-    #: the dispatcher read it); ``prepared`` what ``read_call`` gave for its params, or None.
+    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared, send_now)``
+    #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
+    #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
+    #: ``modern`` is the era the transport read from its ``_meta``
+    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
+    #: ``read_call`` gave for its params, or None; ``send_now(data, related) -> bool``, or
+    #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher).
     dispatch_one: (
         Callable[
-            [Any, Callable[[bytes], Awaitable[None]], str, Any, ModernRequest | None, object],
+            [
+                Any,
+                Callable[[bytes], Awaitable[None]],
+                str,
+                Any,
+                ModernRequest | None,
+                object,
+                Callable[[bytes, Any], bool] | None,
+            ],
             Awaitable[bytes | None],
         ]
         | None
