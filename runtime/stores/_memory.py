@@ -44,12 +44,11 @@ class MemoryEventStore:
         events = self._events.get(session_id)
         if events is None:
             self._events[session_id] = [(stream_id, counter, data)]
-        elif type(events) is list and len(events) < self.max_events:
-            events.append((stream_id, counter, data))
         else:
-            if type(events) is list:
-                events = self._events[session_id] = deque(events, maxlen=self.max_events)
-            events.append((stream_id, counter, data))  # (the oldest drops out)
+            events.append((stream_id, counter, data))  # (a full deque drops its oldest)
+            if len(events) > self.max_events:  # a list past the bound: a deque from now on
+                assert isinstance(events, list)  # (a deque never grows past its maxlen)
+                self._events[session_id] = deque(events[1:], maxlen=self.max_events)
         return f"{stream_id}_{counter}"
 
     async def replay(
