@@ -1,13 +1,15 @@
 """What an idle connection holds: tracemalloc and trio's task tree, diffed over N idle peers.
 
-python -m benchmarks.idle_probe tcp|ws|session|listen [--count 1000] [--top 25]
+python -m benchmarks.idle_probe tcp|ws|session|listen [--count 1000] [--top 25] [--depth 1]
 
 Serves ``benchmarks/servers/mcp_runtime_server.py`` in this process with tracemalloc on, and
 opens ``count`` idle peers of the kind asked from a child process (the same raw clients as
 ``benchmarks.run`` and ``benchmarks._fanout``, so none of their allocations are counted here).
 Prints per peer: traced bytes, trio tasks, cancel scopes, nurseries, and the allocation sites
-that grew the most (issue 22 item 4). Diagnostic only; the README rows come from
-``benchmarks.run`` (RSS of a separate server process).
+that grew the most (issue 22 item 4); with ``--depth N`` > 1, grouped by their N innermost
+frames (which of our frames holds the memory, not only which line allocated it).
+Diagnostic only; the README rows come from ``benchmarks.run`` (RSS of a separate server
+process).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _tasks() -> Counter[str]:
     return counts
 
 
-async def _probe(kind: str, count: int, top: int) -> None:
+async def _probe(kind: str, count: int, top: int, depth: int = 1) -> None:
     spec = importlib.util.spec_from_file_location(
         "bench_server", ROOT / "benchmarks" / "servers" / "mcp_runtime_server.py"
     )
@@ -113,7 +115,7 @@ async def _probe(kind: str, count: int, top: int) -> None:
         await child.stdin.aclose()
         await child.wait()
         nursery.cancel_scope.cancel()
-    stats = after.compare_to(before, "lineno")
+    stats = after.compare_to(before, "lineno" if depth == 1 else "traceback")
     total = sum(s.size_diff for s in stats)
     print(f"{kind}: {opened} idle peers; traced {total / opened / 1024:.2f} KiB per peer")
     for key in sorted(set(tasks_after) | set(tasks_before)):
@@ -122,11 +124,17 @@ async def _probe(kind: str, count: int, top: int) -> None:
             print(f"  {key:40s} {diff / opened:+.2f} per peer")
     print(f"  top {top} allocation sites (bytes per peer, objects per peer):")
     for s in stats[:top]:
-        frame = s.traceback[0]
-        path = frame.filename.replace(str(ROOT) + "/", "")
-        if "site-packages/" in path:
-            path = path.split("site-packages/")[1]
-        print(f"  {s.size_diff / opened:9.0f} {s.count_diff / opened:6.2f}  {path}:{frame.lineno}")
+        where = [_where(frame) for frame in reversed(s.traceback)]
+        print(f"  {s.size_diff / opened:9.0f} {s.count_diff / opened:6.2f}  {where[0]}")
+        for outer in where[1:]:
+            print(f"  {'':16s}  < {outer}")
+
+
+def _where(frame: tracemalloc.Frame) -> str:
+    path = frame.filename.replace(str(ROOT) + "/", "")
+    if "site-packages/" in path:
+        path = path.split("site-packages/")[1]
+    return f"{path}:{frame.lineno}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", choices=["tcp", "ws", "session", "listen"])
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--depth", type=int, default=1, help="frames per allocation site")
     args = parser.parse_args(argv)
-    tracemalloc.start(1)
-    trio.run(_probe, args.kind, args.count, args.top)
+    tracemalloc.start(args.depth)
+    trio.run(_probe, args.kind, args.count, args.top, args.depth)
     return 0
 
 

@@ -40,11 +40,17 @@ log = logging.getLogger("mcp_runtime.connection")
 class _SinglePeer:
     """The handlers' ``Peer`` for one request whose output goes to ``send``."""
 
-    __slots__ = ("_id", "_next_request_id", "_send")
+    __slots__ = ("_id", "_next_request_id", "_send", "_send_now")
 
-    def __init__(self, connection_id: str, send: Callable[[bytes], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        connection_id: str,
+        send: Callable[[bytes], Awaitable[None]],
+        send_now: Callable[[bytes, RequestId | None], bool] | None = None,
+    ) -> None:
         self._id = connection_id
         self._send = send
+        self._send_now = send_now
         self._next_request_id: itertools.count[int] | None = None  # made by request()
 
     @property
@@ -55,6 +61,13 @@ class _SinglePeer:
         self, method: str, params: Any = None, *, related: RequestId | None = None
     ) -> None:
         await self._send(encode_notification(method, params))
+
+    def send_nowait(self, data: bytes, related: RequestId | None = None) -> bool:
+        """An encoded notification sent in this step (``Connection.send_nowait``): False
+        when the caller gave no way to (then ``notify`` it). A change published to many
+        listens is written by the publisher (issue 22 item 3)."""
+        send_now = self._send_now
+        return send_now is not None and send_now(data, related)
 
     def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
         # Nothing outlives the request here (a one-request connection would cancel such a
@@ -92,6 +105,7 @@ def dispatch_single(
     principal: Any = None,
     modern: ModernRequest | None = None,
     prepared: object = None,
+    send_now: Callable[[bytes, RequestId | None], bool] | None = None,
     transport: str = "http",
 ) -> Awaitable[bytes | None]:
     """Run one request (a classified envelope) in a session of its own through the
@@ -102,7 +116,10 @@ def dispatch_single(
     caller already read the request's era from its ``params._meta`` (``select_era``), is that
     reading: the dispatcher then serves it at that revision without reading it again;
     ``prepared``, what the caller already decoded of ``envelope.params`` for the handler
-    (``RequestContext.prepared``; the composition root's ``read_call`` hook made it).
+    (``RequestContext.prepared``; the composition root's ``read_call`` hook made it);
+    ``send_now(data, related)``, when given, sends an encoded notification in this step
+    (True) or declines (False): the peer's ``send_nowait``, for a long request such as a
+    2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4).
     Positional, so that a transport's hook can be this function with the first two bound.
     Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
     outside propagates.
@@ -113,7 +130,7 @@ def dispatch_single(
     session = Session(transport)
     session.principal = principal
     ctx = RequestContext(
-        envelope.method, request_id, params, session, _SinglePeer(connection_id, send)
+        envelope.method, request_id, params, session, _SinglePeer(connection_id, send, send_now)
     )
     if modern is not None:
         ctx.modern = True

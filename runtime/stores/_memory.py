@@ -21,6 +21,10 @@ __all__ = [
 ]
 
 
+#: One stored event: (stream id, its number in the stream, data; None for a priming event).
+_Event = tuple[str, int, bytes | None]
+
+
 class MemoryEventStore:
     """In-memory event store, at most ``max_events`` per session (oldest dropped).
 
@@ -29,14 +33,22 @@ class MemoryEventStore:
 
     def __init__(self, max_events: int = 1000) -> None:
         self.max_events = max_events
-        self._events: dict[str, deque[tuple[str, int, bytes | None]]] = {}
+        #: A list while short (most sessions hold their GET stream's priming event alone:
+        #: an empty deque is about 600 bytes, issue 22 item 4), a bounded deque once full.
+        self._events: dict[str, list[_Event] | deque[_Event]] = {}
         self._counters: dict[tuple[str, str], int] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
         counter = self._counters.get((session_id, stream_id), 0) + 1
         self._counters[(session_id, stream_id)] = counter
-        events = self._events.setdefault(session_id, deque(maxlen=self.max_events))
-        events.append((stream_id, counter, data))
+        events = self._events.get(session_id)
+        if events is None:
+            self._events[session_id] = [(stream_id, counter, data)]
+        else:
+            events.append((stream_id, counter, data))  # (a full deque drops its oldest)
+            if len(events) > self.max_events:  # a list past the bound: a deque from now on
+                assert isinstance(events, list)  # (a deque never grows past its maxlen)
+                self._events[session_id] = deque(events[1:], maxlen=self.max_events)
         return f"{stream_id}_{counter}"
 
     async def replay(

@@ -111,7 +111,7 @@ class LegacySseEndpoint:
 
         def deliver(body: bytes) -> None:
             try:
-                session.inbound_send.send_nowait(body)
+                session.inbox.send_nowait(body)
             except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
                 log.warning("dropped a routed client message session=%s", session.id[:8])
 

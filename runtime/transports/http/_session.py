@@ -26,6 +26,7 @@ from ... import eager
 from ...protocol import ModernRequest, Refusal, error_reply, id_key, probe, store_unavailable
 from ...stores import EventStore, MemoryEventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
+from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
 __all__ = ["Hooks", "HttpSession", "SessionRegistry"]
@@ -50,14 +51,24 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared)`` runs one
-    #: request (a classified ``runtime.protocol.Envelope``) in the calling task and returns the
-    #: response bytes; ``send(data)`` gets what the handler sends meanwhile; ``modern`` is the
-    #: era the transport read from its ``_meta`` (``runtime.protocol.select_era``; None: let
-    #: the dispatcher read it); ``prepared`` what ``read_call`` gave for its params, or None.
+    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared, send_now)``
+    #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
+    #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
+    #: ``modern`` is the era the transport read from its ``_meta``
+    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
+    #: ``read_call`` gave for its params, or None; ``send_now(data, related) -> bool``, or
+    #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher).
     dispatch_one: (
         Callable[
-            [Any, Callable[[bytes], Awaitable[None]], str, Any, ModernRequest | None, object],
+            [
+                Any,
+                Callable[[bytes], Awaitable[None]],
+                str,
+                Any,
+                ModernRequest | None,
+                object,
+                Callable[[bytes, Any], bool] | None,
+            ],
             Awaitable[bytes | None],
         ]
         | None
@@ -99,7 +110,7 @@ class _SessionChannel:
         self._session = session
 
     async def receive(self) -> bytes:
-        return await self._session.inbound_recv.receive()
+        return await self._session.inbox.receive()
 
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         await self._session.route(messages)
@@ -125,7 +136,7 @@ class _SessionChannel:
         return related is None and self._session.standing.direct is not None
 
     async def aclose(self) -> None:
-        self._session.inbound_recv.close()
+        self._session.inbox.close()
 
 
 class HttpSession:
@@ -143,7 +154,8 @@ class HttpSession:
         self.core = core
         self.store = store
         self.limits = limits
-        self.inbound_send, self.inbound_recv = trio.open_memory_channel[bytes](inbound_queue)
+        #: POST bodies for the connection to read (no memory channel pair: issue 22 item 4).
+        self.inbox = Inbox(inbound_queue)
         self._stream_numbers = itertools.count(1)
         self.standing = ResponseStream("g0", queue_size=limits.stream_queue_size)
         self.streams: dict[str, ResponseStream] = {"g0": self.standing}
@@ -226,7 +238,7 @@ class HttpSession:
     async def feed(self, body: bytes) -> None:
         # A session that is ending drops input; its streams end too.
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-            await self.inbound_send.send(body)
+            await self.inbox.send(body)
 
     async def prime(self, stream: ResponseStream) -> str | None:
         """The priming event of ``stream`` (allocated once, before its other events); None
@@ -273,7 +285,7 @@ class HttpSession:
             return
         if kind == b"in":
             try:
-                self.inbound_send.send_nowait(data)
+                self.inbox.send_nowait(data)
             except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
                 log.warning("dropped a routed client message session=%s", self.id[:8])
         elif kind == b"out":
@@ -347,7 +359,7 @@ class HttpSession:
                 self.unsubscribe()
             self.connection = None
             self.ended = True
-            self.inbound_send.close()
+            self.inbox.close()
             for stream in self.streams.values():
                 stream.finish()
             self._by_key.clear()
@@ -374,7 +386,7 @@ class HttpSession:
     def end(self) -> None:
         """End now (DELETE, expiry): input closes and in-flight requests are cancelled."""
         self.ended = True
-        self.inbound_send.close()
+        self.inbox.close()
         self.scope.cancel()
 
 

@@ -85,10 +85,13 @@ class StreamableEndpoint:
         self.shutdown = shutdown
         self.gate = gate
         self.sessions = HandshakeEra(hooks, limits, registry, gate)
-        #: The one-POST connections serving now (listen streams, streamed requests): shutdown
-        #: reaches them through one watcher (``stop_at_shutdown``), not a watcher task per
-        #: connection (issue 22 item 4, memory per idle listen).
+        #: The one-POST connections serving now (streamed requests): shutdown reaches them
+        #: through one watcher (``stop_at_shutdown``), not a watcher task per connection
+        #: (issue 22 item 4, memory per idle listen).
         self._connections: set[Any] = set()
+        #: The scopes of the listens served now (``_listen``): at shutdown each gets
+        #: ``shutdown_grace`` to end with its result before it is cut short.
+        self._listens: set[trio.CancelScope] = set()
 
     async def stop_at_shutdown(self) -> None:
         """One watcher for every one-POST connection: at shutdown each stops reading and
@@ -96,6 +99,11 @@ class StreamableEndpoint:
         await self.shutdown.wait()
         for connection in list(self._connections):
             connection.stop_reading()
+        for scope in list(self._listens):
+            self._bound_by_grace(scope)
+
+    def _bound_by_grace(self, scope: trio.CancelScope) -> None:
+        scope.deadline = min(scope.deadline, trio.current_time() + self.hooks.shutdown_grace)
 
     def __call__(self, request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
         method = request.method
@@ -149,6 +157,12 @@ class StreamableEndpoint:
                     await self._dispatch_direct(
                         request, exchange, message, modern, accept_json, accept_sse, token, prepared
                     )
+                elif message.method == SUBSCRIPTIONS_LISTEN and self.hooks.dispatch_one:
+                    listen = self._listen(
+                        request, exchange, message, modern, accept_json, accept_sse, token
+                    )
+                    modern = None  # (the listen's own frame lets go of it)
+                    await listen
                 else:
                     modern = None  # (judged; not held while a listen lasts either)
                     await self.post_modern(
@@ -243,6 +257,76 @@ class StreamableEndpoint:
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
                 nursery.cancel_scope.cancel()
 
+    async def _listen(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        message: Envelope,
+        modern: ModernRequest | None,
+        accept_json: bool,
+        accept_sse: bool,
+        token: Any,
+    ) -> None:
+        """A 2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions), held open
+        for hours, served without a core Connection (issue 22 item 4, memory per idle
+        listen): the handler runs in a task of its own through ``dispatch_one`` (as the
+        direct path's requests do) and writes to a response stream that this task answers
+        from (``answer``: keep-alive comments, the socket watched for a hang-up, a change
+        written straight to the socket by the publisher through the peer's ``send_nowait``).
+
+        Shutdown ends the listen with its result (the registry's subscribers end); one that
+        has not ended within ``shutdown_grace`` is answered -32000, as a one-POST
+        connection's request cut short by the grace is. The client hanging up cancels it
+        (2026-07-28 "Cancellation"), which drops its subscription.
+        """
+        dispatch_one = self.hooks.dispatch_one
+        assert dispatch_one is not None
+        request_id = message.id
+        key = id_key(request_id)  # type: ignore[arg-type]
+        stream = ResponseStream("m", [key], queue_size=self.limits.stream_queue_size)
+        push = stream.push
+
+        async def send(data: bytes) -> None:
+            push(None, data)
+
+        def send_now(data: bytes, related: Any) -> bool:
+            # The stream's bounded queue cuts a response that falls behind: never waits.
+            push(None, data)
+            return True
+
+        running = dispatch_one(
+            message, send, f"http-post-{next(_post_ids)}", token, modern, None, send_now
+        )
+        modern = None  # (held by the request's context as it needs; not by this frame)
+        async with trio.open_nursery() as nursery:
+            scope = nursery.cancel_scope
+            self._listens.add(scope)
+            try:
+                if self.shutdown.is_set():  # set before the watcher could see this listen
+                    self._bound_by_grace(scope)
+                nursery.start_soon(_run_listen, running, stream, key, request.connection_id)
+                await answer(
+                    exchange,
+                    stream,
+                    accept_json=accept_json,
+                    accept_sse=accept_sse,
+                    headers=[],
+                    status_of=status_of,
+                    resumable=False,
+                    retry_ms=self.limits.sse_retry_ms,
+                    keepalive=self.limits.sse_keepalive,
+                )
+                if exchange.hung_up_seen:
+                    # 2026-07-28 "Cancellation": closing the response stream cancels it.
+                    log.info("client closed the stream: cancelling conn=%s", request.connection_id)
+                    scope.cancel()
+            finally:
+                self._listens.discard(scope)
+        if scope.cancelled_caught and not exchange.hung_up_seen and self.shutdown.is_set():
+            # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                await self._answer_shutting_down(exchange, request_id, exchange.started)
+
     async def _dispatch_direct(
         self,
         request: HttpRequest,
@@ -296,7 +380,7 @@ class StreamableEndpoint:
         reply: bytes | None = None
         try:
             reply = await self.hooks.dispatch_one(
-                envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared
+                envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared, None
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
@@ -360,6 +444,22 @@ class StreamableEndpoint:
         finally:
             if served:
                 connections.discard(served[0])
+
+
+async def _run_listen(
+    running: Awaitable[bytes | None], stream: ResponseStream, key: Any, connection_id: str
+) -> None:
+    """A listen's handler (``running``, from ``dispatch_one``) in its task; its reply ends
+    the response stream (none: the stream ends without an answer)."""
+    reply: bytes | None = None
+    try:
+        reply = await running
+    except Exception:  # (the dispatcher answers handler failures: this is a bug of ours)
+        log.exception("listen crashed conn=%s", connection_id)
+    if reply is not None:
+        stream.push(None, reply, key)
+    else:
+        stream.finish()
 
 
 class _PostChannel:

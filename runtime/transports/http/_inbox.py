@@ -1,0 +1,93 @@
+"""A session's input queue: POST bodies for its connection's reader, without a memory
+channel pair (issue 22 item 4, memory per idle handshake session).
+
+A handshake-era session's connection reads the bodies of the POSTs that are not answered
+in the POST's own task (notifications, responses, a 2024-11-05 session's messages) and
+what other replicas route to it. Idle, it holds its reader parked here: a list and one task
+reference, where a ``trio.open_memory_channel`` pair held about 1.5 KiB (its state, two
+channel objects, their parking lots).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+__all__ = ["Inbox"]
+
+
+class Inbox:
+    """Bounded FIFO of ``bytes`` with one receiver at a time; the subset of a memory
+    channel a session uses: ``send`` waits for room, ``send_nowait`` raises
+    ``trio.WouldBlock`` when full, ``close`` ends it (``receive`` then raises
+    ``trio.EndOfChannel`` once drained; senders get ``trio.ClosedResourceError``)."""
+
+    __slots__ = ("_closed", "_items", "_receiver", "_senders", "size")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError("an inbox holds at least one message")
+        #: How many bodies may wait (``Hooks.inbound_queue``): a POST past it waits.
+        self.size = size
+        self._items: list[bytes] = []
+        self._closed = False
+        #: The reader parked in ``receive``.
+        self._receiver: trio.lowlevel.Task | None = None
+        #: Senders waiting for room (made when the queue first fills).
+        self._senders: trio.lowlevel.ParkingLot | None = None
+
+    def send_nowait(self, item: bytes) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError
+        if len(self._items) >= self.size:
+            raise trio.WouldBlock
+        self._items.append(item)
+        self._wake_receiver()
+
+    async def send(self, item: bytes) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                self.send_nowait(item)
+            except trio.WouldBlock:
+                if self._senders is None:
+                    self._senders = trio.lowlevel.ParkingLot()
+                await self._senders.park()
+                continue
+            break
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def receive(self) -> bytes:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waited = False
+        while not self._items:
+            if self._closed:
+                raise trio.EndOfChannel
+            if self._receiver is not None:
+                raise trio.BusyResourceError("another task is receiving from this inbox")
+            self._receiver = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+            waited = True
+        item = self._items.pop(0)
+        if self._senders is not None:
+            self._senders.unpark()
+        if not waited:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return item
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake_receiver()
+        if self._senders is not None:
+            self._senders.unpark_all()
+
+    def _wake_receiver(self) -> None:
+        task = self._receiver
+        if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._receiver = None  # cancelled while waiting: nothing is lost (items stay)
+        return trio.lowlevel.Abort.SUCCEEDED

@@ -1,0 +1,110 @@
+"""A 2026-07-28 ``subscriptions/listen`` served without a core Connection (issue 22 item 4:
+memory per idle listen): two tasks and no connection per listen; the shutdown grace still
+bounds a listen that does not end with its result (-32000, as a one-POST connection's
+request cut short); middleware still runs around a listen, and its refusal is the answer."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections import Counter
+from typing import Any
+
+import trio
+
+from runtime.core import Connection
+from runtime.middleware import Next, Request
+from runtime.protocol import JSONRPCError
+
+from .app import make_app, modern, modern_headers, serving
+from .http_client import connect
+from .test_http_idle_streams import LISTEN, SUBSCRIPTION_ID, _open_listen, _task_names
+
+
+async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            before = _task_names()
+            listens = [await _open_listen(address, 10 + i) for i in range(3)]
+            await trio.sleep(0.05)
+            after = _task_names()
+            assert after.count("_run_listen") == 3 and "_serve_one" not in after
+            grown = Counter(after) - Counter(before)
+            # Per listen: the HTTP connection's task and the handler's, nothing else (a
+            # one-off task of the server may start meanwhile).
+            assert {name: n for name, n in grown.items() if n >= 3} == {
+                "_run_handler": 3,
+                "_run_listen": 3,
+            }
+            gc.collect()
+            assert not [o for o in gc.get_objects() if isinstance(o, Connection)]
+
+            def extra() -> str:
+                return "x"
+
+            app.add_tool(extra)  # a change still reaches each one, tagged with its id
+            for i, conn in enumerate(listens):
+                event = await conn.next_event()
+                assert event is not None
+                changed = json.loads(event.data)
+                assert changed["method"] == "notifications/tools/list_changed"
+                assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 10 + i
+                await conn.aclose()
+
+
+async def test_a_listen_that_outlives_the_shutdown_grace_is_answered_minus_32000() -> None:
+    app, _ = make_app(shutdown_grace=0.3)
+    seen: list[str] = []
+
+    @app.middleware
+    async def linger(request: Request, call_next: Next) -> Any:
+        result = await call_next()
+        if request.method == "subscriptions/listen":
+            seen.append("ended")
+            await trio.sleep(30)  # past the grace: the shutdown cuts it short
+        return result
+
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conn = await _open_listen(address, 20)
+            started = trio.current_time()
+            app.shutdown()
+            rest = await conn.events()
+            elapsed = trio.current_time() - started
+            final = json.loads(rest[-1].data)
+            assert seen == ["ended"]
+            assert final["id"] == 20 and final["error"]["code"] == -32000, final
+            assert elapsed < 1.5, elapsed  # the grace (0.3 s), not the outer cut-off
+            await conn.aclose()
+
+
+async def test_middleware_runs_around_a_listen_and_its_refusal_is_the_answer() -> None:
+    app, _ = make_app()
+    methods: list[str] = []
+
+    @app.middleware
+    async def gate(request: Request, call_next: Next) -> Any:
+        methods.append(request.method)
+        if request.method == "subscriptions/listen" and request.id == 31:
+            raise JSONRPCError(-32602, "no listens today")
+        return await call_next()
+
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            conn = await _open_listen(address, 30)  # allowed: acknowledged
+            refused = await connect(address)
+            await refused.send(
+                "POST",
+                "/mcp",
+                headers=modern_headers("subscriptions/listen"),
+                body=modern(31, "subscriptions/listen", LISTEN),
+            )
+            response = await refused.response()
+            # The error as the JSON answer (what a one-POST connection answered too).
+            assert response.status == 200, response
+            assert response.json()["id"] == 31
+            assert response.json()["error"] == {"code": -32602, "message": "no listens today"}
+            assert methods == ["subscriptions/listen", "subscriptions/listen"]
+            await refused.aclose()
+            await conn.aclose()
