@@ -36,11 +36,15 @@ class MemoryEventStore:
         #: A list while short (most sessions hold their GET stream's priming event alone:
         #: an empty deque is about 600 bytes, issue 22 item 4), a bounded deque once full.
         self._events: dict[str, list[_Event] | deque[_Event]] = {}
-        self._counters: dict[tuple[str, str], int] = {}
+        #: session -> stream -> its last event number (per session, so that ``forget`` is
+        #: one pop, not a scan of every session's streams)
+        self._counters: dict[str, dict[str, int]] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
-        counter = self._counters.get((session_id, stream_id), 0) + 1
-        self._counters[(session_id, stream_id)] = counter
+        counters = self._counters.get(session_id)
+        if counters is None:
+            counters = self._counters[session_id] = {}
+        counter = counters[stream_id] = counters.get(stream_id, 0) + 1
         events = self._events.get(session_id)
         if events is None:
             self._events[session_id] = [(stream_id, counter, data)]
@@ -55,7 +59,7 @@ class MemoryEventStore:
         self, session_id: str, last_event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream_id, _, number = last_event_id.rpartition("_")
-        if not number.isdigit() or (session_id, stream_id) not in self._counters:
+        if not number.isdigit() or stream_id not in self._counters.get(session_id, ()):
             return None
         after = int(number)
         found = [
@@ -67,8 +71,7 @@ class MemoryEventStore:
 
     async def forget(self, session_id: str) -> None:
         self._events.pop(session_id, None)
-        for key in [k for k in self._counters if k[0] == session_id]:
-            del self._counters[key]
+        self._counters.pop(session_id, None)
 
 
 class MemorySessionStore:
