@@ -472,15 +472,18 @@ class _Driver:
         exchange.request_scope = self._generation
         self.phase = "app"
         self.deadline = math.inf
-        await self._run_app(request, exchange)
-        if type(request.body) is memoryview:
-            # The body was the room (``_read_into_room``). Whatever still holds it or a view of
-            # it (a msgspec.Raw of its params kept by a session, a published message) keeps
-            # this one: the next body is read into a new room, never over bytes in use. Two
-            # references are the attribute's and getrefcount's own.
-            request.body = b""
-            if sys.getrefcount(self.room) > 2:
-                self.room = bytearray()
+        try:
+            await self._run_app(request, exchange)
+        finally:
+            if type(request.body) is memoryview:
+                # The body was the room (``_read_into_room``). Whatever still holds it or a
+                # view of it (a msgspec.Raw of its params kept by a session, a published
+                # message, a traceback) keeps this one: the next body is read into a new
+                # room, never over bytes in use. Two references are the attribute's and
+                # getrefcount's own.
+                request.body = b""
+                if sys.getrefcount(self.room) > 2:
+                    self.room = bytearray()
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     def _request(self, head: RequestHead) -> HttpRequest:
