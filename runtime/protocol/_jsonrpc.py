@@ -93,7 +93,7 @@ _encoder: Final = msgspec.json.Encoder()
 encode: Final = _encoder.encode
 
 
-def _recover_id(frame: bytes | Raw) -> RequestId | None:
+def _recover_id(frame: bytes | memoryview | Raw) -> RequestId | None:
     """Best-effort id of an invalid request, so its error can still be correlated."""
     try:
         return _probe_decoder.decode(frame).id
@@ -112,7 +112,7 @@ def too_deep() -> JSONRPCError:
     return JSONRPCError(PARSE_ERROR, TOO_DEEP)
 
 
-def decode_frame(frame: bytes) -> Envelope | list[Raw]:
+def decode_frame(frame: bytes | memoryview) -> Envelope | list[Raw]:
     """Decode one frame into an envelope or a batch (a list of raw items).
 
     Raises JSONRPCError: -32700 for bytes that are not JSON; -32600 for JSON that is not an

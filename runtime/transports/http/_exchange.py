@@ -77,7 +77,10 @@ class HttpRequest:
     #: Lower-cased names, values as sent (decoded latin-1). Read-only (shared with the
     #: parser's memo of request heads).
     headers: Sequence[tuple[str, str]]
-    body: bytes
+    #: The request's content: bytes, or a read-only view of the connection's body buffer
+    #: (a Content-Length body that did not come with its head), valid while the request is
+    #: served; a copy (``bytes(body)``) keeps it past that.
+    body: bytes | memoryview
     connection_id: str
     #: The same by name, repeated fields' values joined with ", " (RFC 9110 5.3).
     fields: Mapping[str, str] = field(repr=False, compare=False)

@@ -133,7 +133,7 @@ class HandshakeEra:
         if accept_sse and self.limits.prefer_sse:
             accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
-        body = request.body
+        body = bytes(request.body)  # (fed to the session: kept past the request)
         batch_errors: list[bytes] = []
         #: The client responses and cancellations of a batch (2025-03-26 allows batches of
         #: responses to server requests): another replica may run the request they concern.

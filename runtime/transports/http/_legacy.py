@@ -163,13 +163,13 @@ class LegacySseEndpoint:
         if shared is not None:
             # To the replica holding the stream (maybe this one), in the store's order.
             try:
-                await shared.bus.publish(_key(session_id), request.body)
+                await shared.bus.publish(_key(session_id), bytes(request.body))
             except StoreUnavailable as exc:
                 raise store_refusal(exc) from None
         else:
             assert session is not None
             session.touch()
-            await session.feed(request.body)
+            await session.feed(bytes(request.body))
         await exchange.respond(202, b"Accepted", content_type="text/plain")
 
 

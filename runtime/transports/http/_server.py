@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import logging
 import math
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -392,7 +393,7 @@ class _Driver:
             await self.io.wait_data()
         return head
 
-    async def _read_body(self, head: RequestHead) -> bytes:
+    async def _read_body(self, head: RequestHead) -> bytes | memoryview:
         """The body of a request whose body did not come whole with its head."""
         reader = BodyReader(head, self.max_body_size)
         if reader.done:
@@ -411,7 +412,7 @@ class _Driver:
             self.deadline = min(trio.current_time() + gap, whole)
         return bytes(reader.body)
 
-    async def _read_into_room(self, length: int, gap: float, whole: float) -> bytes:
+    async def _read_into_room(self, length: int, gap: float, whole: float) -> memoryview:
         """A Content-Length body read from the socket straight into the connection's
         ``room`` (kept from one request to the next while the connection is busy), then
         copied out once. Through the parser's buffer it was read in 64 KiB pieces, each
@@ -431,7 +432,9 @@ class _Driver:
             while got < length:
                 got += await self.io.read_into(view[got:length])
                 self.deadline = min(trio.current_time() + gap, whole)
-            return bytes(view[:length])
+        # The room itself is the body (no 1 MiB copy, no fresh pages to fault in: issue 22);
+        # ``_one_request`` gives it up afterwards if anything still holds it.
+        return memoryview(room).toreadonly()[:length]
 
     async def _one_request(self, first: bool) -> bool:
         """Serve one request; False when the connection must close."""
@@ -469,7 +472,18 @@ class _Driver:
         exchange.request_scope = self._generation
         self.phase = "app"
         self.deadline = math.inf
-        await self._run_app(request, exchange)
+        try:
+            await self._run_app(request, exchange)
+        finally:
+            if type(request.body) is memoryview:
+                # The body was the room (``_read_into_room``). Whatever still holds it or a
+                # view of it (a msgspec.Raw of its params kept by a session, a published
+                # message, a traceback) keeps this one: the next body is read into a new
+                # room, never over bytes in use. Two references are the attribute's and
+                # getrefcount's own.
+                request.body = b""
+                if sys.getrefcount(self.room) > 2:
+                    self.room = bytearray()
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     def _request(self, head: RequestHead) -> HttpRequest:

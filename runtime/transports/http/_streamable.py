@@ -235,7 +235,7 @@ class StreamableEndpoint:
         stream = ResponseStream(
             "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
         )
-        channel = _PostChannel(request.body, stream)
+        channel = _PostChannel(bytes(request.body), stream)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._serve_one, channel, token)
             if not is_request:
