@@ -16,9 +16,9 @@ from runtime.core import Connection
 from runtime.middleware import Next, Request
 from runtime.protocol import JSONRPCError
 
-from .app import make_app, modern, modern_headers, serving
+from .app import make_app, modern, modern_headers, open_listen, serving
 from .http_client import connect
-from .test_http_idle_streams import LISTEN, SUBSCRIPTION_ID, _open_listen, _task_names
+from .test_http_idle_streams import SUBSCRIPTION_ID, TOOLS_CHANGED, _task_names
 
 
 async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
@@ -26,7 +26,7 @@ async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
     with trio.fail_after(5):
         async with serving(app) as address:
             before = _task_names()
-            listens = [await _open_listen(address, 10 + i) for i in range(3)]
+            listens = [await open_listen(address, 10 + i, TOOLS_CHANGED) for i in range(3)]
             await trio.sleep(0.05)
             after = _task_names()
             assert after.count("_run_listen") == 3 and "_serve_one" not in after
@@ -67,7 +67,7 @@ async def test_a_listen_that_outlives_the_shutdown_grace_is_answered_minus_32000
 
     with trio.fail_after(10):
         async with serving(app) as address:
-            conn = await _open_listen(address, 20)
+            conn = await open_listen(address, 20, TOOLS_CHANGED)
             started = trio.current_time()
             app.shutdown()
             rest = await conn.events()
@@ -92,13 +92,13 @@ async def test_middleware_runs_around_a_listen_and_its_refusal_is_the_answer() -
 
     with trio.fail_after(5):
         async with serving(app) as address:
-            conn = await _open_listen(address, 30)  # allowed: acknowledged
+            conn = await open_listen(address, 30, TOOLS_CHANGED)  # allowed: acknowledged
             refused = await connect(address)
             await refused.send(
                 "POST",
                 "/mcp",
                 headers=modern_headers("subscriptions/listen"),
-                body=modern(31, "subscriptions/listen", LISTEN),
+                body=modern(31, "subscriptions/listen", {"notifications": TOOLS_CHANGED}),
             )
             response = await refused.response()
             # The error as the JSON answer (what a one-POST connection answered too).
