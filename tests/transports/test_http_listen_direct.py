@@ -21,11 +21,17 @@ from .http_client import connect
 from .test_http_idle_streams import SUBSCRIPTION_ID, TOOLS_CHANGED, _task_names
 
 
+def _connections() -> int:
+    gc.collect()
+    return sum(isinstance(o, Connection) for o in gc.get_objects())
+
+
 async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app) as address:
             before = _task_names()
+            connections = _connections()
             listens = [await open_listen(address, 10 + i, TOOLS_CHANGED) for i in range(3)]
             await trio.sleep(0.05)
             after = _task_names()
@@ -37,8 +43,8 @@ async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
                 "_run_handler": 3,
                 "_run_listen": 3,
             }
-            gc.collect()
-            assert not [o for o in gc.get_objects() if isinstance(o, Connection)]
+            # No core Connection per listen (others may be left by earlier tests: count).
+            assert _connections() <= connections
 
             def extra() -> str:
                 return "x"
