@@ -86,41 +86,43 @@ class _BlobReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=Tru
 
 async def _json_string(value: str) -> msgspec.Raw:
     """``value`` as one JSON string, encoded ENCODE_PIECE characters at a time with a
-    checkpoint after each piece (so also cancellable between pieces), each piece written by
-    msgspec straight into one growing buffer (:func:`_encode_pieces`): no piece temporaries
-    and no join (a 16 MiB text was 4 temporaries of 4 MiB, then a 16 MiB join)."""
-    return await _encode_pieces(value, ENCODE_PIECE)
+    checkpoint after each piece (so also cancellable between pieces)."""
+    parts: list[bytes | memoryview] = [b'"']
+    for start in range(0, len(value), ENCODE_PIECE):
+        parts.append(memoryview(_encode(value[start : start + ENCODE_PIECE]))[1:-1])
+        await trio.lowlevel.checkpoint()
+    parts.append(b'"')
+    joined = b"".join(parts)
+    # The join is a copy of it all (16 MiB: several ms); the reply's encode and its first
+    # write follow, so they get a step of their own (issue 22: no step over 20 ms).
+    await trio.lowlevel.checkpoint()
+    return msgspec.Raw(joined)
 
 
-async def _encode_pieces(value: str | memoryview, step: int) -> msgspec.Raw:
-    """``value`` (text, or bytes in whole base64 quanta: ``step`` a multiple of 3) as one JSON
-    string, encoded ``step`` at a time into one buffer, a checkpoint after each piece."""
+async def _base64_string(value: bytes | bytearray | memoryview) -> msgspec.Raw:
+    """``value`` as one JSON string of its base64, BLOB_PIECE bytes at a time with a
+    checkpoint after each piece (so also cancellable between pieces). msgspec writes each
+    piece's base64 straight into one growing buffer (``encode_into``: no piece temporaries,
+    no zero-filling, no join); the pieces are whole base64 quanta (BLOB_PIECE is a multiple
+    of 3), so their encodings follow each other exactly."""
+    view = memoryview(value)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")  # (a memoryview of wider items: base64 of its bytes)
     out = bytearray()
-    for start in range(0, len(value), step):
-        piece = value[start : start + step]
+    for start in range(0, len(view), BLOB_PIECE):
+        piece = view[start : start + BLOB_PIECE]
         end = len(out)
         if not end:
-            _encode_into(piece, out, 0)  # '"<piece>"'
+            _encode_into(piece, out, 0)  # '"<base64>"'
         else:
-            # Written from the previous piece's last byte on, so that this piece's opening
-            # quote lands there (and its content right after the previous one's): that one
-            # byte is put back, no bytes move.
+            # Written from the previous piece's last character on, so that this piece's
+            # opening quote lands there (and its base64 right after the previous one's):
+            # that one character is put back, no bytes move.
             last = out[end - 2]
             _encode_into(piece, out, end - 2)
             out[end - 2] = last
         await trio.lowlevel.checkpoint()
     return msgspec.Raw(out)  # (refers to ``out``, no copy; the reply's encode copies it once)
-
-
-async def _base64_string(value: bytes | bytearray | memoryview) -> msgspec.Raw:
-    """``value`` as one JSON string of its base64, BLOB_PIECE bytes at a time with a
-    checkpoint after each piece (so also cancellable between pieces), written by msgspec
-    straight into one growing buffer (:func:`_encode_pieces`). The pieces are whole base64
-    quanta (BLOB_PIECE is a multiple of 3), so their encodings follow each other exactly."""
-    view = memoryview(value)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")  # (a memoryview of wider items: base64 of its bytes)
-    return await _encode_pieces(view, BLOB_PIECE)
 
 
 async def reply_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
