@@ -241,21 +241,36 @@ class StreamableEndpoint:
             if not is_request:
                 await exchange.respond(202, b"")
                 return
-            await answer(
-                exchange,
-                stream,
-                accept_json=accept_json,
-                accept_sse=accept_sse,
-                headers=[],
-                status_of=status_of,
-                resumable=False,
-                retry_ms=self.limits.sse_retry_ms,
-                keepalive=self.limits.sse_keepalive,
+            await self._answer_one_post(
+                request, exchange, stream, accept_json, accept_sse, nursery.cancel_scope
             )
-            if exchange.hung_up_seen:
-                # 2026-07-28 "Cancellation": closing the response stream cancels the request.
-                log.info("client closed the stream: cancelling conn=%s", request.connection_id)
-                nursery.cancel_scope.cancel()
+
+    async def _answer_one_post(
+        self,
+        request: HttpRequest,
+        exchange: Exchange,
+        stream: ResponseStream,
+        accept_json: bool,
+        accept_sse: bool,
+        scope: trio.CancelScope,
+    ) -> None:
+        """Answer a 2026-07-28 POST from ``stream`` (JSON or SSE, not resumable); a client
+        that closed the response stream cancels ``scope``, the request's (2026-07-28
+        "Cancellation": closing the response stream cancels the request)."""
+        await answer(
+            exchange,
+            stream,
+            accept_json=accept_json,
+            accept_sse=accept_sse,
+            headers=[],
+            status_of=status_of,
+            resumable=False,
+            retry_ms=self.limits.sse_retry_ms,
+            keepalive=self.limits.sse_keepalive,
+        )
+        if exchange.hung_up_seen:
+            log.info("client closed the stream: cancelling conn=%s", request.connection_id)
+            scope.cancel()
 
     async def _listen(
         self,
@@ -305,21 +320,9 @@ class StreamableEndpoint:
                 if self.shutdown.is_set():  # set before the watcher could see this listen
                     self._bound_by_grace(scope)
                 nursery.start_soon(_run_listen, running, stream, key, request.connection_id)
-                await answer(
-                    exchange,
-                    stream,
-                    accept_json=accept_json,
-                    accept_sse=accept_sse,
-                    headers=[],
-                    status_of=status_of,
-                    resumable=False,
-                    retry_ms=self.limits.sse_retry_ms,
-                    keepalive=self.limits.sse_keepalive,
+                await self._answer_one_post(
+                    request, exchange, stream, accept_json, accept_sse, scope
                 )
-                if exchange.hung_up_seen:
-                    # 2026-07-28 "Cancellation": closing the response stream cancels it.
-                    log.info("client closed the stream: cancelling conn=%s", request.connection_id)
-                    scope.cancel()
             finally:
                 self._listens.discard(scope)
         if scope.cancelled_caught and not exchange.hung_up_seen and self.shutdown.is_set():
