@@ -1095,6 +1095,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     s = Settings.make(args.quick)
     mode = "quick" if args.quick else "full"
+    if args.only is not None or set(args.contenders) != set(CONTENDERS):
+        # A partial run never overwrites the full or quick table and chart the README shows.
+        mode += "-partial"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     # 10,000 idle streams (benchmarks/_fanout) hold a socket each on both sides.
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 32768)), hard))
