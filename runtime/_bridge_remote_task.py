@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from ._bridge_hop import per_hop_removed
+from ._bridge_tasks import CANCEL_WAIT
 from .client import Client, ClientError, PeerError
 from .protocol import JSONRPCError
 
 __all__ = ["await_remote_task"]
-
-#: How long cancelling a remote's task may take once our client went away.
-_CANCEL_WAIT: Final = 2.0
 
 #: ``ask(method, params)``: a server-to-client request to our client, its answer.
 Ask = Callable[[str, Any], Awaitable[Any]]
@@ -74,7 +72,7 @@ async def await_remote_task(
     except trio.Cancelled:
         with (
             trio.CancelScope(shield=True),
-            trio.move_on_after(_CANCEL_WAIT),
+            trio.move_on_after(CANCEL_WAIT),
             contextlib.suppress(ClientError),
         ):
             await client.cancel_task(task_id)
