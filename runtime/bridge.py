@@ -58,7 +58,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -145,15 +145,20 @@ log = logging.getLogger("mcp_runtime.bridge")
 MAX_INPUT_ROUNDS: Final = 10
 
 
-async def _ask(request: Request, method: str, params: Any, timeout: float) -> Any:
-    """A server-to-client request to the client of ``request`` (handshake era), its JSON-RPC
-    error passed back as the remote's client error."""
-    try:
-        return await request.context.peer.request(
-            method, params, timeout=timeout, related=request.id
-        )
-    except JSONRPCError as exc:
-        raise PeerError(exc.code, exc.message, exc.data) from None
+def _asking(request: Request, timeout: float) -> Callable[[str, Any], Awaitable[Any]]:
+    """``ask(method, params)``: a server-to-client request to the client of ``request``
+    (handshake era), related to it, its JSON-RPC error passed back as the remote's client
+    error."""
+
+    async def ask(method: str, params: Any) -> Any:
+        try:
+            return await request.context.peer.request(
+                method, params, timeout=timeout, related=request.id
+            )
+        except JSONRPCError as exc:
+            raise PeerError(exc.code, exc.message, exc.data) from None
+
+    return ask
 
 
 class Forward(Middleware):
@@ -354,11 +359,7 @@ class Forward(Middleware):
             tasks = upstream.tasks
             assert tasks is not None
             if method.startswith("tasks/"):
-
-                async def ask(asked: str, inner: dict[str, Any]) -> Any:
-                    return await _ask(request, asked, inner, self.round_timeout)
-
-                return await tasks.handle(method, params, ask)
+                return await tasks.handle(method, params, _asking(request, self.round_timeout))
             if "task" not in params:
                 return _NOT_A_TASK
 
@@ -567,12 +568,7 @@ class Forward(Middleware):
         *,
         keep_task: bool = False,
     ) -> Any:
-        on_request = None
-        if request.era == "handshake":
-
-            async def on_request(asked: str, inner: dict[str, Any]) -> Any:
-                return await _ask(request, asked, inner, self.round_timeout)
-
+        ask = _asking(request, self.round_timeout)
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
                 # No timeout of our own: the downstream request's cancel scope bounds it.
@@ -584,7 +580,7 @@ class Forward(Middleware):
                     on_notification=on_notification,
                     # A question on this request's own stream (Streamable HTTP) is this
                     # request's: asked of its client, related to it.
-                    on_request=on_request,
+                    on_request=ask if request.era == "handshake" else None,
                 )
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
@@ -596,10 +592,6 @@ class Forward(Middleware):
             if kind == "task":
                 # A handshake-era client did not ask for a task (the 2026-07-28 tasks
                 # extension is not declared across eras): run it to its end for it.
-
-                async def ask(asked: str, inner: Any) -> Any:
-                    return await _ask(request, asked, inner, self.round_timeout)
-
                 return await await_remote_task(
                     client, result, ask, max_poll_interval=self.max_poll_interval
                 )
@@ -612,9 +604,7 @@ class Forward(Middleware):
             # A handshake-era client: each input request becomes a server-to-client request.
             answers: dict[str, Any] = {}
             for key, asked in (result.get("inputRequests") or {}).items():
-                answers[key] = await _ask(
-                    request, str(asked.get("method")), asked.get("params"), self.round_timeout
-                )
+                answers[key] = await ask(str(asked.get("method")), asked.get("params"))
             params = {**params, "inputResponses": answers}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
