@@ -30,6 +30,7 @@ from .client import Client, ClientError, Notification, PeerError
 __all__ = [
     "DEFAULT_MAX_PARALLEL",
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
+    "Connect",
     "PooledSession",
     "UpstreamPool",
     "client_error",
@@ -48,6 +49,7 @@ DEFAULT_PARALLEL_IDLE_TIMEOUT: Final = 30.0
 
 _ASKED: Final = ("sampling/createMessage", "elicitation/create", "roots/list")
 
+#: Opens a client of the remote with the given handlers (``open_client`` bound to the target).
 Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 
 

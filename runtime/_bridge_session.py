@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from ._bridge_hop import without_subscription
 from ._bridge_listen import LIST_KINDS, RELAY_QUEUE, relay_listen
-from ._bridge_pool import client_error
+from ._bridge_pool import Connect, client_error
 from ._bridge_tasks import HandshakeClientTasks, related_task
 from .client import Client, ClientError, Notification, PeerError, TransportLost
 from .middleware import Request
@@ -33,7 +33,6 @@ __all__ = [
     "DEFAULT_MAX_POLL_INTERVAL",
     "DEFAULT_ROUND_TIMEOUT",
     "RELAYED_NOTIFICATIONS",
-    "Connect",
     "UpstreamSession",
 ]
 
@@ -71,9 +70,6 @@ def _related_request(in_flight: list[Request], params: Any) -> Any:
             if request.method == "tasks/result" and request.params.get("taskId") == task_id:
                 return request.id
     return in_flight[-1].id if in_flight else None
-
-
-Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 
 
 class UpstreamSession:

@@ -69,18 +69,14 @@ from ._bridge_listen import serve_listen
 from ._bridge_pool import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_PARALLEL_IDLE_TIMEOUT,
+    Connect,
     PooledSession,
     UpstreamPool,
     client_error,
 )
 from ._bridge_remote_task import await_remote_task
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
-from ._bridge_session import (
-    DEFAULT_MAX_POLL_INTERVAL,
-    DEFAULT_ROUND_TIMEOUT,
-    Connect,
-    UpstreamSession,
-)
+from ._bridge_session import DEFAULT_MAX_POLL_INTERVAL, DEFAULT_ROUND_TIMEOUT, UpstreamSession
 from ._bridge_tasks import ModernClientTasks
 from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
