@@ -49,6 +49,15 @@ def proxy_cli(target: str, port: int | str, *flags: str) -> list[str]:
     return cli("serve", target, "--transport", "http", "--port", str(port), *flags)
 
 
+def refused(*args: str) -> str:
+    """``mcp-runtime ARGS`` refused as a usage error (exit 2): its stderr."""
+    result = subprocess.run(
+        cli(*args), cwd=ROOT, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2, result
+    return result.stderr
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
