@@ -180,8 +180,6 @@ class Forward(Middleware):
         self.tasks = ModernClientTasks(round_timeout=round_timeout)
         #: The upstream sessions open now (one per downstream handshake-era session).
         self.sessions: set[UpstreamSession] = set()
-        #: Modern requests being forwarded through the shared client, oldest first.
-        self.in_flight: list[Request] = []
         #: Where forwardings run that outlive a downstream request (input rounds); set
         #: while serving.
         self.nursery: trio.Nursery | None = None
@@ -278,12 +276,10 @@ class Forward(Middleware):
             upstream = await self._session(request)
             client = upstream.client
             assert client is not None
-            in_flight = upstream.in_flight
         else:
             client = self.client
             if client is None:
                 raise RuntimeError("the proxy is not connected to its remote server")
-            in_flight = self.in_flight
         try:
             if method in _SESSION_METHODS:
                 return await self._session_method(request, call_next, client, upstream)
@@ -313,21 +309,21 @@ class Forward(Middleware):
                 # per upstream session (the lane on the shared one) and get what arrives
                 # meanwhile (on_shared_notification); up to max_parallel at once.
                 async with self.pool.turns:
-                    in_flight.append(request)
-                    try:
-                        if self.lane.value:
-                            async with self.lane:
-                                return await self._forward_relaying(
-                                    client, method, params, request, level
-                                )
-                        return await self._forward_pooled(method, params, request, level)
-                    finally:
-                        in_flight.remove(request)
-            in_flight.append(request)
+                    if self.lane.value:
+                        async with self.lane:
+                            return await self._forward_relaying(
+                                client, method, params, request, level
+                            )
+                    return await self._forward_pooled(method, params, request, level)
+            if upstream is None:
+                return await self._forward_relaying(client, method, params, request, level)
+            # A handshake-era session's requests in flight: its remote's questions relate
+            # to them (UpstreamSession.handler).
+            upstream.in_flight.append(request)
             try:
                 return await self._forward_relaying(client, method, params, request, level)
             finally:
-                in_flight.remove(request)
+                upstream.in_flight.remove(request)
         except TransportLost as exc:
             if upstream is not None:
                 upstream.lost()
