@@ -37,8 +37,8 @@ response stream it arrives; progress, by its token; a question naming a task (20
 (stdio, TCP, Unix, WebSocket, legacy SSE) a handshake-era session's questions and log
 messages go to that session's client (related to its request being forwarded: the only one,
 or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
-forwarded to a handshake-era remote one at a time per upstream session (``Forward.lane`` on
-the shared one), so what the remote asks or logs meanwhile is the in-flight request's: up to
+forwarded to a handshake-era remote one at a time per upstream session (the pool's ``lane``
+on the shared one), so what the remote asks or logs meanwhile is the in-flight request's: up to
 ``max_parallel`` at once, each beyond the first on an extra upstream session of its own
 (``runtime._bridge_pool``; by default over TCP, Unix, WebSocket and legacy SSE, not over
 stdio or pipes, where a session is a process); to a 2026-07-28 remote (which asks only through
@@ -191,12 +191,10 @@ class Forward(Middleware):
         #: per-request response streams); set by proxy_server from the target.
         self.streams_per_request = True
         #: Without per-request streams: 2026-07-28 requests that can be asked questions are
-        #: forwarded to a handshake-era remote one at a time (held until the remote's
-        #: request ends, input rounds included).
-        self.lane = trio.Semaphore(1)
-        #: Without per-request streams: up to ``max_parallel`` such forwardings at once, the
-        #: first on the shared session (the lane), each other on an extra upstream session
-        #: of its own (runtime._bridge_pool).
+        #: forwarded to a handshake-era remote one at a time per upstream session (a turn,
+        #: held until the remote's request ends, input rounds included); up to
+        #: ``max_parallel`` at once, the first on the shared session (the pool's lane), each
+        #: other on an extra upstream session of its own (runtime._bridge_pool).
         self.pool = UpstreamPool(max_parallel, parallel_idle_timeout)
         #: 2026-07-28 requests being forwarded through the shared client that carry a log
         #: level, and the relay passing the remote's log messages on to each.
@@ -308,13 +306,7 @@ class Forward(Middleware):
                 # messages name no request, so requests that want them go one at a time
                 # per upstream session (the lane on the shared one) and get what arrives
                 # meanwhile (on_shared_notification); up to max_parallel at once.
-                async with self.pool.turns:
-                    if self.lane.value:
-                        async with self.lane:
-                            return await self._forward_relaying(
-                                client, method, params, request, level
-                            )
-                    return await self._forward_pooled(method, params, request, level)
+                return await self._forward_in_turn(client, method, params, request, level)
             if upstream is None:
                 return await self._forward_relaying(client, method, params, request, level)
             # A handshake-era session's requests in flight: its remote's questions relate
@@ -439,22 +431,14 @@ class Forward(Middleware):
                 # No per-request streams to the remote: one such forwarding at a time on an
                 # upstream session, so what the remote sends meanwhile is its (the module
                 # docstring's rule); up to max_parallel on sessions of their own.
-                await self.pool.turns.acquire()
-            held = False  # the shared session's lane, or a pooled session
+                pooled = await self._take_turn()
+                if pooled is not None:
+                    client = pooled.client or client
             try:
-                if not self.streams_per_request:
-                    if self.lane.value:
-                        self.lane.acquire_nowait()
-                    else:
-                        pooled = await self._take_pooled()
-                        client = pooled.client or client
-                    held = True
                 forwarding = self._start_forwarding(client, method, params, request, pooled)
             except BaseException:
-                if held:
-                    self._give_turn_back(pooled)
-                elif not self.streams_per_request:
-                    self.pool.turns.release()
+                if not self.streams_per_request:
+                    self.pool.give_turn_back(pooled)
                 raise
         try:
             finished, value = await forwarding.outcome(request)
@@ -469,12 +453,15 @@ class Forward(Middleware):
             "requestState": forwarding.state,
         }
 
-    async def _take_pooled(self) -> PooledSession:
-        """An extra upstream session for a forwarding (its log level the shared one's)."""
+    async def _take_turn(self) -> PooledSession | None:
+        """A turn for a forwarding (``UpstreamPool.take_turn``): ``None`` for the shared
+        session, else an extra upstream session (its log level the shared one's)."""
         nursery, connect = self.nursery, self.connect
         if nursery is None or connect is None:
             raise RuntimeError("the proxy is not serving")
-        pooled = await self.pool.take(connect, nursery)
+        pooled = await self.pool.take_turn(connect, nursery)
+        if pooled is None:
+            return None
         try:
             level = self.shared_level
             if level is not None and pooled.level != level and pooled.client is not None:
@@ -483,19 +470,9 @@ class Forward(Middleware):
         except PeerError as exc:
             log.warning("the remote refused logging/setLevel %s: %s", level, exc)
         except BaseException:
-            self.pool.give_back(pooled)
+            self.pool.give_turn_back(pooled)
             raise
         return pooled
-
-    def _give_turn_back(self, pooled: PooledSession | None, *, lost: bool = False) -> None:
-        if pooled is not None:
-            if lost:
-                # Its link failed: close it, so the next forwarding opens a fresh session.
-                pooled.close()
-            self.pool.give_back(pooled)
-        else:
-            self.lane.release()
-        self.pool.turns.release()
 
     def _start_forwarding(
         self,
@@ -535,7 +512,9 @@ class Forward(Middleware):
                 if shared:
                     self.forwardings.remove(forwarding)
                 if not self.streams_per_request:
-                    self._give_turn_back(pooled, lost=isinstance(forwarding.error, TransportLost))
+                    self.pool.give_turn_back(
+                        pooled, lost=isinstance(forwarding.error, TransportLost)
+                    )
             try:
                 if forwarding.state in self.parked and not forwarding.abandoned:
                     # The remote answered while our client was between two rounds: its
@@ -604,14 +583,17 @@ class Forward(Middleware):
                 params.pop("requestState", None)
         raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
-    async def _forward_pooled(
-        self, method: str, params: dict[str, Any], request: Request, level: str
+    async def _forward_in_turn(
+        self, client: Client, method: str, params: dict[str, Any], request: Request, level: str
     ) -> Any:
-        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote over an
-        extra upstream session of its own: the log messages on it are this request's."""
-        pooled = await self._take_pooled()
+        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote, in a turn:
+        on the shared session or an extra one of its own, so the log messages on that
+        session are this request's."""
+        pooled = await self._take_turn()
         lost = False
         try:
+            if pooled is None:
+                return await self._forward_relaying(client, method, params, request, level)
             assert pooled.client is not None
             return await self._forward_relaying(
                 pooled.client, method, params, request, level, pooled=pooled
@@ -620,9 +602,7 @@ class Forward(Middleware):
             lost = True
             raise
         finally:
-            if lost:
-                pooled.close()
-            self.pool.give_back(pooled)
+            self.pool.give_turn_back(pooled, lost=lost)
 
     async def _forward_relaying(
         self,
