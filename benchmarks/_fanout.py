@@ -31,8 +31,16 @@ POST_CONNECTIONS = 8
 UPDATED = b"notifications/resources/updated"
 
 
+def serve_args(port: int, streams: int) -> list[str]:
+    """Our CLI's arguments (after the command) for a server holding ``streams`` idle streams
+    (``fanout_opcount`` runs the same under the bytecode counter)."""
+    from .run import ours_http_args
+
+    return [*ours_http_args(port, "error"), "--max-connections", str(streams + 100)]
+
+
 def _serve(contender: str, port: int, streams: int, log: Any) -> subprocess.Popen[bytes]:
-    from .run import OURS, ROOT, SERVERS, _ours_cli, http_argv, server_env
+    from .run import OURS, ROOT, _ours_cli, http_argv, server_env
 
     if contender != OURS:
         return subprocess.Popen(
@@ -43,19 +51,7 @@ def _serve(contender: str, port: int, streams: int, log: Any) -> subprocess.Pope
             stdout=log,
             stderr=log,
         )
-    argv = [
-        *_ours_cli(),
-        "serve",
-        str(SERVERS / "mcp_runtime_server.py"),
-        "--transport",
-        "http",
-        "--port",
-        str(port),
-        "--log-level",
-        "error",
-        "--max-connections",
-        str(streams + 100),
-    ]
+    argv = [*_ours_cli(), *serve_args(port, streams)]
     return subprocess.Popen(
         argv, cwd=str(ROOT), env=server_env(OURS), stdin=subprocess.DEVNULL, stdout=log, stderr=log
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import _fanout
 from . import _wire as wire
-from .run import OURS, SERVERS, server_env
+from .run import OURS, server_env
 
 
 def _wait_for(path: Path, deadline: float) -> None:
@@ -47,16 +47,7 @@ def measure(era: str, streams: int) -> dict[str, int]:
             "-m",
             "benchmarks._opcount",
             str(out),
-            "serve",
-            str(SERVERS / "mcp_runtime_server.py"),
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--log-level",
-            "error",
-            "--max-connections",
-            str(streams + 100),
+            *_fanout.serve_args(port, streams),
         ]
         proc = subprocess.Popen(
             argv, env=server_env(OURS), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL

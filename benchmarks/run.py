@@ -152,19 +152,23 @@ def stdio_argv(contender: str) -> list[str]:
     return [sys.executable, str(SERVERS / script), "stdio"]
 
 
+def ours_http_args(port: int, log_level: str = "warning") -> list[str]:
+    """Our CLI's arguments (after the command) serving the benchmark server over HTTP."""
+    return [
+        "serve",
+        str(SERVERS / "mcp_runtime_server.py"),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--log-level",
+        log_level,
+    ]
+
+
 def http_argv(contender: str, mode: str, port: int) -> list[str]:
     if contender == OURS:
-        return [
-            *_ours_cli(),
-            "serve",
-            str(SERVERS / "mcp_runtime_server.py"),
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ]
+        return [*_ours_cli(), *ours_http_args(port)]
     script = "sdk_server.py" if contender == SDK else "fastmcp_server.py"
     return [sys.executable, str(SERVERS / script), mode, str(port)]
 

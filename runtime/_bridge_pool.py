@@ -30,6 +30,7 @@ from .client import Client, ClientError, Notification, PeerError
 __all__ = [
     "DEFAULT_MAX_PARALLEL",
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
+    "Connect",
     "PooledSession",
     "UpstreamPool",
     "client_error",
@@ -48,6 +49,7 @@ DEFAULT_PARALLEL_IDLE_TIMEOUT: Final = 30.0
 
 _ASKED: Final = ("sampling/createMessage", "elicitation/create", "roots/list")
 
+#: Opens a client of the remote with the given handlers (``open_client`` bound to the target).
 Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
 
 
@@ -160,8 +162,8 @@ class PooledSession:
 
 class UpstreamPool:
     """Turns for forwardings that must not share an upstream session: ``size`` at once, the
-    first on the proxy's shared session (the caller's ``lane``), the others on extra
-    sessions opened lazily and closed after ``idle_timeout`` seconds unused."""
+    first on the proxy's shared session (its ``lane``), the others on extra sessions opened
+    lazily and closed after ``idle_timeout`` seconds unused."""
 
     def __init__(self, size: int, idle_timeout: float) -> None:
         if size < 1:
@@ -172,6 +174,8 @@ class UpstreamPool:
         self.idle_timeout = idle_timeout
         #: One per forwarding in flight (the shared session's included).
         self.turns = trio.Semaphore(size)
+        #: The shared session's turn: one forwarding at a time on it.
+        self.lane = trio.Semaphore(1)
         #: Extra sessions open and not in use, most recently used last.
         self.idle: list[PooledSession] = []
         #: Extra sessions open now.
@@ -196,6 +200,30 @@ class UpstreamPool:
         if session.client is None:
             raise ClientError(session.failure or "the extra upstream session ended")
         return session
+
+    async def take_turn(self, connect: Connect, nursery: trio.Nursery) -> PooledSession | None:
+        """A turn for one forwarding, waiting while ``size`` are taken: ``None`` for the
+        shared session (its lane was free), else an extra session (``take``)."""
+        await self.turns.acquire()
+        try:
+            if self.lane.value:
+                self.lane.acquire_nowait()
+                return None
+            return await self.take(connect, nursery)
+        except BaseException:
+            self.turns.release()
+            raise
+
+    def give_turn_back(self, session: PooledSession | None, *, lost: bool = False) -> None:
+        """The turn ``take_turn`` gave; ``lost``: the session's link failed."""
+        if session is None:
+            self.lane.release()
+        else:
+            if lost:
+                # Closed, so the next forwarding opens a fresh session.
+                session.close()
+            self.give_back(session)
+        self.turns.release()
 
     def give_back(self, session: PooledSession) -> None:
         session.set_busy(False)

@@ -37,8 +37,8 @@ response stream it arrives; progress, by its token; a question naming a task (20
 (stdio, TCP, Unix, WebSocket, legacy SSE) a handshake-era session's questions and log
 messages go to that session's client (related to its request being forwarded: the only one,
 or the newest); 2026-07-28 requests that can be asked questions (``_ASKING_METHODS``) are
-forwarded to a handshake-era remote one at a time per upstream session (``Forward.lane`` on
-the shared one), so what the remote asks or logs meanwhile is the in-flight request's: up to
+forwarded to a handshake-era remote one at a time per upstream session (the pool's ``lane``
+on the shared one), so what the remote asks or logs meanwhile is the in-flight request's: up to
 ``max_parallel`` at once, each beyond the first on an extra upstream session of its own
 (``runtime._bridge_pool``; by default over TCP, Unix, WebSocket and legacy SSE, not over
 stdio or pipes, where a session is a process); to a 2026-07-28 remote (which asks only through
@@ -46,7 +46,11 @@ input rounds) the requests that carry a log level go one at a time, for its log 
 
 The proxy is a middleware (:class:`Forward`) placed innermost in the chain when serving
 starts, so the server's own middleware (and ``--middleware``) sees every forwarded request.
-See ``docs/bridges.md``.
+Its parts, a module each: a handshake-era session's upstream session
+(``runtime._bridge_session``), listens relayed across (``runtime._bridge_listen``), what
+belongs to one hop (``runtime._bridge_hop``), input rounds (``runtime._bridge_rounds``),
+parallel sessions (``runtime._bridge_pool``), tasks across eras (``runtime._bridge_tasks``) and
+a remote's task run to its end (``runtime._bridge_remote_task``). See ``docs/bridges.md``.
 """
 
 from __future__ import annotations
@@ -54,26 +58,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import trio
 
+from ._bridge_hop import TASKS_EXTENSION, describe, per_hop_removed, strip_meta
+from ._bridge_listen import serve_listen
 from ._bridge_pool import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_PARALLEL_IDLE_TIMEOUT,
+    Connect,
     PooledSession,
     UpstreamPool,
     client_error,
 )
+from ._bridge_remote_task import await_remote_task
 from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
-from ._bridge_tasks import (
-    LEGACY_TASKS_CAPABILITY,
-    HandshakeClientTasks,
-    ModernClientTasks,
-    related_task,
-)
+from ._bridge_session import DEFAULT_MAX_POLL_INTERVAL, DEFAULT_ROUND_TIMEOUT, UpstreamSession
+from ._bridge_tasks import ModernClientTasks
 from ._context import LOG_LEVELS
 from ._lifetime import ServerCrashed
 from .client import (
@@ -90,7 +94,6 @@ from .protocol import META_LOG_LEVEL, MISSING_CLIENT_CAPABILITY, JSONRPCError, o
 
 if TYPE_CHECKING:
     from ._server import Server
-    from .core import Peer
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL",
@@ -127,328 +130,31 @@ FORWARDED_METHODS: Final = frozenset(
     }
 )
 
-#: The remote's capabilities we serve as it declares them (``subscribe``, ``listChanged``:
-#: forwarded per downstream session; ``tasks``: the 2025-11-25 tasks capability).
-_FEATURES: Final = ("tools", "resources", "prompts", "completions", "logging", "tasks")
-
-#: The remote's notifications passed on to the downstream session they were sent to.
-RELAYED_NOTIFICATIONS: Final = frozenset(
-    {
-        "notifications/message",
-        "notifications/tools/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/updated",
-        "notifications/tasks/status",
-        "notifications/tasks",
-    }
-)
-
 #: Upstream sessions held at once (one per downstream handshake-era session).
 DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
 
-#: A relayed notification waits in a session's queue at most this many deep: past it the
-#: newest are dropped (logged), so a downstream client that stops reading cannot make the
-#: proxy buffer without bound.
-RELAY_QUEUE: Final = 256
-
 _SESSION_KEY: Final = "mcp.bridge.upstream"
-_META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-_TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 log = logging.getLogger("mcp_runtime.bridge")
-
-_PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
-_META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 
 #: Input rounds answered for one forwarded request (as the client's own limit).
 MAX_INPUT_ROUNDS: Final = 10
 
-#: The default of ``round_timeout`` (``--upstream-round-timeout``): how long a remote's
-#: question (a forwarded server-to-client request, or an input round of a 2026-07-28 client)
-#: may wait for our client's answer before it is answered with an error.
-DEFAULT_ROUND_TIMEOUT: Final = 300.0
 
-#: The default of ``max_poll_interval`` (``--upstream-poll-max``): the longest wait, in
-#: seconds, between two polls of a remote's task the proxy runs for its client (the task's
-#: own ``pollIntervalMs``/``pollInterval`` is honored up to this).
-DEFAULT_MAX_POLL_INTERVAL: Final = 5.0
+def _asking(request: Request, timeout: float) -> Callable[[str, Any], Awaitable[Any]]:
+    """``ask(method, params)``: a server-to-client request to the client of ``request``
+    (handshake era), related to it, its JSON-RPC error passed back as the remote's client
+    error."""
 
-
-def _strip_meta(params: dict[str, Any]) -> dict[str, Any]:
-    """Our client's ``_meta`` is not the remote's: keep only what is not per-hop
-    (2026-07-28 ``io.modelcontextprotocol/*`` keys and the progress token are ours)."""
-    meta = params.pop("_meta", None)
-    if isinstance(meta, dict):
-        kept = {
-            k: v
-            for k, v in meta.items()
-            if k != "progressToken" and not k.startswith("io.modelcontextprotocol/")
-        }
-        if kept:
-            params["_meta"] = kept
-    return params
-
-
-async def _ask(request: Request, method: str, params: Any, timeout: float) -> Any:
-    """A server-to-client request to the client of ``request`` (handshake era), its JSON-RPC
-    error passed back as the remote's client error."""
-    try:
-        return await request.context.peer.request(
-            method, params, timeout=timeout, related=request.id
-        )
-    except JSONRPCError as exc:
-        raise PeerError(exc.code, exc.message, exc.data) from None
-
-
-def _related_request(in_flight: list[Request], params: Any) -> Any:
-    """The downstream request a remote's question relates to (UpstreamSession.handler)."""
-    task_id = related_task(params)
-    if task_id is not None:
-        for request in in_flight:
-            if request.method == "tasks/result" and request.params.get("taskId") == task_id:
-                return request.id
-    return in_flight[-1].id if in_flight else None
-
-
-def _per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
-    """The remote's result without what belongs to its hop: 2026-07-28 ``resultType``, the
-    cache hints (server/utilities/caching) and ``_meta`` serverInfo. Our server adds its own
-    to a modern request's result; a handshake-era client never sees them."""
-    if not isinstance(result, dict):
-        return result
-    for key in _PER_HOP_FIELDS:
-        if not (keep_result_type and key == "resultType"):
-            result.pop(key, None)
-    meta = result.get("_meta")
-    if isinstance(meta, dict):
-        meta.pop(_META_SERVER_INFO, None)
-        if not meta:
-            del result["_meta"]
-    return result
-
-
-Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
-
-
-class UpstreamSession:
-    """The upstream client of one downstream handshake-era session: its own session with the
-    remote, the remote's notifications relayed to that session only, the remote's requests
-    asked of that session's client."""
-
-    def __init__(
-        self,
-        peer: Peer,
-        capabilities: Mapping[str, Any],
-        round_timeout: float = DEFAULT_ROUND_TIMEOUT,
-        max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
-    ) -> None:
-        self.peer = peer
-        self.round_timeout = round_timeout
-        self.max_poll_interval = max_poll_interval
-        #: A 2026-07-28 remote: this session's 2025-11-25 tasks translated (_bridge_tasks).
-        self.tasks: HandshakeClientTasks | None = None
-        #: What the downstream client declared: the upstream client declares the same
-        #: sampling/elicitation/roots, so the remote asks only what can be answered.
-        self.capabilities = dict(capabilities)
-        self.client: Client | None = None
-        self.ready = trio.Event()
-        self.failure: str | None = None
-        #: Requests of this session being forwarded now, oldest first.
-        self.in_flight: list[Request] = []
-        #: 2026-07-28 remote: one ``listen`` per subscribed URI (resources/subscribe).
-        self.listens: dict[str, trio.CancelScope] = {}
-        self._nursery: trio.Nursery | None = None
-        self._scope = trio.CancelScope()
-        self._probing = False
-        self._send, self._receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
-
-    def handler(self, method: str) -> Any:
-        async def ask(params: dict[str, Any]) -> Any:
-            # A question that did not arrive on a forwarded request's stream (a remote link
-            # without them, or the session's own stream): related (2025-11-25
-            # basic/transports) to the tasks/result waiting for the task it names
-            # (related-task _meta), else to the request of this session being forwarded
-            # (the only one, or with several the newest: any of them reaches the same
-            # client, only the stream differs); else unrelated.
-            related = _related_request(self.in_flight, params)
-            try:
-                return await self.peer.request(
-                    method, params, timeout=self.round_timeout, related=related
-                )
-            except JSONRPCError as exc:
-                raise PeerError(exc.code, exc.message, exc.data) from None
-
-        return ask
-
-    def on_notification(self, note: Notification) -> None:
-        """From the client (synchronously): queue what the downstream session should see."""
-        client = self.client
-        if note.method not in RELAYED_NOTIFICATIONS:
-            return
-        # A 2026-07-28 remote's list changes and updates arrive on listens (relayed there);
-        # only its log messages come here.
-        if client is not None and client.era == "modern" and note.method != "notifications/message":
-            return
+    async def ask(method: str, params: Any) -> Any:
         try:
-            self._send.send_nowait(note)
-        except trio.WouldBlock:
-            log.warning("downstream session not reading: dropped %s", note.method)
+            return await request.context.peer.request(
+                method, params, timeout=timeout, related=request.id
+            )
+        except JSONRPCError as exc:
+            raise PeerError(exc.code, exc.message, exc.data) from None
 
-    async def run(
-        self, connect: Connect, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Open the upstream client and hold it until cancelled (the downstream session
-        ended); ``ready`` is set once it is open or could not be."""
-        caps = self.capabilities
-        try:
-            with self._scope:
-                await self._run(connect, caps)
-        except (ClientError, BaseExceptionGroup) as exc:
-            reason = client_error(exc)
-            if reason is None:
-                raise
-            # The remote is gone for this session; the downstream session lives on.
-            log.warning("an upstream session ended: %s", reason)
-        finally:
-            self.client = None
-            self.ready.set()
-
-    async def _run(self, connect: Connect, caps: Mapping[str, Any]) -> None:
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                client = await stack.enter_async_context(
-                    connect(
-                        sampling=self.handler("sampling/createMessage")
-                        if "sampling" in caps
-                        else None,
-                        elicitation=self.handler("elicitation/create")
-                        if "elicitation" in caps
-                        else None,
-                        roots=self.handler("roots/list") if "roots" in caps else None,
-                        on_notification=self.on_notification,
-                    )
-                )
-            except (ClientError, BaseExceptionGroup) as exc:
-                reason = client_error(exc)
-                if reason is None:
-                    raise
-                self.failure = f"cannot reach the remote MCP server: {reason}"
-                return
-            self.client = client
-            if client.era == "modern":
-                self.tasks = HandshakeClientTasks(client, max_poll_interval=self.max_poll_interval)
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                if client.era == "modern":
-                    nursery.start_soon(self._listen_lists, client)
-                self.ready.set()
-                async for note in self._receive:
-                    await self.peer.notify(note.method, _without_subscription(note.params))
-
-    def lost(self) -> None:
-        """A forwarded request found the link lost: if the client gave up reconnecting
-        (its backoff policy ran out), end this upstream session, so that the downstream
-        session's next request opens a new one; if it is reconnecting, nothing to do."""
-        client, nursery = self.client, self._nursery
-        if client is None or nursery is None or self._probing:
-            return
-        self._probing = True
-
-        async def probe() -> None:
-            try:
-                await client.ping()  # waits while reconnecting; fails at once when dead
-            except TransportLost:
-                log.warning("the upstream session is lost for good: a new one opens on demand")
-                self._scope.cancel()
-            except ClientError:
-                pass
-            finally:
-                self._probing = False
-
-        nursery.start_soon(probe)
-
-    async def _listen_lists(self, client: Client) -> None:
-        """A 2026-07-28 remote sends list changes only on a listen: hold one for the kinds
-        it declares, relayed to the session as handshake-era notifications."""
-        caps = client.description.capabilities if client.description else {}
-        kinds = {k: bool((caps.get(k) or {}).get("listChanged")) for k in _LIST_KINDS}
-        if not any(kinds.values()):
-            return
-        await _relay_listen(client, self._send, kinds)
-
-    def subscribe(self, client: Client, uri: str) -> Any:
-        if client.era != "modern":
-            return client.subscribe(uri)
-        return self._listen_uri(client, uri)
-
-    async def _listen_uri(self, client: Client, uri: str) -> None:
-        if uri in self.listens or self._nursery is None:
-            return
-        scope = trio.CancelScope()
-        self.listens[uri] = scope
-
-        async def hold(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-            with scope:
-                await _relay_listen(
-                    client, self._send, {"resource_uris": [uri]}, task_status=task_status
-                )
-
-        await self._nursery.start(hold)  # subscribed once the remote acknowledged
-
-    async def unsubscribe(self, client: Client, uri: str) -> None:
-        if client.era != "modern":
-            await client.unsubscribe(uri)
-            return
-        scope = self.listens.pop(uri, None)
-        if scope is not None:
-            scope.cancel()
-
-
-_LIST_KINDS: Final = ("tools", "prompts", "resources")
-
-
-async def _relay_listen(
-    client: Client,
-    send: trio.MemorySendChannel[Notification],
-    filter_: dict[str, Any],
-    *,
-    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Hold ``client.listen(**filter_)`` and pass its notifications to ``send``. Started
-    (``nursery.start``) once the remote is listening: a 2026-07-28 remote's acknowledgment
-    (its honored filter is the started value), at once for a handshake-era remote (whose
-    subscriptions are made before the listen yields). So nothing the remote publishes after
-    we acknowledge our own client is missed (basic/patterns/subscriptions)."""
-    async with client.listen(**filter_) as notes:
-        started = False
-        if client.era != "modern":
-            task_status.started(None)
-            started = True
-        async for note in notes:
-            if note.method == "notifications/subscriptions/acknowledged":
-                if not started:
-                    honored = note.params.get("notifications")
-                    task_status.started(honored if isinstance(honored, dict) else None)
-                    started = True
-                continue
-            try:
-                send.send_nowait(note)
-            except trio.WouldBlock:
-                log.warning("downstream not reading: dropped %s", note.method)
-        if not started:
-            task_status.started(None)
-
-
-def _without_subscription(params: dict[str, Any]) -> dict[str, Any]:
-    """The remote's ``_meta`` subscription id belongs to the upstream listen (per hop)."""
-    meta = params.get("_meta")
-    if isinstance(meta, dict) and _META_SUBSCRIPTION_ID in meta:
-        meta = {k: v for k, v in meta.items() if k != _META_SUBSCRIPTION_ID}
-        params = {k: v for k, v in params.items() if k != "_meta"}
-        if meta:
-            params["_meta"] = meta
-    return params
+    return ask
 
 
 class Forward(Middleware):
@@ -474,8 +180,6 @@ class Forward(Middleware):
         self.tasks = ModernClientTasks(round_timeout=round_timeout)
         #: The upstream sessions open now (one per downstream handshake-era session).
         self.sessions: set[UpstreamSession] = set()
-        #: Modern requests being forwarded through the shared client, oldest first.
-        self.in_flight: list[Request] = []
         #: Where forwardings run that outlive a downstream request (input rounds); set
         #: while serving.
         self.nursery: trio.Nursery | None = None
@@ -487,12 +191,10 @@ class Forward(Middleware):
         #: per-request response streams); set by proxy_server from the target.
         self.streams_per_request = True
         #: Without per-request streams: 2026-07-28 requests that can be asked questions are
-        #: forwarded to a handshake-era remote one at a time (held until the remote's
-        #: request ends, input rounds included).
-        self.lane = trio.Semaphore(1)
-        #: Without per-request streams: up to ``max_parallel`` such forwardings at once, the
-        #: first on the shared session (the lane), each other on an extra upstream session
-        #: of its own (runtime._bridge_pool).
+        #: forwarded to a handshake-era remote one at a time per upstream session (a turn,
+        #: held until the remote's request ends, input rounds included); up to
+        #: ``max_parallel`` at once, the first on the shared session (the pool's lane), each
+        #: other on an extra upstream session of its own (runtime._bridge_pool).
         self.pool = UpstreamPool(max_parallel, parallel_idle_timeout)
         #: 2026-07-28 requests being forwarded through the shared client that carry a log
         #: level, and the relay passing the remote's log messages on to each.
@@ -558,11 +260,13 @@ class Forward(Middleware):
         handshake = request.era == "handshake"
         if method == "initialize":
             opened = await self._session(request)
-            return self._describe(await call_next(), opened.client, modern=False)
+            return describe(await call_next(), opened.client, modern=False)
         if method == "server/discover":
-            return self._describe(await call_next(), self.client, modern=True)
+            return describe(await call_next(), self.client, modern=True)
         if method == "subscriptions/listen" and not handshake:
-            return await self._listen(request)
+            if self.client is None:
+                raise RuntimeError("the proxy is not connected to its remote server")
+            return await serve_listen(self.client, request)
         if method not in FORWARDED_METHODS and method not in _SESSION_METHODS:
             return await call_next()
         upstream: UpstreamSession | None = None
@@ -570,16 +274,14 @@ class Forward(Middleware):
             upstream = await self._session(request)
             client = upstream.client
             assert client is not None
-            in_flight = upstream.in_flight
         else:
             client = self.client
             if client is None:
                 raise RuntimeError("the proxy is not connected to its remote server")
-            in_flight = self.in_flight
         try:
             if method in _SESSION_METHODS:
                 return await self._session_method(request, call_next, client, upstream)
-            params = _strip_meta(dict(request.params))
+            params = strip_meta(dict(request.params))
             level = None if handshake else requested_level(request)
             if level is not None and client.era == "modern":
                 # 2026-07-28 server/utilities/logging: the level travels with the request.
@@ -604,22 +306,16 @@ class Forward(Middleware):
                 # messages name no request, so requests that want them go one at a time
                 # per upstream session (the lane on the shared one) and get what arrives
                 # meanwhile (on_shared_notification); up to max_parallel at once.
-                async with self.pool.turns:
-                    in_flight.append(request)
-                    try:
-                        if self.lane.value:
-                            async with self.lane:
-                                return await self._forward_relaying(
-                                    client, method, params, request, level
-                                )
-                        return await self._forward_pooled(method, params, request, level)
-                    finally:
-                        in_flight.remove(request)
-            in_flight.append(request)
+                return await self._forward_in_turn(client, method, params, request, level)
+            if upstream is None:
+                return await self._forward_relaying(client, method, params, request, level)
+            # A handshake-era session's requests in flight: its remote's questions relate
+            # to them (UpstreamSession.handler).
+            upstream.in_flight.append(request)
             try:
                 return await self._forward_relaying(client, method, params, request, level)
             finally:
-                in_flight.remove(request)
+                upstream.in_flight.remove(request)
         except TransportLost as exc:
             if upstream is not None:
                 upstream.lost()
@@ -647,11 +343,7 @@ class Forward(Middleware):
             tasks = upstream.tasks
             assert tasks is not None
             if method.startswith("tasks/"):
-
-                async def ask(asked: str, inner: dict[str, Any]) -> Any:
-                    return await _ask(request, asked, inner, self.round_timeout)
-
-                return await tasks.handle(method, params, ask)
+                return await tasks.handle(method, params, _asking(request, self.round_timeout))
             if "task" not in params:
                 return _NOT_A_TASK
 
@@ -670,13 +362,13 @@ class Forward(Middleware):
         if support not in ("optional", "required"):
             return _NOT_A_TASK
         extensions = request.context.client_capabilities.get("extensions")
-        if not (isinstance(extensions, dict) and _TASKS_EXTENSION in extensions):
+        if not (isinstance(extensions, dict) and TASKS_EXTENSION in extensions):
             if support == "required":
                 # SEP-2663 "Required Capabilities": -32021 naming the extension.
                 raise JSONRPCError(
                     MISSING_CLIENT_CAPABILITY,
-                    f"Missing required client capability: the {_TASKS_EXTENSION} extension",
-                    {"requiredCapabilities": {"extensions": {_TASKS_EXTENSION: {}}}},
+                    f"Missing required client capability: the {TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
             return _NOT_A_TASK
         if self.nursery is None:
@@ -704,120 +396,6 @@ class Forward(Middleware):
             return {}
         except PeerError as exc:
             raise JSONRPCError(exc.code, exc.message, exc.data) from None
-
-    async def _listen(self, request: Request) -> Any:
-        """2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions): one listen on
-        the shared client for each of ours, its notifications carrying our request's id."""
-        client = self.client
-        if client is None:
-            raise RuntimeError("the proxy is not connected to its remote server")
-        wanted = request.params.get("notifications")
-        wanted = wanted if isinstance(wanted, dict) else {}
-        caps = client.description.capabilities if client.description else {}
-        honored: dict[str, Any] = {}
-        filter_: dict[str, Any] = {}
-        for kind in _LIST_KINDS:
-            field = f"{kind}ListChanged"
-            if wanted.get(field) and (caps.get(kind) or {}).get("listChanged"):
-                honored[field] = True
-                filter_[kind] = True
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and (caps.get("resources") or {}).get("subscribe"):
-            honored["resourceSubscriptions"] = [str(u) for u in uris]
-            filter_["resource_uris"] = honored["resourceSubscriptions"]
-        task_ids = wanted.get("taskIds")
-        if isinstance(task_ids, list):
-            honored["taskIds"] = [str(t) for t in task_ids]
-            filter_["task_ids"] = honored["taskIds"]
-        meta = {_META_SUBSCRIPTION_ID: request.id}
-        peer = request.context.peer
-
-        async def acknowledge(notifications: dict[str, Any]) -> None:
-            await peer.notify(
-                "notifications/subscriptions/acknowledged",
-                {"_meta": meta, "notifications": notifications},
-                related=request.id,
-            )
-
-        if not filter_:
-            await acknowledge(honored)
-            await trio.sleep_forever()
-        send, receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
-        async with trio.open_nursery() as nursery:
-
-            async def listen(*, task_status: trio.TaskStatus[Any]) -> None:
-                try:
-                    await _relay_listen(client, send, filter_, task_status=task_status)
-                finally:
-                    send.close()
-
-            # Acknowledged once the remote listens, with what it honored (a 2026-07-28
-            # remote's acknowledgment; else what its capabilities promise).
-            upstream_honored = await nursery.start(listen)
-            await acknowledge(upstream_honored if upstream_honored is not None else honored)
-            async for note in receive:
-                params = _without_subscription(note.params)
-                params["_meta"] = {**(params.get("_meta") or {}), **meta}
-                await peer.notify(note.method, params, related=request.id)
-        # The remote ended its listen: so do we ("Graceful Closure").
-        return {"_meta": dict(meta)}
-
-    async def _await_remote_task(
-        self, client: Client, created: dict[str, Any], request: Request
-    ) -> Any:
-        """A 2026-07-28 remote chose to run a handshake-era client's request as a task
-        (tasks extension): poll it with ``tasks/get`` at its poll interval until it ends and
-        answer its result (or its error); its input requests are asked of our client as
-        server-to-client requests and answered with ``tasks/update``. Our client's
-        cancellation cancels the task (``tasks/cancel``)."""
-        task_id = str(created.get("taskId"))
-        interval = created.get("pollIntervalMs")
-        answered: set[str] = set()
-        try:
-            while True:
-                wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
-                await trio.sleep(min(wait / 1000, self.max_poll_interval))
-                try:
-                    task = await client.get_task(task_id)
-                except PeerError as exc:
-                    raise JSONRPCError(exc.code, exc.message, exc.data) from None
-                interval = task.poll_interval_ms or task.poll_interval or interval
-                if task.status == "completed":
-                    return _per_hop_removed(task.result)
-                if task.status in ("failed", "cancelled"):
-                    error = task.error if isinstance(task.error, dict) else {}
-                    code = error.get("code")
-                    raise JSONRPCError(
-                        code if isinstance(code, int) else -32603,
-                        str(error.get("message") or f"the remote's task {task.status}"),
-                        error.get("data"),
-                    )
-                fresh = {
-                    key: asked
-                    for key, asked in (task.input_requests or {}).items()
-                    if key not in answered and isinstance(asked, dict)
-                }
-                if task.status == "input_required" and fresh:
-                    responses = {
-                        key: await _ask(
-                            request,
-                            str(asked.get("method")),
-                            asked.get("params"),
-                            self.round_timeout,
-                        )
-                        for key, asked in fresh.items()
-                    }
-                    answered.update(responses)
-                    await client.update_task(task_id, responses)
-                    interval = 0
-        except trio.Cancelled:
-            with (
-                trio.CancelScope(shield=True),
-                trio.move_on_after(_CANCEL_WAIT),
-                contextlib.suppress(ClientError),
-            ):
-                await client.cancel_task(task_id)
-            raise
 
     async def _lower_shared_level(self, client: Client, level: str) -> None:
         """A handshake-era remote logs at its session's level: the shared client's session
@@ -853,29 +431,21 @@ class Forward(Middleware):
                 # No per-request streams to the remote: one such forwarding at a time on an
                 # upstream session, so what the remote sends meanwhile is its (the module
                 # docstring's rule); up to max_parallel on sessions of their own.
-                await self.pool.turns.acquire()
-            held = False  # the shared session's lane, or a pooled session
+                pooled = await self._take_turn()
+                if pooled is not None:
+                    client = pooled.client or client
             try:
-                if not self.streams_per_request:
-                    if self.lane.value:
-                        self.lane.acquire_nowait()
-                    else:
-                        pooled = await self._take_pooled()
-                        client = pooled.client or client
-                    held = True
                 forwarding = self._start_forwarding(client, method, params, request, pooled)
             except BaseException:
-                if held:
-                    self._give_turn_back(pooled)
-                elif not self.streams_per_request:
-                    self.pool.turns.release()
+                if not self.streams_per_request:
+                    self.pool.give_turn_back(pooled)
                 raise
         try:
             finished, value = await forwarding.outcome(request)
         except PeerError as exc:
             raise JSONRPCError(exc.code, exc.message, exc.data) from None
         if finished:
-            return _per_hop_removed(value)
+            return per_hop_removed(value)
         self.parked[forwarding.state] = forwarding
         return {
             "resultType": "input_required",
@@ -883,12 +453,15 @@ class Forward(Middleware):
             "requestState": forwarding.state,
         }
 
-    async def _take_pooled(self) -> PooledSession:
-        """An extra upstream session for a forwarding (its log level the shared one's)."""
+    async def _take_turn(self) -> PooledSession | None:
+        """A turn for a forwarding (``UpstreamPool.take_turn``): ``None`` for the shared
+        session, else an extra upstream session (its log level the shared one's)."""
         nursery, connect = self.nursery, self.connect
         if nursery is None or connect is None:
             raise RuntimeError("the proxy is not serving")
-        pooled = await self.pool.take(connect, nursery)
+        pooled = await self.pool.take_turn(connect, nursery)
+        if pooled is None:
+            return None
         try:
             level = self.shared_level
             if level is not None and pooled.level != level and pooled.client is not None:
@@ -897,19 +470,9 @@ class Forward(Middleware):
         except PeerError as exc:
             log.warning("the remote refused logging/setLevel %s: %s", level, exc)
         except BaseException:
-            self.pool.give_back(pooled)
+            self.pool.give_turn_back(pooled)
             raise
         return pooled
-
-    def _give_turn_back(self, pooled: PooledSession | None, *, lost: bool = False) -> None:
-        if pooled is not None:
-            if lost:
-                # Its link failed: close it, so the next forwarding opens a fresh session.
-                pooled.close()
-            self.pool.give_back(pooled)
-        else:
-            self.lane.release()
-        self.pool.turns.release()
 
     def _start_forwarding(
         self,
@@ -949,7 +512,9 @@ class Forward(Middleware):
                 if shared:
                     self.forwardings.remove(forwarding)
                 if not self.streams_per_request:
-                    self._give_turn_back(pooled, lost=isinstance(forwarding.error, TransportLost))
+                    self.pool.give_turn_back(
+                        pooled, lost=isinstance(forwarding.error, TransportLost)
+                    )
             try:
                 if forwarding.state in self.parked and not forwarding.abandoned:
                     # The remote answered while our client was between two rounds: its
@@ -974,12 +539,7 @@ class Forward(Middleware):
         *,
         keep_task: bool = False,
     ) -> Any:
-        on_request = None
-        if request.era == "handshake":
-
-            async def on_request(asked: str, inner: dict[str, Any]) -> Any:
-                return await _ask(request, asked, inner, self.round_timeout)
-
+        ask = _asking(request, self.round_timeout)
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
                 # No timeout of our own: the downstream request's cancel scope bounds it.
@@ -991,7 +551,7 @@ class Forward(Middleware):
                     on_notification=on_notification,
                     # A question on this request's own stream (Streamable HTTP) is this
                     # request's: asked of its client, related to it.
-                    on_request=on_request,
+                    on_request=ask if request.era == "handshake" else None,
                 )
             except PeerError as exc:
                 raise JSONRPCError(exc.code, exc.message, exc.data) from None
@@ -999,23 +559,23 @@ class Forward(Middleware):
             if kind == "task" and (request.era == "modern" or keep_task):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
                 # remote's, polled through us with tasks/get (forwarded).
-                return _per_hop_removed(result, keep_result_type=True)
+                return per_hop_removed(result, keep_result_type=True)
             if kind == "task":
                 # A handshake-era client did not ask for a task (the 2026-07-28 tasks
                 # extension is not declared across eras): run it to its end for it.
-                return await self._await_remote_task(client, result, request)
+                return await await_remote_task(
+                    client, result, ask, max_poll_interval=self.max_poll_interval
+                )
             if kind != "input_required":
-                return _per_hop_removed(result)
+                return per_hop_removed(result)
             if request.era == "modern":
                 # 2026-07-28 basic/patterns/mrtr: our client answers the round and retries
                 # with inputResponses and the remote's requestState, both forwarded as is.
-                return _per_hop_removed(result, keep_result_type=True)
+                return per_hop_removed(result, keep_result_type=True)
             # A handshake-era client: each input request becomes a server-to-client request.
             answers: dict[str, Any] = {}
             for key, asked in (result.get("inputRequests") or {}).items():
-                answers[key] = await _ask(
-                    request, str(asked.get("method")), asked.get("params"), self.round_timeout
-                )
+                answers[key] = await ask(str(asked.get("method")), asked.get("params"))
             params = {**params, "inputResponses": answers}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
@@ -1023,14 +583,17 @@ class Forward(Middleware):
                 params.pop("requestState", None)
         raise JSONRPCError(-32603, f"{method}: the remote asked for input {MAX_INPUT_ROUNDS} times")
 
-    async def _forward_pooled(
-        self, method: str, params: dict[str, Any], request: Request, level: str
+    async def _forward_in_turn(
+        self, client: Client, method: str, params: dict[str, Any], request: Request, level: str
     ) -> Any:
-        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote over an
-        extra upstream session of its own: the log messages on it are this request's."""
-        pooled = await self._take_pooled()
+        """A 2026-07-28 request that carries a log level, to a 2026-07-28 remote, in a turn:
+        on the shared session or an extra one of its own, so the log messages on that
+        session are this request's."""
+        pooled = await self._take_turn()
         lost = False
         try:
+            if pooled is None:
+                return await self._forward_relaying(client, method, params, request, level)
             assert pooled.client is not None
             return await self._forward_relaying(
                 pooled.client, method, params, request, level, pooled=pooled
@@ -1039,9 +602,7 @@ class Forward(Middleware):
             lost = True
             raise
         finally:
-            if lost:
-                pooled.close()
-            self.pool.give_back(pooled)
+            self.pool.give_turn_back(pooled, lost=lost)
 
     async def _forward_relaying(
         self,
@@ -1079,37 +640,6 @@ class Forward(Middleware):
                 self.relays.pop(request, None)
                 relay.close()
 
-    def _describe(self, result: Any, client: Client | None, *, modern: bool) -> Any:
-        """Our ``initialize``/``server/discover`` result, with the remote's features as it
-        declares them (so ``subscribe``, ``listChanged`` and tasks only where it has them)."""
-        if client is None or client.description is None or not isinstance(result, dict):
-            return result
-        remote = client.description
-        caps = dict(result.get("capabilities") or {})
-        for feature in _FEATURES:
-            caps.pop(feature, None)
-            if feature in remote.capabilities:
-                caps[feature] = remote.capabilities[feature]
-        # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
-        # declared in our client's protocol whenever the remote has tool-call tasks in its.
-        same_era = client.era == ("modern" if modern else "handshake")
-        extensions = remote.capabilities.get("extensions")
-        remote_extension = isinstance(extensions, dict) and _TASKS_EXTENSION in extensions
-        remote_tasks = remote.capabilities.get("tasks")
-        remote_tool_tasks = isinstance(remote_tasks, dict) and "call" in (
-            (remote_tasks.get("requests") or {}).get("tools") or {}
-        )
-        if not same_era:
-            caps.pop("tasks", None)
-            if not modern and remote_extension:
-                caps["tasks"] = {key: dict(value) for key, value in LEGACY_TASKS_CAPABILITY.items()}
-        if modern and (remote_extension if same_era else remote_tool_tasks):
-            caps["extensions"] = {**(caps.get("extensions") or {}), _TASKS_EXTENSION: {}}
-        result["capabilities"] = caps
-        if remote.instructions and "instructions" not in result:
-            result["instructions"] = remote.instructions
-        return result
-
     def on_shared_notification(self, note: Notification) -> None:
         """The shared client's notifications (synchronously). Over a link without
         per-request streams a handshake-era remote's log message names no request: it goes to
@@ -1145,9 +675,6 @@ class Forward(Middleware):
 
         return forward
 
-
-#: How long cancelling a remote's task may take once our client went away.
-_CANCEL_WAIT: Final = 2.0
 
 #: ``_tasks_across``: the request is not a task; forward it as any other.
 _NOT_A_TASK: Final = object()

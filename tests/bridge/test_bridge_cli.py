@@ -4,15 +4,13 @@ same port while our client keeps its session with the proxy."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 import trio
 
 from runtime.client import PeerError, open_client
 
 from ..peers import ROOT, cli
-from .test_bridge_sdk import background, free_port, proxy_cli
+from .test_bridge_sdk import background, free_port, proxy_cli, refused
 
 UPSTREAM = ROOT / "tests" / "bridge" / "own_upstream.py"
 
@@ -86,23 +84,6 @@ async def test_no_retries_the_upstream_session_fails_then_a_new_one_opens() -> N
 
 
 def test_upstream_flags_refused_for_a_file_target() -> None:
-    result = subprocess.run(
-        cli("serve", str(UPSTREAM), "--upstream-retries", "3"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 2
-    assert "--upstream-retries applies only to a remote TARGET" in result.stderr
-    result = subprocess.run(
-        cli("serve", "tcp://127.0.0.1:9", "--upstream-retries", "-1"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 2
-    assert "--upstream-retries" in result.stderr
+    stderr = refused("serve", str(UPSTREAM), "--upstream-retries", "3")
+    assert "--upstream-retries applies only to a remote TARGET" in stderr
+    assert "--upstream-retries" in refused("serve", "tcp://127.0.0.1:9", "--upstream-retries", "-1")

@@ -11,7 +11,6 @@ cancellation the client sends must reach the SDK server's tool.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -25,10 +24,10 @@ from typing import Any
 
 import trio
 
-from ..peers import ROOT, cli
+from ..peers import ROOT, cli, run_sdk_client
 
 UPSTREAM = ROOT / "tests" / "bridge" / "sdk_upstream.py"
-CLIENT = ROOT / "tests" / "bridge" / "sdk_client.py"
+CLIENT = "bridge/sdk_client.py"
 
 #: What the client saw that must be the same through the proxy as directly.
 SAME = (
@@ -48,6 +47,15 @@ SAME = (
 def proxy_cli(target: str, port: int | str, *flags: str) -> list[str]:
     """``mcp-runtime serve TARGET`` as a proxy on Streamable HTTP at 127.0.0.1:``port``."""
     return cli("serve", target, "--transport", "http", "--port", str(port), *flags)
+
+
+def refused(*args: str) -> str:
+    """``mcp-runtime ARGS`` refused as a usage error (exit 2): its stderr."""
+    result = subprocess.run(
+        cli(*args), cwd=ROOT, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2, result
+    return result.stderr
 
 
 def free_port() -> int:
@@ -89,20 +97,6 @@ async def background(command: list[str], port: int) -> AsyncIterator[trio.Proces
                 await process.wait()
 
 
-async def sdk_client(*args: str) -> dict[str, Any]:
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, str(CLIENT), *args],
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    seen: dict[str, Any] = json.loads(result.stdout)
-    return seen
-
-
 def check_direct(seen: dict[str, Any]) -> None:
     """What the SDK server answers (so the comparison below compares something)."""
     assert seen["echo"]["content"] == [{"type": "text", "text": "héllo"}]
@@ -130,7 +124,7 @@ async def test_stdio_client_to_proxy_to_http_sdk_server(tmp_path: Path) -> None:
     direct_markers.mkdir()
     proxied_markers.mkdir()
     stdio = [sys.executable, str(UPSTREAM), "stdio", str(direct_markers)]
-    direct = await sdk_client("stdio", "--", *stdio)
+    direct = await run_sdk_client(CLIENT, "stdio", "--", *stdio)
     check_direct(direct)
     assert (direct_markers / "cancelled").exists()
 
@@ -138,7 +132,7 @@ async def test_stdio_client_to_proxy_to_http_sdk_server(tmp_path: Path) -> None:
     upstream = [sys.executable, str(UPSTREAM), "http", str(port), str(proxied_markers)]
     async with background(upstream, port):
         proxy = cli("serve", f"http://127.0.0.1:{port}/mcp", "--transport", "stdio")
-        proxied = await sdk_client("stdio", "--", *proxy)
+        proxied = await run_sdk_client(CLIENT, "stdio", "--", *proxy)
     check_proxied(direct, proxied, proxied_markers)
 
 
@@ -150,12 +144,12 @@ async def test_http_client_to_proxy_to_stdio_sdk_server(tmp_path: Path) -> None:
     port = free_port()
     upstream = [sys.executable, str(UPSTREAM), "http", str(port), str(direct_markers)]
     async with background(upstream, port):
-        direct = await sdk_client("http", f"http://127.0.0.1:{port}/mcp")
+        direct = await run_sdk_client(CLIENT, "http", f"http://127.0.0.1:{port}/mcp")
     check_direct(direct)
 
     port = free_port()
     command = shlex.join([sys.executable, str(UPSTREAM), "stdio", str(proxied_markers)])
     proxy = cli("serve", f"stdio:{command}", "--transport", "http", "--port", str(port))
     async with background(proxy, port):
-        proxied = await sdk_client("http", f"http://127.0.0.1:{port}/mcp")
+        proxied = await run_sdk_client(CLIENT, "http", f"http://127.0.0.1:{port}/mcp")
     check_proxied(direct, proxied, proxied_markers)

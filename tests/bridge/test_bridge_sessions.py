@@ -9,33 +9,17 @@ messages by each session's ``logging/setLevel`` and sends resource updates to ea
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import pytest
-import trio
 
-from ..peers import ROOT
+from ..peers import ROOT, run_sdk_client
 from .test_bridge_sdk import background, free_port, proxy_cli
 
 UPSTREAM = ROOT / "tests" / "bridge" / "sdk_sessions_upstream.py"
-TWO_CLIENTS = ROOT / "tests" / "bridge" / "sdk_two_clients.py"
-MODERN_LISTEN = ROOT / "tests" / "bridge" / "sdk_modern_listen.py"
-
-
-async def two_sdk_clients(url: str) -> dict[str, Any]:
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, str(TWO_CLIENTS), url],
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    seen: dict[str, Any] = json.loads(result.stdout)
-    return seen
+TWO_CLIENTS = "bridge/sdk_two_clients.py"
+MODERN_LISTEN = "bridge/sdk_modern_listen.py"
 
 
 def check_per_session(seen: dict[str, Any]) -> None:
@@ -76,7 +60,7 @@ async def test_two_sdk_clients_get_their_own_upstream_sessions(transport: str) -
             "handshake",
         )
         async with background(proxy, proxy_port):
-            seen = await two_sdk_clients(f"http://127.0.0.1:{proxy_port}/mcp")
+            seen = await run_sdk_client(TWO_CLIENTS, f"http://127.0.0.1:{proxy_port}/mcp")
     caps = seen["initialize_a"]["capabilities"]
     assert caps["resources"]["subscribe"] is True  # the remote's, as it declares them
     assert "logging" in caps
@@ -96,16 +80,7 @@ async def test_two_modern_sdk_clients_listen_through_the_proxy() -> None:
             str(proxy_port),
         )
         async with background(proxy, proxy_port):
-            with trio.fail_after(60):
-                result = await trio.run_process(
-                    [sys.executable, str(MODERN_LISTEN), f"http://127.0.0.1:{proxy_port}/mcp"],
-                    cwd=ROOT,
-                    capture_stdout=True,
-                    capture_stderr=True,
-                    check=False,
-                )
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    seen = json.loads(result.stdout)
+            seen = await run_sdk_client(MODERN_LISTEN, f"http://127.0.0.1:{proxy_port}/mcp")
     assert seen["version"] == "2026-07-28"
     assert seen["honored_a"]["toolsListChanged"] is True
     assert seen["honored_a"]["resourceSubscriptions"] == ["mem://a"]

@@ -128,6 +128,15 @@ def modern_headers(method: str, name: str | None = None, **extra: str) -> dict[s
     return headers
 
 
+async def next_notification(conn: HttpConn, method: str) -> dict[str, Any]:
+    """The next SSE event on ``conn``, decoded: a ``method`` notification (asserted)."""
+    event = await conn.next_event()
+    assert event is not None
+    message: dict[str, Any] = json.loads(event.data)
+    assert message["method"] == method, message
+    return message
+
+
 async def open_listen(address: Any, request_id: int, notifications: dict[str, Any]) -> HttpConn:
     """A 2026-07-28 ``subscriptions/listen`` POST held open as SSE, once acknowledged."""
     conn = await connect(address)
@@ -135,7 +144,5 @@ async def open_listen(address: Any, request_id: int, notifications: dict[str, An
     await conn.send("POST", "/mcp", headers=modern_headers("subscriptions/listen"), body=body)
     head = await conn.head()
     assert head.status == 200 and head.headers["content-type"] == "text/event-stream"
-    ack = await conn.next_event()
-    assert ack is not None
-    assert json.loads(ack.data)["method"] == "notifications/subscriptions/acknowledged"
+    await next_notification(conn, "notifications/subscriptions/acknowledged")
     return conn

@@ -15,7 +15,16 @@ from runtime import Context
 from runtime.protocol import ModernRequest
 from runtime.transports import HttpLimits
 
-from .app import call, make_app, modern, modern_headers, open_listen, serving, until
+from .app import (
+    call,
+    make_app,
+    modern,
+    modern_headers,
+    next_notification,
+    open_listen,
+    serving,
+    until,
+)
 from .http_client import HttpConn, connect
 from .test_http_session import open_session
 
@@ -129,10 +138,7 @@ async def test_idle_listens_hold_no_reader_task_and_still_get_changes() -> None:
                 extra.__name__ = f"extra{round_}"
                 app.add_tool(extra)
                 for i, conn in enumerate(listens):
-                    event = await conn.next_event()
-                    assert event is not None
-                    changed = json.loads(event.data)
-                    assert changed["method"] == "notifications/tools/list_changed"
+                    changed = await next_notification(conn, "notifications/tools/list_changed")
                     assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 50 + i
             for conn in listens:
                 await conn.aclose()
@@ -246,9 +252,7 @@ async def test_a_second_get_stream_is_refused_409_and_the_first_stays_up() -> No
                 return "later"
 
             app.add_tool(later)
-            event = await first.next_event()
-            assert event is not None
-            assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
+            await next_notification(first, "notifications/tools/list_changed")
             await first.aclose()
 
 
@@ -268,7 +272,5 @@ async def test_an_idle_listen_holds_no_judged_modern_request() -> None:
 
             app.add_tool(extra)
             for conn in listens:
-                event = await conn.next_event()
-                assert event is not None
-                assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
+                await next_notification(conn, "notifications/tools/list_changed")
                 await conn.aclose()

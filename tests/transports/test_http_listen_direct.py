@@ -16,7 +16,7 @@ from runtime.core import Connection
 from runtime.middleware import Next, Request
 from runtime.protocol import JSONRPCError
 
-from .app import make_app, modern, modern_headers, open_listen, serving
+from .app import make_app, modern, modern_headers, next_notification, open_listen, serving
 from .http_client import connect
 from .test_http_idle_streams import SUBSCRIPTION_ID, TOOLS_CHANGED, _task_names
 
@@ -51,10 +51,7 @@ async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
 
             app.add_tool(extra)  # a change still reaches each one, tagged with its id
             for i, conn in enumerate(listens):
-                event = await conn.next_event()
-                assert event is not None
-                changed = json.loads(event.data)
-                assert changed["method"] == "notifications/tools/list_changed"
+                changed = await next_notification(conn, "notifications/tools/list_changed")
                 assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 10 + i
                 await conn.aclose()
 

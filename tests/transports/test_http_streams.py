@@ -14,7 +14,16 @@ from trio_websocket import ConnectionRejected, open_websocket_url
 
 from runtime.transports import HttpLimits
 
-from .app import call, init_body, make_app, modern, modern_headers, serving, until
+from .app import (
+    call,
+    init_body,
+    make_app,
+    modern,
+    modern_headers,
+    next_notification,
+    serving,
+    until,
+)
 from .http_client import connect, request
 from .test_http_session import open_session
 
@@ -37,10 +46,7 @@ async def test_subscriptions_listen_streams_list_changed_until_the_client_closes
             assert head.status == 200
             assert head.headers["content-type"] == "text/event-stream"
             assert head.headers["x-accel-buffering"] == "no"
-            first = await conn.next_event()
-            assert first is not None
-            ack = json.loads(first.data)
-            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            ack = await next_notification(conn, "notifications/subscriptions/acknowledged")
             assert ack["params"]["_meta"][SUBSCRIPTION_ID] == 11
             assert ack["params"]["notifications"] == {"toolsListChanged": True}
 
@@ -48,10 +54,7 @@ async def test_subscriptions_listen_streams_list_changed_until_the_client_closes
                 return "x"
 
             app.add_tool(extra)
-            changed_event = await conn.next_event()
-            assert changed_event is not None
-            changed = json.loads(changed_event.data)
-            assert changed["method"] == "notifications/tools/list_changed"
+            changed = await next_notification(conn, "notifications/tools/list_changed")
             assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 11
             await conn.aclose()  # closing the stream cancels the listen
             await until(lambda: "client closed the stream: cancelling" in caplog.text)

@@ -1,0 +1,113 @@
+"""What belongs to one hop of the bridge, and is not passed across it.
+
+A message the proxy forwards crosses two hops: our client to us, us to the remote. Some of
+what a message carries is the sender's own for its hop and must not reach the other side:
+our client's progress token and 2026-07-28 ``io.modelcontextprotocol/*`` ``_meta`` keys going
+up (:func:`strip_meta`); the remote's 2026-07-28 ``resultType``, cache hints and ``_meta``
+serverInfo coming down (:func:`per_hop_removed`), and the subscription id of an upstream
+listen (:func:`without_subscription`). Our own ``initialize``/``server/discover`` result
+declares the remote's features as it declares them (:func:`describe`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ._bridge_tasks import LEGACY_TASKS_CAPABILITY
+from .client import Client
+
+__all__ = [
+    "META_SUBSCRIPTION_ID",
+    "TASKS_EXTENSION",
+    "describe",
+    "per_hop_removed",
+    "strip_meta",
+    "without_subscription",
+]
+
+#: The remote's capabilities we serve as it declares them (``subscribe``, ``listChanged``:
+#: forwarded per downstream session; ``tasks``: the 2025-11-25 tasks capability).
+_FEATURES: Final = ("tools", "resources", "prompts", "completions", "logging", "tasks")
+
+#: 2026-07-28 basic/patterns/subscriptions: the ``_meta`` key naming a listen's request.
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: The 2026-07-28 tasks extension (SEP-2663), as declared in ``capabilities.extensions``.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+_PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
+_META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def strip_meta(params: dict[str, Any]) -> dict[str, Any]:
+    """Our client's ``_meta`` is not the remote's: keep only what is not per-hop
+    (2026-07-28 ``io.modelcontextprotocol/*`` keys and the progress token are ours)."""
+    meta = params.pop("_meta", None)
+    if isinstance(meta, dict):
+        kept = {
+            k: v
+            for k, v in meta.items()
+            if k != "progressToken" and not k.startswith("io.modelcontextprotocol/")
+        }
+        if kept:
+            params["_meta"] = kept
+    return params
+
+
+def per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
+    """The remote's result without what belongs to its hop: 2026-07-28 ``resultType``, the
+    cache hints (server/utilities/caching) and ``_meta`` serverInfo. Our server adds its own
+    to a modern request's result; a handshake-era client never sees them."""
+    if not isinstance(result, dict):
+        return result
+    for key in _PER_HOP_FIELDS:
+        if not (keep_result_type and key == "resultType"):
+            result.pop(key, None)
+    meta = result.get("_meta")
+    if isinstance(meta, dict):
+        meta.pop(_META_SERVER_INFO, None)
+        if not meta:
+            del result["_meta"]
+    return result
+
+
+def without_subscription(params: dict[str, Any]) -> dict[str, Any]:
+    """The remote's ``_meta`` subscription id belongs to the upstream listen (per hop)."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
+        meta = {k: v for k, v in meta.items() if k != META_SUBSCRIPTION_ID}
+        params = {k: v for k, v in params.items() if k != "_meta"}
+        if meta:
+            params["_meta"] = meta
+    return params
+
+
+def describe(result: Any, client: Client | None, *, modern: bool) -> Any:
+    """Our ``initialize``/``server/discover`` result, with the remote's features as it
+    declares them (so ``subscribe``, ``listChanged`` and tasks only where it has them)."""
+    if client is None or client.description is None or not isinstance(result, dict):
+        return result
+    remote = client.description
+    caps = dict(result.get("capabilities") or {})
+    for feature in _FEATURES:
+        caps.pop(feature, None)
+        if feature in remote.capabilities:
+            caps[feature] = remote.capabilities[feature]
+    # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
+    # declared in our client's protocol whenever the remote has tool-call tasks in its.
+    same_era = client.era == ("modern" if modern else "handshake")
+    extensions = remote.capabilities.get("extensions")
+    remote_extension = isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+    remote_tasks = remote.capabilities.get("tasks")
+    remote_tool_tasks = isinstance(remote_tasks, dict) and "call" in (
+        (remote_tasks.get("requests") or {}).get("tools") or {}
+    )
+    if not same_era:
+        caps.pop("tasks", None)
+        if not modern and remote_extension:
+            caps["tasks"] = {key: dict(value) for key, value in LEGACY_TASKS_CAPABILITY.items()}
+    if modern and (remote_extension if same_era else remote_tool_tasks):
+        caps["extensions"] = {**(caps.get("extensions") or {}), TASKS_EXTENSION: {}}
+    result["capabilities"] = caps
+    if remote.instructions and "instructions" not in result:
+        result["instructions"] = remote.instructions
+    return result

@@ -1,0 +1,118 @@
+"""Subscriptions across the bridge: listens held on the remote, relayed to our clients.
+
+A 2026-07-28 client subscribes with ``subscriptions/listen`` (basic/patterns/subscriptions):
+:func:`serve_listen` holds one listen on the proxy's shared upstream client for each of ours
+and relays what arrives with our request's subscription id. A handshake-era session of a
+2026-07-28 remote gets its list changes and resource updates from listens its upstream session
+holds (:func:`relay_listen`), relayed as handshake-era notifications.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import trio
+
+from ._bridge_hop import META_SUBSCRIPTION_ID, without_subscription
+from .client import Client, Notification
+from .middleware import Request
+
+__all__ = ["LIST_KINDS", "RELAY_QUEUE", "relay_listen", "serve_listen"]
+
+log = logging.getLogger("mcp_runtime.bridge")
+
+#: A relayed notification waits in a queue (a session's, a listen's) at most this many deep:
+#: past it the newest are dropped (logged), so a downstream client that stops reading cannot
+#: make the proxy buffer without bound.
+RELAY_QUEUE: Final = 256
+
+#: The kinds whose list changes a listen can ask for (``<kind>ListChanged``).
+LIST_KINDS: Final = ("tools", "prompts", "resources")
+
+
+async def relay_listen(
+    client: Client,
+    send: trio.MemorySendChannel[Notification],
+    filter_: dict[str, Any],
+    *,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Hold ``client.listen(**filter_)`` and pass its notifications to ``send``. Started
+    (``nursery.start``) once the remote is listening: a 2026-07-28 remote's acknowledgment
+    (its honored filter is the started value), at once for a handshake-era remote (whose
+    subscriptions are made before the listen yields). So nothing the remote publishes after
+    we acknowledge our own client is missed (basic/patterns/subscriptions)."""
+    async with client.listen(**filter_) as notes:
+        started = False
+        if client.era != "modern":
+            task_status.started(None)
+            started = True
+        async for note in notes:
+            if note.method == "notifications/subscriptions/acknowledged":
+                if not started:
+                    honored = note.params.get("notifications")
+                    task_status.started(honored if isinstance(honored, dict) else None)
+                    started = True
+                continue
+            try:
+                send.send_nowait(note)
+            except trio.WouldBlock:
+                log.warning("downstream not reading: dropped %s", note.method)
+        if not started:
+            task_status.started(None)
+
+
+async def serve_listen(client: Client, request: Request) -> Any:
+    """2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions): one listen on
+    the shared client for each of ours, its notifications carrying our request's id."""
+    wanted = request.params.get("notifications")
+    wanted = wanted if isinstance(wanted, dict) else {}
+    caps = client.description.capabilities if client.description else {}
+    honored: dict[str, Any] = {}
+    filter_: dict[str, Any] = {}
+    for kind in LIST_KINDS:
+        field = f"{kind}ListChanged"
+        if wanted.get(field) and (caps.get(kind) or {}).get("listChanged"):
+            honored[field] = True
+            filter_[kind] = True
+    uris = wanted.get("resourceSubscriptions")
+    if isinstance(uris, list) and (caps.get("resources") or {}).get("subscribe"):
+        honored["resourceSubscriptions"] = [str(u) for u in uris]
+        filter_["resource_uris"] = honored["resourceSubscriptions"]
+    task_ids = wanted.get("taskIds")
+    if isinstance(task_ids, list):
+        honored["taskIds"] = [str(t) for t in task_ids]
+        filter_["task_ids"] = honored["taskIds"]
+    meta = {META_SUBSCRIPTION_ID: request.id}
+    peer = request.context.peer
+
+    async def acknowledge(notifications: dict[str, Any]) -> None:
+        await peer.notify(
+            "notifications/subscriptions/acknowledged",
+            {"_meta": meta, "notifications": notifications},
+            related=request.id,
+        )
+
+    if not filter_:
+        await acknowledge(honored)
+        await trio.sleep_forever()
+    send, receive = trio.open_memory_channel[Notification](RELAY_QUEUE)
+    async with trio.open_nursery() as nursery:
+
+        async def listen(*, task_status: trio.TaskStatus[Any]) -> None:
+            try:
+                await relay_listen(client, send, filter_, task_status=task_status)
+            finally:
+                send.close()
+
+        # Acknowledged once the remote listens, with what it honored (a 2026-07-28
+        # remote's acknowledgment; else what its capabilities promise).
+        upstream_honored = await nursery.start(listen)
+        await acknowledge(upstream_honored if upstream_honored is not None else honored)
+        async for note in receive:
+            params = without_subscription(note.params)
+            params["_meta"] = {**(params.get("_meta") or {}), **meta}
+            await peer.notify(note.method, params, related=request.id)
+    # The remote ended its listen: so do we ("Graceful Closure").
+    return {"_meta": dict(meta)}
