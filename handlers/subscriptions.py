@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -325,6 +325,11 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
             # at once queues for this task as before.
             send_nowait: Callable[[bytes, Any], bool] | None = getattr(peer, "send_nowait", None)
+            # A peer that serves the listen in its connection's own task (2026-07-28 HTTP)
+            # waits there while nothing comes, instead of this task parking (issue 22 item 4).
+            idle: Callable[[trio.CancelScope], Awaitable[object]] | None = getattr(
+                peer, "idle", None
+            )
             id_json = msgspec.json.encode(request_id)
 
             def take(change: Change) -> bool:
@@ -346,7 +351,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                         if send_nowait is not None:
                             sub.take = take
                         try:
-                            taken = await sub.receive()
+                            taken = await sub.receive(idle)
                         finally:
                             sub.take = None
                         for change in taken:
