@@ -72,6 +72,23 @@ async def test_an_idle_listen_holds_one_task_and_no_connection() -> None:
                 await conn.aclose()
 
 
+async def test_an_idle_listen_holds_no_context_manager_for_its_subscriber() -> None:
+    """The listen handler's subscriber is not held through a generator context manager
+    (its object and suspended generator, about 0.5 KiB per idle listen: issue 22 item 4)."""
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            gc.collect()
+            before = Counter(type(o).__name__ for o in gc.get_objects())
+            listens = [await open_listen(address, 40 + i, TOOLS_CHANGED) for i in range(3)]
+            await trio.sleep(0.05)
+            gc.collect()
+            grown = Counter(type(o).__name__ for o in gc.get_objects()) - before
+            assert grown["_GeneratorContextManager"] == 0
+            for conn in listens:
+                await conn.aclose()
+
+
 async def test_a_listen_that_outlives_the_shutdown_grace_is_answered_minus_32000() -> None:
     app, _ = make_app(shutdown_grace=0.3)
     seen: list[str] = []
