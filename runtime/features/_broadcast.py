@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any, Final, Literal, cast
 
@@ -48,6 +49,8 @@ TASK_KEY: Final = " task "
 #: that saw ``notifications/initialized`` (runtime.stores): that one delivers the session's
 #: list changes; a copy's resource subscriptions must not deliver them a second time.
 REPLICA_COPY: Final = "mcp.replica_copy"
+_KIND_SETS: dict[frozenset[ListKind], frozenset[ListKind]] = {}
+_NO_URIS: Final[frozenset[str]] = frozenset()
 
 
 class Subscriber:
@@ -72,9 +75,14 @@ class Subscriber:
     def __init__(self, hub: Broadcast, kinds: Iterable[ListKind], label: str) -> None:
         self._hub = hub
         self.label = label
-        self.kinds: frozenset[ListKind] = frozenset(kinds)
-        #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`).
-        self.uris: set[str] = set()
+        # One shared frozenset per combination of kinds (eight at most), and no set of
+        # URIs until one is watched: 216 bytes each per subscriber otherwise, held by every
+        # idle listen and session (issue 22 item 4).
+        kind_set = frozenset(kinds)
+        self.kinds: frozenset[ListKind] = _KIND_SETS.setdefault(kind_set, kind_set)
+        #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`);
+        #: read-only (a shared empty one until the first ``watch``).
+        self.uris: AbstractSet[str] = _NO_URIS
         # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
         self._pending: dict[Change, None] = {}
         #: The consumer task waiting in ``receive``, if any: woken by rescheduling it, so
@@ -103,11 +111,14 @@ class Subscriber:
     def watch(self, uri: str) -> None:
         """Also deliver updates of ``uri``. The caller bounds how many (per session/listen)."""
         if uri not in self.uris and self.end_reason is None:
+            if not isinstance(self.uris, set):
+                self.uris = set()
             self.uris.add(uri)
             self._hub._by_uri.setdefault(uri, set()).add(self)
 
     def unwatch(self, uri: str) -> None:
         if uri in self.uris:
+            assert isinstance(self.uris, set)  # (the shared empty one holds none)
             self.uris.discard(uri)
             self._hub._unindex(uri, self)
             self._pending.pop(("updated", uri), None)
