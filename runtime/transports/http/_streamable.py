@@ -284,7 +284,7 @@ class StreamableEndpoint:
         token: Any,
     ) -> None:
         """A 2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions), held open
-        for hours, served in this task with no Connection, task or cancel scope of its own
+        for hours, served in this task with no Connection, task or nursery of its own
         (issue 22 item 4, memory per idle listen): the handler runs here through
         ``dispatch_one`` (as the direct path's requests do) and waits in its
         :class:`ListenStream`'s ``idle`` (``_listen.py``: the socket watched, keep-alive
