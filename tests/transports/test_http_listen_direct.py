@@ -54,8 +54,9 @@ async def test_an_idle_listen_holds_one_task_and_no_connection() -> None:
             assert {name: n for name, n in grown.items() if n >= 6} == {"_run_handler": 6}
             assert _live(trio.Nursery) - nurseries == 6
             # Over the last three: four scopes each, and one each the test's client holds
-            # while it reads (before: seven each, a nursery's and the pump's two among them).
-            assert _live(trio.CancelScope) - scopes == 3 * (4 + 1)
+            # while it reads (before: seven each, a nursery's and the pump's two among them);
+            # a server's timer may hold one more or one less at either count.
+            assert 3 * (4 + 1) - 2 <= _live(trio.CancelScope) - scopes <= 3 * (4 + 1) + 2
             # No core Connection per listen (others may be left by earlier tests: count).
             assert _connections() <= connections
 
