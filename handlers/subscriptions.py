@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -261,7 +261,12 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             feed.unwatch(uri)
         return {}
 
-    async def listen(ctx: RequestContext) -> dict[str, Any]:
+    async def open_listen(
+        ctx: RequestContext, meta: dict[str, Any]
+    ) -> tuple[Subscriber, list[str]]:
+        """A listen's subscriber, acknowledged, and the task ids it watches: all that the
+        waiting listen keeps of its filter (the filter's readings end with this frame, so
+        an idle listen does not hold them: issue 22 item 4)."""
         wanted = decode_params(ctx, _listen_decoder, b"{}").notifications
         offered = _offered(server)
         requested: dict[ListKind, bool] = {
@@ -296,15 +301,10 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                 raise _too_many()
             task_ids = [t for t in asked if await _task_known(server, t, who)]
             honored["taskIds"] = task_ids
-        request_id = ctx.id
-        assert request_id is not None
-        meta = {META_SUBSCRIPTION_ID: request_id}
         peer = ctx.peer
-        end_at = math.inf
-        deadline = trio.current_effective_deadline()
-        if deadline != math.inf:
-            end_at = deadline - min(_DEADLINE_MARGIN, (deadline - trio.current_time()) / 10)
-        with changes.subscribe(kinds, label=f"{peer.connection_id}/{request_id!r}") as sub:
+        # Not a context manager: its generator frame would be held by every idle listen.
+        sub = changes.open(kinds, label=f"{peer.connection_id}/{ctx.id!r}")
+        try:
             for uri in uris:
                 sub.watch(uri)
             for task_id in task_ids:
@@ -314,8 +314,24 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             await peer.notify(
                 "notifications/subscriptions/acknowledged",
                 {"_meta": meta, "notifications": honored},
-                related=request_id,
+                related=ctx.id,
             )
+        except BaseException:
+            sub.end("closed")
+            raise
+        return sub, task_ids
+
+    async def listen(ctx: RequestContext) -> dict[str, Any]:
+        request_id = ctx.id
+        assert request_id is not None
+        meta = {META_SUBSCRIPTION_ID: request_id}
+        peer = ctx.peer
+        end_at = math.inf
+        deadline = trio.current_effective_deadline()
+        if deadline != math.inf:
+            end_at = deadline - min(_DEADLINE_MARGIN, (deadline - trio.current_time()) / 10)
+        sub, task_ids = await open_listen(ctx, meta)
+        try:
             # The current state of each watched task first: a transition that happened
             # before this listen must not leave the client waiting for the next one.
             for task_id in task_ids:
@@ -325,6 +341,11 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
             # at once queues for this task as before.
             send_nowait: Callable[[bytes, Any], bool] | None = getattr(peer, "send_nowait", None)
+            # A peer that serves the listen in its connection's own task (2026-07-28 HTTP)
+            # waits there while nothing comes, instead of this task parking (issue 22 item 4).
+            idle: Callable[[trio.CancelScope], Awaitable[object]] | None = getattr(
+                peer, "idle", None
+            )
             id_json = msgspec.json.encode(request_id)
 
             def take(change: Change) -> bool:
@@ -346,7 +367,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                         if send_nowait is not None:
                             sub.take = take
                         try:
-                            taken = await sub.receive()
+                            taken = await sub.receive(idle)
                         finally:
                             sub.take = None
                         for change in taken:
@@ -357,6 +378,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                             await peer.notify(method, params, related=request_id)
                 except trio.EndOfChannel:
                     pass
+        finally:
+            sub.end("closed")
         # Ended by the server (shutdown, or the request deadline): "Graceful Closure".
         return {"_meta": dict(meta)}
 

@@ -40,17 +40,21 @@ log = logging.getLogger("mcp_runtime.connection")
 class _SinglePeer:
     """The handlers' ``Peer`` for one request whose output goes to ``send``."""
 
-    __slots__ = ("_id", "_next_request_id", "_send", "_send_now")
+    __slots__ = ("_id", "_next_request_id", "_send", "_send_now", "idle")
 
     def __init__(
         self,
         connection_id: str,
         send: Callable[[bytes], Awaitable[None]],
         send_now: Callable[[bytes, RequestId | None], bool] | None = None,
+        idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None,
     ) -> None:
         self._id = connection_id
         self._send = send
         self._send_now = send_now
+        #: The caller's wait while the request idles (``dispatch_single``), or None: a
+        #: listen passes it to ``Subscriber.receive`` (read with getattr, as send_nowait).
+        self.idle = idle
         self._next_request_id: itertools.count[int] | None = None  # made by request()
 
     @property
@@ -106,6 +110,7 @@ def dispatch_single(
     modern: ModernRequest | None = None,
     prepared: object = None,
     send_now: Callable[[bytes, RequestId | None], bool] | None = None,
+    idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None,
     transport: str = "http",
 ) -> Awaitable[bytes | None]:
     """Run one request (a classified envelope) in a session of its own through the
@@ -119,8 +124,12 @@ def dispatch_single(
     (``RequestContext.prepared``; the composition root's ``read_call`` hook made it);
     ``send_now(data, related)``, when given, sends an encoded notification in this step
     (True) or declines (False): the peer's ``send_nowait``, for a long request such as a
-    2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4).
-    Positional, so that a transport's hook can be this function with the first two bound.
+    2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4);
+    ``idle(wake)``, when given, the peer's ``idle``: what the caller's task must do while
+    the request waits with nothing to send (the listen's HTTP connection watching its
+    socket and writing keep-alives, so that the request needs no task of its own), until
+    ``wake`` (a cancel scope) is cancelled (see ``Subscriber.receive``). Positional, so
+    that a transport's hook can be this function with the first two bound.
     Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
     outside propagates.
     """
@@ -130,7 +139,11 @@ def dispatch_single(
     session = Session(transport)
     session.principal = principal
     ctx = RequestContext(
-        envelope.method, request_id, params, session, _SinglePeer(connection_id, send, send_now)
+        envelope.method,
+        request_id,
+        params,
+        session,
+        _SinglePeer(connection_id, send, send_now, idle),
     )
     if modern is not None:
         ctx.modern = True

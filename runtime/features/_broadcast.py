@@ -19,7 +19,8 @@ connection's own bounded write queue, where the write timeout closes a peer that
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any, Final, Literal, cast
 
@@ -48,6 +49,8 @@ TASK_KEY: Final = " task "
 #: that saw ``notifications/initialized`` (runtime.stores): that one delivers the session's
 #: list changes; a copy's resource subscriptions must not deliver them a second time.
 REPLICA_COPY: Final = "mcp.replica_copy"
+_KIND_SETS: dict[frozenset[ListKind], frozenset[ListKind]] = {}
+_NO_URIS: Final[frozenset[str]] = frozenset()
 
 
 class Subscriber:
@@ -72,15 +75,21 @@ class Subscriber:
     def __init__(self, hub: Broadcast, kinds: Iterable[ListKind], label: str) -> None:
         self._hub = hub
         self.label = label
-        self.kinds: frozenset[ListKind] = frozenset(kinds)
-        #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`).
-        self.uris: set[str] = set()
+        # One shared frozenset per combination of kinds (eight at most), and no set of
+        # URIs until one is watched: 216 bytes each per subscriber otherwise, held by every
+        # idle listen and session (issue 22 item 4).
+        kind_set = frozenset(kinds)
+        self.kinds: frozenset[ListKind] = _KIND_SETS.setdefault(kind_set, kind_set)
+        #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`);
+        #: read-only (a shared empty one until the first ``watch``).
+        self.uris: AbstractSet[str] = _NO_URIS
         # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
         self._pending: dict[Change, None] = {}
         #: The consumer task waiting in ``receive``, if any: woken by rescheduling it, so
         #: a subscriber holds no Event (and its parking lot) while idle (issue 22 item 4:
-        #: memory per idle listen and per session).
-        self._waiter: trio.lowlevel.Task | None = None
+        #: memory per idle listen and per session); or, for a ``receive(idle)``, the scope
+        #: its ``idle`` waits in, woken by cancelling it.
+        self._waiter: trio.lowlevel.Task | trio.CancelScope | None = None
         #: None while live; why it ended ("shutdown", "closed", ...) once ended.
         self.end_reason: str | None = None
         #: Called (synchronously, in the trio thread) with each change offered: a consumer
@@ -102,11 +111,14 @@ class Subscriber:
     def watch(self, uri: str) -> None:
         """Also deliver updates of ``uri``. The caller bounds how many (per session/listen)."""
         if uri not in self.uris and self.end_reason is None:
+            if not isinstance(self.uris, set):
+                self.uris = set()
             self.uris.add(uri)
             self._hub._by_uri.setdefault(uri, set()).add(self)
 
     def unwatch(self, uri: str) -> None:
         if uri in self.uris:
+            assert isinstance(self.uris, set)  # (the shared empty one holds none)
             self.uris.discard(uri)
             self._hub._unindex(uri, self)
             self._pending.pop(("updated", uri), None)
@@ -128,10 +140,13 @@ class Subscriber:
             self.on_offer()
 
     def _wake(self) -> None:
-        task = self._waiter
-        if task is not None:
+        waiter = self._waiter
+        if waiter is not None:
             self._waiter = None
-            trio.lowlevel.reschedule(task)
+            if type(waiter) is trio.CancelScope:
+                waiter.cancel()
+            else:
+                trio.lowlevel.reschedule(waiter)
 
     def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
         self._waiter = None  # cancelled while waiting: nothing is lost (pending stays)
@@ -158,16 +173,33 @@ class Subscriber:
         if self.on_offer is not None:
             self.on_offer()
 
-    async def receive(self) -> list[Change]:
+    async def receive(
+        self, idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None
+    ) -> list[Change]:
         """Wait for changes and take all of them (oldest first, each once).
 
-        Raises ``trio.EndOfChannel`` once the subscriber ended and nothing is pending.
+        ``idle(wake)``, when given, is awaited to wait instead of parking the task: what
+        else the task must do while nothing comes (a 2026-07-28 listen served in its HTTP
+        connection's own task watches the socket and writes keep-alives: one task per idle
+        listen, issue 22 item 4), under ``wake``, a cancel scope the subscriber cancels
+        when a change arrives (that ``take`` did not take) or it ends; ``idle`` may set
+        its deadline or cancel it too, to be awaited again in a fresh one. Raises
+        ``trio.EndOfChannel`` once the subscriber ended and nothing is pending.
         """
         while not self._pending:
             if self.end_reason is not None:
                 raise trio.EndOfChannel(self.end_reason)
-            self._waiter = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort)
+            if idle is None:
+                self._waiter = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
+                continue
+            with trio.CancelScope() as wake:
+                self._waiter = wake
+                try:
+                    await idle(wake)
+                finally:
+                    if self._waiter is wake:
+                        self._waiter = None
         changes = list(self._pending)
         self._pending.clear()
         return changes

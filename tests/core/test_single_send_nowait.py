@@ -10,6 +10,7 @@ import msgspec
 import trio
 
 from runtime.core import Dispatcher, RequestContext, dispatch_single
+from runtime.features import Broadcast
 from runtime.protocol import Envelope, decode_frame
 
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/x","params":{}}'
@@ -59,3 +60,30 @@ async def test_send_nowait_declines_without_send_now() -> None:
     with trio.fail_after(5):
         reply = await dispatch_single(Dispatcher({"hold": hold}), None, _request(8), send, "c2")
     assert reply is not None and results == [False]
+
+
+async def test_the_callers_idle_is_the_peers_and_waits_in_the_callers_task() -> None:
+    """``idle`` (a 2026-07-28 listen served in its HTTP connection's task, issue 22 item 4)
+    reaches the handler as ``peer.idle``; a subscriber's wait runs in it, in this task."""
+    hub = Broadcast()
+    tasks: list[object] = []
+
+    async def idle(wake: trio.CancelScope) -> None:
+        tasks.append(trio.lowlevel.current_task())
+        hub.list_changed("tools")  # (as a publisher would, while the request idles)
+        await trio.sleep_forever()
+
+    async def hold(ctx: RequestContext) -> dict[str, Any]:
+        with hub.subscribe(["tools"]) as sub:
+            changes = await sub.receive(getattr(ctx.peer, "idle"))  # noqa: B009
+        return {"changes": len(changes)}
+
+    async def send(data: bytes) -> None:
+        raise AssertionError("not sent")
+
+    with trio.fail_after(5):
+        reply = await dispatch_single(
+            Dispatcher({"hold": hold}), None, _request(9), send, "c3", None, None, None, None, idle
+        )
+    assert reply is not None and msgspec.json.decode(reply)["result"] == {"changes": 1}
+    assert tasks == [trio.lowlevel.current_task()]

@@ -1,5 +1,5 @@
 """A 2026-07-28 ``subscriptions/listen`` served without a core Connection (issue 22 item 4:
-memory per idle listen): two tasks and no connection per listen; the shutdown grace still
+memory per idle listen): one task and no connection per listen; the shutdown grace still
 bounds a listen that does not end with its result (-32000, as a one-POST connection's
 request cut short); middleware still runs around a listen, and its refusal is the answer."""
 
@@ -26,23 +26,37 @@ def _connections() -> int:
     return sum(isinstance(o, Connection) for o in gc.get_objects())
 
 
-async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(isinstance(o, kind) for o in gc.get_objects())
+
+
+async def test_an_idle_listen_holds_one_task_and_no_connection() -> None:
+    """The handler runs and waits in the HTTP connection's own task (issue 22 item 4): per
+    idle listen one task, the connection's one nursery, and one cancel scope beside the
+    connection's own three (its nursery's, its scope, its generation): the wait's."""
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app) as address:
             before = _task_names()
             connections = _connections()
+            nurseries = _live(trio.Nursery)
             listens = [await open_listen(address, 10 + i, TOOLS_CHANGED) for i in range(3)]
             await trio.sleep(0.05)
+            scopes = _live(trio.CancelScope)
+            listens += [await open_listen(address, 13 + i, TOOLS_CHANGED) for i in range(3)]
+            await trio.sleep(0.05)
             after = _task_names()
-            assert after.count("_run_listen") == 3 and "_serve_one" not in after
+            assert "_run_listen" not in after and "_serve_one" not in after
             grown = Counter(after) - Counter(before)
-            # Per listen: the HTTP connection's task and the handler's, nothing else (a
-            # one-off task of the server may start meanwhile).
-            assert {name: n for name, n in grown.items() if n >= 3} == {
-                "_run_handler": 3,
-                "_run_listen": 3,
-            }
+            # Per listen: the HTTP connection's task, nothing else (a one-off task of the
+            # server may start meanwhile).
+            assert {name: n for name, n in grown.items() if n >= 6} == {"_run_handler": 6}
+            assert _live(trio.Nursery) - nurseries == 6
+            # Over the last three: four scopes each, and one each the test's client holds
+            # while it reads (before: seven each, a nursery's and the pump's two among them);
+            # a server's timer may hold one more or one less at either count.
+            assert 3 * (4 + 1) - 2 <= _live(trio.CancelScope) - scopes <= 3 * (4 + 1) + 2
             # No core Connection per listen (others may be left by earlier tests: count).
             assert _connections() <= connections
 
@@ -53,6 +67,23 @@ async def test_an_idle_listen_holds_two_tasks_and_no_connection() -> None:
             for i, conn in enumerate(listens):
                 changed = await next_notification(conn, "notifications/tools/list_changed")
                 assert changed["params"]["_meta"][SUBSCRIPTION_ID] == 10 + i
+                await conn.aclose()
+
+
+async def test_an_idle_listen_holds_no_context_manager_for_its_subscriber() -> None:
+    """The listen handler's subscriber is not held through a generator context manager
+    (its object and suspended generator, about 0.5 KiB per idle listen: issue 22 item 4)."""
+    app, _ = make_app()
+    with trio.fail_after(5):
+        async with serving(app) as address:
+            gc.collect()
+            before = Counter(type(o).__name__ for o in gc.get_objects())
+            listens = [await open_listen(address, 40 + i, TOOLS_CHANGED) for i in range(3)]
+            await trio.sleep(0.05)
+            gc.collect()
+            grown = Counter(type(o).__name__ for o in gc.get_objects()) - before
+            assert grown["_GeneratorContextManager"] == 0
+            for conn in listens:
                 await conn.aclose()
 
 

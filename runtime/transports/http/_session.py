@@ -51,13 +51,16 @@ class Hooks:
     shutdown_grace: float = 10.0
     inbound_queue: int = 64
     #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared, send_now)``
+    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared, send_now,
+    #: idle)``
     #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
     #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
     #: ``modern`` is the era the transport read from its ``_meta``
     #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
     #: ``read_call`` gave for its params, or None; ``send_now(data, related) -> bool``, or
-    #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher).
+    #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher);
+    #: ``idle(wake)``, or None, the calling task's wait while the request idles (a listen
+    #: served in its connection's one task, ``runtime.core.dispatch_single``).
     dispatch_one: (
         Callable[
             [
@@ -68,6 +71,7 @@ class Hooks:
                 ModernRequest | None,
                 object,
                 Callable[[bytes, Any], bool] | None,
+                Callable[[trio.CancelScope], Awaitable[object]] | None,
             ],
             Awaitable[bytes | None],
         ]

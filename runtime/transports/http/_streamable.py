@@ -54,6 +54,7 @@ from ._exchange import (
     rejection,
 )
 from ._handshake import HandshakeEra
+from ._listen import ListenStream
 from ._modern import ModernParams, check_headers, modern_params
 from ._session import Hooks, SessionRegistry
 from ._streams import ResponseStream, answer, sse_event
@@ -283,52 +284,58 @@ class StreamableEndpoint:
         token: Any,
     ) -> None:
         """A 2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions), held open
-        for hours, served without a core Connection (issue 22 item 4, memory per idle
-        listen): the handler runs in a task of its own through ``dispatch_one`` (as the
-        direct path's requests do) and writes to a response stream that this task answers
-        from (``answer``: keep-alive comments, the socket watched for a hang-up, a change
-        written straight to the socket by the publisher through the peer's ``send_nowait``).
+        for hours, served in this task with no Connection, task or nursery of its own
+        (issue 22 item 4, memory per idle listen): the handler runs here through
+        ``dispatch_one`` (as the direct path's requests do) and waits in its
+        :class:`ListenStream`'s ``idle`` (``_listen.py``: the socket watched, keep-alive
+        comments, a change written straight to the socket by its publisher).
 
         Shutdown ends the listen with its result (the registry's subscribers end); one that
-        has not ended within ``shutdown_grace`` is answered -32000, as a one-POST
-        connection's request cut short by the grace is. The client hanging up cancels it
-        (2026-07-28 "Cancellation"), which drops its subscription.
+        has not ended within ``shutdown_grace`` (the connection's generation scope bounds
+        it) is answered -32000, as a one-POST connection's request cut short by the grace
+        is. The client hanging up cancels it with its connection (2026-07-28
+        "Cancellation"), which drops its subscription.
         """
         dispatch_one = self.hooks.dispatch_one
         assert dispatch_one is not None
-        request_id = message.id
-        key = id_key(request_id)  # type: ignore[arg-type]
-        stream = ResponseStream("m", [key], queue_size=self.limits.stream_queue_size)
-        push = stream.push
-
-        async def send(data: bytes) -> None:
-            push(None, data)
-
-        def send_now(data: bytes, related: Any) -> bool:
-            # The stream's bounded queue cuts a response that falls behind: never waits.
-            push(None, data)
-            return True
-
+        scope = exchange.request_scope
+        assert scope is not None  # (the driver runs every exchange in a generation)
+        stream = ListenStream(
+            exchange, accept_sse, self.limits.sse_keepalive, request.connection_id
+        )
         running = dispatch_one(
-            message, send, f"http-post-{next(_post_ids)}", token, modern, None, send_now
+            message,
+            stream.send,
+            f"http-post-{next(_post_ids)}",
+            token,
+            modern,
+            None,
+            stream.send_now,
+            stream.idle,
         )
         modern = None  # (held by the request's context as it needs; not by this frame)
-        async with trio.open_nursery() as nursery:
-            scope = nursery.cancel_scope
-            self._listens.add(scope)
-            try:
-                if self.shutdown.is_set():  # set before the watcher could see this listen
-                    self._bound_by_grace(scope)
-                nursery.start_soon(_run_listen, running, stream, key, request.connection_id)
-                await self._answer_one_post(
-                    request, exchange, stream, accept_json, accept_sse, scope
-                )
-            finally:
-                self._listens.discard(scope)
-        if scope.cancelled_caught and not exchange.hung_up_seen and self.shutdown.is_set():
-            # Cut short by shutdown after its grace: still answered (issue 16 item 4).
-            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                await self._answer_shutting_down(exchange, request_id, exchange.started)
+        exchange.abort_on_disconnect()
+        reply: bytes | None = None
+        self._listens.add(scope)
+        try:
+            if self.shutdown.is_set():  # set before the watcher could see this listen
+                self._bound_by_grace(scope)
+            reply = await running
+        except Exception:  # (the dispatcher answers handler failures: this is a bug of ours)
+            log.exception("listen crashed conn=%s", request.connection_id)
+        except trio.Cancelled:
+            if exchange.hung_up_seen:
+                log.info("client closed the stream: cancelling conn=%s", request.connection_id)
+            elif self.shutdown.is_set() and not stream.broken:
+                # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await stream.flush()
+                    await self._answer_shutting_down(exchange, message.id, stream.streaming)
+            stream.close()
+            raise
+        finally:
+            self._listens.discard(scope)
+        await stream.answer(reply, accept_json, _json_status)
 
     async def _dispatch_direct(
         self,
@@ -383,7 +390,7 @@ class StreamableEndpoint:
         reply: bytes | None = None
         try:
             reply = await self.hooks.dispatch_one(
-                envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared, None
+                envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared, None, None
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
@@ -447,22 +454,6 @@ class StreamableEndpoint:
         finally:
             if served:
                 connections.discard(served[0])
-
-
-async def _run_listen(
-    running: Awaitable[bytes | None], stream: ResponseStream, key: Any, connection_id: str
-) -> None:
-    """A listen's handler (``running``, from ``dispatch_one``) in its task; its reply ends
-    the response stream (none: the stream ends without an answer)."""
-    reply: bytes | None = None
-    try:
-        reply = await running
-    except Exception:  # (the dispatcher answers handler failures: this is a bug of ours)
-        log.exception("listen crashed conn=%s", connection_id)
-    if reply is not None:
-        stream.push(None, reply, key)
-    else:
-        stream.finish()
 
 
 class _PostChannel:
