@@ -209,7 +209,7 @@ class _Driver:
         #: ``_sweep_deadlines`` once it is idle (an idle connection holds no body's worth).
         self.room = bytearray()
         self.io = io = SocketIO(
-            stream.socket.fileno(),
+            stream.socket,
             RequestParser(limits.max_header_size, limits.max_header_count),
             write_timeout,
             read_cap=limits.max_header_size + max_body_size,
