@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+import trio.testing
 
 from runtime import Limits, Server
 from runtime.transports.http._exchange import Exchange, HttpRequest
@@ -112,6 +113,38 @@ async def test_a_unix_socket_has_no_mark_and_writes_as_before() -> None:
     finally:
         ours.close()
         theirs.close()
+
+
+async def test_a_head_and_body_written_as_a_pair_keep_their_order_whatever_the_socket_takes() -> (
+    None
+):
+    head, body = b"HEAD\r\n\r\n", payload(3 * MIB, 4)
+    first = payload(6 * MIB, 5)
+    with trio.fail_after(20):
+        server, client = await tcp_pair(rcvbuf=64 * 1024)
+        io = SocketIO(server.socket, RequestParser(8192, 100), 10.0, read_cap=1 << 16)
+        async with trio.open_nursery() as nursery:
+            # Behind a write in progress (it holds the lock: nobody reads yet).
+            nursery.start_soon(io.write, first)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(io.write_pair, head, body)
+            await trio.testing.wait_all_tasks_blocked()
+            got = await read_exactly(client, len(first) + len(head) + len(body))
+        assert got == first + head + body
+        # Into a socket so full that not even the head goes at once.
+        filler, piece = bytearray(), payload(1 << 16, 6)
+        while True:
+            try:
+                filler += piece[: os.write(server.socket.fileno(), piece)]
+            except BlockingIOError:
+                break
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(io.write_pair, head, body)
+            got = await read_exactly(client, len(filler) + len(head) + len(body))
+        assert got == bytes(filler) + head + body
+        assert server.socket.getsockopt(socket.IPPROTO_TCP, LOW_WATER) == TRIO_LOW_WATER
+        await server.aclose()
+        await client.aclose()
 
 
 # -- through the HTTP server ----------------------------------------------------------------

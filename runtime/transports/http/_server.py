@@ -251,6 +251,11 @@ class _Driver:
     def abort(self) -> None:
         self._scope.cancel()
 
+    def write_pair(self, head: bytes, body: bytes) -> Awaitable[None]:
+        """A big response's head and body (see ``SocketIO.write_pair``); a method, not an
+        attribute as ``write`` is, so that a connection holds no bound method for it."""
+        return self.io.write_pair(head, body)
+
     def expire(self) -> None:
         """The phase deadline passed: stop (``_timed_out`` says what to answer)."""
         if self.phase != "app":

@@ -124,6 +124,35 @@ class SocketIO:
         async with self._write_lock:
             await self._write_slowly(rest)
 
+    async def write_pair(self, head: bytes, body: bytes) -> None:
+        """Write ``head`` and then ``body`` as :meth:`write` writes one byte string, in one
+        ``writev`` as far as the socket takes them: neither is copied into a joined whole,
+        and the head does not go out as a TCP segment of its own (a 1 MiB resources/read
+        over HTTP: about 3% less server CPU than two writes, and less client CPU; median of
+        8 interleaved runs of benchmarks/_big.py's read1)."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        if self._write_lock.locked():
+            sent = 0
+        else:
+            try:
+                sent = os.writev(self._fd, (head, body))
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+            if sent >= len(head):  # (the usual case: the head and some of the body went)
+                left = memoryview(body)[sent - len(head) :]
+                rest = self._write_lifted(left) if left else None
+                if rest is None:
+                    return
+                async with self._write_lock:
+                    await self._write_slowly(rest)
+                return
+        async with self._write_lock:
+            await self._write_slowly(memoryview(head)[sent:])
+            await self._write_slowly(memoryview(body))
+
     def write_now(self, data: bytes) -> memoryview | None:
         """Write what the socket takes of ``data`` without waiting: None when that was all
         of it, else the rest, for :meth:`write_rest` (which waits in order behind a write
