@@ -7,15 +7,16 @@ wrappers cost a checkpoint or two per call, about a quarter of a small request h
 Once the connection is closed its descriptor number may belong to another client: nothing
 is written to it again. Relies on POSIX non-blocking sockets.
 
-A write the socket did not take at once is finished with the socket's send low-water mark
-lifted (:meth:`SocketIO._write_slowly`): ``trio.SocketStream`` sets ``TCP_NOTSENT_LOWAT`` to
-16 KiB, so that a streaming writer learns of a slow peer early; for a whole reply already in
-memory it only meant that the kernel took a 1 MiB body some 100-260 KiB at a time, with a
-wait for writability (an ``epoll`` round and a task switch) between: five or six rounds per
-MiB, a third of the server's CPU for a 1 MiB ``resources/read`` over HTTP (issue 22 target
-2). Lifted (back to the system's default, as a plain blocking socket has it), the kernel
-takes as much as its send buffer holds, a 1 MiB reply in one ``write``; the mark is put back
-when the write ends, so streams keep trio's behaviour.
+A write the socket did not take at once goes on with the socket's send low-water mark
+lifted (``_write_lifted``, ``_write_slowly``): ``trio.SocketStream`` sets
+``TCP_NOTSENT_LOWAT`` to 16 KiB, so that a streaming writer learns of a slow peer early; for
+a whole reply already in memory it only meant that the kernel took a 1 MiB body some
+100-260 KiB at a time, with a wait for writability (an ``epoll`` round and a task switch,
+some 3,000 of trio's bytecodes in all) between: five or six rounds per MiB, about a fifth of
+the server's CPU for a 1 MiB ``resources/read`` over HTTP (issue 22 target 2). Lifted (back
+to the system's default, as a plain blocking socket has it), the kernel takes as much as
+its send buffer holds, a 1 MiB reply at once; the mark is put back when the write is done,
+so streams keep trio's behaviour.
 """
 
 from __future__ import annotations
