@@ -87,6 +87,22 @@ async def test_a_held_back_write_goes_on_with_the_mark_lifted_and_the_mark_is_pu
             await stream.aclose()
 
 
+async def test_small_writes_to_a_slow_reader_keep_trios_pace() -> None:
+    event = b"data: " + b"x" * 1000 + b"\n\n"  # an SSE event, say
+    with trio.fail_after(20):
+        server, client = await tcp_pair(rcvbuf=64 * 1024)
+        io = SocketIO(server.socket, RequestParser(8192, 100), 5.0, read_cap=1 << 16)
+        taken = 0
+        while io.write_now(event) is None:  # nobody reads
+            taken += len(event)
+        # Held back at about the client's window and trio's 16 KiB, not at the send
+        # buffer's size (megabytes on loopback): the events back up to their stream.
+        assert taken < 512 * 1024, taken
+        assert server.socket.getsockopt(socket.IPPROTO_TCP, LOW_WATER) == TRIO_LOW_WATER
+        await server.aclose()
+        await client.aclose()
+
+
 async def test_a_write_that_waits_behind_another_puts_the_mark_back_when_cancelled() -> None:
     with trio.fail_after(20):
         server, client = await tcp_pair(rcvbuf=64 * 1024)

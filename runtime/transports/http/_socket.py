@@ -7,16 +7,16 @@ wrappers cost a checkpoint or two per call, about a quarter of a small request h
 Once the connection is closed its descriptor number may belong to another client: nothing
 is written to it again. Relies on POSIX non-blocking sockets.
 
-A write the socket did not take at once goes on with the socket's send low-water mark
-lifted (``_write_lifted``, ``_write_slowly``): ``trio.SocketStream`` sets
+The rest of a big write the socket did not take at once goes on with the socket's send
+low-water mark lifted (``_write_lifted``, ``_write_slowly``): ``trio.SocketStream`` sets
 ``TCP_NOTSENT_LOWAT`` to 16 KiB, so that a streaming writer learns of a slow peer early; for
 a whole reply already in memory it only meant that the kernel took a 1 MiB body some
 100-260 KiB at a time, with a wait for writability (an ``epoll`` round and a task switch,
 some 3,000 of trio's bytecodes in all) between: five or six rounds per MiB, about a fifth of
 the server's CPU for a 1 MiB ``resources/read`` over HTTP (issue 22 target 2). Lifted (back
 to the system's default, as a plain blocking socket has it), the kernel takes as much as
-its send buffer holds, a 1 MiB reply at once; the mark is put back when the write is done,
-so streams keep trio's behaviour.
+its send buffer holds, a 1 MiB reply at once; the mark is put back when that write is done.
+Small writes (SSE events) keep trio's pace (``LIFT_OVER``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ from ._http11 import RequestParser
 __all__ = ["SocketIO"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
+
+#: The rest of a write longer than this (bytes) goes on with the send low-water mark lifted
+#: (see the module): one message already in memory, which waiting at trio's pace only makes
+#: dearer. A shorter one (an SSE event for a slow reader, say) waits at trio's pace, so that
+#: a slow reader's events back up to its stream, where changes coalesce, rather than into
+#: the kernel's buffer. 64 KiB: four times trio's mark, and the size over which a response
+#: body is written beside its head (``WRITE_APART_OVER``).
+LIFT_OVER: Final = 64 * 1024
 
 #: ``TCP_NOTSENT_LOWAT`` where the platform has it (Linux, macOS), else None.
 _LOW_WATER: Final[int | None] = getattr(socket, "TCP_NOTSENT_LOWAT", None)
@@ -176,11 +184,11 @@ class SocketIO:
             await self._write_slowly(rest)
 
     def _write_lifted(self, rest: memoryview) -> memoryview | None:
-        """The ``rest`` of a write the socket did not take, written again at once with the
-        send low-water mark lifted (see the module): None when that took all of it (the
-        mark is put back), else what is left (the mark stays lifted until
-        ``_write_slowly`` has written it)."""
-        if not self._lift_low_water():
+        """The ``rest`` of a write the socket did not take, over ``LIFT_OVER`` bytes,
+        written again at once with the send low-water mark lifted (see the module): None
+        when that took all of it (the mark is put back), else what is left (the mark stays
+        lifted until ``_write_slowly`` has written it)."""
+        if len(rest) <= LIFT_OVER or not self._lift_low_water():
             return rest
         try:
             rest = rest[os.write(self._fd, rest) :]
@@ -195,9 +203,9 @@ class SocketIO:
         return None
 
     async def _write_slowly(self, view: memoryview) -> None:
-        # Lifted just now (a write that waited behind another), the kernel may take more
-        # at once: try before waiting.
-        ready = not self._lifted and self._lift_low_water()
+        # Lifted just now (a big write that waited behind another), the kernel may take
+        # more at once: try before waiting.
+        ready = len(view) > LIFT_OVER and not self._lifted and self._lift_low_water()
         try:
             with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
                 while view:
