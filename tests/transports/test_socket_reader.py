@@ -19,7 +19,7 @@ async def test_a_cancelled_stop_reader_still_stops_the_reader_and_reads_on() -> 
     try:
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
-                io = SocketIO(ours.fileno(), RequestParser(8192, 100), 5.0, read_cap=1 << 16)
+                io = SocketIO(ours, RequestParser(8192, 100), 5.0, read_cap=1 << 16)
                 io.nursery = nursery
                 io.start_reader()
                 await trio.lowlevel.checkpoint()  # the reader task waits on the socket

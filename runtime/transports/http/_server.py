@@ -209,7 +209,7 @@ class _Driver:
         #: ``_sweep_deadlines`` once it is idle (an idle connection holds no body's worth).
         self.room = bytearray()
         self.io = io = SocketIO(
-            stream.socket.fileno(),
+            stream.socket,
             RequestParser(limits.max_header_size, limits.max_header_count),
             write_timeout,
             read_cap=limits.max_header_size + max_body_size,
@@ -250,6 +250,11 @@ class _Driver:
 
     def abort(self) -> None:
         self._scope.cancel()
+
+    def write_pair(self, head: bytes, body: bytes) -> Awaitable[None]:
+        """A big response's head and body (see ``SocketIO.write_pair``); a method, not an
+        attribute as ``write`` is, so that a connection holds no bound method for it."""
+        return self.io.write_pair(head, body)
 
     def expire(self) -> None:
         """The phase deadline passed: stop (``_timed_out`` says what to answer)."""
