@@ -1,0 +1,165 @@
+"""split_last_params (runtime/protocol/_last_params.py): a request's envelope read from the bytes
+before its last member ``params``. Whenever it answers and its span is one JSON value, the
+general decode of the frame gives the same envelope with the same raw params bytes; every
+other shape is declined (None), never misread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from runtime.protocol import Envelope, decode_frame, split_last_params
+from runtime.protocol._last_params import MAX_HEAD
+
+
+def _fields(env: Envelope) -> tuple[Any, ...]:
+    return (env.jsonrpc, env.method, env.id, env.result, env.error)
+
+
+def _agrees(frame: bytes) -> bool:
+    """Whether ``frame`` was split (and its span is one JSON value, as the caller's decode
+    proves); when it was, assert it agrees with the general decode."""
+    split = split_last_params(frame)
+    if split is None:
+        return False
+    env, span = split
+    try:
+        msgspec.json.decode(span)
+    except msgspec.DecodeError:
+        return False  # the caller's decode refuses it: the general reading takes the frame
+    general = decode_frame(frame)
+    assert isinstance(general, Envelope)
+    assert _fields(env) == _fields(general)
+    assert env.params is msgspec.UNSET
+    assert isinstance(general.params, msgspec.Raw)
+    assert bytes(span) == bytes(general.params)
+    return True
+
+
+def test_the_common_shape_is_split_without_a_copy() -> None:
+    params = b'{"name":"size","arguments":{"data":"' + b"x" * 100_000 + b'"}}'
+    frame = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":' + params + b"}"
+    split = split_last_params(frame)
+    assert split is not None
+    env, span = split
+    assert (env.jsonrpc, env.id, env.method) == ("2.0", 7, "tools/call")
+    assert span.obj is frame and bytes(span) == params  # a view of the frame
+    assert _agrees(frame)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"jsonrpc":"2.0","params":{"a":1}}',
+        b'{"jsonrpc":"2.0","id":"x","method":"m","params":{}}',
+        b'{"id":1,"method":"m","jsonrpc":"2.0","params":{"a":{"b":[1,"}"]}}}',
+        # Keys given twice before params: the general decode keeps the last, as the split.
+        b'{"jsonrpc":"2.0","id":1,"id":2,"method":"m","params":{"a":1}}',
+        # An escaped "params" key earlier: the last one (the span) wins in both.
+        b'{"jsonrpc":"2.0","id":1,"method":"m","param\\u0073":{"b":2},"params":{"a":1}}',
+        # "params" inside a string before the member.
+        b'{"jsonrpc":"2.0","id":"\\"params\\":","method":"m","params":{"a":1}}',
+    ],
+)
+def test_split_agrees_with_the_general_decode(frame: bytes) -> None:
+    assert _agrees(frame)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        # params not last: the span would hold the rest; declined or refused by its decode
+        b'{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1},"params":{"b":2}}',
+        # whitespace around the member or the value: the general reading
+        b'{"jsonrpc":"2.0","id":1,"method":"m", "params":{"a":1}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params": {"a":1}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1} }',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}\n',
+        # params not an object
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":[{"a":1}]}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":"{}"}',
+        # a nested "params" first (the match is not the top-level member)
+        b'{"x":{"params":{}},"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}',
+        # an escaped quote before "params": the key is a\"params, not params
+        b'{"jsonrpc":"2.0","id":1,"method":"m","a\\"params":{"a":1}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","param\\u0073":{},"a\\"params":{"big":1}}',
+        # "params" as a value, a string's end, a bare word
+        b'{"jsonrpc":"2.0","id":1,"method":"params","x":"params":{}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m,"params":{"a":1}}',
+        # not JSON-RPC or not JSON at all
+        b'{"params":{"a":1}}',
+        b'{"jsonrpc":2,"id":1,"method":"m","params":{"a":1}}',
+        b'{"jsonrpc":"2.0","id":{,"params":{"a":1}}',
+        b'[{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}]',
+        b'"params":{}}',
+        b"",
+    ],
+)
+def test_other_shapes_are_declined(frame: bytes) -> None:
+    assert not _agrees(frame)
+
+
+def test_a_long_head_is_declined() -> None:
+    pad = b'"pad":"' + b"p" * MAX_HEAD + b'",'
+    frame = b'{"jsonrpc":"2.0","id":1,' + pad + b'"method":"m","params":{"a":1}}'
+    assert split_last_params(frame) is None
+    assert isinstance(decode_frame(frame), Envelope)
+
+
+_KEYS = st.sampled_from(
+    [
+        b'"jsonrpc"',
+        b'"id"',
+        b'"method"',
+        b'"params"',
+        b'"param\\u0073"',
+        b'"a\\"params"',
+        b'"\\\\"',
+        b'"x"',
+        b'"result"',
+    ]
+)
+_VALUES = st.sampled_from(
+    [
+        b'"2.0"',
+        b"1",
+        b'"tools/call"',
+        b'"\\"params\\":"',
+        b'"params\\\\"',
+        b"{}",
+        b'{"params":{}}',
+        b'{"a":"}"}',
+        b"[1,{}]",
+        b"null",
+        b'"a,"',
+        b'"{\\"params\\":{}}"',
+    ]
+)
+_NOISE = st.sampled_from([b"", b" ", b",", b'"', b"\\", b"}", b"{", b'"params":', b":"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    members=st.lists(st.tuples(_KEYS, _VALUES), max_size=6),
+    params=st.none() | _VALUES,
+    noise=st.lists(st.tuples(st.integers(0, 200), _NOISE), max_size=2),
+)
+@example(members=[(b'"id"', b"1")], params=b'{"a":"}"}', noise=[])
+@example(
+    members=[(b'"param\\u0073"', b"{}"), (b'"a\\"params"', b'{"a":"}"}')], params=None, noise=[]
+)
+def test_any_frame_split_agrees_with_the_general_decode(
+    members: list[tuple[bytes, bytes]], params: bytes | None, noise: list[tuple[int, bytes]]
+) -> None:
+    body = b"".join(b"," + key + b":" + value for key, value in members)
+    last = b"" if params is None else b',"params":' + params
+    frame = b'{"jsonrpc":"2.0"' + body + last + b"}"
+    for at, piece in noise:  # bytes out of place: the split declines or still agrees
+        at = min(at, len(frame))
+        frame = frame[:at] + piece + frame[at:]
+    _agrees(frame)  # asserts agreement whenever it splits
