@@ -216,3 +216,26 @@ def test_tool_list_changes_are_followed() -> None:
     assert calls.read(b'{"name":"needs","arguments":{"a":1}}') is None
     app.registry.tools["needs"] = tool
     assert calls.read(b'{"name":"needs","arguments":{"a":1}}') is not None
+
+
+def test_pre_read_reads_a_whole_call_frame_in_one_pass() -> None:
+    app = _server()
+    calls = _typed(app)
+    params = b'{"name":"size","arguments":{"data":"%s","times":2}}' % _BIG.encode()
+    frame = b'{"jsonrpc":"2.0","id":"q","method":"tools/call","params":%s}' % params
+    found = calls.pre_read(frame)
+    assert found is not None
+    envelope, prepared = found
+    assert (envelope.jsonrpc, envelope.id, envelope.method) == ("2.0", "q", "tools/call")
+    assert isinstance(envelope.params, msgspec.Raw) and bytes(envelope.params) == params
+    assert prepared.raw is envelope.params and prepared.name == "size"
+    assert (prepared.read[2].data, prepared.read[2].times) == (_BIG, 2)
+    # Era selection and the handler take this reading for these params, no second pass.
+    ctx = _ctx(b"{}")
+    ctx.params, ctx.prepared = envelope.params, prepared
+    assert calls.prepare(ctx) is prepared.read and calls.read_for(ctx) is prepared.read
+    # Another method, another shape, or params the typed pass refuses: the general way.
+    assert calls.pre_read(frame.replace(b"tools/call", b"prompts/get")) is None
+    assert calls.pre_read(frame.replace(b',"params"', b', "params"')) is None
+    assert calls.pre_read(frame.replace(b'"name":"size"', b'"name":"missing"')) is None
+    assert calls.pre_read(frame.replace(b'"times":2', b'"times":"2"')) is None
