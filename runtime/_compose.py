@@ -79,7 +79,8 @@ def load_handlers() -> ModuleType:
 def build_dispatcher(server: Server) -> Dispatcher:
     """The method tables of every MCP feature, for ``server`` (era selection included),
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
-    build: Callable[[Server], Dispatcher] = load_handlers().build_dispatcher
+    handlers = load_handlers()
+    build: Callable[[Server], Dispatcher] = handlers.build_dispatcher
     dispatcher = build(server)
     chain = list(server.middleware_chain)
     if server.mounts:
@@ -95,6 +96,9 @@ def build_dispatcher(server: Server) -> Dispatcher:
         dispatcher = MiddlewareDispatcher(dispatcher, chain)
     if logging.getLogger("mcp_runtime.requests").isEnabledFor(logging.DEBUG):
         dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
+    # A big tools/call frame read whole in the tool's one typed pass (the stream reader asks
+    # before its general decode): its argument bytes read once, not twice (issue 22 target 2).
+    dispatcher.pre_read = handlers.TypedCalls.of(server.registry).pre_read
     return dispatcher
 
 
