@@ -137,7 +137,7 @@ class TypedCalls:
         read = self.read(raw)
         return None if read is None else Prepared(self, raw, read)
 
-    def pre_read(self, frame: bytes) -> tuple[Envelope, Prepared] | None:
+    def pre_read(self, frame: bytes | bytearray | memoryview) -> tuple[Envelope, Prepared] | None:
         """A ``tools/call`` frame read whole in the tool's one typed pass, before any other
         decode of it (the core's reader asks, through ``Dispatcher.pre_read``, for frames over
         ``ONE_PASS_OVER``): ``(envelope, prepared)``, the envelope's ``params`` a ``Raw`` view

@@ -45,7 +45,7 @@ MAX_HEAD: Final = 4096
 _head_decoder: Final = msgspec.json.Decoder(Envelope)
 
 
-def split_last_params(frame: bytes) -> tuple[Envelope, memoryview] | None:
+def split_last_params(frame: bytes | bytearray | memoryview) -> tuple[Envelope, memoryview] | None:
     """``(envelope, span)`` of ``frame``: its envelope read from the bytes before its last
     member ``"params"`` (``envelope.params`` unset), and that member's value bytes (a view
     of ``frame``, no copy) when they may be one JSON object. None when the frame is not of
@@ -55,14 +55,16 @@ def split_last_params(frame: bytes) -> tuple[Envelope, memoryview] | None:
     The caller must decode ``span`` completely before it trusts the envelope (see the module
     docstring), and then sets ``envelope.params = Raw(span)``.
     """
-    at = frame.find(_KEY, 0, MAX_HEAD)
-    if at < 1 or frame[at - 1] not in _KEY_STARTS or not frame.endswith(_CLOSE):
+    # (An HTTP body may be a view of the connection's buffer: searched in a copy of its head.)
+    head = frame if isinstance(frame, bytes) else bytes(frame[:MAX_HEAD])
+    at = head.find(_KEY, 0, MAX_HEAD)
+    if at < 1 or head[at - 1] not in _KEY_STARTS or frame[-2:] != _CLOSE:
         return None
     start = at + len(_KEY)
     if frame[start] != _OBJECT:
         return None
     try:
-        envelope = _head_decoder.decode(frame[:at] + _STAND_IN)
+        envelope = _head_decoder.decode(head[:at] + _STAND_IN)
     except (msgspec.DecodeError, RecursionError):  # ValidationError included
         return None
     # The stand-in is the top-level ``params`` (the object closed right after it) and the

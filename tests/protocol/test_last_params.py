@@ -24,6 +24,11 @@ def _agrees(frame: bytes) -> bool:
     """Whether ``frame`` was split (and its span is one JSON value, as the caller's decode
     proves); when it was, assert it agrees with the general decode."""
     split = split_last_params(frame)
+    for other in (bytearray(frame), memoryview(frame)):  # an HTTP body: the same answer
+        found = split_last_params(other)
+        assert (found is None) == (split is None)
+        if found is not None and split is not None:
+            assert _fields(found[0]) == _fields(split[0]) and found[1] == split[1]
     if split is None:
         return False
     env, span = split
