@@ -126,7 +126,16 @@ def transport_hooks(server: Server) -> Hooks:
     typed_calls = load_handlers().TypedCalls.of(server.registry)
 
     def read_call(raw: Any) -> tuple[dict[str, Any] | None, str, object] | None:
-        prepared = typed_calls.prepare_raw(raw)
+        return call_of(typed_calls.prepare_raw(raw))
+
+    def read_frame(body: Any) -> tuple[Any, tuple[dict[str, Any] | None, str, object]] | None:
+        found = typed_calls.pre_read(body)
+        if found is None:
+            return None
+        call = call_of(found[1])
+        return None if call is None else (found[0], call)
+
+    def call_of(prepared: Any) -> tuple[dict[str, Any] | None, str, object] | None:
         if prepared is None or tool_header_params(prepared.name):
             # Mcp-Param headers are matched against the arguments as sent (the general
             # reading), not against a struct with its defaults filled in.
@@ -217,6 +226,7 @@ def transport_hooks(server: Server) -> Hooks:
         import_session=import_session,
         tool_header_params=tool_header_params,
         read_call=read_call,
+        read_frame=read_frame,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,
         shutdown_grace=server.limits.shutdown_grace,
