@@ -26,7 +26,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
-from runtime.protocol import ONE_PASS_OVER, Envelope, split_last_params
+from runtime.protocol import ONE_PASS_OVER, Envelope, split_params
 
 from ._common import InputFields
 
@@ -145,11 +145,11 @@ class TypedCalls:
         ``ctx.prepared``. None: read the frame the general way (``decode_frame``), which
         answers every case this one declines, errors included, exactly as always.
 
-        The envelope without ``params`` is read from the few bytes before them
-        (``split_last_params``); this typed decode of ``params`` is the one pass over them,
+        The envelope is read from the few bytes around ``params`` (``split_params``), not
+        from them; this typed decode of ``params`` is the one pass over them,
         and proves the span it was given is exactly one JSON value (issue 22 target 2).
         """
-        split = split_last_params(frame)
+        split = split_params(frame)
         if split is None:
             return None
         envelope, span = split

@@ -83,6 +83,8 @@ def _raw_bodies() -> list[tuple[bytes, dict[str, str]]]:
         (head + b',"params":' + params[:-2] + b"}", headers),  # broken JSON
         (head.replace(b'"2.0"', b'"1.0"') + b',"params":' + params + b"}", headers),
         (b'{"jsonrpc":"2.0","method":"tools/call","params":' + params + b"}", headers),
+        # members after params (the official TypeScript SDK's order)
+        (b'{"method":"tools/call","params":' + params + b',"jsonrpc":"2.0","id":14}', headers),
     ]
 
 
@@ -124,14 +126,17 @@ async def test_a_modern_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(_streamable, "_general_params", general)
     monkeypatch.setattr(_streamable, "decode_frame", general)  # nor of the envelope
     body, headers = _bodies()[0]
+    typescript, _ = _raw_bodies()[-1]  # members after params
     with trio.fail_after(20):
         async with serving(_app()) as address:
             got = await request(address, "POST", headers=headers, body=body)
+            got_ts = await request(address, "POST", headers=headers, body=typescript)
     assert got.status == 200, got.body
     assert msgspec.json.decode(got.body)["result"]["structuredContent"] == {"result": 2 * len(BIG)}
-    # One reading of the whole body, by the transport's hook (``Hooks.read_frame``); the
+    assert msgspec.json.decode(got_ts.body)["result"]["structuredContent"] == {"result": len(BIG)}
+    # One reading of each whole body, by the transport's hook (``Hooks.read_frame``); the
     # header rules and the handler took it from there (ctx.prepared).
-    assert [(caller, BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)]
+    assert [(caller, BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)] * 2
 
 
 def test_the_bodies_are_over_the_one_pass_limit() -> None:
