@@ -82,7 +82,7 @@ class Hooks:
     read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
     #: ``read_frame(body)``: a sessionless POST's body over ``ONE_PASS_OVER`` bytes read whole
     #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
-    #: read from the bytes before its params and its ``params`` a ``msgspec.Raw`` view of the
+    #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
     #: body, so that the arguments' bytes are read once, by the typed pass (issue 22 target
     #: 2). None: decode the body the general way (``runtime.protocol.decode_frame``).
     read_frame: (
