@@ -26,7 +26,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
-from runtime.protocol import ONE_PASS_OVER
+from runtime.protocol import ONE_PASS_OVER, Envelope, split_params
 
 from ._common import InputFields
 
@@ -137,11 +137,39 @@ class TypedCalls:
         read = self.read(raw)
         return None if read is None else Prepared(self, raw, read)
 
+    def pre_read(self, frame: bytes | bytearray | memoryview) -> tuple[Envelope, Prepared] | None:
+        """A ``tools/call`` frame read whole in the tool's one typed pass, before any other
+        decode of it (the core's reader asks, through ``Dispatcher.pre_read``, for frames over
+        ``ONE_PASS_OVER``): ``(envelope, prepared)``, the envelope's ``params`` a ``Raw`` view
+        of the frame (no copy; what ``ctx.params`` will be) and ``prepared`` its reading, for
+        ``ctx.prepared``. None: read the frame the general way (``decode_frame``), which
+        answers every case this one declines, errors included, exactly as always.
+
+        The envelope is read from the few bytes around ``params`` (``split_params``), not
+        from them; this typed decode of ``params`` is the one pass over them,
+        and proves the span it was given is exactly one JSON value (issue 22 target 2).
+        """
+        split = split_params(frame)
+        if split is None:
+            return None
+        envelope, span = split
+        if envelope.method != "tools/call":
+            return None
+        read = self.read(span)
+        if read is None:
+            return None
+        raw = envelope.params = Raw(span)
+        return envelope, Prepared(self, raw, read)
+
     def prepare(self, ctx: RequestContext) -> Read | None:
-        """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`."""
+        """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`; the
+        reading :meth:`pre_read` made of these very params when there is one."""
         raw = ctx.params
         if raw is None:
             return None
+        prepared = ctx.prepared
+        if type(prepared) is Prepared and prepared.owner is self and prepared.raw is raw:
+            return prepared.read
         prepared = self.prepare_raw(raw)
         if prepared is None:
             return None
@@ -161,7 +189,7 @@ class TypedCalls:
                 return read
         return self.read(raw)
 
-    def read(self, raw: Raw | bytes | None) -> Read | None:
+    def read(self, raw: Raw | bytes | memoryview | None) -> Read | None:
         """``(tool, params, arguments)`` (arguments UNSET when absent), or None: read it the
         general way."""
         if raw is None:

@@ -11,6 +11,7 @@ import msgspec
 import trio
 
 from ..protocol import (
+    Envelope,
     JSONRPCError,
     Refusal,
     encode_result,
@@ -58,9 +59,18 @@ class Dispatcher:
     ``on_refusal``: an observer of the messages the core and the transports answer before
     routing (``runtime.protocol.Refusal``), or None (the default: nothing is built for it).
     Called synchronously where the refusal is made; it must not block.
+
+    ``pre_read``: a reading of a whole frame over ``ONE_PASS_OVER`` bytes that the stream
+    reader tries before its general decode, or None (the default). It returns the frame's
+    envelope and a reading of its params for ``RequestContext.prepared`` (the envelope's
+    ``params`` is the ``Raw`` that reading belongs to), or None for the general decode, which
+    must then answer exactly as without it. The composition root sets it: a big
+    ``tools/call`` read in the tool's one typed pass, its arguments' bytes read once (issue 22
+    target 2).
     """
 
     on_refusal: Callable[[Refusal], None] | None = None
+    pre_read: Callable[[bytes], tuple[Envelope, object] | None] | None = None
 
     def __init__(
         self,

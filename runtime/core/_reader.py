@@ -27,6 +27,7 @@ from msgspec import Raw
 from ..framing import FramingError, escape_excerpt
 from ..protocol import (
     INVALID_REQUEST,
+    ONE_PASS_OVER,
     REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
@@ -90,6 +91,7 @@ class Reader:
         "_on_response",
         "_out",
         "_peer",
+        "_pre_read",
         "_ready_frame",
         "_scope",
         "_session",
@@ -123,6 +125,7 @@ class Reader:
         self._out = outbox
         self._table = table
         self._dispatcher = dispatcher
+        self._pre_read = dispatcher.pre_read
         self._session = session
         self._peer = peer
         self._limits = limits
@@ -318,8 +321,19 @@ class Reader:
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
+        prepared = None
+        message: Envelope | list[Raw]
         try:
-            message = decode_frame(frame)
+            if (
+                len(frame) > ONE_PASS_OVER
+                and self._pre_read is not None
+                and (found := self._pre_read(frame)) is not None
+            ):
+                # A big tools/call read whole in one typed pass: its params' bytes are not
+                # walked a second time to find their end (issue 22 target 2).
+                message, prepared = found
+            else:
+                message = decode_frame(frame)
             kind = None if isinstance(message, list) else classify(message)
         except JSONRPCError as exc:
             await self._out.answer(self._bad_message(exc, frame))
@@ -332,7 +346,7 @@ class Reader:
             if refusal is not None:
                 await self._out.answer(refusal)
                 return None
-            return await self._on_admitted(scope, message)
+            return await self._on_admitted(scope, message, prepared)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -375,8 +389,10 @@ class Reader:
             )
         )
 
-    async def _on_admitted(self, scope: trio.CancelScope, env: Envelope) -> _Running | None:
-        reply, running = self._start(scope, env, None, 0)
+    async def _on_admitted(
+        self, scope: trio.CancelScope, env: Envelope, prepared: object
+    ) -> _Running | None:
+        reply, running = self._start(scope, env, None, 0, prepared)
         if running is None:
             assert reply is not None
             if self._scope is scope:
@@ -453,9 +469,15 @@ class Reader:
     # -- running a request in this generation -----------------------------------------------
 
     def _start(
-        self, scope: trio.CancelScope, env: Envelope, batch: Batch | None, index: int
+        self,
+        scope: trio.CancelScope,
+        env: Envelope,
+        batch: Batch | None,
+        index: int,
+        prepared: object = None,
     ) -> tuple[bytes | None, _Running | None]:
-        """Run an admitted request's first step in this generation, under its scope.
+        """Run an admitted request's first step in this generation, under its scope
+        (``prepared``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
 
         Returns ``(reply, None)`` when it finished there, or ``(None, running)`` when it
         suspended: then it is in flight with ``scope`` as its cancel scope.
@@ -467,6 +489,8 @@ class Reader:
             env.method, request_id, params, self._session, self._peer, in_batch=batch is not None
         )
         ctx.cancel_scope = scope
+        if prepared is not None:
+            ctx.prepared = prepared
         timeout = self._limits.request_timeout
         if timeout is not None:
             # In force from the first step on: handlers may plan by it

@@ -13,9 +13,11 @@ import trio
 
 from runtime import JSONRPCError, Server
 from runtime._compose import load_handlers
-from runtime.core import RequestContext, Session
+from runtime.core import RequestContext, Session, _reader
 from runtime.protocol import ONE_PASS_OVER
 from runtime.testing import open_client
+
+from ..wire import open_memory_peer
 
 
 def _server() -> Server:
@@ -114,8 +116,9 @@ async def test_every_shape_answers_as_the_general_reading_does(
 async def test_a_call_is_read_once_era_selection_included(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Era selection's reading of ``_meta`` is the handler's reading of the arguments: one
-    typed pass per call (issue 22), no probe of the params for the era marker."""
+    """Era selection's reading of ``_meta`` is the handler's reading of the arguments, and the
+    envelope is read without them: one typed pass over the bytes of a big call (issue 22),
+    no probe of the params for the era marker, no envelope decode of the frame."""
     reads: list[tuple[str, bytes]] = []
     real = TypedCalls.read
 
@@ -123,7 +126,15 @@ async def test_a_call_is_read_once_era_selection_included(
         reads.append((sys._getframe(1).f_code.co_name, bytes(raw)))
         return real(self, raw)
 
+    decoded: list[int] = []
+    real_decode = _reader.decode_frame
+
+    def decode_frame(frame: bytes) -> Any:
+        decoded.append(len(frame))
+        return real_decode(frame)
+
     monkeypatch.setattr(TypedCalls, "read", counted)
+    monkeypatch.setattr(_reader, "decode_frame", decode_frame)
     monkeypatch.setattr(
         era, "_probe", None
     )  # a probe of the params for _meta would fail the call loudly
@@ -133,9 +144,36 @@ async def test_a_call_is_read_once_era_selection_included(
                 "tools/call", {"name": "size", "arguments": {"data": _BIG}}
             )
     assert result["structuredContent"] == {"result": len(_BIG)}
-    # Read once, by era selection (``prepare``), which found no marker in the raw _meta.
-    assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("prepare_raw", True)]
+    # Read once, with the frame (``pre_read``, through the reader's ``Dispatcher.pre_read``);
+    # era selection found no marker in that reading's raw _meta.
+    assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)]
     assert len(_BIG) > ONE_PASS_OVER
+    assert decoded and max(decoded) < len(_BIG)  # the small frames only (the handshake)
+
+
+async def test_a_call_the_reader_did_not_read_is_read_once_by_era_selection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A big call whose frame the reader leaves to the general decode (here: whitespace
+    before its params) is read in one typed pass by era selection, taken by the handler."""
+    reads: list[str] = []
+    real = TypedCalls.read
+
+    def counted(self: Any, raw: Any) -> Any:
+        reads.append(sys._getframe(1).f_code.co_name)
+        return real(self, raw)
+
+    monkeypatch.setattr(TypedCalls, "read", counted)
+    frame = b'{"jsonrpc":"2.0","id":1,"method":"tools/call", "params":%s}' % msgspec.json.encode(
+        {"name": "size", "arguments": {"data": _BIG}}
+    )
+    with trio.fail_after(20):
+        async with open_memory_peer(_server()) as peer:
+            await peer.initialize()
+            await peer.send(frame)
+            reply = await peer.receive()
+    assert reply["result"]["structuredContent"] == {"result": len(_BIG)}
+    assert reads == ["prepare_raw"]  # declined by the split, before any typed pass
 
 
 def _ctx(raw: bytes) -> RequestContext:
@@ -216,3 +254,26 @@ def test_tool_list_changes_are_followed() -> None:
     assert calls.read(b'{"name":"needs","arguments":{"a":1}}') is None
     app.registry.tools["needs"] = tool
     assert calls.read(b'{"name":"needs","arguments":{"a":1}}') is not None
+
+
+def test_pre_read_reads_a_whole_call_frame_in_one_pass() -> None:
+    app = _server()
+    calls = _typed(app)
+    params = b'{"name":"size","arguments":{"data":"%s","times":2}}' % _BIG.encode()
+    frame = b'{"jsonrpc":"2.0","id":"q","method":"tools/call","params":%s}' % params
+    found = calls.pre_read(frame)
+    assert found is not None
+    envelope, prepared = found
+    assert (envelope.jsonrpc, envelope.id, envelope.method) == ("2.0", "q", "tools/call")
+    assert isinstance(envelope.params, msgspec.Raw) and bytes(envelope.params) == params
+    assert prepared.raw is envelope.params and prepared.name == "size"
+    assert (prepared.read[2].data, prepared.read[2].times) == (_BIG, 2)
+    # Era selection and the handler take this reading for these params, no second pass.
+    ctx = _ctx(b"{}")
+    ctx.params, ctx.prepared = envelope.params, prepared
+    assert calls.prepare(ctx) is prepared.read and calls.read_for(ctx) is prepared.read
+    # Another method, another shape, or params the typed pass refuses: the general way.
+    assert calls.pre_read(frame.replace(b"tools/call", b"prompts/get")) is None
+    assert calls.pre_read(frame.replace(b',"params"', b', "params"')) is None
+    assert calls.pre_read(frame.replace(b'"name":"size"', b'"name":"missing"')) is None
+    assert calls.pre_read(frame.replace(b'"times":2', b'"times":"2"')) is None

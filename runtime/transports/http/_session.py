@@ -84,6 +84,14 @@ class Hooks:
     #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
     #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
     read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
+    #: ``read_frame(body)``: a sessionless POST's body over ``ONE_PASS_OVER`` bytes read whole
+    #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
+    #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
+    #: body, so that the arguments' bytes are read once, by the typed pass (issue 22 target
+    #: 2). None: decode the body the general way (``runtime.protocol.decode_frame``).
+    read_frame: (
+        Callable[[Any], tuple[Any, tuple[dict[str, Any] | None, str, object]] | None] | None
+    ) = None
     #: The fast path for one request POSTed to a session: ``run_in_session(connection,
     #: envelope)`` runs it in the calling task as that session connection's own request
     #: (in flight there, cancellable, its notifications sent through the connection) and

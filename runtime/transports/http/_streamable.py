@@ -135,8 +135,20 @@ class StreamableEndpoint:
             raise refusal(406, "Not Acceptable: accept application/json and text/event-stream")
         if media_type(header("content-type")) != "application/json":
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
+        body = request.body
+        called: ReadCall | None = None
         try:
-            message = decode_frame(request.body)
+            if (
+                len(body) > ONE_PASS_OVER
+                and session_id is None
+                and self.hooks.read_frame is not None
+                and (found := self.hooks.read_frame(body)) is not None
+            ):
+                # A big modern tools/call read whole in the tool's typed pass: the arguments'
+                # bytes read once, not first walked to find their end (issue 22 target 2).
+                message, called = found
+            else:
+                message = decode_frame(body)
             kind = None if isinstance(message, list) else classify(message)
         except JSONRPCError as exc:
             raise rejection(400, exc) from None
@@ -144,7 +156,7 @@ class StreamableEndpoint:
         if gated:
             self.gate.check_tools(token, calls_in(message))
         if isinstance(message, Envelope) and (session_id is None or _may_be_modern(message)):
-            params, prepared = _modern_params(message, self.hooks.read_call)
+            params, prepared = _modern_params(message, self.hooks.read_call, called)
             if params is not None:
                 # A modern POST: judged here, then answered by the direct path (one request
                 # answered from this task) or a one-POST connection (notifications,
@@ -536,11 +548,14 @@ def _may_be_modern(message: Envelope) -> bool:
 
 
 def _modern_params(
-    message: Envelope, read_call: Callable[[Any], ReadCall | None] | None
+    message: Envelope,
+    read_call: Callable[[Any], ReadCall | None] | None,
+    called: ReadCall | None = None,
 ) -> tuple[ModernParams | None, object]:
     """What the 2026-07-28 rules read from a message's params, when it is a modern message
     (``params._meta`` names a protocol version as a string), else None; and, for a
-    ``tools/call`` read by ``read_call`` (``Hooks``), that reading for the handler.
+    ``tools/call`` read by ``read_call`` (``Hooks``), that reading for the handler
+    (``called``: the one ``Hooks.read_frame`` made with the body, taken instead).
 
     A modern-looking body whose typed reading fails (``_meta`` given twice, once not an
     object: a generic reading would take the last) is refused with 400 and -32602.
@@ -551,7 +566,7 @@ def _modern_params(
     if read_call is not None and len(raw) > ONE_PASS_OVER and message.method == "tools/call":
         # The tool's own typed pass reads the params, arguments included, once for the
         # header rules and the handler (issue 22), instead of a pass here that skips them.
-        call = read_call(raw)
+        call = read_call(raw) if called is None else called
         if call is not None:
             meta, name, prepared = call
             if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
