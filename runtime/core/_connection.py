@@ -172,7 +172,8 @@ class Connection:
         #: The connection is ending: requests still running get no reply.
         self._closing = False
         #: In-flight requests running in other tasks (``run_request``).
-        self._outside: set[RequestContext] = set()
+        #: (A dict rather than a set: 64 bytes empty, not 216; issue 22 item 4.)
+        self._outside: dict[RequestContext, None] = {}
         self._broke: str | None = None
         #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
         self._drain_scope: trio.CancelScope | None = None
@@ -636,7 +637,7 @@ class Connection:
             if timeout is not None:
                 scope.deadline = trio.current_time() + timeout
         self._table.enter(ctx)
-        self._outside.add(ctx)
+        self._outside[ctx] = None
         self._table.started()
         try:
             if scope is None:
@@ -656,7 +657,7 @@ class Connection:
                 # Nor may a context kept past its request cancel the caller's later work.
                 ctx.cancel_scope = None
             self._table.leave(ctx)
-            self._outside.discard(ctx)
+            self._outside.pop(ctx, None)
             if self._table.finished():
                 self._on_idle()
         if scope is not None and scope.cancel_called:
