@@ -380,7 +380,7 @@ class Connection:
             if self._broke is not None:  # (it cancelled the round: the connection ends)
                 return False
             started = None
-            if not (self._wanted or self._hosted or self._reader.ended.is_set()):
+            if not (self._wanted or self._hosted or self._reader.ended):
                 return True
             # (Work arrived while the nursery was closing: another round.)
 
@@ -409,9 +409,9 @@ class Connection:
             for fn, name in hosted:
                 requests.start_soon(self._run_hosted, fn, name=name or fn)
         if self._wake is None:
-            await reader.ended.wait()
+            await reader.wait_ended()
         else:
-            while not reader.ended.is_set():
+            while not reader.ended:
                 if reader.parked and not requests.child_tasks:
                     self._poke = None
                     return False  # idle: the round ends, and no task waits for input

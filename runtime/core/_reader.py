@@ -82,6 +82,7 @@ class Reader:
     __slots__ = (
         "_channel",
         "_dispatcher",
+        "_ended",
         "_id",
         "_limits",
         "_nursery",
@@ -142,9 +143,12 @@ class Reader:
         self._scope: trio.CancelScope | None = None
         self._waiting = False
         self._stop = False
-        #: Set once reading has ended; ``end_reason`` says why ("eof", "shutdown",
-        #: "framing-error", "read-timeout", "peer-gone", ...).
-        self.ended = trio.Event()
+        #: True once reading has ended; ``end_reason`` says why ("eof", "shutdown",
+        #: "framing-error", "read-timeout", "peer-gone", ...). ``wait_ended`` waits for it
+        #: (its event is made by the first wait: an idle session's reader never has one,
+        #: 272 bytes less; issue 22 item 4).
+        self.ended = False
+        self._ended: trio.Event | None = None
         self.end_reason = "running"
         #: No generation reads: the channel had no input (``receive_nowait`` channels only);
         #: ``resume`` starts one.
@@ -161,6 +165,13 @@ class Reader:
         """Start the first generation in ``nursery`` (suspended requests run there too)."""
         self._nursery = nursery
         self._next_generation()
+
+    async def wait_ended(self) -> None:
+        """Wait until reading has ended."""
+        if not self.ended:
+            if self._ended is None:
+                self._ended = trio.Event()
+            await self._ended.wait()
 
     def resume(self, nursery: trio.Nursery) -> bool:
         """Read again after parking (input arrived, or shutdown must be seen): a generation
@@ -242,7 +253,7 @@ class Reader:
             raise
         if running is not None:
             await self._deliver(running)
-        elif scope.cancelled_caught and not self.ended.is_set():
+        elif scope.cancelled_caught and not self.ended:
             # Shutdown woke the reader while it waited for input (or for room to write
             # what it held back just before ending).
             await self._end("shutdown")
@@ -357,7 +368,9 @@ class Reader:
         try:
             await self._out.release()
         finally:
-            self.ended.set()
+            self.ended = True
+            if self._ended is not None:
+                self._ended.set()
             if self.on_settle is not None:
                 self.on_settle()
 

@@ -4,6 +4,7 @@ HTTP session), and input, a task to start, shutdown or its end bring a round bac
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import Any
 
@@ -192,3 +193,24 @@ async def test_start_soon_while_idle_runs_in_a_round_and_stop_reading_ends_an_id
             assert connection.ended and closed == ["shutdown"]
             with pytest.raises(RuntimeError):
                 connection.start_soon(task)
+
+
+def _count(kind: type) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+
+
+async def test_an_idle_connection_holds_no_event_scope_or_nursery() -> None:
+    """Between rounds a connection holds plain state only: no trio Event (its reader's
+    "ended" is made by the first wait for it), cancel scope or nursery (issue 22 item 4)."""
+    log: list[str] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            before = [_count(kind) for kind in (trio.Event, trio.CancelScope, trio.Nursery)]
+            opened = [await open_rounds(log, nursery) for _ in range(20)]
+            for _, channel in opened:
+                channel.idle = trio.Event()  # (the test's own events: not the connection's)
+            after = [_count(kind) for kind in (trio.Event, trio.CancelScope, trio.Nursery)]
+            assert [a - b for a, b in zip(after, before, strict=True)] == [20, 0, 0]
+            for _, channel in opened:
+                channel.close_input()
