@@ -4,9 +4,13 @@ or it ends; an idle session with its GET stream open is that stream's task alone
 
 from __future__ import annotations
 
+import gc
 import json
 
+import h11
 import trio
+
+from runtime.transports import HttpLimits
 
 from .app import call, make_app, serving, until
 from .http_client import connect, request
@@ -101,3 +105,35 @@ async def test_a_2025_03_26_batch_is_read_by_an_idle_session_and_answered() -> N
                 assert replies[1]["result"]["content"][0]["text"] == "2"
                 assert replies[2]["result"]["content"][0]["text"] == "liftoff"
                 await until(lambda: _session_tasks() == 0)
+
+
+def _cancel_scopes() -> int:
+    """Cancel scopes entered and not yet left (their repr says so: ``active``)."""
+    gc.collect()
+    scopes = [o for o in gc.get_objects() if isinstance(o, trio.CancelScope)]
+    return sum(1 for scope in scopes if " active" in repr(scope))
+
+
+async def test_an_idle_session_with_its_get_stream_holds_few_cancel_scopes() -> None:
+    """Per idle session with its GET stream: the HTTP connection's three (its deadlines, its
+    request generation, its nursery's), the stream's one tick (no scope around the ticks)
+    and no more, each a few hundred bytes (issue 22 item 4). It still carries keep-alives."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app, http_limits=HttpLimits(sse_keepalive=0.2)) as address:
+            ids = [await open_session(address) for _ in range(6)]
+            streams = [await _open_get(address, session_id) for session_id in ids[:3]]
+            await until(lambda: _session_tasks() == 0)
+            before = _cancel_scopes()
+            streams += [await _open_get(address, session_id) for session_id in ids[3:]]
+            for stream in streams:
+                assert await stream.next_event() is not None  # the priming event
+            await until(lambda: _session_tasks() == 0)
+            assert (_cancel_scopes() - before) / 3 <= 4
+            raw = b""
+            while b": keep-alive\n\n" not in raw:
+                event = await streams[-1]._event()
+                assert isinstance(event, h11.Data)
+                raw += event.data
+            for stream in streams:
+                await stream.aclose()

@@ -299,16 +299,18 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
             _wake(stream)
         return True
 
-    with trio.CancelScope() as scope:
-        exchange.cancel_on_disconnect(scope)
-        stream._cut_scope = scope
-        if stream.cut_requested:
-            scope.cancel()
-        try:
-            ended = False
-            while not ended:
-                wrote[0] = False
-                with trio.CancelScope(deadline=trio.current_time() + interval) as tick:
+    # One cancel scope per tick, and none around them: the tick is also what a hang-up or
+    # ``cut()`` cancels (an idle stream holds one scope, not two; issue 22 item 4).
+    ended = stopped = False
+    try:
+        while not ended:
+            wrote[0] = False
+            with trio.CancelScope(deadline=trio.current_time() + interval) as tick:
+                exchange.cancel_on_disconnect(tick)
+                stream._cut_scope = tick
+                if stream.cut_requested:
+                    tick.cancel()
+                try:
                     while True:
                         if rest:
                             # A tick must not cut an event in half; the write timeout
@@ -342,17 +344,26 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if stream.overflowed:
                             log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
                             return False
-                # (A tick cut short by a wake-up, not its deadline, ends in silence.)
-                if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
+                finally:
+                    exchange.forget(tick)
+            if tick.cancelled_caught and (exchange.hung_up_seen or stream.cut_requested):
+                stopped = True  # the client hung up, or the server cut the response
+                break
+            # (A tick cut short by a wake-up, not its deadline, ends in silence.)
+            if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
+                try:
                     await exchange.write(encode_sse_comment("keep-alive"))
-        finally:
-            stream.direct = None
-            exchange.forget(scope)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    stopped = True  # (between ticks no scope sees the hang-up: the write does)
+                    break
+    finally:
+        stream.direct = None
+        stream._cut_scope = None
     if rest:  # (cancelled before it was written: the response ends here anyway)
         rest.pop().close()  # type: ignore[attr-defined]
     if stream._take_cut():
         return True  # the server ended the response (the stream lives on for resumption)
-    return not scope.cancelled_caught
+    return not stopped
 
 
 async def _receive_watching(
