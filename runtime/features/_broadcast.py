@@ -50,6 +50,11 @@ TASK_KEY: Final = " task "
 REPLICA_COPY: Final = "mcp.replica_copy"
 
 
+#: Every combination of list kinds a subscriber was opened with (at most 2**3), shared.
+_KINDS: dict[frozenset[ListKind], frozenset[ListKind]] = {}
+_NO_URIS: frozenset[str] = frozenset()
+
+
 class Subscriber:
     """One party's interest and its coalescing mailbox. Made by :meth:`Broadcast.subscribe`.
 
@@ -72,9 +77,12 @@ class Subscriber:
     def __init__(self, hub: Broadcast, kinds: Iterable[ListKind], label: str) -> None:
         self._hub = hub
         self.label = label
-        self.kinds: frozenset[ListKind] = frozenset(kinds)
+        wanted = frozenset(kinds)
+        #: (One shared frozenset per combination of list kinds, and one empty one for the
+        #: URIs until the first ``watch``: 216 bytes each per subscriber, issue 22 item 4.)
+        self.kinds: frozenset[ListKind] = _KINDS.setdefault(wanted, wanted)
         #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`).
-        self.uris: set[str] = set()
+        self.uris: set[str] | frozenset[str] = _NO_URIS
         # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
         self._pending: dict[Change, None] = {}
         #: The consumer task waiting in ``receive``, if any: woken by rescheduling it, so
@@ -102,11 +110,13 @@ class Subscriber:
     def watch(self, uri: str) -> None:
         """Also deliver updates of ``uri``. The caller bounds how many (per session/listen)."""
         if uri not in self.uris and self.end_reason is None:
+            if not isinstance(self.uris, set):
+                self.uris = set()
             self.uris.add(uri)
             self._hub._by_uri.setdefault(uri, set()).add(self)
 
     def unwatch(self, uri: str) -> None:
-        if uri in self.uris:
+        if uri in self.uris and isinstance(self.uris, set):
             self.uris.discard(uri)
             self._hub._unindex(uri, self)
             self._pending.pop(("updated", uri), None)
