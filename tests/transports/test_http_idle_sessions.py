@@ -10,10 +10,11 @@ import json
 import h11
 import trio
 
+from runtime.stores import MemoryEventStore
 from runtime.transports import HttpLimits
 
-from .app import call, make_app, serving, until
-from .http_client import connect, request
+from .app import call, init_body, make_app, serving, until
+from .http_client import connect, request, sse_messages
 from .test_http_idle_streams import _open_get, _task_names
 from .test_http_session import _h, open_session
 
@@ -120,16 +121,17 @@ async def test_an_idle_session_with_its_get_stream_holds_few_cancel_scopes() -> 
     and no more, each a few hundred bytes (issue 22 item 4). It still carries keep-alives."""
     app, _ = make_app()
     with trio.fail_after(10):
-        async with serving(app, http_limits=HttpLimits(sse_keepalive=0.2)) as address:
-            ids = [await open_session(address) for _ in range(6)]
-            streams = [await _open_get(address, session_id) for session_id in ids[:3]]
+        async with serving(app, http_limits=HttpLimits(sse_keepalive=1.0)) as address:
+            ids = [await open_session(address) for _ in range(16)]
+            streams = [await _open_get(address, session_id) for session_id in ids[:8]]
             await until(lambda: _session_tasks() == 0)
             before = _cancel_scopes()
-            streams += [await _open_get(address, session_id) for session_id in ids[3:]]
+            streams += [await _open_get(address, session_id) for session_id in ids[8:]]
             for stream in streams:
                 assert await stream.next_event() is not None  # the priming event
             await until(lambda: _session_tasks() == 0)
-            assert (_cancel_scopes() - before) / 3 <= 4
+            # (Other tests' servers in this process may start or end a scope meanwhile.)
+            assert (_cancel_scopes() - before) / 8 < 4.5
             raw = b""
             while b": keep-alive\n\n" not in raw:
                 event = await streams[-1]._event()
@@ -137,3 +139,30 @@ async def test_an_idle_session_with_its_get_stream_holds_few_cancel_scopes() -> 
                 raw += event.data
             for stream in streams:
                 await stream.aclose()
+
+
+async def test_an_initialize_answered_as_json_stores_no_event() -> None:
+    """No client can resume a JSON answer (it carries no event id), so the initialize
+    answer and a priming event for it are not kept in the replay store (issue 22 item 4):
+    an idle session's store holds its GET stream's priming event alone. An SSE-only client
+    still gets a resumable initialize stream."""
+    app, _ = make_app()
+    store = MemoryEventStore()
+    with trio.fail_after(10):
+        async with serving(app, event_store=store) as address:
+            session_id = await open_session(address)
+            stream = await _open_get(address, session_id)
+            prime = await stream.next_event()
+            assert prime is not None and prime.id is not None
+            events = store._events[session_id]
+            assert [data for _, _, data in events] == [None]  # the GET's priming event
+            # SSE only: the answer is an event after a priming one, both stored.
+            sse = await request(
+                address, "POST", body=init_body(), headers={"accept": "text/event-stream"}
+            )
+            assert sse.status == 200 and sse.headers["content-type"] == "text/event-stream"
+            messages = sse_messages(sse.body)
+            assert messages[0]["result"]["protocolVersion"] == "2025-11-25"
+            stored = store._events[sse.headers["mcp-session-id"]]
+            assert [data is None for _, _, data in stored] == [True, False]
+            await stream.aclose()

@@ -325,15 +325,17 @@ class HttpSession:
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
             if is_response and self.shared is not None and self.saved is None:
                 data = await self._first_save(data, ref)
-            if stream.lazy_prime and stream.prime_id is None:
-                await self.prime(stream)
-            event_id: str | None
-            try:
-                event_id = await self.store.append(self.id, stream.id, data)
-            except StoreUnavailable as exc:
-                # Delivered without an id: not resumable while the store is away.
-                log.warning("event not stored session=%s: %s", self.id[:8], exc)
-                event_id = None
+            event_id: str | None = None
+            if not (is_response and stream.json_first and stream.prime_id is None):
+                # (Else the POST's JSON answer, first on its stream: nobody could resume it,
+                # so it is not stored; issue 22 item 4, memory per idle session.)
+                if stream.lazy_prime and stream.prime_id is None:
+                    await self.prime(stream)
+                try:
+                    event_id = await self.store.append(self.id, stream.id, data)
+                except StoreUnavailable as exc:
+                    # Delivered without an id: not resumable while the store is away.
+                    log.warning("event not stored session=%s: %s", self.id[:8], exc)
             if stream is self.standing or not is_response:
                 stream.push(event_id, data)
                 if stream is self.standing and self.shared is not None and not stream.attached:

@@ -73,6 +73,9 @@ class ResponseStream:
         #: stream's first event is stored (many streams never carry one).
         self.prime_id: str | None = None
         self.lazy_prime = False
+        #: The POST takes a JSON answer: a response that comes first (the whole answer) is
+        #: not stored, since no client can resume a JSON answer (``HttpSession.route``).
+        self.json_first = False
         #: Called once when a message is queued while nothing answers from the stream yet
         #: (a request running in the POST's own task: its notifications need a writer).
         self.on_message: Callable[[], None] | None = None
@@ -239,6 +242,8 @@ async def answer(
     # The head, the priming event and the first message leave in one write; a stream that
     # is already complete ends in that same write.
     opening = sse_event(first[1], first[0])
+    if resumable and prime_id is None:
+        prime_id = stream.prime_id  # (a lazy stream's, allocated before its first event)
     if resumable and prime_id is not None:
         opening = sse_event(None, prime_id, retry_ms) + opening
     complete = stream.done and _queued(stream) == 0
