@@ -20,6 +20,11 @@ Structure (all under the nursery that ``serve`` opens, so nothing outlives the c
         ├── ...
         └── Peer.start_soon tasks
 
+A channel read only while it has input (``MessageChannel.receive_nowait``: an HTTP
+session's) is served in rounds: the tree above exists while a round runs (input read,
+requests or ``start_soon`` tasks running, the end); idle, the connection is plain state with
+no task, nursery or cancel scope, and its channel's ``wake()`` asks for the next round.
+
 Collaborators: the ``Reader`` (input, running requests), the ``RequestTable`` (admission,
 in flight, cancellation, the server's own requests; sans-IO), the session's ``Lifecycle``
 (sans-IO, ``runtime.protocol``) and the ``Outbox`` (output: whichever task finds no write in
