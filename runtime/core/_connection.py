@@ -198,7 +198,7 @@ class Connection:
         #: Work for the next round of an idle-exit connection: input or an end to read.
         self._wanted = False
         #: ``start_soon`` calls made while no round served, for the next one.
-        self._hosted: list[tuple[Callable[[], Awaitable[object]], str | None]] = []
+        self._hosted: list[tuple[Callable[[], Awaitable[object]], str | None]] | None = None
         #: What a round of an idle-exit connection waits on: reading parked or ended, a
         #: request or task in its nursery finished.
         self._poke: trio.Event | None = None
@@ -271,6 +271,8 @@ class Connection:
         if self._wake is None or not self._opened or self._ended or self._closing:
             raise RuntimeError("the connection is not serving")
         # Idle between rounds (or the round's nursery just closed): the next round starts it.
+        if self._hosted is None:
+            self._hosted = []
         self._hosted.append((fn, name))
         self._ask_round()
 
@@ -410,7 +412,7 @@ class Connection:
             if self._wanted:
                 self._wanted = False
                 reader.resume(requests)
-            hosted, self._hosted = self._hosted, []
+            hosted, self._hosted = self._hosted or [], None
             for fn, name in hosted:
                 requests.start_soon(self._run_hosted, fn, name=name or fn)
         if self._wake is None:
