@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 
 import h11
 import trio
 
+from runtime.core import Session
 from runtime.stores import MemoryEventStore
 from runtime.transports import HttpLimits
+from runtime.transports.http._session import HttpSession
 
 from .app import call, init_body, make_app, serving, until
 from .http_client import connect, request, sse_messages
@@ -166,3 +169,18 @@ async def test_an_initialize_answered_as_json_stores_no_event() -> None:
             stored = store._events[sse.headers["mcp-session-id"]]
             assert [data is None for _, _, data in stored] == [True, False]
             await stream.aclose()
+
+
+async def test_a_session_frees_its_emptied_stream_index() -> None:
+    """The index of POST streams by request id keeps no table once empty (160 bytes per
+    idle session that answered a POST, issue 22 item 4), on both ways a stream ends."""
+    session = HttpSession("s" * 32, None, Session("http"), MemoryEventStore(), HttpLimits(), 4)
+    empty = sys.getsizeof({})
+    direct = session.open_stream([(int, 1)])
+    assert direct is not None and sys.getsizeof(session._by_key) > empty
+    session.close_stream(direct)  # answered by its POST's own task
+    assert sys.getsizeof(session._by_key) == empty
+    routed = session.open_stream([(int, 2)])
+    assert routed is not None
+    await session.route([(b'{"jsonrpc":"2.0","id":2,"result":{}}', None)])
+    assert routed.done and sys.getsizeof(session._by_key) == empty

@@ -240,6 +240,8 @@ class HttpSession:
         for key in stream.pending:
             if self._by_key.get(key) is stream:
                 del self._by_key[key]
+        if not self._by_key:
+            self._by_key.clear()  # (an emptied dict keeps its table; clear() frees it)
         self.release(stream)
 
     def cancelled(self, request_id: Any) -> None:
@@ -353,6 +355,8 @@ class HttpSession:
             if stream.done:
                 for key in [k for k, s in self._by_key.items() if s is stream]:
                     del self._by_key[key]
+                if not self._by_key:
+                    self._by_key.clear()  # (frees the emptied table: issue 22 item 4)
 
     def _on_input(self) -> None:
         if self.connection is not None:  # (before it serves, its first round reads it)
