@@ -153,51 +153,59 @@ def _offered(server: App) -> set[ListKind]:
     return {kind for kind in _FILTER_FIELDS if caps.get(kind, {}).get("listChanged")}
 
 
-def _deliver_when_offered(subscriber: Subscriber, peer: Peer) -> None:
+class _SessionDelivery:
     """A handshake session's delivery of unsolicited notifications (``related=None``, the
     session's standalone stream on HTTP): a task only while there is something to deliver,
     started by the first change offered (an idle session holds none; issue 22 item 4).
     Waiting on a full write queue only delays this session; its changes coalesce meanwhile
-    (runtime.features). The subscriber ends when the connection does."""
-    delivering = False
+    (runtime.features). The subscriber ends when the connection does. One slotted object
+    with bound methods, not four closures and their cells (about 600 bytes less per idle
+    session, issue 22 item 4)."""
 
-    async def deliver() -> None:
-        nonlocal delivering
+    __slots__ = ("delivering", "peer", "send_nowait", "subscriber")
+
+    def __init__(self, subscriber: Subscriber, peer: Peer) -> None:
+        self.subscriber = subscriber
+        self.peer = peer
+        self.delivering = False
+        # A peer that can write without waiting (runtime.core Connection) takes a change
+        # straight from the publisher while no delivery task runs (issue 22 item 3).
+        self.send_nowait: Callable[[bytes], bool] | None = getattr(peer, "send_nowait", None)
+        subscriber.on_offer = self.offered
+        if self.send_nowait is not None:
+            subscriber.take = self.take
+        peer.at_close(self.closed)
+
+    async def deliver(self) -> None:
+        subscriber = self.subscriber
         try:
             while subscriber.pending:  # receive() returns at once while changes are pending
                 for change in await subscriber.receive():
                     method, params = _notification(change, None)
-                    await peer.notify(method, params)
+                    await self.peer.notify(method, params)
         except BaseException:
             subscriber.end("connection closed")
             raise
         finally:
-            delivering = False
+            self.delivering = False
 
-    def offered() -> None:
-        nonlocal delivering
-        if delivering or subscriber.end_reason is not None:
+    def offered(self) -> None:
+        if self.delivering or self.subscriber.end_reason is not None:
             return
-        delivering = True
+        self.delivering = True
         try:
-            peer.start_soon(deliver, name="subscriptions")
+            self.peer.start_soon(self.deliver, name="subscriptions")
         except RuntimeError:  # the connection is ending
-            delivering = False
-            subscriber.end("connection closed")
+            self.delivering = False
+            self.subscriber.end("connection closed")
 
-    # A peer that can write without waiting (runtime.core Connection) takes a change
-    # straight from the publisher while no delivery task runs (issue 22 item 3).
-    send_nowait: Callable[[bytes], bool] | None = getattr(peer, "send_nowait", None)
-
-    def take(change: Change) -> bool:
-        if delivering or send_nowait is None:  # (earlier changes go first)
+    def take(self, change: Change) -> bool:
+        if self.delivering or self.send_nowait is None:  # (earlier changes go first)
             return False
-        return send_nowait(_encoded(change))
+        return self.send_nowait(_encoded(change))
 
-    subscriber.on_offer = offered
-    if send_nowait is not None:
-        subscriber.take = take
-    peer.at_close(lambda: subscriber.end("connection closed"))
+    def closed(self) -> None:
+        self.subscriber.end("connection closed")
 
 
 def open_session_feed(
@@ -217,7 +225,7 @@ def open_session_feed(
     feed = server.registry.changes.open(kinds, label=peer.connection_id)
     session.state[_FEED_KEY] = feed
     try:
-        _deliver_when_offered(feed, peer)
+        _SessionDelivery(feed, peer)
     except RuntimeError:
         feed.end("connection closed")
     if reloaded:

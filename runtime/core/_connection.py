@@ -20,6 +20,11 @@ Structure (all under the nursery that ``serve`` opens, so nothing outlives the c
         ├── ...
         └── Peer.start_soon tasks
 
+A channel read only while it has input (``MessageChannel.receive_nowait``: an HTTP
+session's) is served in rounds: the tree above exists while a round runs (input read,
+requests or ``start_soon`` tasks running, the end); idle, the connection is plain state with
+no task, nursery or cancel scope, and its channel's ``wake()`` asks for the next round.
+
 Collaborators: the ``Reader`` (input, running requests), the ``RequestTable`` (admission,
 in flight, cancellation, the server's own requests; sans-IO), the session's ``Lifecycle``
 (sans-IO, ``runtime.protocol``) and the ``Outbox`` (output: whichever task finds no write in
@@ -108,13 +113,19 @@ class Connection:
         "_drain_scope",
         "_drained",
         "_ended",
+        "_hosted",
         "_id",
+        "_opened",
         "_out",
         "_outside",
+        "_poke",
         "_reader",
         "_requests",
+        "_serving",
         "_shutdown",
         "_table",
+        "_wake",
+        "_wanted",
         "channel",
         "dispatcher",
         "drain_on_eof",
@@ -166,13 +177,39 @@ class Connection:
         #: The connection is ending: requests still running get no reply.
         self._closing = False
         #: In-flight requests running in other tasks (``run_request``).
-        self._outside: set[RequestContext] = set()
+        #: (A dict rather than a set: 64 bytes empty, not 216; issue 22 item 4.)
+        self._outside: dict[RequestContext, None] = {}
         self._broke: str | None = None
         #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
         self._drain_scope: trio.CancelScope | None = None
         #: ``at_close`` callbacks (None until the first; "ended" once they ran).
         self._at_close: list[Callable[[], None]] | None = None
         self._ended = False
+        self._opened = False
+        #: A channel read only while it has input (``MessageChannel.receive_nowait``) is
+        #: served only while there is work: ``serve`` returns when the connection is idle,
+        #: and the channel's ``wake()`` asks its owner to call ``serve`` again (issue 22
+        #: item 4: an idle HTTP session holds no task, nursery or cancel scope).
+        self._wake: Callable[[], None] | None = (
+            getattr(channel, "wake", None) if hasattr(channel, "receive_nowait") else None
+        )
+        #: A ``serve`` call is running (idle-exit connections: between rounds it is not).
+        self._serving = False
+        #: Work for the next round of an idle-exit connection: input or an end to read.
+        self._wanted = False
+        #: ``start_soon`` calls made while no round served, for the next one.
+        self._hosted: list[tuple[Callable[[], Awaitable[object]], str | None]] | None = None
+        #: What a round of an idle-exit connection waits on: reading parked or ended, a
+        #: request or task in its nursery finished.
+        self._poke: trio.Event | None = None
+        if self._wake is not None:
+            self._reader.on_settle = self._nudge
+
+    @property
+    def ended(self) -> bool:
+        """The connection has ended (``at_close`` callbacks ran); False while it serves or,
+        for an idle-exit channel, while it is idle between ``serve`` rounds."""
+        return self._ended
 
     @property
     def close_reason(self) -> str:
@@ -207,8 +244,11 @@ class Connection:
         """``notify_nowait`` of a notification encoded already: one change encoded once
         for many connections (issue 22 item 3)."""
         requests = self._requests
-        if requests is None:
-            return False
+        if requests is None or self._wake is not None:
+            if self._wake is None or not self._opened:
+                return False
+            # (An idle-exit connection counts its tasks: its own ``start_soon``.)
+            return self._out.send_nowait(data, related, self.start_soon)
         return self._out.send_nowait(data, related, lambda fn: requests.start_soon(fn))
 
     def start_soon(self, fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
@@ -218,9 +258,23 @@ class Connection:
         (after in-flight requests drained it is cancelled). For per-session services such
         as delivering unsolicited notifications. Only while the connection serves.
         """
-        if self._requests is None:
+        requests = self._requests
+        if requests is not None:
+            if self._wake is None:
+                requests.start_soon(fn, name=name)
+                return
+            try:
+                requests.start_soon(self._run_hosted, fn, name=name or fn)
+                return
+            except RuntimeError:
+                pass
+        if self._wake is None or not self._opened or self._ended or self._closing:
             raise RuntimeError("the connection is not serving")
-        self._requests.start_soon(fn, name=name)
+        # Idle between rounds (or the round's nursery just closed): the next round starts it.
+        if self._hosted is None:
+            self._hosted = []
+        self._hosted.append((fn, name))
+        self._ask_round()
 
     def at_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once the connection has ended (at once if it has): for
@@ -275,27 +329,40 @@ class Connection:
         Never raises for protocol or I/O failures (they are logged with the connection id);
         only cancellation from outside propagates. ``started(self)`` is called once the
         connection serves (``run_request`` and ``start_soon`` work from then on).
+
+        A channel read only while it has input (``MessageChannel.receive_nowait``) is served
+        in rounds: ``serve`` also returns when the connection is idle (nothing to read,
+        nothing running in its nursery); it lives on, ``ended`` False, and ``serve`` is called
+        again (without ``started``) when the channel's ``wake()`` asks. Cancelling a round
+        ends the connection, as cancelling ``serve`` always does.
         """
-        log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
+        idle = False
+        self._serving = True
+        if not self._opened:
+            log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
             # One nursery and no scope of its own: the shutdown watcher runs in the requests
             # nursery, and broken output cancels that nursery's scope (what follows it here
             # is shielded anyway); issue 22 item 4, memory per idle connection.
             try:
-                await self._serve_requests(started)
+                idle = await self._serve_requests(started)
             finally:
-                self._cancel_outside_requests()
-                self._fail_pending()
-                # Flush what is still queued (shielded, bounded by the write timeout).
-                await self._out.close()
+                if not idle:
+                    self._cancel_outside_requests()
+                    self._fail_pending()
+                    # Flush what is still queued (shielded, bounded by the write timeout).
+                    await self._out.close()
         except Exception:
             self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
             log.exception("connection crashed conn=%s", self._id)
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                await self.channel.aclose()
-            self._run_at_close()
-            log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
+            if not idle:
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await self.channel.aclose()
+                self._run_at_close()
+                log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
+            # (No checkpoint from here to the return: a wake-up now finds no round serving.)
+            self._serving = False
 
     def _run_at_close(self) -> None:
         self._ended = True
@@ -306,45 +373,119 @@ class Connection:
             except Exception:
                 log.exception("at_close callback failed conn=%s", self._id)
 
-    async def _serve_requests(self, started: Callable[[Connection], None] | None) -> None:
-        async with trio.open_nursery() as requests:
-            self._requests = requests
-            self._connection_scope = requests.cancel_scope
+    async def _serve_requests(self, started: Callable[[Connection], None] | None) -> bool:
+        """Serve until the connection ends (False) or, for an idle-exit channel, is idle
+        (True)."""
+        while True:
+            async with trio.open_nursery() as requests:
+                self._requests = requests
+                self._connection_scope = requests.cancel_scope
+                if await self._serve_round(requests, started):
+                    return False
+            # Idle-exit channels only: the reader parked and the nursery's tasks ended.
+            self._requests = self._connection_scope = None
+            if self._broke is not None:  # (it cancelled the round: the connection ends)
+                return False
+            started = None
+            if not (self._wanted or self._hosted or self._reader.ended):
+                return True
+            # (Work arrived while the nursery was closing: another round.)
+
+    async def _serve_round(
+        self, requests: trio.Nursery, started: Callable[[Connection], None] | None
+    ) -> bool:
+        """One round in ``requests``: True once the connection ended (its requests drained
+        and the nursery cancelled), False when the reader parked (the nursery then waits for
+        the tasks still in it before the round ends)."""
+        reader = self._reader
+        if not self._opened:
+            self._opened = True
             if self._shutdown is not None:
                 # Ends with the requests nursery, which outlives the drain it may bound.
                 requests.start_soon(self._watch_shutdown, self._shutdown)
-            self._reader.start(requests)
+            reader.start(requests)
             if started is not None:
                 started(self)
-            await self._reader.ended.wait()
-            reason = self.close_reason
-            if reason == "shutdown":
+        else:  # another round of an idle-exit connection
+            if self._broke is not None:
+                requests.cancel_scope.cancel()
+            if self._wanted:
+                self._wanted = False
+                reader.resume(requests)
+            hosted, self._hosted = self._hosted or [], None
+            for fn, name in hosted:
+                requests.start_soon(self._run_hosted, fn, name=name or fn)
+        if self._wake is None:
+            await reader.wait_ended()
+        else:
+            while not reader.ended:
+                if reader.parked and not requests.child_tasks:
+                    self._poke = None
+                    return False  # idle: the round ends, and no task waits for input
+                self._poke = trio.Event()
+                await self._poke.wait()
+            self._poke = None
+        await self._drain_and_end(requests)
+        return True
+
+    def _nudge(self) -> None:
+        if self._poke is not None:
+            self._poke.set()
+
+    async def _run_hosted(self, fn: Callable[[], Awaitable[object]]) -> None:
+        """A ``start_soon`` task of an idle-exit connection: its end may make the round idle."""
+        try:
+            await fn()
+        finally:
+            self._nudge()
+
+    def resume(self) -> None:
+        """An idle-exit connection's channel got input or ended (or shutdown must be seen):
+        read it, in the round serving now or, when none serves, in the next one (the
+        channel's ``wake()`` asks its owner for it). Nothing to do while reading."""
+        reader = self._reader
+        if not reader.parked or self._ended:
+            return
+        requests = self._requests
+        if requests is not None and reader.resume(requests):
+            return
+        self._wanted = True
+        self._ask_round()
+
+    def _ask_round(self) -> None:
+        if not self._serving:
+            assert self._wake is not None
+            self._wake()
+
+    async def _drain_and_end(self, requests: trio.Nursery) -> None:
+        reason = self.close_reason
+        if reason == "shutdown":
+            grace = self.limits.shutdown_grace
+        elif reason == "eof" and self.drain_on_eof:
+            grace = math.inf
+            # Shutdown seen by this connection's watcher or, for connections watched by
+            # one shared watcher (``stop_reading``), by that one before the drain began.
+            if self._reader.stopped or (self._shutdown is not None and self._shutdown.is_set()):
                 grace = self.limits.shutdown_grace
-            elif reason == "eof" and self.drain_on_eof:
-                grace = math.inf
-                # Shutdown seen by this connection's watcher or, for connections watched by
-                # one shared watcher (``stop_reading``), by that one before the drain began.
-                if self._reader.stopped or (self._shutdown is not None and self._shutdown.is_set()):
-                    grace = self.limits.shutdown_grace
-            else:
-                grace = self.limits.eof_grace
+        else:
+            grace = self.limits.eof_grace
+        if self._table.active:
+            with trio.move_on_after(grace) as self._drain_scope:
+                self._drained = trio.Event()
+                await self._drained.wait()
+            self._drain_scope = None
             if self._table.active:
-                with trio.move_on_after(grace) as self._drain_scope:
-                    self._drained = trio.Event()
-                    await self._drained.wait()
-                self._drain_scope = None
-                if self._table.active:
-                    log.info(
-                        "cancelling requests conn=%s count=%d after grace=%ss",
-                        self._id,
-                        self._table.active,
-                        grace,
-                    )
-            # The grace ran out: what is cut short now is still answered, -32000 "Server is
-            # shutting down" (every accepted request gets one reply; issue 16 item 4).
-            self._reader.ending = True
-            self._cancel_outside_requests()
-            requests.cancel_scope.cancel()
+                log.info(
+                    "cancelling requests conn=%s count=%d after grace=%ss",
+                    self._id,
+                    self._table.active,
+                    grace,
+                )
+        # The grace ran out: what is cut short now is still answered, -32000 "Server is
+        # shutting down" (every accepted request gets one reply; issue 16 item 4).
+        self._reader.ending = True
+        self._cancel_outside_requests()
+        requests.cancel_scope.cancel()
 
     def _cancel_outside_requests(self) -> None:
         """The connection ends: cancel the requests ``run_request`` runs in other tasks
@@ -370,10 +511,14 @@ class Connection:
         if drain is not None:  # draining a one-POST connection: shutdown bounds it too
             drain.deadline = min(drain.deadline, trio.current_time() + self.limits.shutdown_grace)
         self._reader.stop()
+        if self._wake is not None:
+            self.resume()  # a parked reader reads again, to see it
 
     def _on_idle(self) -> None:
         if self._drained is not None:
             self._drained.set()
+        if self._poke is not None:
+            self._poke.set()
 
     def _fail_pending(self) -> None:
         for waiter in self._table.waiting():
@@ -385,6 +530,8 @@ class Connection:
         self._broke = reason
         if self._connection_scope is not None:
             self._connection_scope.cancel()
+        elif self._wake is not None and self._opened and not self._ended:
+            self._ask_round()  # idle: a round ends it
 
     # -- incoming notifications and responses -------------------------------------------------
 
@@ -466,7 +613,7 @@ class Connection:
         """
         request_id = env.id
         assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
-        if self._requests is None or self._closing:
+        if not self._opened or self._closing:
             return None
         refused = self._table.refusal(
             request_id, env.method, self.session.lifecycle, in_batch=False
@@ -497,7 +644,7 @@ class Connection:
             if timeout is not None:
                 scope.deadline = trio.current_time() + timeout
         self._table.enter(ctx)
-        self._outside.add(ctx)
+        self._outside[ctx] = None
         self._table.started()
         try:
             if scope is None:
@@ -517,7 +664,7 @@ class Connection:
                 # Nor may a context kept past its request cancel the caller's later work.
                 ctx.cancel_scope = None
             self._table.leave(ctx)
-            self._outside.discard(ctx)
+            self._outside.pop(ctx, None)
             if self._table.finished():
                 self._on_idle()
         if scope is not None and scope.cancel_called:

@@ -83,6 +83,7 @@ class Reader:
     __slots__ = (
         "_channel",
         "_dispatcher",
+        "_ended",
         "_id",
         "_limits",
         "_nursery",
@@ -93,6 +94,7 @@ class Reader:
         "_peer",
         "_pre_read",
         "_ready_frame",
+        "_receive_nowait",
         "_scope",
         "_session",
         "_stop",
@@ -101,6 +103,8 @@ class Reader:
         "end_reason",
         "ended",
         "ending",
+        "on_settle",
+        "parked",
     )
 
     def __init__(
@@ -122,6 +126,9 @@ class Reader:
         # Channels that can tell a ready frame from one that needs a read (FramedChannel)
         # let the reader coalesce the replies to pipelined requests; others flush each one.
         self._ready_frame: Callable[[], bytes | None] | None = getattr(channel, "ready_frame", None)
+        # Channels read only while they have input (``MessageChannel.receive_nowait``): with
+        # none the generation ends instead of parking a task (issue 22 item 4).
+        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
         self._out = outbox
         self._table = table
         self._dispatcher = dispatcher
@@ -139,10 +146,18 @@ class Reader:
         self._scope: trio.CancelScope | None = None
         self._waiting = False
         self._stop = False
-        #: Set once reading has ended; ``end_reason`` says why ("eof", "shutdown",
-        #: "framing-error", "read-timeout", "peer-gone", ...).
-        self.ended = trio.Event()
+        #: True once reading has ended; ``end_reason`` says why ("eof", "shutdown",
+        #: "framing-error", "read-timeout", "peer-gone", ...). ``wait_ended`` waits for it
+        #: (its event is made by the first wait: an idle session's reader never has one,
+        #: 272 bytes less; issue 22 item 4).
+        self.ended = False
+        self._ended: trio.Event | None = None
         self.end_reason = "running"
+        #: No generation reads: the channel had no input (``receive_nowait`` channels only);
+        #: ``resume`` starts one.
+        self.parked = False
+        #: Called when reading parked or ended (set by the connection of such a channel).
+        self.on_settle: Callable[[], None] | None = None
         #: Set by the connection when its grace ran out: requests cut short from then on are
         #: answered -32000 "Server is shutting down" (issue 16 item 4).
         self.ending = False
@@ -153,6 +168,35 @@ class Reader:
         """Start the first generation in ``nursery`` (suspended requests run there too)."""
         self._nursery = nursery
         self._next_generation()
+
+    async def wait_ended(self) -> None:
+        """Wait until reading has ended."""
+        if not self.ended:
+            if self._ended is None:
+                self._ended = trio.Event()
+            await self._ended.wait()
+
+    def resume(self, nursery: trio.Nursery) -> bool:
+        """Read again after parking (input arrived, or shutdown must be seen): a generation
+        started in ``nursery``. False when the nursery takes no more tasks (it just closed)."""
+        if not self.parked:
+            return True
+        scope = trio.CancelScope()
+        try:
+            nursery.start_soon(self._generation, scope, None, 0, None)
+        except RuntimeError:
+            return False
+        self._nursery = nursery
+        self._scope = scope
+        self.parked = False
+        return True
+
+    def _park(self) -> None:
+        self._scope = None
+        self._nursery = None  # (the round's nursery, about to close: not kept while idle)
+        self.parked = True
+        if self.on_settle is not None:
+            self.on_settle()
 
     def stop(self) -> None:
         """Stop reading before the next wait for input (shutdown); wake the reader if it is
@@ -212,7 +256,7 @@ class Reader:
             raise
         if running is not None:
             await self._deliver(running)
-        elif scope.cancelled_caught and not self.ended.is_set():
+        elif scope.cancelled_caught and not self.ended:
             # Shutdown woke the reader while it waited for input (or for room to write
             # what it held back just before ending).
             await self._end("shutdown")
@@ -254,8 +298,11 @@ class Reader:
         pipelined requests gets one write and a lone request gets its answer at once.
         """
         ready_frame = self._ready_frame
+        receive_nowait = self._receive_nowait
         while True:
             try:
+                if receive_nowait is not None:
+                    return await self._next_or_park(receive_nowait)
                 if ready_frame is not None:
                     frame = ready_frame()
                     if frame is not None:
@@ -298,13 +345,37 @@ class Reader:
                 await self._end("peer-gone")
                 return None
 
+    async def _next_or_park(self, receive_nowait: Callable[[], bytes]) -> bytes | None:
+        """``_next_frame`` of a channel read only while it has input: the next frame, or
+        None once reading ended or parked (the generation ends and no task waits for input;
+        whoever feeds the channel resumes the connection). ``trio.EndOfChannel`` and the
+        other errors of ``receive`` propagate to ``_next_frame``."""
+        if not self._stop:
+            try:
+                return receive_nowait()
+            except trio.WouldBlock:
+                pass
+        await self._out.release()
+        if self._stop:
+            await self._end("shutdown")
+            return None
+        try:
+            return receive_nowait()  # (fed while the release waited)
+        except trio.WouldBlock:
+            self._park()
+            return None
+
     async def _end(self, reason: str) -> None:
         self.end_reason = reason
         self._scope = None
         try:
             await self._out.release()
         finally:
-            self.ended.set()
+            self.ended = True
+            if self._ended is not None:
+                self._ended.set()
+            if self.on_settle is not None:
+                self.on_settle()
 
     # -- messages ---------------------------------------------------------------------------
 

@@ -8,7 +8,13 @@ import pytest
 
 from runtime.core import RequestContext, Session
 from runtime.core._requests import Batch, RequestTable
-from runtime.protocol import INVALID_REQUEST, SERVER_OVERLOADED, JSONRPCError, Lifecycle
+from runtime.protocol import (
+    INVALID_REQUEST,
+    SERVER_OVERLOADED,
+    JSONRPCError,
+    Lifecycle,
+    error_reply,
+)
 
 
 class _Peer:
@@ -43,6 +49,25 @@ def test_admits_until_the_in_flight_cap() -> None:
     assert refused.data == {"maxInFlight": 2}
     table.leave(_ctx(1))
     assert table.refusal(3, "tools/call", life, in_batch=False) is None
+
+
+def test_tables_with_one_cap_share_one_prepared_refusal() -> None:
+    """Built once per cap, not once per connection (issue 22 item 4: memory per idle
+    connection); each table still answers with its own cap."""
+    life = Lifecycle()
+    refusals = []
+    for cap in (1, 1, 3):
+        table: RequestTable[object] = RequestTable(max_in_flight=cap)
+        for request_id in range(cap):
+            table.enter(_ctx(request_id))
+        refused = table.refusal("next", "tools/call", life, in_batch=False)
+        assert refused is not None and refused.data == {"maxInFlight": cap}
+        refusals.append(refused)
+    assert refusals[0] is refusals[1] and refusals[2] is not refusals[0]
+    assert error_reply(refusals[0], 7) == (
+        b'{"jsonrpc":"2.0","id":7,"error":{"code":-32010,"message":"Server overloaded: '
+        b'too many requests in flight on this connection","data":{"maxInFlight":1}}}'
+    )
 
 
 def test_a_cap_of_one_refuses_the_second_and_a_cap_below_one_is_an_error() -> None:

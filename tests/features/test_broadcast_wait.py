@@ -74,3 +74,26 @@ async def test_idle_subscribers_hold_no_event() -> None:
             held = [o for o in gc.get_referents(sub) if isinstance(o, trio.Event)]
             assert held == []
             hub.list_changed("tools")
+
+
+async def test_subscribers_share_their_kinds_and_an_empty_uri_set_until_they_watch() -> None:
+    """Idle subscribers (one per session or listen) hold no frozenset of kinds and no empty
+    set of their own (216 bytes each, issue 22 item 4); watching still works per subscriber."""
+    hub = Broadcast()
+    first = hub.open(["tools", "prompts"])
+    second = hub.open(("prompts", "tools"))
+    other = hub.open(["resources"])
+    assert first.kinds is second.kinds and first.kinds == {"tools", "prompts"}
+    assert other.kinds == {"resources"} and other.kinds is not first.kinds
+    assert first.uris is second.uris and len(first.uris) == 0
+    first.watch("mem://a")
+    assert first.uris == {"mem://a"} and len(second.uris) == 0
+    assert hub.watched("mem://a")
+    hub.resource_updated("mem://a")
+    await trio.testing.wait_all_tasks_blocked()
+    assert first.pending == 1 and second.pending == 0
+    first.unwatch("mem://a")
+    second.unwatch("mem://a")  # (never watched: nothing happens)
+    assert len(first.uris) == 0 and len(second.uris) == 0 and not hub.watched("mem://a")
+    for sub in (first, second, other):
+        sub.end("closed")

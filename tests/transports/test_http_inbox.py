@@ -101,3 +101,28 @@ async def test_a_cancelled_receiver_loses_nothing_and_one_receiver_at_a_time() -
             nursery.cancel_scope.cancel()
         inbox.send_nowait(b"kept")
         assert await inbox.receive() == b"kept"
+
+
+async def test_receive_nowait_and_on_input_for_a_reader_that_never_parks() -> None:
+    """A session's connection reads with ``receive_nowait`` only while there is input;
+    ``on_input`` tells it of each body and of the close (none while a receiver parks)."""
+    inbox = Inbox(2)
+    told: list[int] = []
+    inbox.on_input = lambda: told.append(len(inbox._items))
+    with pytest.raises(trio.WouldBlock):
+        inbox.receive_nowait()
+    inbox.send_nowait(b"a")
+    inbox.send_nowait(b"b")
+    assert told == [1, 2]
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(inbox.send, b"c")  # waits for room
+            await trio.testing.wait_all_tasks_blocked()
+            assert told == [1, 2]
+            assert inbox.receive_nowait() == b"a"  # makes room: the sender goes on
+    assert told == [1, 2, 2]
+    assert [inbox.receive_nowait(), inbox.receive_nowait()] == [b"b", b"c"]
+    inbox.close()
+    assert told == [1, 2, 2, 0]
+    with pytest.raises(trio.EndOfChannel):
+        inbox.receive_nowait()

@@ -205,7 +205,13 @@ class HandshakeEra:
                     exchange, session, stream, message, accept_json, accept_sse, headers
                 )
                 return
-            prime_id = await session.prime(stream)
+            prime_id = None
+            if isinstance(message, Envelope) and message.method == INITIALIZE and accept_json:
+                # Answered as JSON unless something comes before the answer: its events are
+                # stored only then (the priming one first), never the JSON answer itself.
+                stream.lazy_prime = stream.json_first = True
+            else:
+                prime_id = await session.prime(stream)
             await session.feed(body)
             await self._answer(exchange, stream, accept_json, accept_sse, headers, prime_id)
         finally:

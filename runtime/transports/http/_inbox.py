@@ -3,13 +3,15 @@ channel pair (issue 22 item 4, memory per idle handshake session).
 
 A handshake-era session's connection reads the bodies of the POSTs that are not answered
 in the POST's own task (notifications, responses, a 2024-11-05 session's messages) and
-what other replicas route to it. Idle, it holds its reader parked here: a list and one task
-reference, where a ``trio.open_memory_channel`` pair held about 1.5 KiB (its state, two
-channel objects, their parking lots).
+what other replicas route to it, with ``receive_nowait`` only while there is input: idle, it
+holds no reader task at all; ``on_input`` tells the session when a body arrives or the inbox
+closes, and the session resumes its connection (where a ``trio.open_memory_channel`` pair
+held about 1.5 KiB, and a reader parked in it a task, a nursery's share and a cancel scope).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -23,7 +25,7 @@ class Inbox:
     ``trio.WouldBlock`` when full, ``close`` ends it (``receive`` then raises
     ``trio.EndOfChannel`` once drained; senders get ``trio.ClosedResourceError``)."""
 
-    __slots__ = ("_closed", "_items", "_receiver", "_senders", "size")
+    __slots__ = ("_closed", "_items", "_receiver", "_senders", "on_input", "size")
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -36,6 +38,9 @@ class Inbox:
         self._receiver: trio.lowlevel.Task | None = None
         #: Senders waiting for room (made when the queue first fills).
         self._senders: trio.lowlevel.ParkingLot | None = None
+        #: Called when a body is queued or the inbox closes while no task waits in
+        #: ``receive`` (a reader that takes its input with ``receive_nowait``).
+        self.on_input: Callable[[], None] | None = None
 
     def send_nowait(self, item: bytes) -> None:
         if self._closed:
@@ -57,6 +62,18 @@ class Inbox:
                 continue
             break
         await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def receive_nowait(self) -> bytes:
+        """The next body: ``trio.WouldBlock`` when none waits, ``trio.EndOfChannel`` once
+        closed and drained."""
+        if not self._items:
+            if self._closed:
+                raise trio.EndOfChannel
+            raise trio.WouldBlock
+        item = self._items.pop(0)
+        if self._senders is not None:
+            self._senders.unpark()
+        return item
 
     async def receive(self) -> bytes:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -87,6 +104,8 @@ class Inbox:
         if task is not None:
             self._receiver = None
             trio.lowlevel.reschedule(task)
+        elif self.on_input is not None:
+            self.on_input()
 
     def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
         self._receiver = None  # cancelled while waiting: nothing is lost (items stay)

@@ -124,6 +124,15 @@ class _SessionChannel:
     async def receive(self) -> bytes:
         return await self._session.inbox.receive()
 
+    def receive_nowait(self) -> bytes:
+        """Read only while there is input (``MessageChannel.receive_nowait``): an idle
+        session holds no reader task (issue 22 item 4)."""
+        return self._session.inbox.receive_nowait()
+
+    def wake(self) -> None:
+        """The connection needs a round served (input, a task to start, its end)."""
+        self._session.wake()
+
     async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
         await self._session.route(messages)
 
@@ -168,6 +177,7 @@ class HttpSession:
         self.limits = limits
         #: POST bodies for the connection to read (no memory channel pair: issue 22 item 4).
         self.inbox = Inbox(inbound_queue)
+        self.inbox.on_input = self._on_input
         self._stream_numbers = itertools.count(1)
         self.standing = ResponseStream("g0", queue_size=limits.stream_queue_size)
         self.streams: dict[str, ResponseStream] = {"g0": self.standing}
@@ -175,7 +185,13 @@ class HttpSession:
         self.get_streams = 0
         self.in_use = 0
         self.last_seen = trio.current_time()
-        self.scope = trio.CancelScope()
+        #: The cancel scope of the round serving the connection now (None while idle).
+        self.scope: trio.CancelScope | None = None
+        #: The registry whose nursery hosts the session's rounds (``run``; None once it
+        #: ended); ``in_round``: one is started and has not ended. Idle between rounds, the
+        #: session holds no task (issue 22 item 4).
+        self.registry: SessionRegistry | None = None
+        self.in_round = False
         self.ended = False
         #: The session's core connection once it serves (for the direct POST path).
         self.connection: Any = None
@@ -236,6 +252,8 @@ class HttpSession:
         for key in stream.pending:
             if self._by_key.get(key) is stream:
                 del self._by_key[key]
+        if not self._by_key:
+            self._by_key.clear()  # (an emptied dict keeps its table; clear() frees it)
         self.release(stream)
 
     def cancelled(self, request_id: Any) -> None:
@@ -321,15 +339,17 @@ class HttpSession:
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
             if is_response and self.shared is not None and self.saved is None:
                 data = await self._first_save(data, ref)
-            if stream.lazy_prime and stream.prime_id is None:
-                await self.prime(stream)
-            event_id: str | None
-            try:
-                event_id = await self.store.append(self.id, stream.id, data)
-            except StoreUnavailable as exc:
-                # Delivered without an id: not resumable while the store is away.
-                log.warning("event not stored session=%s: %s", self.id[:8], exc)
-                event_id = None
+            event_id: str | None = None
+            if not (is_response and stream.json_first and stream.prime_id is None):
+                # (Else the POST's JSON answer, first on its stream: nobody could resume it,
+                # so it is not stored; issue 22 item 4, memory per idle session.)
+                if stream.lazy_prime and stream.prime_id is None:
+                    await self.prime(stream)
+                try:
+                    event_id = await self.store.append(self.id, stream.id, data)
+                except StoreUnavailable as exc:
+                    # Delivered without an id: not resumable while the store is away.
+                    log.warning("event not stored session=%s: %s", self.id[:8], exc)
             if stream is self.standing or not is_response:
                 stream.push(event_id, data)
                 if stream is self.standing and self.shared is not None and not stream.attached:
@@ -347,38 +367,71 @@ class HttpSession:
             if stream.done:
                 for key in [k for k, s in self._by_key.items() if s is stream]:
                     del self._by_key[key]
+                if not self._by_key:
+                    self._by_key.clear()  # (frees the emptied table: issue 22 item 4)
 
-    async def run(self, hooks: Hooks, shutdown: trio.Event) -> None:
-        """Serve the session's connection until it ends, shuts down or is ended. Shutdown
-        reaches a running connection through the registry's one watcher (no watcher task per
-        idle session: issue 22 item 4)."""
+    def _on_input(self) -> None:
+        if self.connection is not None:  # (before it serves, its first round reads it)
+            self.connection.resume()
+
+    def wake(self) -> None:
+        """Start a round unless one is under way (``_SessionChannel.wake``)."""
+        if not self.in_round and self.registry is not None:
+            self.in_round = True
+            self.registry.start_round(self)
+
+    async def run(self, hooks: Hooks, shutdown: trio.Event) -> bool:
+        """Serve the session's connection for one round: True once it ended (shut down,
+        ended, or its channel broke), False when it went idle. The first round starts it
+        (``hooks.serve_connection``); later ones, asked for by its channel's ``wake()``, call
+        its ``serve()`` again (``runtime.core.Connection``: a channel read only while it has
+        input is served in rounds). An idle session holds no task, nursery or cancel scope;
+        shutdown reaches it through the registry's one watcher (issue 22 item 4)."""
 
         def started(connection: Any) -> None:
             self._started(connection)
             if shutdown.is_set():
                 connection.stop_reading()
 
+        idle = False
+        self.in_round = True
+        self.scope = scope = trio.CancelScope()
+        if self.ended:
+            scope.cancel()
         try:
-            with self.scope:
-                await hooks.serve_connection(
-                    _SessionChannel(self),
-                    session=self.core,
-                    connection_id=f"http-{self.id[:8]}",
-                    started=started,
-                )
+            with scope:
+                if self.connection is None:
+                    await hooks.serve_connection(
+                        _SessionChannel(self),
+                        session=self.core,
+                        connection_id=f"http-{self.id[:8]}",
+                        started=started,
+                    )
+                else:
+                    await self.connection.serve()
+            idle = self.connection is not None and not self.connection.ended
         finally:
-            if self.unsubscribe is not None:
-                self.unsubscribe()
-            self.connection = None
-            self.ended = True
-            self.inbox.close()
-            for stream in self.streams.values():
-                stream.finish()
-            self._by_key.clear()
-            # A shared session's events outlive this replica's copy (until DELETE or expiry).
-            if self.shared is None or self.deleted:
-                with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
-                    await self.store.forget(self.id)
+            self.scope = None
+            self.in_round = False
+            if not idle:
+                await self._finish()
+        return not idle
+
+    async def _finish(self) -> None:
+        """The connection ended: so does the session, with every stream and its events."""
+        self.registry = None  # (no round after this one)
+        if self.unsubscribe is not None:
+            self.unsubscribe()
+        self.connection = None
+        self.ended = True
+        self.inbox.close()
+        for stream in self.streams.values():
+            stream.finish()
+        self._by_key.clear()
+        # A shared session's events outlive this replica's copy (until DELETE or expiry).
+        if self.shared is None or self.deleted:
+            with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
+                await self.store.forget(self.id)
 
     async def _first_save(self, data: bytes, ref: Any) -> bytes:
         """Before the ``initialize`` response leaves, save the session for the other
@@ -396,10 +449,12 @@ class HttpSession:
         self.connection = connection
 
     def end(self) -> None:
-        """End now (DELETE, expiry): input closes and in-flight requests are cancelled."""
+        """End now (DELETE, expiry): input closes and in-flight requests are cancelled (an
+        idle session's connection is woken by its input closing, and its round ends it)."""
         self.ended = True
         self.inbox.close()
-        self.scope.cancel()
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 def principal_key(principal: Any) -> str:
@@ -515,17 +570,24 @@ class SessionRegistry:
             # Its tasks belong to the shared id, not to this replica's copy.
             session.core.shared_id = session_id
         self._sessions[session_id] = session
-
-        async def run() -> None:
-            try:
-                await session.run(self.hooks, self._shutdown)
-            finally:
-                self._sessions.pop(session_id, None)
-                log.info("session ended session=%s", session_id[:8])
-
-        self._nursery.start_soon(run)
+        session.registry = self
+        session.in_round = True
+        self.start_round(session)
         log.info("session started session=%s", session_id[:8])
         return session
+
+    def start_round(self, session: HttpSession) -> None:
+        """Serve a round of ``session`` in the registry's nursery (the first starts it)."""
+        self._nursery.start_soon(self._run, session)
+
+    async def _run(self, session: HttpSession) -> None:
+        ended = True
+        try:
+            ended = await session.run(self.hooks, self._shutdown)
+        finally:
+            if ended:
+                self._sessions.pop(session.id, None)
+                log.info("session ended session=%s", session.id[:8])
 
     async def reap(self) -> None:
         """Expire sessions idle for ``session_idle_timeout`` (run until shutdown)."""

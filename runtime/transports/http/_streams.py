@@ -73,6 +73,9 @@ class ResponseStream:
         #: stream's first event is stored (many streams never carry one).
         self.prime_id: str | None = None
         self.lazy_prime = False
+        #: The POST takes a JSON answer: a response that comes first (the whole answer) is
+        #: not stored, since no client can resume a JSON answer (``HttpSession.route``).
+        self.json_first = False
         #: Called once when a message is queued while nothing answers from the stream yet
         #: (a request running in the POST's own task: its notifications need a writer).
         self.on_message: Callable[[], None] | None = None
@@ -239,6 +242,8 @@ async def answer(
     # The head, the priming event and the first message leave in one write; a stream that
     # is already complete ends in that same write.
     opening = sse_event(first[1], first[0])
+    if resumable and prime_id is None:
+        prime_id = stream.prime_id  # (a lazy stream's, allocated before its first event)
     if resumable and prime_id is not None:
         opening = sse_event(None, prime_id, retry_ms) + opening
     complete = stream.done and _queued(stream) == 0
@@ -281,7 +286,7 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     take_nowait = stream.take_nowait
     #: This task watches the socket for a hang-up while it waits (``Exchange.watch``), in
     #: place of the connection's reader task, until the client sends bytes.
-    watching = [True]
+    watching = True
     rest: list[Awaitable[None]] = []
     wrote = [False]
 
@@ -299,16 +304,18 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
             _wake(stream)
         return True
 
-    with trio.CancelScope() as scope:
-        exchange.cancel_on_disconnect(scope)
-        stream._cut_scope = scope
-        if stream.cut_requested:
-            scope.cancel()
-        try:
-            ended = False
-            while not ended:
-                wrote[0] = False
-                with trio.CancelScope(deadline=trio.current_time() + interval) as tick:
+    # One cancel scope per tick, and none around them: the tick is also what a hang-up or
+    # ``cut()`` cancels (an idle stream holds one scope, not two; issue 22 item 4).
+    ended = stopped = False
+    try:
+        while not ended:
+            wrote[0] = False
+            with trio.CancelScope(deadline=trio.current_time() + interval) as tick:
+                exchange.cancel_on_disconnect(tick)
+                stream._cut_scope = tick
+                if stream.cut_requested:
+                    tick.cancel()
+                try:
                     while True:
                         if rest:
                             # A tick must not cut an event in half; the write timeout
@@ -321,9 +328,26 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                             ended = True
                             break
                         if item is None:
+                            # The next message; meanwhile this task watches the socket, so
+                            # a hang-up is noticed with no reader task (issue 22 item 4: an
+                            # idle stream holds one task). A message queued or the stream
+                            # ending cancels the watch by ending this tick early
+                            # (``_waiter``: no scope of its own); the hang-up cancels the
+                            # tick too. Once the client sends bytes instead, the
+                            # connection's reader task watches again and this waits on the
+                            # queue. (Inline, not a coroutine of its own: one frame less
+                            # per idle stream.)
                             stream.direct = direct
                             try:
-                                item = await _receive_watching(exchange, stream, watching, tick)
+                                while watching and item is None:
+                                    stream._waiter = tick
+                                    try:
+                                        watching = await exchange.watch()
+                                    finally:
+                                        stream._waiter = None
+                                    item = take_nowait()  # (EndOfChannel once done)
+                                if item is None:
+                                    item = await stream.receive.receive()
                             except trio.EndOfChannel:
                                 ended = True
                                 break
@@ -342,38 +366,26 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if stream.overflowed:
                             log.warning("cutting SSE stream=%s reason=queue-overflow", stream.id)
                             return False
-                # (A tick cut short by a wake-up, not its deadline, ends in silence.)
-                if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
+                finally:
+                    exchange.forget(tick)
+            if tick.cancelled_caught and (exchange.hung_up_seen or stream.cut_requested):
+                stopped = True  # the client hung up, or the server cut the response
+                break
+            # (A tick cut short by a wake-up, not its deadline, ends in silence.)
+            if tick.cancelled_caught and not wrote[0] and trio.current_time() >= tick.deadline:
+                try:
                     await exchange.write(encode_sse_comment("keep-alive"))
-        finally:
-            stream.direct = None
-            exchange.forget(scope)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    stopped = True  # (between ticks no scope sees the hang-up: the write does)
+                    break
+    finally:
+        stream.direct = None
+        stream._cut_scope = None
     if rest:  # (cancelled before it was written: the response ends here anyway)
         rest.pop().close()  # type: ignore[attr-defined]
     if stream._take_cut():
         return True  # the server ended the response (the stream lives on for resumption)
-    return not scope.cancelled_caught
-
-
-async def _receive_watching(
-    exchange: Exchange, stream: ResponseStream, watching: list[bool], tick: trio.CancelScope
-) -> tuple[str | None, bytes]:
-    """The stream's next message; meanwhile this task watches the socket, so that a hang-up
-    is noticed with no reader task (issue 22 item 4: an idle stream holds one task). A
-    message queued or the stream ending cancels the watch by ending the pump's current
-    tick early (``ResponseStream._waiter``: no cancel scope of its own per idle stream, issue
-    22 item 4); the hang-up cancels the pump (``cancel_on_disconnect``). Once the client sends bytes
-    instead, the connection's reader task watches again and this waits on the queue."""
-    while watching[0]:
-        item = stream.take_nowait()  # (EndOfChannel once done: the pump ends)
-        if item is not None:
-            return item
-        stream._waiter = tick
-        try:
-            watching[0] = await exchange.watch()
-        finally:
-            stream._waiter = None
-    return await stream.receive.receive()
+    return not stopped
 
 
 #: What ``push`` sends to wake a pump that has a direct write's rest to finish.
