@@ -5,10 +5,10 @@
 One thread, one epoll set, non-blocking sockets. Answers what ``benchmarks/_fanout.py`` sends
 for the listen era exactly as ``mcp-runtime serve`` does on the wire: each
 ``subscriptions/listen`` POST gets the same chunked SSE head and ``acknowledged`` event and
-its socket is kept; a ``tools/call`` POST (the ``touch`` tool) writes the same
+its socket is kept; a ``tools/call`` POST (the ``touch`` tool) is answered, then the same
 ``notifications/resources/updated`` event (chunk framing included, the listen's
-``subscriptionId`` in it) to every kept socket, encoded once with only the id formatted in per
-socket and one ``send`` per socket in a plain loop, then answers the call. That is the
+``subscriptionId`` in it) goes to every kept socket, encoded once with only the id formatted in
+per socket and one ``send`` per socket in a plain loop. That is the
 cheapest correct delivery from Python of those bytes; what a server spends beyond it is its
 own. Not an MCP server: no validation, no filters (every listen here asked for the URI).
 """
@@ -110,8 +110,9 @@ class Floor:
             conn.setblocking(False)
             self.listens.append((conn, sid))
             return
-        # tools/call "touch": the fan-out, then the call's reply.
-        self._fan_out("mem://blob")
+        # tools/call "touch": the call's reply, then the fan-out, in that order as ours
+        # (its tool's publish hands the writes to a callback that runs once the reply is
+        # written), so the client collects while the writes go on, alike for both.
         body = _encode(
             {
                 "jsonrpc": "2.0",
@@ -126,6 +127,7 @@ class Floor:
             + body
         )
         conn.setblocking(False)
+        self._fan_out("mem://blob")
 
     def _fan_out(self, uri: str) -> None:
         # Encoded once: the event with a placeholder id, split around it; per socket only
