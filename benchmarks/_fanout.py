@@ -21,6 +21,7 @@ from __future__ import annotations
 import select
 import socket
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -39,9 +40,22 @@ def serve_args(port: int, streams: int) -> list[str]:
     return [*ours_http_args(port, "error"), "--max-connections", str(streams + 100)]
 
 
-def _serve(contender: str, port: int, streams: int, log: Any) -> subprocess.Popen[bytes]:
-    from .run import OURS, ROOT, _ours_cli, http_argv, server_env
+#: The floor contender (listen era only): ``servers/floor_fanout.py``, the same bytes on the
+#: same sockets from a plain loop, one ``send`` each; what ours spends beyond it is ours.
+FLOOR = "floor"
 
+
+def _serve(contender: str, port: int, streams: int, log: Any) -> subprocess.Popen[bytes]:
+    from .run import OURS, ROOT, SERVERS, _ours_cli, http_argv, server_env
+
+    if contender == FLOOR:
+        return subprocess.Popen(
+            [sys.executable, str(SERVERS / "floor_fanout.py"), str(port)],
+            cwd=str(ROOT),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
     if contender != OURS:
         return subprocess.Popen(
             http_argv(contender, "http-sse", port),
@@ -187,6 +201,8 @@ def measure(
     era: str, streams: int, fanout: int, log: Any, contender: str = "mcp-runtime"
 ) -> dict[str, Any]:
     """Open ``streams`` idle subscribers of ``era`` ('session' or 'listen'), then notify."""
+    if contender == FLOOR and era != "listen":
+        raise ValueError("the fan-out floor serves listen streams only")
     port = wire.free_port()
     proc = _serve(contender, port, streams, log)
     socks: list[socket.socket] = []

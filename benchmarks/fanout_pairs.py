@@ -1,11 +1,13 @@
 """Interleaved fan-out rows, ours against the SDK, with medians (issue 22 item 3).
 
-    python -m benchmarks.fanout_pairs [--pairs 3] [--subscribers 1000] [--era listen]
+    python -m benchmarks.fanout_pairs [--pairs 3] [--subscribers 1000] [--era listen] [--no-floor]
 
 Each pair serves both contenders in turn, on fresh servers (``benchmarks._fanout.measure``
 with exactly ``subscribers`` streams open, all subscribed), so machine load drifts alike for
 both. Prints every row (time to the last subscriber, time the client read it, server CPU,
-client CPU) and the medians, and the ratios of the medians. The SDK has no server-wide
+client CPU) and the medians, and the ratios of the medians. The listen era also runs the floor
+(``servers/floor_fanout.py``: the same bytes to the same sockets, one ``send`` each from a plain
+loop) in each round, unless ``--no-floor``. The SDK has no server-wide
 ``resources/updated`` for handshake sessions: ``--era session`` runs ours alone.
 """
 
@@ -29,9 +31,12 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--subscribers", type=int, default=1000)
     parser.add_argument("--era", choices=["listen", "session"], default="listen")
+    parser.add_argument("--no-floor", action="store_true", help="ours and the SDK only")
     args = parser.parse_args()
     os.chdir(Path(__file__).resolve().parent.parent)
     contenders = [OURS, SDK] if args.era == "listen" else [OURS]
+    if args.era == "listen" and not args.no_floor:
+        contenders.append(_fanout.FLOOR)
     rows: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
     with open(os.devnull, "wb") as log:
         for i in range(args.pairs):
@@ -51,6 +56,13 @@ def main() -> int:
     if SDK in medians:
         for k in ("fanout_ms", "fanout_cpu_ms"):
             print(f"ratio SDK/ours {k}: {medians[SDK][k] / medians[OURS][k]:.1f}x")
+    if _fanout.FLOOR in medians:
+        for k in ("fanout_ms", "fanout_cpu_ms"):
+            floor = medians[_fanout.FLOOR][k]
+            print(f"ratio ours/floor {k}: {medians[OURS][k] / floor:.1f}x", end="")
+            if SDK in medians:
+                print(f"  SDK/floor: {medians[SDK][k] / floor:.1f}x", end="")
+            print()
     return 0
 
 

@@ -802,6 +802,21 @@ def measure_fanout(rec: Recorder, s: Settings, r: int, era: str, contender: str)
     rec.add(r, contender, f"{era}_fanout_cpu_ms", fan["fanout_cpu_ms"], "server CPU to the last")
 
 
+FANOUT_FLOOR = "floor"
+
+
+def measure_fanout_floor(rec: Recorder, s: Settings, r: int) -> None:
+    """The listen fan-out row's floor: ``servers/floor_fanout.py`` (no runtime: the same
+    bytes to the same ``s.fanout`` sockets, one ``send`` each in a plain loop), measured by
+    the same client as every contender (``_fanout.measure``)."""
+    from . import _fanout
+
+    with open(RESULTS / "logs" / "floor-listen-fanout.log", "ab") as log:
+        fan = _fanout.measure("listen", s.fanout, s.fanout, log, _fanout.FLOOR)
+    rec.add(r, FANOUT_FLOOR, "listen_fanout_ms", fan["fanout_ms"], fan["fanout_note"])
+    rec.add(r, FANOUT_FLOOR, "listen_fanout_cpu_ms", fan["fanout_cpu_ms"], "server CPU to the last")
+
+
 # Who can be measured how: the SDK's MCPServer publishes resources/updated to 2026-07-28
 # listen streams (Context.notify_resource_updated) but has no server-wide call for handshake
 # sessions' resources/subscribe; fastmcp has neither.
@@ -1185,6 +1200,14 @@ def main(argv: list[str] | None = None) -> int:
                     OURS,
                     OVERLOAD10_METRICS,
                     functools.partial(measure_overload10, rec, s, r),
+                )
+                # The listen fan-out's floor (servers/floor_fanout.py), first in each round.
+                guarded(
+                    rec,
+                    r,
+                    FANOUT_FLOOR,
+                    FANOUT_METRICS["listen"][1:],
+                    functools.partial(measure_fanout_floor, rec, s, r),
                 )
                 for era, metrics in FANOUT_METRICS.items():
                     for contender in order:

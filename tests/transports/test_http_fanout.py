@@ -232,3 +232,38 @@ async def test_every_subscriber_gets_the_exact_bytes_and_a_closed_one_is_dropped
             for conn in gets:
                 if conn not in (gets[1], gets[4]):
                     await conn.aclose()
+
+
+async def test_a_get_stream_change_written_directly_is_one_chunk_of_one_event_with_its_id() -> None:
+    """The publisher frames a GET stream's event (with its id, for resumption) and its
+    HTTP/1.1 chunk in one step (issue 22 item 3): each chunk on the wire is exactly one
+    whole ``id:``/``data:`` event, and the ids are distinct."""
+    import h11
+
+    app = make_app()
+    uri = "mem://t/a"
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conn = await open_get_stream(address, [uri])
+            chunks: list[bytes] = []
+            for _ in range(2):
+                await trio.testing.wait_all_tasks_blocked()
+                app.notify_resource_updated(uri)
+                while True:
+                    event = await conn._event()
+                    assert isinstance(event, h11.Data), event
+                    if b"data: {" in event.data:  # (not a priming event or a keep-alive)
+                        assert event.chunk_start and event.chunk_end, event
+                        chunks.append(event.data)
+                        break
+            await conn.aclose()
+    ids = []
+    for chunk in chunks:
+        head, sep, data = chunk.partition(b"\ndata: ")
+        assert head.startswith(b"id: ") and len(head) > 4 and sep, chunk
+        ids.append(head[4:])
+        assert data == (
+            b'{"jsonrpc":"2.0","method":"notifications/resources/updated",'
+            b'"params":{"uri":"mem://t/a"}}\n\n'
+        )
+    assert ids[0] != ids[1]

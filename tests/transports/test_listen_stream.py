@@ -54,11 +54,26 @@ class _Socket:
         self.aborted += 1
 
 
-def _exchange(sock: _Socket) -> Exchange:
+def _exchange(sock: _Socket, version: tuple[int, int] = (1, 0)) -> Exchange:
     head = RequestHead(
-        "POST", "/mcp", "/mcp", {}, (1, 0), (), {}, None, True, False
-    )  # HTTP/1.0: the SSE bytes unchunked
+        "POST", "/mcp", "/mcp", {}, version, (), {}, None, True, False
+    )  # HTTP/1.0 (default): the SSE bytes unchunked
     return Exchange(sock, head)
+
+
+def _chunks(body: bytes) -> list[bytes]:
+    """An HTTP/1.1 chunked body's chunks, strictly parsed (through the last, empty one)."""
+    chunks = []
+    while True:
+        size, sep, body = body.partition(b"\r\n")
+        assert sep and size, body
+        n = int(size, 16)
+        assert body[n : n + 2] == b"\r\n", body
+        if n == 0:
+            assert body == b"\r\n"
+            return chunks
+        chunks.append(body[:n])
+        body = body[n + 2 :]
 
 
 def _event(data: bytes) -> bytes:
@@ -164,3 +179,37 @@ async def test_a_client_that_takes_only_json_gets_the_result_alone() -> None:
     head, _, body = bytes(sock.wire).partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"application/json" in head
     assert body == RESULT
+
+
+async def test_http11_each_change_is_one_chunk_of_one_whole_event(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """HTTP/1.1: the publisher frames a change's event and its chunk in one step
+    (``send_now``, issue 22 item 3); the chunks are the same whether the socket took the
+    change at once, or slowly (the rest finished by the listen's wait), or the handler
+    sent it, and each chunk is exactly one event, in order."""
+    hub = Broadcast()
+    sock = _Socket()
+    with trio.fail_after(60):  # virtual time
+        async with trio.open_nursery() as nursery:
+            stream = ListenStream(_exchange(sock, (1, 1)), True, 100.0, "c1")
+            nursery.start_soon(_listen, hub, stream, ["tools", "prompts", "resources"])
+            await trio.testing.wait_all_tasks_blocked()
+            hub.list_changed("tools")  # taken whole at once
+            await trio.sleep(0.1)
+            sock.room, sock.drain = 7, 0.5
+            hub.list_changed("prompts")  # 7 bytes now, the rest by the listen's wait
+            await trio.sleep(0.1)
+            hub.list_changed("resources")  # meanwhile: declined, sent by the handler
+            await trio.sleep(2)
+            sock.room, sock.drain = 1 << 20, 0.0
+            hub.end_all()
+    head, _, body = bytes(sock.wire).partition(b"\r\n\r\n")
+    assert b"Transfer-Encoding: chunked" in head
+    assert _chunks(body) == [
+        _event(ACK),
+        _event(b'{"changed":"tools"}'),
+        _event(b'{"changed":"prompts"}'),
+        _event(b'{"changed":"resources"}'),
+        _event(RESULT),
+    ]

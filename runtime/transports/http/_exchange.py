@@ -262,6 +262,19 @@ class Exchange:
         rest = self._driver.write_now(self._body(data))
         return None if rest is None else self._driver.write_rest(rest)
 
+    @property
+    def chunked(self) -> bool:
+        """The streamed response's body goes as chunks (HTTP/1.1, not HEAD): a caller that
+        frames its own chunks writes them with :meth:`write_framed_now`."""
+        return self._chunked and not self._head_only
+
+    def write_framed_now(self, data: bytes) -> Awaitable[None] | None:
+        """:meth:`write_now` of bytes already framed for the body (whole chunks when
+        ``chunked``): one change to many listens is framed in one step each (issue 22
+        item 3), not an SSE event and then a chunk around it."""
+        rest = self._driver.write_now(data)
+        return None if rest is None else self._driver.write_rest(rest)
+
     async def end(self, last: bytes = b"") -> None:
         """End the streamed response, after ``last`` (its final bytes) if given."""
         await self._driver.write(self._body(last) + self._end())

@@ -35,6 +35,10 @@ __all__ = ["ListenStream"]
 log = logging.getLogger("mcp_runtime.http")
 
 _KEEP_ALIVE: Final = encode_sse_comment("keep-alive")
+#: One SSE ``message`` event (``sse_event(data, None)``) as one HTTP/1.1 chunk, framed in
+#: one step: ``% (len(data) + _EVENT_OVERHEAD, data)``.
+_CHUNKED_EVENT: Final = b"%x\r\ndata: %b\n\n\r\n"
+_EVENT_OVERHEAD: Final = len(b"data: \n\n")
 #: What a failed write of the response raises: the client is gone or stopped reading.
 _WRITE_ERRORS: Final = (
     trio.TooSlowError,
@@ -56,6 +60,7 @@ class ListenStream:
 
     __slots__ = (
         "_accept_sse",
+        "_chunked",
         "_connection_id",
         "_exchange",
         "_interval",
@@ -87,6 +92,8 @@ class ListenStream:
         self._watching = True
         #: The SSE response has started (the first notification did).
         self.streaming = False
+        #: ... as chunks (HTTP/1.1): ``send_now`` frames a change's chunk itself.
+        self._chunked = False
         #: A write failed: the connection is being aborted.
         self.broken = False
 
@@ -109,6 +116,7 @@ class ListenStream:
                 await self._exchange.start_stream(
                     200, "text/event-stream", [("X-Accel-Buffering", "no")], first=event
                 )
+                self._chunked = self._exchange.chunked
         except _WRITE_ERRORS as exc:
             self._broke(exc)
 
@@ -121,7 +129,11 @@ class ListenStream:
         if self._rest is not None or not self.streaming:
             return False
         try:
-            rest = self._exchange.write_now(sse_event(data, None))
+            if self._chunked:  # (the usual case: the event and its chunk in one step)
+                framed = _CHUNKED_EVENT % (len(data) + _EVENT_OVERHEAD, data)
+                rest = self._exchange.write_framed_now(framed)
+            else:
+                rest = self._exchange.write_now(sse_event(data, None))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False  # the handler's send meets the broken socket itself
         self._wrote = True
