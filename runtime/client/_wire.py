@@ -44,7 +44,7 @@ from ..protocol import (
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from ..transports import open_fifo_pair, pipe_client_lock, pipe_paths
+from ..transports import lifted, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "CLIENT_VERSION",
@@ -78,6 +78,7 @@ __all__ = [
     "decode_incoming",
     "encode_header_value",
     "escape_excerpt",
+    "lifted",
     "make_framer",
     "open_fifo_pair",
     "pipe_client_lock",

@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._framed import FramedChannel, FramingName, make_framer
+from ._low_water import LIFT_OVER, LowWater, lifted
 from ._stdio import open_stdio_channel
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "LIFT_OVER",
     "EdgePolicy",
     "EventStore",
     "FramedChannel",
@@ -35,7 +37,9 @@ __all__ = [
     "Hooks",
     "HttpError",
     "HttpLimits",
+    "LowWater",
     "MemoryEventStore",
+    "lifted",
     "make_framer",
     "open_fifo_pair",
     "open_stdio_channel",

@@ -11,14 +11,22 @@ once: :meth:`FdIO.write_now` returns what is left when the pipe is full, for the
 finish under whatever scope bounds it (the connection's outbox: shielded, with its
 ``write_timeout``). Relies on POSIX non-blocking descriptors (the constructor makes it so,
 as ``FdStream`` does; a regular file stays readable at once and is never waited on).
+
+On a socket (``pipe=False``: the TCP transport), the rest of a big write the socket did not
+take at once goes on with its send low-water mark lifted (``LowWater``: trio's 16 KiB pace
+made the kernel take a 1 MiB reply a few hundred KiB per wait; issue 22 target 2), put
+back when that write ends; small writes keep trio's pace.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import socket
 
 import trio
+
+from ._low_water import LIFT_OVER, LowWater
 
 __all__ = ["FdIO"]
 
@@ -41,6 +49,12 @@ class FdIO(trio.abc.Stream):
         self._fd = fd
         self._closed = False
         self.pipe = pipe
+        #: A socket's send low-water mark, made at its first big write (an idle connection
+        #: holds none: issue 22 item 4); None as well for a pipe.
+        self._low_water: LowWater | None = None
+        #: The ``socket.socket`` that mark is set through, over the same descriptor: detached
+        #: before :meth:`aclose` closes it, so that it never closes the number itself.
+        self._sock: socket.socket | None = None
         os.set_blocking(fd, False)
 
     @property
@@ -82,20 +96,56 @@ class FdIO(trio.abc.Stream):
             sent = 0
         except OSError as exc:
             raise _error(exc) from exc
-        return None if sent == len(data) else memoryview(data)[sent:]
+        if sent == len(data):
+            return None
+        rest = memoryview(data)[sent:]
+        if len(rest) > LIFT_OVER and not self.pipe and self._lift(len(rest)):
+            # Lifted (see the module): the socket may take much more at once.
+            try:
+                rest = rest[os.write(self._fd, rest) :]
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                self._put_back()
+                raise _error(exc) from exc
+            if not rest:
+                self._put_back()
+                return None
+        return rest
 
     async def write_rest(self, view: memoryview) -> None:
-        """Write ``view`` whole, waiting for room as often as it takes."""
-        while view:
-            await trio.lowlevel.wait_writable(self._fd)
-            if self._closed:
-                raise trio.ClosedResourceError("file was already closed")
-            try:
-                view = view[os.write(self._fd, view) :]
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                raise _error(exc) from exc
+        """Write ``view`` whole, waiting for room as often as it takes; a low-water mark
+        lifted for it (:meth:`write_now`) is put back when it ends, however it ends."""
+        try:
+            while view:
+                await trio.lowlevel.wait_writable(self._fd)
+                if self._closed:
+                    raise trio.ClosedResourceError("file was already closed")
+                try:
+                    view = view[os.write(self._fd, view) :]
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise _error(exc) from exc
+        finally:
+            if self._low_water is not None and self._low_water.lifted:
+                self._put_back()
+
+    def _lift(self, rest: int) -> bool:
+        """Lift the socket's send low-water mark for the ``rest`` of a write: whether it is
+        lifted (not when the descriptor is no TCP socket, or has no mark)."""
+        low_water = self._low_water
+        if low_water is None:
+            try:  # (the family, type and protocol are read from the descriptor)
+                self._sock = socket.socket(fileno=self._fd)
+            except OSError:  # (no socket after all: a closed descriptor, say)
+                return False
+            low_water = self._low_water = LowWater(self._sock)
+        return low_water.lift(rest)
+
+    def _put_back(self) -> None:
+        if self._low_water is not None:
+            self._low_water.put_back(closed=self._closed)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         rest = self.write_now(bytes(data) if not isinstance(data, bytes) else data)
@@ -111,5 +161,7 @@ class FdIO(trio.abc.Stream):
         if not self._closed:
             self._closed = True
             trio.lowlevel.notify_closing(self._fd)
+            if self._sock is not None:
+                self._sock.detach()  # (it must not close the number again, someone else's)
             os.close(self._fd)
         await trio.lowlevel.checkpoint()

@@ -37,6 +37,8 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
+from ._low_water import lifted
+
 __all__ = ["ServerWebSocket", "open_server_websocket"]
 
 log = logging.getLogger("mcp_runtime.websocket")
@@ -250,7 +252,10 @@ class ServerWebSocket:
         self._writing = True
         try:
             while True:
-                await self._stream.send_all(data)
+                # A big message (a reply over LIFT_OVER) goes out with the send low-water
+                # mark lifted, not trio's 16 KiB at a time (see _low_water; issue 22).
+                with lifted(self._stream.socket, len(data)):
+                    await self._stream.send_all(data)
                 if self._backlog is None:
                     break
                 data, self._backlog = bytes(self._backlog), None

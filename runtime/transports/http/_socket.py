@@ -8,43 +8,25 @@ Once the connection is closed its descriptor number may belong to another client
 is written to it again. Relies on POSIX non-blocking sockets.
 
 The rest of a big write the socket did not take at once goes on with the socket's send
-low-water mark lifted (``_write_lifted``, ``_write_slowly``): ``trio.SocketStream`` sets
-``TCP_NOTSENT_LOWAT`` to 16 KiB, so that a streaming writer learns of a slow peer early; for
-a whole reply already in memory it only meant that the kernel took a 1 MiB body some
-100-260 KiB at a time, with a wait for writability (an ``epoll`` round and a task switch,
-some 3,000 of trio's bytecodes in all) between: five or six rounds per MiB, about a fifth of
-the server's CPU for a 1 MiB ``resources/read`` over HTTP (issue 22 target 2). Lifted (back
-to the system's default, as a plain blocking socket has it), the kernel takes as much as
-its send buffer holds, a 1 MiB reply at once; the mark is put back when that write is done.
-Small writes (SSE events) keep trio's pace (``LIFT_OVER``).
+low-water mark lifted (``LowWater`` of ``runtime.transports``: trio's 16 KiB pace made a
+1 MiB reply five or six rounds of waiting, about a fifth of the server's CPU; issue 22 target
+2); small writes (SSE events) keep trio's pace (``LIFT_OVER``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 from typing import Final, Protocol
 
 import trio
 
+from .. import LIFT_OVER, LowWater
 from ._exchange import Exchange
 from ._http11 import RequestParser
 
 __all__ = ["SocketIO"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
-
-#: The rest of a write longer than this (bytes) goes on with the send low-water mark lifted
-#: (see the module): one message already in memory, which waiting at trio's pace only makes
-#: dearer. A shorter one (an SSE event for a slow reader, say) waits at trio's pace, so that
-#: a slow reader's events back up to its stream, where changes coalesce, rather than into
-#: the kernel's buffer. 64 KiB: four times trio's mark, and the size over which a response
-#: body is written beside its head (``WRITE_APART_OVER``).
-LIFT_OVER: Final = 64 * 1024
-
-#: ``TCP_NOTSENT_LOWAT`` where the platform has it (Linux, macOS), else None.
-_LOW_WATER: Final[int | None] = getattr(socket, "TCP_NOTSENT_LOWAT", None)
 
 
 class Socket(Protocol):
@@ -71,11 +53,8 @@ class SocketIO:
         self._sock = sock
         self._fd = sock.fileno()
         self._closed = False
-        #: The socket's own send low-water mark, read when a write first waits: what
-        #: ``_write_slowly`` puts back; 0 when it has none (or is no TCP socket).
-        self._low_water: int | None = None
-        #: The mark is lifted, for the write in progress.
-        self._lifted = False
+        #: The send low-water mark, lifted for the rest of a big write (see the module).
+        self._low_water = LowWater(sock)
         self.parser = parser
         self.write_timeout = write_timeout
         self._read_cap = read_cap
@@ -188,24 +167,30 @@ class SocketIO:
         written again at once with the send low-water mark lifted (see the module): None
         when that took all of it (the mark is put back), else what is left (the mark stays
         lifted until ``_write_slowly`` has written it)."""
-        if len(rest) <= LIFT_OVER or not self._lift_low_water():
+        if self._closed or not self._low_water.lift(len(rest)):
             return rest
         try:
             rest = rest[os.write(self._fd, rest) :]
         except BlockingIOError:
             pass
         except OSError as exc:
-            self._restore_low_water()
+            self._low_water.put_back()
             raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
         if rest:
             return rest
-        self._restore_low_water()
+        self._low_water.put_back()
         return None
 
     async def _write_slowly(self, view: memoryview) -> None:
         # Lifted just now (a big write that waited behind another), the kernel may take
         # more at once: try before waiting.
-        ready = len(view) > LIFT_OVER and not self._lifted and self._lift_low_water()
+        low_water = self._low_water
+        ready = (
+            len(view) > LIFT_OVER
+            and not low_water.lifted
+            and not self._closed
+            and low_water.lift(len(view))
+        )
         try:
             with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
                 while view:
@@ -222,37 +207,9 @@ class SocketIO:
                         raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
                     view = view[sent:]
         finally:
-            self._restore_low_water()
+            low_water.put_back(closed=self._closed)
         if scope.cancelled_caught:
             raise trio.TooSlowError
-
-    def _lift_low_water(self) -> bool:
-        """Lift the socket's send low-water mark (see the module): whether it had one."""
-        if _LOW_WATER is None or self._low_water == 0 or self._closed:
-            return False
-        try:
-            if self._low_water is None:
-                self._low_water = self._sock.getsockopt(socket.IPPROTO_TCP, _LOW_WATER)
-                if self._low_water == 0:
-                    return False
-            # 0: the system's default (net.ipv4.tcp_notsent_lowat; unlimited unless set).
-            self._sock.setsockopt(socket.IPPROTO_TCP, _LOW_WATER, 0)
-        except OSError:  # no TCP socket (a Unix socket), or a broken one
-            self._low_water = 0
-            return False
-        self._lifted = True
-        return True
-
-    def _restore_low_water(self) -> None:
-        """Put the send low-water mark back, if it was lifted."""
-        if not self._lifted:
-            return
-        self._lifted = False
-        if self._closed or not self._low_water or _LOW_WATER is None:
-            return  # (a closed socket's number may be another connection's by now)
-        # (A broken socket: the write that waited has said so, or the next one will.)
-        with contextlib.suppress(OSError):
-            self._sock.setsockopt(socket.IPPROTO_TCP, _LOW_WATER, self._low_water)
 
     def _read_now(self) -> bool:
         """One non-blocking read into the parser; False when nothing was there."""
