@@ -53,8 +53,9 @@ class SocketIO:
         self._sock = sock
         self._fd = sock.fileno()
         self._closed = False
-        #: The send low-water mark, lifted for the rest of a big write (see the module).
-        self._low_water = LowWater(sock)
+        #: The send low-water mark, lifted for the rest of a big write (see the module);
+        #: made at the first big write (an idle connection holds none: issue 22 item 4).
+        self._low_water: LowWater | None = None
         self.parser = parser
         self.write_timeout = write_timeout
         self._read_cap = read_cap
@@ -167,30 +168,38 @@ class SocketIO:
         written again at once with the send low-water mark lifted (see the module): None
         when that took all of it (the mark is put back), else what is left (the mark stays
         lifted until ``_write_slowly`` has written it)."""
-        if self._closed or not self._low_water.lift(len(rest)):
+        if not self._lift(len(rest)):
             return rest
         try:
             rest = rest[os.write(self._fd, rest) :]
         except BlockingIOError:
             pass
         except OSError as exc:
-            self._low_water.put_back()
+            self._put_back()
             raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
         if rest:
             return rest
-        self._low_water.put_back()
+        self._put_back()
         return None
+
+    def _lift(self, size: int) -> bool:
+        """Lift the send low-water mark for the rest of a write of ``size`` bytes (over
+        ``LIFT_OVER``, the socket open): whether it is lifted now."""
+        if size <= LIFT_OVER or self._closed:
+            return False
+        if self._low_water is None:
+            self._low_water = LowWater(self._sock)
+        return self._low_water.lift(size)
+
+    def _put_back(self) -> None:
+        if self._low_water is not None:
+            self._low_water.put_back(closed=self._closed)
 
     async def _write_slowly(self, view: memoryview) -> None:
         # Lifted just now (a big write that waited behind another), the kernel may take
         # more at once: try before waiting.
-        low_water = self._low_water
-        ready = (
-            len(view) > LIFT_OVER
-            and not low_water.lifted
-            and not self._closed
-            and low_water.lift(len(view))
-        )
+        lifted = self._low_water is not None and self._low_water.lifted
+        ready = not lifted and self._lift(len(view))
         try:
             with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
                 while view:
@@ -207,7 +216,7 @@ class SocketIO:
                         raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
                     view = view[sent:]
         finally:
-            low_water.put_back(closed=self._closed)
+            self._put_back()
         if scope.cancelled_caught:
             raise trio.TooSlowError
 
