@@ -17,29 +17,8 @@ from runtime.core import RequestContext, Session, _reader
 from runtime.protocol import ONE_PASS_OVER
 from runtime.testing import open_client
 
+from ..servers.one_decode import build as _server
 from ..wire import open_memory_peer
-
-
-def _server() -> Server:
-    app = Server("typed-call")
-
-    @app.tool
-    async def size(data: str, times: int = 1) -> int:
-        """Length of data, times."""
-        return len(data) * times
-
-    @app.tool
-    async def needs(a: int) -> int:
-        """Echo a."""
-        return a
-
-    @app.tool
-    async def nothing() -> str:
-        """No arguments."""
-        return "ok"
-
-    return app
-
 
 # The handlers as the server runs them (``runtime._handlers``), not a second copy imported as
 # ``handlers``: patches must reach the module the server calls.

@@ -28,7 +28,7 @@ import trio
 
 from ...framing import encode_sse_comment
 from ._exchange import Exchange
-from ._streams import sse_event
+from ._streams import end_with_reply, sse_event
 
 __all__ = ["ListenStream"]
 
@@ -190,25 +190,9 @@ class ListenStream:
             return
         await self.flush()
         exchange = self._exchange
-        if reply is None:
-            if self.streaming:
-                await exchange.end()
-            elif self._accept_sse:
-                await exchange.start_stream(200, "text/event-stream", [], end=True)
-            else:
-                await exchange.respond(204, b"")
-        elif self.streaming:
-            await exchange.end(sse_event(reply, None))
-        elif accept_json:
-            await exchange.respond(json_status(reply), reply)
-        else:
-            await exchange.start_stream(
-                200,
-                "text/event-stream",
-                [("X-Accel-Buffering", "no")],
-                first=sse_event(reply, None),
-                end=True,
-            )
+        await end_with_reply(
+            exchange, reply, self.streaming, accept_json, self._accept_sse, json_status
+        )
 
     def close(self) -> None:
         """Drop a write left unfinished (the listen was cancelled before it)."""

@@ -57,7 +57,7 @@ from ._handshake import HandshakeEra
 from ._listen import ListenStream
 from ._modern import ModernParams, check_headers, modern_params
 from ._session import Hooks, SessionRegistry
-from ._streams import ResponseStream, answer, sse_event
+from ._streams import ResponseStream, answer, end_with_reply, sse_event
 
 __all__ = ["StreamableEndpoint", "parse_accept"]
 
@@ -412,25 +412,8 @@ class StreamableEndpoint:
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await self._answer_shutting_down(exchange, envelope.id, streaming)
             raise
-        if reply is None:  # as a one-request connection that ended without an answer
-            if streaming:
-                await exchange.end()
-            elif accept_sse:
-                await exchange.start_stream(200, "text/event-stream", [], end=True)
-            else:
-                await exchange.respond(204, b"")
-        elif streaming:
-            await exchange.end(sse_event(reply, None))
-        elif accept_json:
-            await exchange.respond(_json_status(reply), reply)
-        else:
-            await exchange.start_stream(
-                200,
-                "text/event-stream",
-                [("X-Accel-Buffering", "no")],
-                first=sse_event(reply, None),
-                end=True,
-            )
+        # (None: as a one-request connection that ended without an answer.)
+        await end_with_reply(exchange, reply, streaming, accept_json, accept_sse, _json_status)
 
     @staticmethod
     async def _answer_shutting_down(exchange: Exchange, request_id: Any, streaming: bool) -> None:

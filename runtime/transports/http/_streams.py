@@ -269,6 +269,40 @@ async def answer(
         await on_disconnect()
 
 
+async def end_with_reply(
+    exchange: Exchange,
+    reply: bytes | None,
+    streaming: bool,
+    accept_json: bool,
+    accept_sse: bool,
+    json_status: Callable[[bytes], int],
+) -> None:
+    """End a one-request response (a POST answered by one handler, a 2026-07-28 listen)
+    with the handler's ``reply`` (None: it gave none): the stream's last event when events
+    went before it (``streaming``), else JSON when the client accepts it (``json_status``
+    picks the status), else a one-event SSE stream; no reply: the stream's end, an empty SSE
+    stream, or 204."""
+    if reply is None:
+        if streaming:
+            await exchange.end()
+        elif accept_sse:
+            await exchange.start_stream(200, "text/event-stream", [], end=True)
+        else:
+            await exchange.respond(204, b"")
+    elif streaming:
+        await exchange.end(sse_event(reply, None))
+    elif accept_json:
+        await exchange.respond(json_status(reply), reply)
+    else:
+        await exchange.start_stream(
+            200,
+            "text/event-stream",
+            [("X-Accel-Buffering", "no")],
+            first=sse_event(reply, None),
+            end=True,
+        )
+
+
 def _queued(stream: ResponseStream) -> int:
     channel = stream._channel
     return 0 if channel is None else channel[1].statistics().current_buffer_used
