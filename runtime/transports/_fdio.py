@@ -101,16 +101,11 @@ class FdIO(trio.abc.Stream):
         rest = memoryview(data)[sent:]
         if len(rest) > LIFT_OVER and not self.pipe and self._lift(len(rest)):
             # Lifted (see the module): the socket may take much more at once.
+            assert self._low_water is not None  # (made by the lift)
             try:
-                rest = rest[os.write(self._fd, rest) :]
-            except BlockingIOError:
-                pass
+                return self._low_water.write_lifted(self._fd, rest)
             except OSError as exc:
-                self._put_back()
                 raise _error(exc) from exc
-            if not rest:
-                self._put_back()
-                return None
         return rest
 
     async def write_rest(self, view: memoryview) -> None:

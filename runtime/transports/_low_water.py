@@ -19,6 +19,7 @@ on a socket that is no TCP socket (a Unix socket), nothing is lifted.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 from collections.abc import Iterator
 from typing import Final, Protocol
@@ -81,6 +82,23 @@ class LowWater:
             return False
         self.lifted = True
         return True
+
+    def write_lifted(self, fd: int, rest: memoryview) -> memoryview | None:
+        """``rest`` written at once to ``fd`` (this socket's descriptor) with the mark
+        lifted (:meth:`lift` said so): None when all of it went (the mark is put back), else
+        what is left (the mark stays lifted for the caller's wait). Any other ``OSError``
+        than ``BlockingIOError`` puts the mark back and propagates."""
+        try:
+            rest = rest[os.write(fd, rest) :]
+        except BlockingIOError:
+            return rest
+        except OSError:
+            self.put_back()
+            raise
+        if rest:
+            return rest
+        self.put_back()
+        return None
 
     def put_back(self, *, closed: bool = False) -> None:
         """Put the mark back, if it was lifted; ``closed``: the socket's descriptor is

@@ -170,17 +170,11 @@ class SocketIO:
         lifted until ``_write_slowly`` has written it)."""
         if not self._lift(len(rest)):
             return rest
+        assert self._low_water is not None  # (made by the lift)
         try:
-            rest = rest[os.write(self._fd, rest) :]
-        except BlockingIOError:
-            pass
+            return self._low_water.write_lifted(self._fd, rest)
         except OSError as exc:
-            self._put_back()
             raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
-        if rest:
-            return rest
-        self._put_back()
-        return None
 
     def _lift(self, size: int) -> bool:
         """Lift the send low-water mark for the rest of a write of ``size`` bytes (over
