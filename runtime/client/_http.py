@@ -35,7 +35,7 @@ from typing import Final
 import trio
 
 from ._errors import TransportLost
-from ._wire import lifted
+from ._wire import lifted, socket_of
 
 __all__ = [
     "DEFAULT_IDLE_CONNECTION_TIMEOUT",
@@ -359,16 +359,10 @@ class _Stale(TransportLost):
     (or did so as the request went out)."""
 
 
-def _socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
-    if isinstance(stream, trio.SSLStream):
-        stream = stream.transport_stream
-    return stream.socket if isinstance(stream, trio.SocketStream) else None
-
-
 def _closed_by_peer(stream: trio.abc.Stream) -> bool:
     """An idle connection is readable only when the server closed it (EOF, a reset) or sent
     bytes nobody asked for: either way it cannot carry a request. Checked without blocking."""
-    sock = _socket_of(stream)
+    sock = socket_of(stream)
     if sock is None:
         return True
     try:
@@ -488,7 +482,7 @@ class HttpPool:
             try:
                 # A big request (a tools/call with big arguments) goes out with the send
                 # low-water mark lifted, not trio's 16 KiB at a time (issue 22 target 2).
-                with lifted(_socket_of(stream), len(request)):
+                with lifted(socket_of(stream), len(request)):
                     await stream.send_all(request)
             except (trio.BrokenResourceError, OSError) as exc:
                 raise lost(f"connection lost while sending: {exc!r}") from None

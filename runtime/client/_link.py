@@ -27,7 +27,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import trio
 
 from ._errors import BadMessage, ClientError, TransportLost
-from ._wire import Framer, FramingError, escape_excerpt
+from ._wire import Framer, FramingError, escape_excerpt, lifted, socket_of
 
 __all__ = [
     "Failed",
@@ -154,7 +154,11 @@ class FramedLink:
         frame = self._framer.encode(out.data)
         async with self._send_lock:  # one frame at a time: never interleave two messages
             try:
-                await self._send_stream.send_all(frame)
+                # A big frame (a tools/call with big arguments) over TCP goes out with the
+                # socket's send low-water mark lifted, not trio's 16 KiB at a time (issue 22
+                # target 2); a pipe or a Unix socket has no mark to lift.
+                with lifted(socket_of(self._send_stream), len(frame)):
+                    await self._send_stream.send_all(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise TransportLost(
                     f"{self._name}: cannot send: {exc or type(exc).__name__}"

@@ -14,6 +14,7 @@ import re
 from typing import Any, Final
 
 import msgspec
+import trio
 from msgspec import UNSET, Raw, UnsetType
 
 from ..framing import (
@@ -83,6 +84,7 @@ __all__ = [
     "open_fifo_pair",
     "pipe_client_lock",
     "pipe_paths",
+    "socket_of",
 ]
 
 from .. import __version__ as CLIENT_VERSION
@@ -166,3 +168,11 @@ def encode_header_value(value: str) -> str:
     if _PLAIN_HEADER.fullmatch(value) and not value.startswith("=?base64?"):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def socket_of(stream: trio.abc.SendStream) -> trio.socket.SocketType | None:
+    """The socket under a trio stream (a ``SocketStream``, or one under TLS), for its send
+    low-water mark (:func:`lifted`); None for any other stream (a pipe, a WebSocket)."""
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    return stream.socket if isinstance(stream, trio.SocketStream) else None
