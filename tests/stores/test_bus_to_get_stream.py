@@ -20,7 +20,7 @@ import msgspec
 import trio
 
 from runtime import Context, Server
-from runtime.stores import EventStore, RedisStore
+from runtime.stores import EventStore, MemoryEventStore, RedisStore
 
 from ..transports.app import serving, until
 from ..transports.http_client import HttpConn, connect, request
@@ -239,3 +239,26 @@ async def test_messages_routed_while_a_resumed_get_stream_replays_reach_it(
         "step 2 on b",
         "step 3 on b",
     ], heard
+
+
+async def test_a_second_get_while_the_first_opens_is_refused() -> None:
+    """One GET stream per session (2025-11-25 basic/transports, "Multiple Connections"):
+    the first claims it before its first checkpoint, so a second GET that comes while the
+    first's priming event is being stored gets 409 rather than also passing the check."""
+    app = Server("one", "1.0.0")
+    held = Held(MemoryEventStore(), "prime")
+    with trio.fail_after(10):
+        async with serving(app, event_store=held) as address:
+            session = await open_session(address)
+            first = await connect(address)
+            await first.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
+            await held.entered.wait()
+            second = await request(
+                address, "GET", headers=headers(session, accept="text/event-stream")
+            )
+            assert second.status == 409, second
+            held.release.set()
+            assert (await first.head()).status == 200
+            event = await first.next_event()
+            assert event is not None and event.id and not event.data  # its priming event
+            await first.aclose()
