@@ -127,6 +127,11 @@ def report_status(peer: Peer, record: TaskRecord) -> None:
             log.warning("task status notification dropped task=%s (queue full)", task.task_id)
         except trio.ClosedResourceError:
             return
+        except trio.BrokenResourceError:
+            # The sender ended with the connection (the session ended, the task runs on):
+            # nobody to tell, and this change must not raise into the task's runner.
+            record.listeners.remove(changed)
+            return
         if task.status in TERMINAL:
             send.close()  # the last one: the sender ends after it
             record.listeners.remove(changed)

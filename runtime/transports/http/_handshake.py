@@ -371,26 +371,39 @@ class HandshakeEra:
         if session.get_streams >= self.limits.max_streams_per_session:
             raise refusal(429, "Too Many Requests: too many SSE streams for this session")
         last = request.header("last-event-id")
-        replay: list[tuple[str, bytes]] = []
-        skip = 0
         if last is not None:
-            try:
-                found = await session.store.replay(session.id, last)
-            except StoreUnavailable as exc:
-                raise store_refusal(exc) from None
-            if found is None:
-                raise refusal(400, "Bad Request: unknown Last-Event-ID")
-            stream_id, replay = found
-            stream: ResponseStream | None = session.streams.get(stream_id)
-            skip = _seq(replay[-1][0]) if replay else _seq(last)
+            # (The stream an event id names: ``EventStore.replay`` reads the same prefix.)
+            stream: ResponseStream | None = session.streams.get(last.rpartition("_")[0])
         else:
             stream = session.standing
             if stream.attached:
                 raise refusal(409, "Conflict: this session's GET stream is already open")
+        # Claimed before the first checkpoint: what another replica routes to the stream
+        # from here on queues for this response (``HttpSession.on_bus`` drops it for a GET
+        # stream this replica does not hold) rather than being lost while the replay is
+        # read and the head and priming event go out; a replayed event that also queued is
+        # skipped by its number. A client that has seen the head may cause such a message
+        # at once (2025-11-25 basic/transports, "Listening for Messages from the Server"):
+        # under load one came before the stream was attached, and was lost.
+        claimed = stream if stream is not None and not stream.attached else None
+        if claimed is not None:
+            claimed.attached = True
+            claimed.overflowed = False
         headers = [("Mcp-Session-Id", session.id), ("X-Accel-Buffering", "no")]
         session.get_streams += 1
         session.in_use += 1
         try:
+            replay: list[tuple[str, bytes]] = []
+            skip = 0
+            if last is not None:
+                try:
+                    found = await session.store.replay(session.id, last)
+                except StoreUnavailable as exc:
+                    raise store_refusal(exc) from None
+                if found is None:
+                    raise refusal(400, "Bad Request: unknown Last-Event-ID")
+                replay = found[1]
+                skip = _seq(replay[-1][0]) if replay else _seq(last)
             await exchange.start_stream(200, "text/event-stream", headers)
             if stream is session.standing and last is None:
                 prime = await session.prime(stream)
@@ -399,17 +412,17 @@ class HandshakeEra:
                 await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
             for event_id, data in replay:
                 await exchange.write(sse_event(data, event_id))
-            if stream is not None and not stream.attached and not stream.done:
-                stream.attached = True
-                stream.overflowed = False
-                try:
-                    if not await pump(exchange, stream, self.limits.sse_keepalive, skip):
-                        return
-                finally:
-                    stream.attached = False
-                    session.release(stream)
+            if (
+                claimed is not None
+                and not claimed.done
+                and not await pump(exchange, claimed, self.limits.sse_keepalive, skip)
+            ):
+                return
             await exchange.end()
         finally:
+            if claimed is not None:
+                claimed.attached = False
+                session.release(claimed)
             session.get_streams -= 1
             session.in_use -= 1
             session.touch()
