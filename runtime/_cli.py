@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import errno
 import gc
 import importlib
@@ -686,7 +685,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings["request_timeout"] is not None:
             changes["request_timeout"] = float(settings["request_timeout"])
         if changes:
-            server.limits = dataclasses.replace(server.limits, **changes)
+            import msgspec.structs  # loaded with the server by now
+
+            server.limits = msgspec.structs.replace(server.limits, **changes)
     except (UsageError, ValueError) as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
@@ -791,6 +792,8 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
     if settings["sse_retry_ms"] is not None:
         http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
     if http_changes:
+        import dataclasses
+
         from .transports import HttpLimits
 
         base = server.http_limits or HttpLimits()

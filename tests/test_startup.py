@@ -33,6 +33,7 @@ LAZY = {
     "runtime._cli_tools": "the dev and install commands (and --middleware) only",
     "runtime._install": "the install command only",
     "json": "--log-format json only (msgspec does the protocol's JSON)",
+    "dataclasses": "Limits, Refusal and the definitions are msgspec Structs (built in C)",
 }
 
 SERVER = '''
