@@ -34,6 +34,7 @@ LAZY = {
     "runtime._install": "the install command only",
     "json": "--log-format json only (msgspec does the protocol's JSON)",
     "dataclasses": "Limits, Refusal and the definitions are msgspec Structs (built in C)",
+    "argparse": "help, errors and the other commands only (_cli._plain_serve reads the rest)",
 }
 
 SERVER = '''
