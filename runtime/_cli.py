@@ -7,9 +7,7 @@ stderr and exit code 2.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import dataclasses
 import errno
 import gc
 import importlib
@@ -20,11 +18,14 @@ import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from ._version import __version__
 
 if TYPE_CHECKING:
+    import argparse
+
     from ._server import Server
 
 __all__ = ["load_target", "main"]
@@ -36,11 +37,6 @@ _TRANSPORTS = ("stdio", "tcp", "unix", "http", "sse", "ws", "pipe")
 
 class UsageError(Exception):
     """A bad TARGET or flag: reported as one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _positive_int(text: str) -> int:
@@ -311,6 +307,12 @@ def _help(flag: _Flag) -> str:
 def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; ``tools=False`` leaves out ``dev`` and ``install`` (``serve`` does
     not need them, and building them costs its start-up time, issue 22)."""
+    import argparse  # here: a plain ``serve`` is read without it (_plain_serve)
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: error: {message}\n")
+
     parser = _Parser(
         prog="mcp-runtime",
         description="A trio-native runtime for MCP servers. Client commands: "
@@ -345,7 +347,7 @@ def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
         "--middleware",
         metavar="MODULE:OBJ",
         action="append",
-        default=[m for m in os.environ.get("MCP_RUNTIME_MIDDLEWARE", "").split(",") if m],
+        default=_env_middleware(),
         help="add middleware (repeatable; comma-separated in MCP_RUNTIME_MIDDLEWARE)",
     )
     if tools:
@@ -355,7 +357,58 @@ def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+def _env_middleware() -> list[str]:
+    """``--middleware``'s default: the comma-separated ``MCP_RUNTIME_MIDDLEWARE``."""
+    return [m for m in os.environ.get("MCP_RUNTIME_MIDDLEWARE", "").split(",") if m]
+
+
+#: The ``serve`` flags by their full spelling, for :func:`_plain_serve`.
+_BY_OPTION = {f"--{flag.name}": flag for flag in _FLAGS}
+
+
+def _plain_serve(arguments: Sequence[str]) -> SimpleNamespace | None:
+    """``serve TARGET`` and flags each given in full as ``--name value`` or ``--name=value``,
+    read as argparse reads them, without argparse: importing and building it were about
+    15M instructions, 2.7% of ``python -c "import trio, msgspec"``, in a stdio server's spawn
+    to first reply (callgrind; issue 22, target 6). None for anything else (help, an
+    abbreviated or unknown flag, a value that is missing, starts with ``-`` or does not
+    convert, a flag whose value is optional, ``--middleware``, a second TARGET, ...): argparse
+    then reads it, and reports what is wrong. ``tests/test_cli_plain.py`` holds both to the
+    same reading."""
+    if not arguments or arguments[0] != "serve":
+        return None
+    values: dict[str, Any] = {flag.dest: None for flag in _FLAGS}
+    target: str | None = None
+    rest = iter(arguments[1:])
+    for token in rest:
+        if not token.startswith("-"):
+            if target is not None:
+                return None
+            target = token
+            continue
+        option, equals, value = token.partition("=")
+        flag = _BY_OPTION.get(option)
+        if flag is None or flag.const is not None:
+            return None
+        if not equals:
+            following = next(rest, None)
+            if following is None or following.startswith("-"):
+                return None
+            value = following
+        convert = str.lower if flag.dest == "log_level" else flag.type
+        try:
+            given = convert(value)
+        except (TypeError, ValueError):
+            return None
+        if flag.choices is not None and given not in flag.choices:
+            return None
+        values[flag.dest] = given
+    if target is None:
+        return None
+    return SimpleNamespace(command="serve", target=target, middleware=_env_middleware(), **values)
+
+
+def _settings(args: argparse.Namespace | SimpleNamespace) -> dict[str, Any]:
     """Every flag's value: the command line's, else its environment variable's (checked like
     the flag; an error names the variable), else the default. Flags given on the command line
     for a transport they do not apply to are refused."""
@@ -652,15 +705,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .client import cli_main  # the client's own commands
 
         return cli_main(arguments)
-    parser = build_parser(tools=arguments[:1] != ["serve"])
-    args = parser.parse_args(arguments)
-    if args.command in ("dev", "install"):
-        from ._cli_tools import run_command
+    args: argparse.Namespace | SimpleNamespace | None = _plain_serve(arguments)
+    if args is None:
+        parser = build_parser(tools=arguments[:1] != ["serve"])
+        args = parser.parse_args(arguments)
+        if args.command in ("dev", "install"):
+            from ._cli_tools import run_command
 
-        return run_command(args)
-    if args.command != "serve":
-        parser.print_help(sys.stderr)
-        return 2
+            return run_command(args)
+        if args.command != "serve":
+            parser.print_help(sys.stderr)
+            return 2
     try:
         settings = _settings(args)
     except UsageError as exc:
@@ -686,7 +741,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings["request_timeout"] is not None:
             changes["request_timeout"] = float(settings["request_timeout"])
         if changes:
-            server.limits = dataclasses.replace(server.limits, **changes)
+            import msgspec.structs  # loaded with the server by now
+
+            server.limits = msgspec.structs.replace(server.limits, **changes)
     except (UsageError, ValueError) as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
@@ -791,6 +848,8 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
     if settings["sse_retry_ms"] is not None:
         http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
     if http_changes:
+        import dataclasses
+
         from .transports import HttpLimits
 
         base = server.http_limits or HttpLimits()

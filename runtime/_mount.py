@@ -20,12 +20,12 @@ yielded meanwhile). Handlers of mounted features run as the parent's (its limits
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
 import trio
 
 from .features import Change, PromptDef, ResourceDef, TemplateDef, ToolDef
@@ -107,14 +107,14 @@ class Mount:
     def _copy(self, kind: str, key: str, item: Any) -> Any:
         if kind in ("tools", "prompts"):
             assert isinstance(item, ToolDef | PromptDef)
-            return dataclasses.replace(item, name=key)
+            return msgspec.structs.replace(item, name=key)
         if kind == "resources":
             assert isinstance(item, ResourceDef)
-            return dataclasses.replace(item, uri=key)
+            return msgspec.structs.replace(item, uri=key)
         assert isinstance(item, TemplateDef)
         from .features import UriTemplate  # loaded with the first template (start-up time)
 
-        return dataclasses.replace(item, template=UriTemplate(key))
+        return msgspec.structs.replace(item, template=UriTemplate(key))
 
     def _add(self, kind: str, copy: Any) -> None:
         reg = self.parent.registry

@@ -16,6 +16,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from runtime import Context
+from runtime.features import inspect_signature
+from runtime.features._annotations import SchemaBuilder
+from runtime.features._signature import _inline_schema
+
 from .peers import ROOT, cli
 
 #: Modules deliberately loaded on first use, each with the reason a stdio server with tools
@@ -33,6 +38,8 @@ LAZY = {
     "runtime._cli_tools": "the dev and install commands (and --middleware) only",
     "runtime._install": "the install command only",
     "json": "--log-format json only (msgspec does the protocol's JSON)",
+    "dataclasses": "Limits, Refusal and the definitions are msgspec Structs (built in C)",
+    "argparse": "help, errors and the other commands only (_cli._plain_serve reads the rest)",
 }
 
 SERVER = '''
@@ -154,3 +161,29 @@ def test_unknown_names_still_raise() -> None:
         module = importlib.import_module(package)
         with pytest.raises(AttributeError, match="no_such_name"):
             module.no_such_name  # noqa: B018
+
+
+async def _touch(ctx: Context) -> str:
+    """No arguments but the context.
+
+    Args:
+        ctx: not an argument of the schema.
+    """
+    return "touched"
+
+
+def test_a_function_without_arguments_gets_the_schema_pass_s_empty_object() -> None:
+    """Registration skips msgspec's schema pass for a function without arguments; the schema
+    is the one that pass gives an empty struct."""
+    sig = inspect_signature(_touch, name="touch", context_type=Context)
+    empty = msgspec.defstruct("TouchArguments", [], kw_only=True)
+    assert (
+        sig.schema
+        == _inline_schema(empty, SchemaBuilder())
+        == {
+            "type": "object",
+            "properties": {},
+        }
+    )
+    assert sig.names == () and sig.context_param == "ctx" and not sig.hooked
+    assert msgspec.structs.asdict(sig.convert({})) == {}

@@ -7,7 +7,6 @@ list methods return, so listing and calling do no per-request introspection.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
@@ -73,8 +72,12 @@ def _wire(**items: Any) -> dict[str, Any]:
     return {key: value for key, value in items.items() if value is not None}
 
 
-@dataclass(slots=True)
-class ToolDef:
+# The definitions are msgspec Structs rather than dataclasses: msgspec builds a class in C,
+# where a dataclass compiles its generated methods when the module is imported (these five
+# were about 2.8 ms of every ``mcp-runtime serve`` start-up; issue 22, target 6). Like the
+# dataclasses, they compare by value, are mutable, and ``msgspec.structs.replace`` runs
+# ``__post_init__`` (a copy's ``listing`` follows its new name).
+class ToolDef(msgspec.Struct):
     name: str
     fn: Callable[..., Any]
     signature: Signature
@@ -93,7 +96,7 @@ class ToolDef:
     task_support: str | None = None
     #: Modern era: run in the request until ``ctx.become_task()`` (input rounds first).
     defer_task: bool = False
-    listing: dict[str, Any] = field(default_factory=dict)
+    listing: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.listing = _wire(
@@ -109,8 +112,7 @@ class ToolDef:
         )
 
 
-@dataclass(slots=True, kw_only=True)
-class _ResourceBase:
+class _ResourceBase(msgspec.Struct, kw_only=True):
     """What a static resource and a resource template share."""
 
     name: str
@@ -122,7 +124,7 @@ class _ResourceBase:
     icons: list[dict[str, Any]] | None = None
     #: (ttlMs, cacheScope) for resources/read; None: the server default.
     cache: tuple[int, str] | None = None
-    listing: dict[str, Any] = field(default_factory=dict)
+    listing: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def _listing(self, **address: str) -> dict[str, Any]:
         return _wire(
@@ -135,31 +137,28 @@ class _ResourceBase:
         )
 
 
-@dataclass(slots=True, kw_only=True)
-class ResourceDef(_ResourceBase):
+class ResourceDef(_ResourceBase, kw_only=True):
     uri: str
 
     def __post_init__(self) -> None:
         self.listing = self._listing(uri=self.uri)
 
 
-@dataclass(slots=True, kw_only=True)
-class TemplateDef(_ResourceBase):
+class TemplateDef(_ResourceBase, kw_only=True):
     template: UriTemplate
 
     def __post_init__(self) -> None:
         self.listing = self._listing(uriTemplate=self.template.template)
 
 
-@dataclass(slots=True)
-class PromptDef:
+class PromptDef(msgspec.Struct):
     name: str
     fn: Callable[..., Any]
     signature: Signature
     title: str | None = None
     description: str | None = None
     icons: list[dict[str, Any]] | None = None
-    listing: dict[str, Any] = field(default_factory=dict)
+    listing: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         sig = self.signature

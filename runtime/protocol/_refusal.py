@@ -13,20 +13,24 @@ dispatcher's ``on_refusal`` observer when one is installed (``runtime.middleware
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["Refusal"]
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(msgspec.Struct, frozen=True):
     """One refused message. ``code`` is the JSON-RPC error code of the answer (None for an
     HTTP refusal without a JSON-RPC body, or a refusal that gets no answer: a notification);
     ``status`` the HTTP status (None off HTTP); ``method`` and ``request_id`` as far as the
     message was read before it was refused; ``close_code`` the WebSocket close code when the
     refusal closed the socket (RFC 6455 section 7.4.1: 1003, 1008, 1009, 1002, 1007);
-    ``peer`` the remote address (``host:port``) when the transport knows it."""
+    ``peer`` the remote address (``host:port``) when the transport knows it.
+
+    A frozen msgspec Struct (msgspec builds it in C) rather than a frozen dataclass, whose
+    generated methods were compiled at every start-up, observer or not (issue 22, target 6).
+    """
 
     code: int | None
     message: str
