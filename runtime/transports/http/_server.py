@@ -110,6 +110,9 @@ async def serve_http_listeners(
             driver = driver_type(
                 stream, app, policy, limits, max_body_size, write_timeout, shutdown, on_upgrade
             )
+            # Its reader task (only while an app waits) runs beside the connections: a
+            # nursery per connection cost about 1 KiB per idle GET stream (issue 22 item 4).
+            driver.io.nursery = handler_nursery
             drivers.add(driver)
             await driver.run()
         finally:
@@ -271,21 +274,14 @@ class _Driver:
             self._scope.cancel()
 
     async def run(self) -> None:
-        failed: Exception | None = None
+        """Serve the connection until it closes. Its reader task (``SocketIO``, started in
+        the nursery given as ``io.nursery``) has ended before the socket closes."""
         try:
-            async with trio.open_nursery() as nursery:
-                self.io.nursery = nursery
-                try:
-                    await self._serve()
-                except Exception as exc:  # raised as itself, not in a nursery's group
-                    failed = exc
-                finally:
-                    self.io.close()
+            await self._serve()
         finally:
             self.io.close()
+            await self.io.stop_reader()  # (shielded: the reader is cancelled and ends)
             await trio.aclose_forcefully(self.stream)
-        if failed is not None:
-            raise failed
 
     # -- requests -----------------------------------------------------------------------
 

@@ -275,7 +275,7 @@ class SocketIO:
             raise trio.BrokenResourceError from self.broken
 
     def start_reader(self) -> None:
-        if not self.reader_running and not self.eof and self.nursery is not None:
+        if not (self.reader_running or self.eof or self._closed or self.nursery is None):
             self.reader_running = True
             self._unread = 0
             self._reader_scope = scope = trio.CancelScope()

@@ -1,0 +1,134 @@
+"""What an idle session's GET stream holds of its HTTP connection (issue 22 item 4): no
+nursery of its own (a waiting app's reader task runs in the listener's connection nursery)
+and fewer cancel scopes, with hang-ups, requests that wait, DELETE and
+shutdown still reaching it."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import h11
+import trio
+
+from runtime.transports import HttpLimits
+
+from .app import make_app, modern, modern_headers, serving, until
+from .http_client import connect, request
+from .test_http_idle_sessions import _session_tasks
+from .test_http_idle_streams import _open_get, _task_names
+from .test_http_session import _h, open_session
+
+
+def _connection_nurseries() -> int:
+    """Nurseries opened by the HTTP connections' own tasks (trio's ``_run_handler``)."""
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    stack, count = [root], 0
+    while stack:
+        task = stack.pop()
+        if task.name.endswith("_run_handler"):
+            count += len(task.child_nurseries)
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return count
+
+
+def _active_scopes() -> int:
+    gc.collect()
+    scopes = [o for o in gc.get_objects() if isinstance(o, trio.CancelScope)]
+    return sum(1 for scope in scopes if " active" in repr(scope))
+
+
+async def test_idle_get_streams_hold_no_nursery_and_three_cancel_scopes_each() -> None:
+    """Per idle session with its GET stream: the connection's deadlines scope and request
+    generation and the stream's keep-alive tick, nothing more (four before: its nursery's
+    too); the stream still carries changes and keep-alives."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app, http_limits=HttpLimits(sse_keepalive=0.5)) as address:
+            ids = [await open_session(address) for _ in range(12)]
+            streams = [await _open_get(address, session_id) for session_id in ids[:4]]
+            for stream in streams:
+                assert await stream.next_event() is not None  # the priming event
+            await until(lambda: _session_tasks() == 0)
+            before = _active_scopes()
+            streams += [await _open_get(address, session_id) for session_id in ids[4:]]
+            for stream in streams[4:]:
+                assert await stream.next_event() is not None
+            await until(lambda: _session_tasks() == 0)
+            await until(lambda: _task_names().count("_reader") == 0)  # (the watch stops it)
+            assert _connection_nurseries() == 0
+            # (Other tests' servers in this process may start or end a scope meanwhile.)
+            assert (_active_scopes() - before) / 8 < 3.5
+
+            def later() -> str:
+                return "later"
+
+            app.add_tool(later)
+            for stream in streams:
+                event = await stream.next_event()
+                assert event is not None
+                assert json.loads(event.data)["method"] == "notifications/tools/list_changed"
+            raw = b""
+            while b": keep-alive\n\n" not in raw:
+                event = await streams[0]._event()
+                assert isinstance(event, h11.Data)
+                raw += event.data
+            for stream in streams:
+                await stream.aclose()
+
+
+async def test_a_hang_up_while_a_request_waits_is_seen_by_its_reader_task() -> None:
+    """A modern request that waits starts its connection's reader task (now in the
+    listener's nursery, not the connection's): the client hanging up cancels the request,
+    the reader ends with its connection, and the server serves on."""
+    app, seen = make_app()
+    params = {"name": "slow", "arguments": {"tag": "gone", "seconds": 30}}
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            for round_ in range(3):
+                conn = await connect(address)
+                await conn.send(
+                    "POST",
+                    "/mcp",
+                    headers=modern_headers("tools/call", "slow"),
+                    body=modern(round_, "tools/call", params),
+                )
+                await until(lambda n=round_ + 1: len(seen["started"]) == n)
+                assert _task_names().count("_reader") == 1
+                assert _connection_nurseries() == 0
+                await conn.aclose()
+                await until(lambda n=round_ + 1: len(seen["cancelled"]) == n)
+                await until(lambda: _task_names().count("_reader") == 0)
+            response = await request(
+                address,
+                "POST",
+                headers=modern_headers("tools/call", "add"),
+                body=modern(9, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}),
+            )
+            assert response.status == 200
+            assert response.json()["result"]["content"][0]["text"] == "5"
+
+
+async def test_delete_and_shutdown_end_idle_get_streams() -> None:
+    """DELETE ends its session's idle GET stream (the response's end reaches the client);
+    shutdown ends the others' promptly."""
+    app, _ = make_app(shutdown_grace=5)
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            ids = [await open_session(address) for _ in range(3)]
+            streams = [await _open_get(address, session_id) for session_id in ids]
+            for stream in streams:
+                assert await stream.next_event() is not None
+            await until(lambda: _session_tasks() == 0)
+            response = await request(address, "DELETE", headers=_h(ids[0]))
+            assert response.status == 200
+            assert await streams[0].next_event() is None  # the stream ended
+            started = trio.current_time()
+            app.shutdown()
+            for stream in streams[1:]:
+                assert await stream.next_event() is None
+            assert trio.current_time() - started < 2.0
+            for stream in streams:
+                await stream.aclose()
