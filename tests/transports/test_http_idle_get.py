@@ -1,10 +1,11 @@
 """What an idle session's GET stream holds of its HTTP connection (issue 22 item 4): no
 nursery of its own (a waiting app's reader task runs in the listener's connection nursery)
-and fewer cancel scopes, with hang-ups, requests that wait, DELETE and
+and one cancel scope of the connection's, with hang-ups, requests that wait, DELETE and
 shutdown still reaching it."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 
@@ -40,10 +41,11 @@ def _active_scopes() -> int:
     return sum(1 for scope in scopes if " active" in repr(scope))
 
 
-async def test_idle_get_streams_hold_no_nursery_and_three_cancel_scopes_each() -> None:
-    """Per idle session with its GET stream: the connection's deadlines scope and request
-    generation and the stream's keep-alive tick, nothing more (four before: its nursery's
-    too); the stream still carries changes and keep-alives."""
+async def test_idle_get_streams_hold_no_nursery_and_two_cancel_scopes_each() -> None:
+    """Per idle session with its GET stream: the connection's request generation and the
+    stream's keep-alive tick, nothing more (four before: the connection's own scope around
+    its generations and its nursery's too); the stream still carries changes and
+    keep-alives."""
     app, _ = make_app()
     with trio.fail_after(10):
         async with serving(app, http_limits=HttpLimits(sse_keepalive=0.5)) as address:
@@ -60,7 +62,7 @@ async def test_idle_get_streams_hold_no_nursery_and_three_cancel_scopes_each() -
             await until(lambda: _task_names().count("_reader") == 0)  # (the watch stops it)
             assert _connection_nurseries() == 0
             # (Other tests' servers in this process may start or end a scope meanwhile.)
-            assert (_active_scopes() - before) / 8 < 3.5
+            assert (_active_scopes() - before) / 8 < 2.5
 
             def later() -> str:
                 return "later"
@@ -132,3 +134,50 @@ async def test_delete_and_shutdown_end_idle_get_streams() -> None:
             assert trio.current_time() - started < 2.0
             for stream in streams:
                 await stream.aclose()
+
+
+async def _read_until_closed(stream: trio.SocketStream) -> bytes:
+    data = b""
+    with contextlib.suppress(trio.BrokenResourceError):
+        while chunk := await stream.receive_some(4096):
+            data += chunk
+    return data
+
+
+async def test_a_connection_is_stopped_in_each_phase_through_its_one_scope() -> None:
+    """With one scope at a time (its generation), a connection is still stopped by its
+    phase deadlines: a head too slow gets 408, a keep-alive connection quiet too long is
+    closed after its answer, and at shutdown an idle keep-alive connection closes at once."""
+    app, _ = make_app(shutdown_grace=5)
+    limits = HttpLimits(header_timeout=0.3, keep_alive_timeout=0.3)
+    ping = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    )
+    with trio.fail_after(10):
+        async with serving(app, http_limits=limits) as a:
+            slow = await trio.open_tcp_stream(*a)
+            await slow.send_all(b"GET /healthz HTTP/1.1\r\nHost: 12")  # and no more
+            started = trio.current_time()
+            answer = await _read_until_closed(slow)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+            assert 0.25 < trio.current_time() - started < 2.0
+            await slow.aclose()
+
+            quiet = await trio.open_tcp_stream(*a)
+            await quiet.send_all(ping[0])
+            started = trio.current_time()
+            answer = await _read_until_closed(quiet)
+            assert answer.startswith(b"HTTP/1.1 200 ") and answer.count(b"HTTP/1.1") == 1
+            assert 0.25 < trio.current_time() - started < 2.0
+            await quiet.aclose()
+
+            idle = await trio.open_tcp_stream(*a)
+            await idle.send_all(ping[1])
+            first = await idle.receive_some(4096)
+            assert first.startswith(b"HTTP/1.1 200 ")
+            started = trio.current_time()
+            app.shutdown()
+            assert await _read_until_closed(idle) == b""
+            assert trio.current_time() - started < 0.25  # not the keep-alive timeout
+            await idle.aclose()
