@@ -13,6 +13,7 @@ import h11
 import trio
 
 from runtime.transports import HttpLimits
+from runtime.transports.http._socket import SocketIO
 
 from .app import make_app, modern, modern_headers, serving, until
 from .http_client import connect, request
@@ -61,6 +62,11 @@ async def test_idle_get_streams_hold_no_nursery_and_two_cancel_scopes_each() -> 
             await until(lambda: _session_tasks() == 0)
             await until(lambda: _task_names().count("_reader") == 0)  # (the watch stops it)
             assert _connection_nurseries() == 0
+            # Nor the reader's parking lots, scope or end (made when a reader starts).
+            gc.collect()
+            held = [o for o in gc.get_objects() if isinstance(o, SocketIO)]
+            assert len(held) >= 12
+            assert all(io._lots is None and io._reader_scope is None for io in held)
             # (Other tests' servers in this process may start or end a scope meanwhile.)
             assert (_active_scopes() - before) / 8 < 2.5
 
