@@ -12,6 +12,7 @@ import json
 import h11
 import trio
 
+from runtime.eager import finish
 from runtime.transports import HttpLimits
 from runtime.transports.http._socket import SocketIO
 
@@ -187,3 +188,49 @@ async def test_a_connection_is_stopped_in_each_phase_through_its_one_scope() -> 
             assert await _read_until_closed(idle) == b""
             assert trio.current_time() - started < 0.25  # not the keep-alive timeout
             await idle.aclose()
+
+
+def _frames(task: trio.lowlevel.Task) -> list[str]:
+    """The names of the coroutine and generator frames ``task`` is suspended in."""
+    names: list[str] = []
+    awaited: object = task.coro
+    while awaited is not None:
+        code = getattr(awaited, "cr_code", None) or getattr(awaited, "gi_code", None)
+        if code is None:
+            break
+        names.append(code.co_name)
+        if code is finish.__code__:  # (drives the suspended coroutine by send, not await)
+            awaited = awaited.gi_frame.f_locals["coro"]  # type: ignore[attr-defined]
+            continue
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return names
+
+
+async def test_an_idle_get_streams_task_holds_a_short_chain_of_frames() -> None:
+    """Each frame an idle GET stream's task is suspended in is held for as long as it
+    idles (about 250 bytes each): the connection is served in one frame (``run``), and
+    the app's suspended rest is driven by ``eager.finish`` with no frame around it."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            stream = await _open_get(address, session_id)
+            assert await stream.next_event() is not None
+            await until(lambda: _session_tasks() == 0)
+            await until(lambda: _task_names().count("_reader") == 0)
+            root = trio.lowlevel.current_root_task()
+            assert root is not None
+            chains, todo = [], [root]
+            while todo:
+                task = todo.pop()
+                if task.name.endswith("_run_handler"):
+                    chains.append(_frames(task))
+                for nursery in task.child_nurseries:
+                    todo.extend(nursery.child_tasks)
+            (chain,) = [c for c in chains if "pump" in c]
+            ours = chain[: chain.index("watch") + 1]  # (then trio's wait_readable)
+            # trio's _run_handler, handle, run, _serve_generation, _one_request, _run_app,
+            # finish, _call_app, the endpoint's get, pump, watch (13 before: _serve and an
+            # async def finish around the generator that drives the app's rest).
+            assert len(ours) <= 11 and "_serve" not in ours, ours
+            await stream.aclose()
