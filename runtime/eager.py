@@ -55,7 +55,10 @@ def start(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Suspended[T]]:
 
 
 @types.coroutine
-def _drive(suspended: Suspended[T]) -> Generator[Any, Any, T]:
+def finish(suspended: Suspended[T]) -> Generator[Any, Any, T]:
+    """Run a suspended coroutine to its end; must be awaited in the task that started it.
+    (A generator-based coroutine awaited as it is: no ``async def`` frame around it, about
+    200 bytes less per request waiting in it, e.g. each idle GET stream; issue 22 item 4.)"""
     coro = suspended.coro
     run = suspended.context.run
     trap = suspended.trap
@@ -76,8 +79,3 @@ def _drive(suspended: Suspended[T]) -> Generator[Any, Any, T]:
                 trap = run(coro.send, value)
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
-
-
-async def finish(suspended: Suspended[T]) -> T:
-    """Run a suspended coroutine to its end; must be awaited in the task that started it."""
-    return await _drive(suspended)

@@ -291,11 +291,13 @@ async def test_graceful_shutdown_finishes_in_flight_and_ends_sse_streams() -> No
             # The standing stream ends cleanly (priming event, then the end of the body).
             events = await standing.events()
             assert [event.data for event in events] == [""]
-            # New work is refused (503) or the listener is already gone.
+            # New work is refused (503) or the listener is already gone: refused, or reset
+            # from the backlog of the listener closed (trio.serve_listeners) once the last
+            # connection open at shutdown ended, which may be just after this one came.
             try:
                 refused = await request(
                     address, "POST", headers=headers, body=call(2, "add", a=1, b=1)
                 )
-            except OSError:
+            except (OSError, trio.BrokenResourceError):
                 return
             assert refused.status == 503

@@ -33,8 +33,9 @@ def _live(kind: type) -> int:
 
 async def test_an_idle_listen_holds_one_task_and_no_connection() -> None:
     """The handler runs and waits in the HTTP connection's own task (issue 22 item 4): per
-    idle listen one task, the connection's one nursery, and one cancel scope beside the
-    connection's own three (its nursery's, its scope, its generation): the wait's."""
+    idle listen one task, no nursery (the connection's reader task, while an app waits,
+    runs in the listener's), and one cancel scope beside the connection's own one (its
+    generation, which stopping it cancels): the wait's."""
     app, _ = make_app()
     with trio.fail_after(5):
         async with serving(app) as address:
@@ -52,11 +53,12 @@ async def test_an_idle_listen_holds_one_task_and_no_connection() -> None:
             # Per listen: the HTTP connection's task, nothing else (a one-off task of the
             # server may start meanwhile).
             assert {name: n for name, n in grown.items() if n >= 6} == {"_run_handler": 6}
-            assert _live(trio.Nursery) - nurseries == 6
-            # Over the last three: four scopes each, and one each the test's client holds
-            # while it reads (before: seven each, a nursery's and the pump's two among them);
+            assert _live(trio.Nursery) - nurseries == 0
+            # Over the last three: two scopes each, and one each the test's client holds
+            # while it reads (before: seven each, then four with a nursery's and the
+            # connection's own around its generation among them);
             # a server's timer may hold one more or one less at either count.
-            assert 3 * (4 + 1) - 2 <= _live(trio.CancelScope) - scopes <= 3 * (4 + 1) + 2
+            assert 3 * (2 + 1) - 2 <= _live(trio.CancelScope) - scopes <= 3 * (2 + 1) + 2
             # No core Connection per listen (others may be left by earlier tests: count).
             assert _connections() <= connections
 

@@ -110,6 +110,9 @@ async def serve_http_listeners(
             driver = driver_type(
                 stream, app, policy, limits, max_body_size, write_timeout, shutdown, on_upgrade
             )
+            # Its reader task (only while an app waits) runs beside the connections: a
+            # nursery per connection cost about 1 KiB per idle GET stream (issue 22 item 4).
+            driver.io.nursery = handler_nursery
             drivers.add(driver)
             await driver.run()
         finally:
@@ -185,8 +188,9 @@ class _Driver:
     noticed at once (``Exchange.hung_up``); an app that answers without waiting needs none.
 
     Socket I/O is its :class:`SocketIO`'s (straight to the descriptor). One cancel scope
-    spans the connection; ``deadline`` is the current phase's timeout (idle, head, body;
-    none while the application runs), enforced by ``_sweep_deadlines``.
+    at a time spans the connection (its generation, which stopping it cancels);
+    ``deadline`` is the current phase's timeout (idle, head, body; none while the
+    application runs), enforced by ``_sweep_deadlines``.
     """
 
     #: Told of what ``_reject`` answers (a subclass's, made by ``serve_http_listeners``
@@ -242,14 +246,25 @@ class _Driver:
         self._head_passed: RequestHead | None = None
         #: Requests in a row answered without waiting while the reader task ran.
         self._eager_run = 0
-        self._scope = trio.CancelScope()
         #: The scope requests run under until one is cancelled through it (see
-        #: ``_serve_generation``), and the exchange being answered in it.
+        #: ``_serve_generation``; after that, the scope its answer runs in), and the
+        #: exchange being answered in it. Stopping the connection cancels it: one scope,
+        #: not one of the connection's around its generations (an idle GET stream or
+        #: listen holds one scope of its connection's; issue 22 item 4).
         self._generation: trio.CancelScope | None = None
         self._exchange: Exchange | None = None
+        #: The connection is to close (:meth:`_stop`), and then: that cancel interrupted it
+        #: (``_timed_out`` says what to answer).
+        self._stopping = False
+        self._stopped = False
+
+    def _stop(self) -> None:
+        self._stopping = True
+        if self._generation is not None:
+            self._generation.cancel()
 
     def abort(self) -> None:
-        self._scope.cancel()
+        self._stop()
 
     def write_pair(self, head: bytes, body: bytes) -> Awaitable[None]:
         """A big response's head and body (see ``SocketIO.write_pair``); a method, not an
@@ -259,7 +274,7 @@ class _Driver:
     def expire(self) -> None:
         """The phase deadline passed: stop (``_timed_out`` says what to answer)."""
         if self.phase != "app":
-            self._scope.cancel()
+            self._stop()
 
     def stop_if_idle(self) -> None:
         """At shutdown: a keep-alive connection waiting for its next request closes now. A
@@ -268,47 +283,38 @@ class _Driver:
         connected before it could know, and closing it would reset the request on its way
         (tests/stores/test_readiness.py)."""
         if self.phase == "idle" and not self.awaiting_first:
-            self._scope.cancel()
+            self._stop()
 
     async def run(self) -> None:
-        failed: Exception | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                self.io.nursery = nursery
-                try:
-                    await self._serve()
-                except Exception as exc:  # raised as itself, not in a nursery's group
-                    failed = exc
-                finally:
-                    self.io.close()
-        finally:
-            self.io.close()
-            await trio.aclose_forcefully(self.stream)
-        if failed is not None:
-            raise failed
-
-    # -- requests -----------------------------------------------------------------------
-
-    async def _serve(self) -> None:
+        """Serve the connection until it closes. Its reader task (``SocketIO``, started in
+        the nursery given as ``io.nursery``) has ended before the socket closes. (One frame
+        for both: an idle stream's task holds every frame of its chain, about 250 bytes
+        each; issue 22 item 4.)"""
         first = True
         try:
-            with self._scope:
+            try:
                 # A connection accepted while draining is answered one request.
                 while first or not self.shutdown.is_set():
                     if not await self._serve_generation(first):
                         break
                     first = False
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("http connection gone conn=%s error=%r", self.id, exc)
-            return
-        except trio.TooSlowError:
-            log.info("closing http conn=%s reason=write-timeout", self.id)
-            return
-        except ProtocolError as exc:
-            await self._reject(exc.status, exc.reason)
-            return
-        if self._scope.cancelled_caught:
-            await self._timed_out(first)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.debug("http connection gone conn=%s error=%r", self.id, exc)
+                return
+            except trio.TooSlowError:
+                log.info("closing http conn=%s reason=write-timeout", self.id)
+                return
+            except ProtocolError as exc:
+                await self._reject(exc.status, exc.reason)
+                return
+            if self._stopped:
+                await self._timed_out(first)
+        finally:
+            self.io.close()
+            await self.io.stop_reader()  # (shielded: the reader is cancelled and ends)
+            await trio.aclose_forcefully(self.stream)
+
+    # -- requests -----------------------------------------------------------------------
 
     async def _serve_generation(self, first: bool) -> bool:
         """Serve requests under one cancel scope (``Exchange.request_scope``) until the
@@ -317,6 +323,8 @@ class _Driver:
         generation serves on (True). As core/_reader.py's generations: one scope for many
         requests instead of one each (issue 22 target 1, the handshake-era session POST)."""
         generation = self._generation = trio.CancelScope()
+        if self._stopping:
+            generation.cancel()
         with generation:
             while first or not self.shutdown.is_set():
                 if not await self._one_request(first):
@@ -327,10 +335,18 @@ class _Driver:
         exchange, self._exchange = self._exchange, None
         if not generation.cancelled_caught:
             return False
+        if self._stopping:  # the connection was stopped through it
+            self._stopped = True
+            return False
         if exchange is None or exchange.after_cancel is None:
             return False  # nothing can answer it: the connection closes
         answer, exchange.after_cancel = exchange.after_cancel, None
-        await answer()
+        answering = self._generation = trio.CancelScope()  # (stopping cancels it)
+        with answering:
+            await answer()
+        if answering.cancelled_caught:
+            self._stopped = True
+            return False
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
     async def _timed_out(self, first: bool) -> None:

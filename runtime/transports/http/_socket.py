@@ -70,14 +70,15 @@ class SocketIO:
         self.exchange: Exchange | None = None
         self.nursery: trio.Nursery | None = None
         # The reader task, while it runs: it reads and hands bytes over (the connection's
-        # task, when it needs data meanwhile, parks on _data_lot).
+        # task, when it needs data meanwhile, parks on the first of ``_lots``).
         #: The reader task runs (between ``start_reader`` and ``stop_reader``).
         self.reader_running = False
         self._unread = 0
-        self._data_lot = trio.lowlevel.ParkingLot()  # the connection's task waits
-        self._drain_lot = trio.lowlevel.ParkingLot()  # the reader waits for it
-        # The running reader's scope and end, made when it starts and dropped when it has
-        # stopped (an idle stream's connection holds neither: issue 22 item 4).
+        # The running reader's lots (the connection's task waits for data in the first,
+        # the reader for it to drain in the second), scope and end, made when it starts and
+        # dropped when it has stopped (an idle stream's connection holds none of them, about
+        # 370 bytes for the lots: issue 22 item 4).
+        self._lots: tuple[trio.lowlevel.ParkingLot, trio.lowlevel.ParkingLot] | None = None
         self._reader_scope: trio.CancelScope | None = None
         self._reader_done: trio.Event | None = None
 
@@ -264,8 +265,10 @@ class SocketIO:
             raise trio.BrokenResourceError("the client closed the connection")
         if self.reader_running:
             self._unread = 0
-            self._drain_lot.unpark_all()
-            await self._data_lot.park()
+            assert self._lots is not None  # (made with the reader)
+            data_lot, drain_lot = self._lots
+            drain_lot.unpark_all()
+            await data_lot.park()
         else:
             while True:
                 await trio.lowlevel.wait_readable(self._fd)
@@ -275,12 +278,13 @@ class SocketIO:
             raise trio.BrokenResourceError from self.broken
 
     def start_reader(self) -> None:
-        if not self.reader_running and not self.eof and self.nursery is not None:
+        if not (self.reader_running or self.eof or self._closed or self.nursery is None):
             self.reader_running = True
             self._unread = 0
             self._reader_scope = scope = trio.CancelScope()
             self._reader_done = done = trio.Event()
-            self.nursery.start_soon(self._reader, scope, done)
+            self._lots = lots = (trio.lowlevel.ParkingLot(), trio.lowlevel.ParkingLot())
+            self.nursery.start_soon(self._reader, scope, done, *lots)
 
     async def stop_reader(self) -> None:
         """Stop the reader task: the connection's task reads for itself again. A cancelled
@@ -296,7 +300,7 @@ class SocketIO:
             with trio.CancelScope(shield=True):
                 await done.wait()
             self.reader_running = False
-            self._reader_scope = self._reader_done = None
+            self._reader_scope = self._reader_done = self._lots = None
 
     async def watch(self) -> bool:
         """The reader task's watch, in the calling task (``Exchange.watch``): stop the
@@ -318,7 +322,13 @@ class SocketIO:
         self.start_reader()
         return False
 
-    async def _reader(self, scope: trio.CancelScope, done: trio.Event) -> None:
+    async def _reader(
+        self,
+        scope: trio.CancelScope,
+        done: trio.Event,
+        data_lot: trio.lowlevel.ParkingLot,
+        drain_lot: trio.lowlevel.ParkingLot,
+    ) -> None:
         """Read until EOF, a broken socket, or cancellation (a cancelled wait reads
         nothing, so no byte is lost); a pipelined next request waits in the parser."""
         cap = self._read_cap
@@ -328,8 +338,8 @@ class SocketIO:
                     await trio.lowlevel.wait_readable(self._fd)
                     if not self._read_now():
                         continue
-                    self._data_lot.unpark_all()
+                    data_lot.unpark_all()
                     while self._unread > cap:
-                        await self._drain_lot.park()  # stop reading: backpressure
+                        await drain_lot.park()  # stop reading: backpressure
         finally:
             done.set()
