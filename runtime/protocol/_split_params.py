@@ -64,6 +64,7 @@ _members_decoder: Final = msgspec.json.Decoder(_Members)
 _items_decoder: Final = msgspec.json.Decoder(list[Raw])
 _OPEN_LIST: Final = ord("[")
 _CLOSE_LIST: Final = ord("]")
+_BETWEEN: Final = frozenset(b" \t\r\n,")
 #: The ``"params":`` keys in a batch's head tried as the start of the big item's params, the
 #: last first (the keys of the items before it come first; one inside its params later).
 MAX_TRIES: Final = 8
@@ -203,11 +204,11 @@ def _stand_in(before: bytes, after: bytes) -> tuple[list[Raw], int, Envelope] | 
     start = len(before)
     at = 1
     for index, item in enumerate(items):
-        text = bytes(item)
-        # Items are separated by a comma and whitespace only: an item's text is first found
-        # where it is.
-        offset = batch.find(text, at)
-        at = offset + len(text)
+        # Between items (and before the first): whitespace and one comma only.
+        while batch[at] in _BETWEEN:
+            at += 1
+        offset = at
+        at += len(item)
         if at > start:
             if offset > start - len(_KEY) or at < start + 3:
                 return None  # the stand-in is not inside this item's members
