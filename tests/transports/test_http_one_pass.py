@@ -266,3 +266,46 @@ async def test_a_session_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> N
         assert result["structuredContent"] == {"result": len(BIG)}
     assert reads == [("pre_read", True)] * 2
     assert decoded and max(decoded) < len(BIG)  # the small bodies only
+
+
+async def test_session_batches_get_the_general_readings_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batches holding a big call POSTed to a 2025-03-26 session (the revision that allows
+    them): the session's reader reads the call in one typed pass (``Dispatcher.pre_read``);
+    the same status and bytes as the general reading, each item answered on its own."""
+    small = msgspec.json.encode(call("a", "size", data="x"))
+    ping = b'{"jsonrpc":"2.0","id":"p","method":"ping"}'
+    bodies = [b"[" + body + b"]" for body in _session_bodies()[:15]]
+    bodies += [b"[" + small + b"," + body + b"," + ping + b"]" for body in _session_bodies()[:15]]
+    taken: list[bool] = []
+    real = TypedCalls.pre_read
+
+    def pre_read(self: Any, frame: Any) -> Any:
+        found = real(self, frame)
+        taken.append(found is not None and isinstance(found[0], list))
+        return found
+
+    async def answers() -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        async with serving(_app()) as address:
+            init = await request(address, "POST", body=init_body("2025-03-26"))
+            session = {"mcp-session-id": init.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await request(address, "POST", headers=session, body=initialized)
+            for body in bodies:
+                got = await request(address, "POST", headers=session, body=body)
+                out.append((got.status, got.body))
+        return out
+
+    monkeypatch.setattr(TypedCalls, "pre_read", pre_read)
+    with trio.fail_after(60):
+        typed = await answers()
+        # (The plain calls' batches, seven of each kind; the POST answers the broken ones.)
+        assert sum(taken) >= 14, taken
+        monkeypatch.setattr(TypedCalls, "read", lambda self, raw: None)
+        general = await answers()
+    assert typed == general
+    first = msgspec.json.decode(typed[15][1])
+    assert [item["id"] for item in first] == ["a", 20, "p"]
+    assert first[1]["result"]["structuredContent"] == {"result": len(BIG)}
