@@ -14,7 +14,8 @@ client, one request at a time, and costed by a count that the machine's speed do
   ``BIG_LONG`` and one of ``BIG_SHORT`` requests, so start-up and exit cancel out) for a 1 MiB
   ``resources/read`` and a ``tools/call`` with a 1 MiB argument over stdio, and that call as
   a modern HTTP POST, whose cost is C work
-  (decoding, encoding, copies, reads and writes) that bytecodes miss.
+  (decoding, encoding, copies, reads and writes) that bytecodes miss. Likewise, once recorded
+  (``EXTRA_PATHS``), that call inside a stdio batch and POSTed to a handshake-era session.
 
 A figure more than ``TOLERANCE`` above its baseline fails the check (exit 1) with the command
 that records new baselines; a change that makes a path dearer on purpose commits the new
@@ -401,10 +402,17 @@ def call_template() -> bytes:
     return wire.call_template("size", {"data": data})
 
 
-def _instructions_for(reads: int, calls: int) -> int:
+def batch_call_template() -> bytes:
+    """A batch (2025-03-26) of a tools/call with a 1 MiB argument and a small echo call."""
+    echo = wire.echo_template().replace(b'"id":%d', b'"id":"e"', 1)
+    return b"[" + call_template() + b"," + echo + b"]"
+
+
+def _instructions_for(reads: int, calls: int, batches: int = 0) -> int:
     """Instructions a stdio server executes in all, start to exit, answering ``reads`` 1 MiB
     reads and ``calls`` tools/call with 1 MiB arguments (and one of each first: the first read
-    builds the text, so it is in every run)."""
+    builds the text, so it is in every run); with ``batches``, in a session of the batching
+    revision, that many batches of :func:`batch_call_template` too (and one first)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         argv = [
@@ -423,8 +431,10 @@ def _instructions_for(reads: int, calls: int) -> int:
             argv, cwd=str(ROOT), env=_env(), stderr_path=os.path.join(tmp, "stderr.log")
         )
         try:
-            peer.handshake(timeout=300)
+            peer.handshake(wire.BATCH_VERSION if batches else wire.HANDSHAKE_VERSION, 300)
             work = [(read_template("mem://text/1"), reads), (call_template(), calls)]
+            if batches:
+                work.append((batch_call_template(), batches))
             rid = 100
             for template, n in work:
                 for _ in range(n + 1):
@@ -441,13 +451,16 @@ def _instructions_for(reads: int, calls: int) -> int:
         return int(found.group(1))
 
 
-def _http_instructions_for(calls: int) -> int:
+def _http_instructions_for(calls: int, mode: str = "modern") -> int:
     """Instructions an HTTP server executes in all, start to exit, answering ``calls`` + 1
     modern (2026-07-28) POSTs of a ``tools/call`` with a 1 MiB argument on one keep-alive
-    connection (the first call warms up; SIGINT ends the server)."""
+    connection (the first call warms up; SIGINT ends the server); ``mode="session"``: POSTs
+    of that call in a handshake-era session instead."""
     from ._big import http_templates
 
     template, method, name = http_templates()["call1"]
+    if mode == "session":
+        template = call_template()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         port = wire.free_port()
@@ -474,10 +487,11 @@ def _http_instructions_for(calls: int) -> int:
             )
         try:
             wire.wait_for_port(port, 300, lambda: proc.poll() is None)
-            client = wire.HttpClient(port, "/mcp", "modern", timeout=300)
+            client = wire.HttpClient(port, "/mcp", mode, timeout=300)
             try:
+                client.handshake()
                 for rid in range(1, calls + 2):
-                    headers = {"Mcp-Method": method, "Mcp-Name": name}
+                    headers = {"Mcp-Method": method, "Mcp-Name": name} if mode == "modern" else {}
                     status, _, reply = client.exchange(template % rid, headers)
                     if status != 200 or b'"result"' not in reply[:300]:
                         raise wire.BenchError(f"HTTP {status}: {reply[:200]!r}")
@@ -518,6 +532,27 @@ def _big_instructions() -> dict[str, Measured]:
     }
 
 
+def _extra_instructions() -> dict[str, Measured]:
+    """The one-pass reading of a big call in a batch over stdio and in a session POST
+    (issue 22 target 2): four callgrind runs at once, few and more of each; the differences."""
+    if shutil.which("valgrind") is None:
+        raise wire.BenchError("valgrind is missing (Debian: apt-get install valgrind)")
+    few, more = BIG_SHORT, BIG_LONG
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        session_few, session_more = (
+            pool.submit(_http_instructions_for, few, "session"),
+            pool.submit(_http_instructions_for, more, "session"),
+        )
+        batches_few, batches_more = pool.map(lambda n: _instructions_for(0, 0, n), [few, more])
+        session = session_more.result() - session_few.result()
+    return {
+        "stdio_batch_call_1mib": Measured(
+            (batches_more - batches_few) / (more - few), INSTRUCTIONS, {}
+        ),
+        "http_session_call_1mib": Measured(session / (more - few), INSTRUCTIONS, {}),
+    }
+
+
 PATHS: dict[str, Callable[[], Measured]] = {
     "stdio_tools_call": stdio_tools_call,
     "stdio_batch_item": stdio_batch_item,
@@ -526,19 +561,27 @@ PATHS: dict[str, Callable[[], Measured]] = {
 }
 # measured together by _big_instructions
 BIG_PATHS = ("stdio_read_1mib", "stdio_call_1mib", "http_call_1mib")
+#: Measured together by _extra_instructions, when named (``--only``) or once they have a
+#: baseline (``--update`` records them): not before, so that a guard run without their
+#: baselines does not fail as "new".
+EXTRA_PATHS = ("stdio_batch_call_1mib", "http_session_call_1mib")
 
 
-def measure_all(only: list[str] | None = None) -> dict[str, Measured]:
+def measure_all(only: list[str] | None = None, *, extra: bool = False) -> dict[str, Measured]:
     """Every path, the slow callgrind runs started first; all at once (each is sequential
-    inside, so running beside the others changes no count)."""
+    inside, so running beside the others changes no count). ``EXTRA_PATHS`` only when
+    named in ``only`` or when ``extra``."""
     names = [n for n in PATHS if not only or n in only]
     big = not only or any(n in only for n in BIG_PATHS)
-    with concurrent.futures.ThreadPoolExecutor(max(2, len(names) + 1)) as pool:
+    extra = any(n in only for n in EXTRA_PATHS) if only else extra
+    with concurrent.futures.ThreadPoolExecutor(max(3, len(names) + 2)) as pool:
         big_future = pool.submit(_big_instructions) if big else None
+        extra_future = pool.submit(_extra_instructions) if extra else None
         futures = {name: pool.submit(PATHS[name]) for name in names}
         found = {name: futures[name].result() for name in names}
-        if big_future is not None:
-            found.update((k, v) for k, v in big_future.result().items() if not only or k in only)
+        for future in (big_future, extra_future):
+            if future is not None:
+                found.update((k, v) for k, v in future.result().items() if not only or k in only)
         return found
 
 
@@ -546,12 +589,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.guard", description=__doc__)
     parser.add_argument("--update", action="store_true", help=f"write {BASELINES.name}")
     parser.add_argument(
-        "--only", nargs="*", choices=[*PATHS, *BIG_PATHS], help="measure these paths"
+        "--only", nargs="*", choices=[*PATHS, *BIG_PATHS, *EXTRA_PATHS], help="measure these paths"
     )
     parser.add_argument("--baselines", type=Path, default=BASELINES)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    measured = measure_all(args.only)
+    recorded = json.loads(args.baselines.read_text()) if args.baselines.exists() else {}
+    extra = args.update or any(n in recorded.get("paths", {}) for n in EXTRA_PATHS)
+    measured = measure_all(args.only, extra=extra)
     env = environment()
     took = time.perf_counter() - started
     if args.update:

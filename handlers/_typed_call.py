@@ -26,7 +26,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
-from runtime.protocol import ONE_PASS_OVER, Envelope, split_params
+from runtime.protocol import ONE_PASS_OVER, Envelope, split_batch_params, split_params
 
 from ._common import InputFields
 
@@ -137,7 +137,9 @@ class TypedCalls:
         read = self.read(raw)
         return None if read is None else Prepared(self, raw, read)
 
-    def pre_read(self, frame: bytes | bytearray | memoryview) -> tuple[Envelope, Prepared] | None:
+    def pre_read(
+        self, frame: bytes | bytearray | memoryview
+    ) -> tuple[Envelope, Prepared] | tuple[list[Raw], dict[int, tuple[Envelope, Prepared]]] | None:
         """A ``tools/call`` frame read whole in the tool's one typed pass, before any other
         decode of it (the core's reader asks, through ``Dispatcher.pre_read``, for frames over
         ``ONE_PASS_OVER``): ``(envelope, prepared)``, the envelope's ``params`` a ``Raw`` view
@@ -148,18 +150,30 @@ class TypedCalls:
         The envelope is read from the few bytes around ``params`` (``split_params``), not
         from them; this typed decode of ``params`` is the one pass over them,
         and proves the span it was given is exactly one JSON value (issue 22 target 2).
+
+        A batch (JSON-RPC 2.0 section 6) holding such a call among small items is read the
+        same way (``split_batch_params``): ``(items, {index: (envelope, prepared)})``, the
+        batch's items for the others, the call read here.
         """
-        split = split_params(frame)
-        if split is None:
-            return None
-        envelope, span = split
+        items: list[Raw] | None = None
+        if frame[:1] == b"[":
+            found = split_batch_params(frame)
+            if found is None:
+                return None
+            items, index, envelope, span = found
+        else:
+            split = split_params(frame)
+            if split is None:
+                return None
+            envelope, span = split
         if envelope.method != "tools/call":
             return None
         read = self.read(span)
         if read is None:
             return None
         raw = envelope.params = Raw(span)
-        return envelope, Prepared(self, raw, read)
+        pre = envelope, Prepared(self, raw, read)
+        return pre if items is None else (items, {index: pre})
 
     def prepare(self, ctx: RequestContext) -> Read | None:
         """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`; the

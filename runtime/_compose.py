@@ -129,8 +129,10 @@ def transport_hooks(server: Server) -> Hooks:
         return call_of(typed_calls.prepare_raw(raw))
 
     def read_frame(body: Any) -> tuple[Any, tuple[dict[str, Any] | None, str, object]] | None:
+        if body[:1] == b"[":
+            return None  # a batch: read the general way (no sessionless POST takes one)
         found = typed_calls.pre_read(body)
-        if found is None:
+        if found is None or isinstance(found[0], list):
             return None
         call = call_of(found[1])
         return None if call is None else (found[0], call)

@@ -592,6 +592,7 @@ class Connection:
         env: Envelope,
         scope: trio.CancelScope | None = None,
         on_cancelled: Callable[[bytes | None], None] | None = None,
+        prepared: object = None,
     ) -> bytes | None:
         """Run one request in the calling task as this connection's own, and return its
         reply instead of sending it (None: no reply, the client cancelled it or the
@@ -610,6 +611,9 @@ class Connection:
         with what the request is answered (None: nothing; -32001 when its timeout passed;
         -32000 when the end of the connection cut it short) and ``trio.Cancelled`` propagates
         to the caller's ``with``, which answers from outside it and enters a fresh scope.
+
+        ``prepared``, when given, is a reading of ``env.params`` made before (the dispatcher's
+        ``pre_read`` of the POST's body), for ``ctx.prepared``: the params are not read again.
         """
         request_id = env.id
         assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
@@ -636,6 +640,8 @@ class Connection:
             return error_reply(refused, request_id)
         params = env.params if isinstance(env.params, Raw) else None
         ctx = RequestContext(env.method, request_id, params, self.session, self)
+        if prepared is not None:
+            ctx.prepared = prepared
         timeout = self.limits.request_timeout
         if scope is None:
             ctx.cancel_scope = engine.own_scope(timeout)

@@ -24,7 +24,7 @@ from ..protocol import (
 from ._context import RequestContext
 from ._session import Session
 
-__all__ = ["BatchPolicy", "Dispatcher", "Handler", "NotificationHandler"]
+__all__ = ["BatchPolicy", "Dispatcher", "Handler", "NotificationHandler", "PreRead"]
 
 log = logging.getLogger("mcp_runtime.dispatch")
 request_log = logging.getLogger("mcp_runtime.requests")
@@ -33,6 +33,9 @@ Handler = Callable[[RequestContext], Awaitable[Any]]
 NotificationHandler = Callable[[RequestContext], Awaitable[None]]
 #: Returns a reason when batches are not allowed for this session, else None.
 BatchPolicy = Callable[[Session], "str | None"]
+#: What ``Dispatcher.pre_read`` gives for a frame: a request's envelope and the reading of its
+#: params; or a batch's items and, by index, the envelope and reading of those it read.
+PreRead = tuple[Envelope, object] | tuple[list[msgspec.Raw], Mapping[int, tuple[Envelope, object]]]
 
 
 def _always_allow(session: Session) -> str | None:
@@ -64,13 +67,14 @@ class Dispatcher:
     reader tries before its general decode, or None (the default). It returns the frame's
     envelope and a reading of its params for ``RequestContext.prepared`` (the envelope's
     ``params`` is the ``Raw`` that reading belongs to), or None for the general decode, which
-    must then answer exactly as without it. The composition root sets it: a big
-    ``tools/call`` read in the tool's one typed pass, its arguments' bytes read once (issue 22
-    target 2).
+    must then answer exactly as without it. For a batch it returns the batch's items and,
+    by index, the envelope and reading of each item it read (``decode_item`` is not run on
+    those). The composition root sets it: a big ``tools/call`` read in the tool's one typed
+    pass, its arguments' bytes read once, alone or inside a batch (issue 22 target 2).
     """
 
     on_refusal: Callable[[Refusal], None] | None = None
-    pre_read: Callable[[bytes], tuple[Envelope, object] | None] | None = None
+    pre_read: Callable[[bytes], PreRead | None] | None = None
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
@@ -392,7 +392,7 @@ class Reader:
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
-        prepared = None
+        prepared: Any = None
         message: Envelope | list[Raw]
         try:
             if (
@@ -400,7 +400,8 @@ class Reader:
                 and self._pre_read is not None
                 and (found := self._pre_read(frame)) is not None
             ):
-                # A big tools/call read whole in one typed pass: its params' bytes are not
+                # A big tools/call read whole in one typed pass, alone or inside a batch
+                # (then ``prepared`` is the items read, by index): its params' bytes are not
                 # walked a second time to find their end (issue 22 target 2).
                 message, prepared = found
             else:
@@ -410,7 +411,7 @@ class Reader:
             await self._out.answer(self._bad_message(exc, frame))
             return None
         if isinstance(message, list):
-            return await self._on_batch(scope, message)
+            return await self._on_batch(scope, message, prepared)
         if kind == Kind.REQUEST:
             # Refused here, with no layer between (under overload most requests are: issue 22).
             refusal = self._refusal(message, in_batch=False)
@@ -476,14 +477,19 @@ class Reader:
         self._next_generation()
         return running
 
-    async def _on_batch(self, scope: trio.CancelScope, items: list[Raw]) -> _Running | None:
+    async def _on_batch(
+        self,
+        scope: trio.CancelScope,
+        items: list[Raw],
+        read: Mapping[int, tuple[Envelope, object]] | None = None,
+    ) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
             if self._dispatcher.on_refusal is not None:
                 self._observe(refusal)
             await self._out.answer(error_reply(refusal))
             return None
-        return await self._walk(scope, Batch(items), 0)
+        return await self._walk(scope, Batch(items, read), 0)
 
     def _batch_refusal(self, items: list[Raw]) -> JSONRPCError | None:
         if not items:
@@ -504,11 +510,15 @@ class Reader:
         isolated from its neighbours). An item that suspends gets this generation; the next
         generation walks on from the item after it. Returns that item's runner, or None when
         the walk is over or was handed on."""
-        items = batch.items
+        items, read = batch.items, batch.read
         for index in range(first, len(items)):
             item = items[index]
+            prepared = None
             try:
-                env = decode_item(item)
+                if read is not None and index in read:
+                    env, prepared = read[index]  # (read with the frame: Dispatcher.pre_read)
+                else:
+                    env = decode_item(item)
                 kind = classify(env)
             except JSONRPCError as exc:
                 batch.replies[index] = self._bad_message(exc, item)
@@ -518,7 +528,7 @@ class Reader:
                 if refusal is not None:
                     batch.replies[index] = refusal
                     continue
-                reply, running = self._start(scope, env, batch, index)
+                reply, running = self._start(scope, env, batch, index, prepared)
                 if running is None:
                     batch.replies[index] = reply
                     if self._scope is not scope:

@@ -19,12 +19,14 @@ its state machine): tests feed it requests, cancellations and answers and read t
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 from msgspec import Raw
 
 from ..protocol import (
     REQUEST_ID_TYPES,
+    Envelope,
     JSONRPCError,
     Lifecycle,
     RequestId,
@@ -44,10 +46,15 @@ W = TypeVar("W")
 class Batch:
     """A JSON-RPC batch whose items may finish in different tasks; the last one replies."""
 
-    __slots__ = ("counted", "items", "replies", "unfinished")
+    __slots__ = ("counted", "items", "read", "replies", "unfinished")
 
-    def __init__(self, items: list[Raw]) -> None:
+    def __init__(
+        self, items: list[Raw], read: Mapping[int, tuple[Envelope, object]] | None = None
+    ) -> None:
         self.items = items
+        #: Items read already, by index (``Dispatcher.pre_read``): their envelope and the
+        #: reading of their params, for ``ctx.prepared``.
+        self.read = read
         self.replies: list[bytes | None] = [None] * len(items)
         #: Suspended items still running, plus one held by the walk over the items until
         #: every item has been started (by whichever reader generation is walking).

@@ -12,7 +12,8 @@ One home for what every transport and handler must agree on:
 - ``_status``: the JSON-RPC error code -> HTTP status table of 2026-07-28.
 - ``_refusal``: ``Refusal``, what an observer learns of a message refused before dispatch.
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
-  its ``params``, not from them (a big ``tools/call`` read in one pass).
+  its ``params``, not from them (a big ``tools/call`` read in one pass), and
+  ``split_batch_params``, the same for such a request inside a batch.
 
 ``tests/test_layers.py`` keeps this package free of every other import of ours.
 """
@@ -88,7 +89,7 @@ from ._methods import (
     SUBSCRIPTIONS_LISTEN,
 )
 from ._refusal import Refusal
-from ._split_params import split_params
+from ._split_params import split_batch_params, split_params
 from ._status import ERROR_STATUS, http_status, retry_after, status_of
 from ._versions import (
     BATCH_REVISION,
@@ -187,6 +188,7 @@ __all__ = [
     "select_era",
     "shutting_down",
     "split_batch",
+    "split_batch_params",
     "split_params",
     "status_of",
     "store_unavailable",

@@ -28,7 +28,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ._jsonrpc import Envelope
 
-__all__ = ["split_params"]
+__all__ = ["split_batch_params", "split_params"]
 
 _KEY: Final = b'"params":'
 #: The head is decoded with an empty object standing in for ``params``.
@@ -61,6 +61,13 @@ class _Members(msgspec.Struct, forbid_unknown_fields=False):
 
 
 _members_decoder: Final = msgspec.json.Decoder(_Members)
+_items_decoder: Final = msgspec.json.Decoder(list[Raw])
+_OPEN_LIST: Final = ord("[")
+_CLOSE_LIST: Final = ord("]")
+_BETWEEN: Final = frozenset(b" \t\r\n,")
+#: The ``"params":`` keys in a batch's head tried as the start of the big item's params, the
+#: last first (the keys of the items before it come first; one inside its params later).
+MAX_TRIES: Final = 8
 
 
 def split_params(frame: bytes | bytearray | memoryview) -> tuple[Envelope, memoryview] | None:
@@ -86,7 +93,6 @@ def split_params(frame: bytes | bytearray | memoryview) -> tuple[Envelope, memor
         or frame[-1] != _CLOSE
     ):
         return None
-    after: _Members | None = None
     if frame[-2] == _CLOSE:
         end = size - 1  # params last
     else:
@@ -96,26 +102,122 @@ def split_params(frame: bytes | bytearray | memoryview) -> tuple[Envelope, memor
         if end == 0 or frame[low + end] != _COMMA:
             return None
         end += low
+    after = None if end == size - 1 else b"{" + bytes(frame[end + 1 :])
+    envelope = _around(head[:at], after)
+    if envelope is None:
+        return None
+    return envelope, memoryview(frame)[start:end]
+
+
+def _around(before: bytes, after: bytes | None) -> Envelope | None:
+    """The envelope of an object whose members are ``before`` (its bytes up to the
+    ``"params":`` key, from its ``{``) and ``after`` (the members after the value of
+    ``params`` as an object of their own, or None: params was last), with ``params`` unset;
+    None when these are not such members, or ``params`` is not the member that counts."""
     try:
-        before = _members_decoder.decode(head[:at] + _STAND_IN)
-        if end != size - 1:
-            after = _members_decoder.decode(b"{" + bytes(frame[end + 1 :]))
+        head = _members_decoder.decode(before + _STAND_IN)
+        tail = None if after is None else _members_decoder.decode(after)
     except (msgspec.DecodeError, RecursionError):  # ValidationError included
         return None
     # The stand-in is the top-level ``params`` (the object closed right after it) and the
     # last one of the head; a match that was not the key itself leaves another value there.
-    if before.params != _EMPTY:
+    if head.params != _EMPTY:
         return None
-    if after is not None:
-        if after.params is not UNSET:
+    if tail is not None:
+        if tail.params is not UNSET:
             return None  # params again after the span: the last one counts
         # The later of a repeated member counts (msgspec's rule in decode_frame).
         for name in _Members.__struct_fields__:
-            value = getattr(after, name)
+            value = getattr(tail, name)
             if value is not UNSET:
-                setattr(before, name, value)
-    jsonrpc = before.jsonrpc
+                setattr(head, name, value)
+    jsonrpc = head.jsonrpc
     if jsonrpc is UNSET:
         return None  # not a JSON-RPC message: decode_frame says so
-    envelope = Envelope(jsonrpc, before.method, before.id, UNSET, before.result, before.error)
-    return envelope, memoryview(frame)[start:end]
+    return Envelope(jsonrpc, head.method, head.id, UNSET, head.result, head.error)
+
+
+def split_batch_params(
+    frame: bytes | bytearray | memoryview,
+) -> tuple[list[Raw], int, Envelope, memoryview] | None:
+    """``(items, index, envelope, span)`` of a batch ``frame`` (JSON-RPC 2.0 section 6) one
+    of whose items holds nearly all of its bytes in its ``params`` (a big ``tools/call``
+    among small requests): the batch's items as :func:`decode_frame` gives them but for
+    ``items[index]``, whose ``params`` are ``{}``; that item's envelope (``params`` unset);
+    and its ``params`` bytes, a view of ``frame``. None when the frame is not of that shape:
+    read it with :func:`decode_frame`.
+
+    Found as in :func:`split_params`, without reading the span: its end is the first brace
+    in the last ``MAX_TAIL`` bytes after which the rest reads as the end of an item and of
+    the batch; its start a ``"params":`` key in the first ``MAX_HEAD`` bytes. The batch with
+    ``{}`` standing in for the span is decoded whole (it is small), and the item holding the
+    stand-in must have it as its own ``params`` (:func:`_around`). As there, the caller must
+    decode ``span`` completely before it trusts any of it: then the frame is that batch with
+    the span in place of the stand-in (a JSON text has one parse).
+    """
+    size = len(frame)
+    if size < 4 or frame[0] != _OPEN_LIST or frame[-1] != _CLOSE_LIST:
+        return None
+    low = max(1, size - 1 - MAX_TAIL)
+    tail = bytes(frame[low:])
+    end = -1
+    brace = tail.find(b"}")
+    while brace != -1:
+        follows = tail[brace + 1]  # (the tail ends with "]": there is a next byte)
+        if follows in (_CLOSE, _COMMA):
+            rest = tail[brace + 1 :] if follows == _CLOSE else tail[brace + 2 :]
+            try:
+                _items_decoder.decode(b"[{" + rest)
+            except (msgspec.DecodeError, RecursionError):
+                pass
+            else:
+                end = low + brace + 1
+                break
+        brace = tail.find(b"}", brace + 1)
+    if end == -1:
+        return None
+    head = frame if isinstance(frame, bytes) else bytes(frame[:MAX_HEAD])
+    rest = tail[end - low :]
+    at = head.rfind(_KEY, 0, min(MAX_HEAD, end))
+    for _ in range(MAX_TRIES):
+        if at < 1:
+            return None
+        start = at + len(_KEY)
+        if head[at - 1] in _KEY_STARTS and frame[start] == _OPEN:
+            found = _stand_in(head[:start], rest)
+            if found is not None:
+                items, index, envelope = found
+                return items, index, envelope, memoryview(frame)[start:end]
+        at = head.rfind(_KEY, 0, at)
+    return None
+
+
+def _stand_in(before: bytes, after: bytes) -> tuple[list[Raw], int, Envelope] | None:
+    """The batch ``before + b"{}" + after`` (``before`` ends with a ``"params":`` key):
+    its items, the index of the item holding the ``{}`` and that item's envelope, when the
+    ``{}`` is its ``params`` (else None)."""
+    batch = before + b"{}" + after
+    try:
+        items = _items_decoder.decode(batch)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    start = len(before)
+    at = 1
+    for index, item in enumerate(items):
+        # Between items (and before the first): whitespace and one comma only.
+        while batch[at] in _BETWEEN:
+            at += 1
+        offset = at
+        at += len(item)
+        if at > start:
+            if offset > start - len(_KEY) or at < start + 3:
+                return None  # the stand-in is not inside this item's members
+            members = batch[start + 2 : at]  # "}" or ',<members>}'
+            if members == b"}":
+                envelope = _around(batch[offset : start - len(_KEY)], None)
+            elif members[:1] == b",":
+                envelope = _around(batch[offset : start - len(_KEY)], b"{" + members[1:])
+            else:
+                return None
+            return None if envelope is None else (items, index, envelope)
+    return None

@@ -86,7 +86,7 @@ def _frames(text: str) -> list[bytes]:
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","id":"2}9"}',
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","id":30,"id":31}',
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","params":{},"id":32}',
-        # a batch holding the call: read the general way, item by item
+        # a batch holding the call (read in one pass too: test_pre_read_batch.py)
         b"[" + _request(b"26", call) + b"," + _request(b"27", b'{"name":"nothing"}') + b"]",
     ]
 

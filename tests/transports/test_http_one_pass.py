@@ -143,36 +143,169 @@ def test_the_bodies_are_over_the_one_pass_limit() -> None:
     assert len(BIG) > ONE_PASS_OVER  # (the one limit of every reader: runtime.protocol)
 
 
-async def test_a_session_call_keeps_the_general_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A handshake-era call POSTed to a session is not read whole by the transport (the
-    session's connection reads its params, as before ``Hooks.read_frame``); the answers equal
-    the general reading's, byte for byte. (Its params are read twice in the typed pass today:
-    by the modern check of the POST and by era selection; a known cost, not this path's.)"""
-    reads: list[str] = []
+def _session_bodies() -> list[bytes]:
+    """Bodies POSTed to a handshake-era session: calls of that era in every shape the whole-
+    body reading takes or declines, calls its typed pass refuses, a modern call."""
+    args = msgspec.json.encode({"data": BIG})
+    params = b'{"name":"size","arguments":' + args + b"}"
+    head = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call"'
+    bodies = [
+        msgspec.json.encode(call(20, "size", data=BIG)),
+        msgspec.json.encode(call("s", "size", progress=7, data=BIG)),
+        head % 21 + b',"params":{"arguments":' + args + b',"name":"size"}}',
+        head % 22 + b',"params":{"name":"size","arguments":{"data":5,"pad":' + args + b"}}}",
+        head % 23 + b',"params":{"name":"nope","arguments":' + args + b"}}",
+        head % 24 + b',"params":{"name":"nope","name":"size","arguments":' + args + b"}}",
+        head % 25 + b',"params":{"name":"size"},"params":' + params + b"}",
+        head % 26 + b', "params":' + params + b"}",  # whitespace
+        head % 27 + b',"params":' + params[:-2] + b"}",  # broken JSON
+        (head % 28).replace(b'"2.0"', b'"1.0"') + b',"params":' + params + b"}",
+        b'{"jsonrpc":"2.0","id":null,"method":"tools/call","params":' + params + b"}",
+        b'{"jsonrpc":"2.0","id":29,"method":"prompts/get","params":' + params + b"}",
+        # members after params (the official TypeScript SDK's order)
+        b'{"method":"tools/call","params":' + params + b',"jsonrpc":"2.0","id":30}',
+        b'{"method":"tools/call","params":' + params + b',"jsonrpc":"2.0","id":31,"id":32}',
+        # the marker key inside the arguments: still the handshake era
+        msgspec.json.encode(call(33, "size", data=META + BIG)),
+        msgspec.json.encode(call(35, "size", data="short")),
+        # a modern call POSTed to the session (with and without its headers), one with an
+        # unknown version
+        msgspec.json.encode(modern(34, "tools/call", {"name": "size", "arguments": {"data": BIG}})),
+    ]
+    old = modern(36, "tools/call", {"name": "size", "arguments": {"data": BIG}})
+    old["params"]["_meta"][META] = "1999-01-01"
+    return [*bodies, bodies[-1], msgspec.json.encode(old)]
+
+
+#: The bodies of ``_session_bodies`` POSTed with the 2026-07-28 headers too.
+_MODERN_HEADERS = (-2, -1)
+
+
+async def _session_answers() -> list[tuple[int, bytes]]:
+    """The status and body bytes of each of ``_session_bodies`` POSTed to one session."""
+    out: list[tuple[int, bytes]] = []
+    async with serving(_app()) as address:
+        init = await request(address, "POST", body=init_body())
+        session = {"mcp-session-id": init.headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await request(address, "POST", headers=session, body=initialized)
+        bodies = _session_bodies()
+        for index, body in enumerate(bodies):
+            headers = dict(session)
+            if index - len(bodies) in _MODERN_HEADERS:
+                headers.update(modern_headers("tools/call", "size"))
+            if index == len(bodies) - 1:
+                headers["mcp-protocol-version"] = "1999-01-01"
+            got = await request(address, "POST", headers=headers, body=body)
+            out.append((got.status, got.body))
+    return out
+
+
+async def test_session_calls_get_the_general_readings_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every shape POSTed to a handshake-era session: the same status and bytes as the
+    general reading (the envelope decode, then the typed pass over the raw params)."""
+    taken: list[bool] = []
+    real = TypedCalls.pre_read
+
+    def pre_read(self: Any, frame: Any) -> Any:
+        found = real(self, frame)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(TypedCalls, "pre_read", pre_read)
+    with trio.fail_after(30):
+        typed = await _session_answers()
+        assert sum(taken) >= 8, taken  # the plain calls were read whole, with the body
+        monkeypatch.setattr(TypedCalls, "read", lambda self, raw: None)
+        general = await _session_answers()
+    assert typed == general
+    decoded = [msgspec.json.decode(body) if body else None for _status, body in typed]
+    assert typed[0][0] == 200
+    assert decoded[0]["result"]["structuredContent"] == {"result": len(BIG)}
+    assert decoded[3]["result"]["isError"] is True
+    assert decoded[4]["error"]["code"] == -32602
+    assert decoded[-3]["error"]["code"] == -32020  # the modern call without its headers
+    assert decoded[-2]["result"]["resultType"] == "complete"
+    assert decoded[-1]["error"]["code"] == -32022
+
+
+async def test_a_session_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handshake-era call POSTed to a session: its body read whole by the transport's hook
+    (``Hooks.read_frame``), in the tool's one typed pass; the POST's modern check, era
+    selection and the handler take that reading (``Hooks.run_in_session``'s ``prepared``),
+    no envelope decode of the body."""
+    reads: list[tuple[str, bool]] = []
     real = TypedCalls.read
 
     def counted(self: Any, raw: Any) -> Any:
-        reads.append(sys._getframe(1).f_code.co_name)
+        reads.append((sys._getframe(1).f_code.co_name, BIG.encode() in bytes(raw)))
         return real(self, raw)
 
-    async def answer() -> tuple[int, bytes]:
+    decoded: list[int] = []
+    real_decode = _streamable.decode_frame
+
+    def decode_frame(frame: Any) -> Any:
+        decoded.append(len(frame))
+        return real_decode(frame)
+
+    monkeypatch.setattr(TypedCalls, "read", counted)
+    monkeypatch.setattr(_streamable, "decode_frame", decode_frame)
+    bodies = [call(2, "size", data=BIG), _session_bodies()[12]]  # (the TypeScript order)
+    with trio.fail_after(20):
         async with serving(_app()) as address:
             init = await request(address, "POST", body=init_body())
             session = {"mcp-session-id": init.headers["mcp-session-id"]}
-            await request(
-                address,
-                "POST",
-                headers=session,
-                body={"jsonrpc": "2.0", "method": "notifications/initialized"},
-            )
-            got = await request(address, "POST", headers=session, body=call(2, "size", data=BIG))
-        return got.status, got.body
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await request(address, "POST", headers=session, body=initialized)
+            got = [await request(address, "POST", headers=session, body=b) for b in bodies]
+    for answer in got:
+        assert answer.status == 200, answer.body
+        result = msgspec.json.decode(answer.body)["result"]
+        assert result["structuredContent"] == {"result": len(BIG)}
+    assert reads == [("pre_read", True)] * 2
+    assert decoded and max(decoded) < len(BIG)  # the small bodies only
 
-    monkeypatch.setattr(TypedCalls, "read", counted)
-    with trio.fail_after(20):
-        typed = await answer()
-        assert reads and "pre_read" not in reads
+
+async def test_session_batches_get_the_general_readings_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batches holding a big call POSTed to a 2025-03-26 session (the revision that allows
+    them): the session's reader reads the call in one typed pass (``Dispatcher.pre_read``);
+    the same status and bytes as the general reading, each item answered on its own."""
+    small = msgspec.json.encode(call("a", "size", data="x"))
+    ping = b'{"jsonrpc":"2.0","id":"p","method":"ping"}'
+    bodies = [b"[" + body + b"]" for body in _session_bodies()[:15]]
+    bodies += [b"[" + small + b"," + body + b"," + ping + b"]" for body in _session_bodies()[:15]]
+    taken: list[bool] = []
+    real = TypedCalls.pre_read
+
+    def pre_read(self: Any, frame: Any) -> Any:
+        found = real(self, frame)
+        taken.append(found is not None and isinstance(found[0], list))
+        return found
+
+    async def answers() -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        async with serving(_app()) as address:
+            init = await request(address, "POST", body=init_body("2025-03-26"))
+            session = {"mcp-session-id": init.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await request(address, "POST", headers=session, body=initialized)
+            for body in bodies:
+                got = await request(address, "POST", headers=session, body=body)
+                out.append((got.status, got.body))
+        return out
+
+    monkeypatch.setattr(TypedCalls, "pre_read", pre_read)
+    with trio.fail_after(60):
+        typed = await answers()
+        # (The plain calls' batches, seven of each kind; the POST answers the broken ones.)
+        assert sum(taken) >= 14, taken
         monkeypatch.setattr(TypedCalls, "read", lambda self, raw: None)
-        general = await answer()
-    assert typed == general and typed[0] == 200
-    assert msgspec.json.decode(typed[1])["result"]["structuredContent"] == {"result": len(BIG)}
+        general = await answers()
+    assert typed == general
+    first = msgspec.json.decode(typed[15][1])
+    assert [item["id"] for item in first] == ["a", 20, "p"]
+    assert first[1]["result"]["structuredContent"] == {"result": len(BIG)}

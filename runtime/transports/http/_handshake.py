@@ -127,9 +127,12 @@ class HandshakeEra:
         kind: int | None,
         accept_json: bool,
         accept_sse: bool,
+        prepared: object = None,
     ) -> None:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
-        envelope of ``kind`` (already classified) or a batch (judged here, item by item)."""
+        envelope of ``kind`` (already classified) or a batch (judged here, item by item);
+        ``prepared``, the reading of a request's params made with the body (``Hooks``), is
+        handed to its handler when it runs in this task (``Hooks.run_in_session``)."""
         if accept_sse and self.limits.prefer_sse:
             accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
@@ -202,7 +205,7 @@ class HandshakeEra:
             if isinstance(message, Envelope) and self._session_direct(session, message):
                 stream.lazy_prime = True  # most of these answer as JSON: no event at all
                 await self._run_in_session(
-                    exchange, session, stream, message, accept_json, accept_sse, headers
+                    exchange, session, stream, message, accept_json, accept_sse, headers, prepared
                 )
                 return
             prime_id = None
@@ -271,6 +274,7 @@ class HandshakeEra:
         accept_json: bool,
         accept_sse: bool,
         headers: list[tuple[str, str]],
+        prepared: object = None,
     ) -> None:
         """Run one session request in this task. Its answer is JSON when it is the only
         message; if the request sends notifications first, a writer task answers from the
@@ -344,10 +348,14 @@ class HandshakeEra:
         stream.on_message = start_writer
         try:
             if scope is None:
-                reply = await self.hooks.run_in_session(connection, envelope)
-            else:
+                reply = await self.hooks.run_in_session(connection, envelope, None, None, prepared)
+            elif prepared is None:
                 reply = await self.hooks.run_in_session(
                     connection, envelope, scope, cancelled.append
+                )
+            else:
+                reply = await self.hooks.run_in_session(
+                    connection, envelope, scope, cancelled.append, prepared
                 )
         except trio.Cancelled:
             if cancelled:

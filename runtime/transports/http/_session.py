@@ -84,7 +84,7 @@ class Hooks:
     #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
     #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
     read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
-    #: ``read_frame(body)``: a sessionless POST's body over ``ONE_PASS_OVER`` bytes read whole
+    #: ``read_frame(body)``: a POST's body (one message) over ``ONE_PASS_OVER`` bytes read whole
     #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
     #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
     #: body, so that the arguments' bytes are read once, by the typed pass (issue 22 target
@@ -99,7 +99,9 @@ class Hooks:
     #: ``serve_connection``'s ``started`` callback. Optional ``scope, on_cancelled``: run it
     #: under that cancel scope, entered already (``Exchange.request_scope``), instead of one
     #: of its own; cancelled through it, ``on_cancelled(reply)`` gets what to answer and
-    #: ``trio.Cancelled`` propagates (``Connection.run_request``).
+    #: ``trio.Cancelled`` propagates (``Connection.run_request``). Optional ``prepared``
+    #: (fifth): the reading of its params that ``read_frame`` or ``read_call`` made, for the
+    #: handler (its params are not read again).
     run_in_session: Callable[..., Awaitable[bytes | None]] | None = None
     #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
     start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None

@@ -140,12 +140,12 @@ class StreamableEndpoint:
         try:
             if (
                 len(body) > ONE_PASS_OVER
-                and session_id is None
                 and self.hooks.read_frame is not None
                 and (found := self.hooks.read_frame(body)) is not None
             ):
-                # A big modern tools/call read whole in the tool's typed pass: the arguments'
-                # bytes read once, not first walked to find their end (issue 22 target 2).
+                # A big tools/call (modern, or POSTed to a session) read whole in the tool's
+                # typed pass: the arguments' bytes read once, not first walked to find their
+                # end (issue 22 target 2).
                 message, called = found
             else:
                 message = decode_frame(body)
@@ -182,10 +182,13 @@ class StreamableEndpoint:
                         request, exchange, message, kind, accept_json, accept_sse, token
                     )
                 return
+            # (Else a handshake-era message: ``prepared`` is its params' reading, if any.)
+        else:
+            prepared = None
         if session_id is not None:
             session = await self.sessions.session(request, principal, token)
             await self.sessions.post_session(
-                request, exchange, session, message, kind, accept_json, accept_sse
+                request, exchange, session, message, kind, accept_json, accept_sse, prepared
             )
             return
         if isinstance(message, list):
@@ -537,8 +540,8 @@ def _modern_params(
 ) -> tuple[ModernParams | None, object]:
     """What the 2026-07-28 rules read from a message's params, when it is a modern message
     (``params._meta`` names a protocol version as a string), else None; and, for a
-    ``tools/call`` read by ``read_call`` (``Hooks``), that reading for the handler
-    (``called``: the one ``Hooks.read_frame`` made with the body, taken instead).
+    ``tools/call`` read by ``read_call`` (``Hooks``), that reading for the handler, of either
+    era (``called``: the one ``Hooks.read_frame`` made with the body, taken instead).
 
     A modern-looking body whose typed reading fails (``_meta`` given twice, once not an
     object: a generic reading would take the last) is refused with 400 and -32602.
@@ -553,7 +556,8 @@ def _modern_params(
         if call is not None:
             meta, name, prepared = call
             if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
-                return None, None  # handshake era
+                # Handshake era: the reading goes with it to the session's handler.
+                return None, prepared
             return ModernParams(meta=meta, name=name), prepared
     return _general_params(message, raw), None
 
