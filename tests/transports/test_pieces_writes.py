@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from runtime.features._contents import ENCODE_PIECE
 from runtime.framing import ContentLengthFramer, NdjsonFramer
 from runtime.protocol import Pieces
 from runtime.transports import FramedChannel
@@ -23,7 +24,19 @@ from runtime.transports.http._http11 import RequestParser
 from runtime.transports.http._socket import SocketIO
 
 from .test_http_big_bodies import payload
-from .test_http_big_replies import LOW_WATER, TRIO_LOW_WATER, read_exactly, tcp_pair
+from .test_http_big_replies import (
+    LOW_WATER,
+    TRIO_LOW_WATER,
+    big_text,
+    make_server,
+    read_exactly,
+    read_request,
+    read_response,
+    read_text,
+    serving,
+    small_read_works,
+    tcp_pair,
+)
 
 MIB = 1 << 20
 
@@ -163,3 +176,60 @@ async def test_http_pieces_to_a_reader_that_hangs_up_mid_write_break_the_write()
                 await io.write_pair(b"HEAD\r\n\r\n", _reply(24 * MIB, 5))
         assert server.socket.getsockopt(socket.IPPROTO_TCP, LOW_WATER) == TRIO_LOW_WATER
         await server.aclose()
+
+
+# -- a Server over HTTP: resources/read of a text longer than ENCODE_PIECE ------------------
+
+
+def _sse_only_request(request_id: int, size: int) -> bytes:
+    return read_request(request_id, size).replace(
+        b"Accept: application/json, text/event-stream", b"Accept: text/event-stream"
+    )
+
+
+async def test_a_long_text_reply_goes_to_the_socket_as_pieces_byte_exact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bodies: list[object] = []
+    write_pair = SocketIO.write_pair
+
+    async def spy(self: SocketIO, head: bytes, body: Any) -> None:
+        bodies.append(body)
+        await write_pair(self, head, body)
+
+    monkeypatch.setattr(SocketIO, "write_pair", spy)
+    size = ENCODE_PIECE * 2 + 5  # three pieces encoded, each with a checkpoint after it
+    app = make_server()
+    with trio.fail_after(60):
+        async with serving(app) as (address, _):
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(read_request(1, size))
+            reply = await read_response(stream, piece=1 << 16, pause=0)
+            assert read_text(reply, 1) == big_text(size)
+            await stream.aclose()
+    # The text was one buffer (written piece by piece), between the envelope's two: the
+    # response went beside its head as that vector, never joined.
+    [body] = bodies
+    assert isinstance(body, Pieces) and body.join() == reply
+    assert [type(part) for part in body.parts] == [bytes, bytearray, bytes]
+    assert len(body.parts[1]) == size + 2  # (the text and its quotes)
+
+
+async def test_a_long_text_reply_to_an_sse_only_client_is_one_event() -> None:
+    size = ENCODE_PIECE + 1
+    app = make_server()
+    with trio.fail_after(60):
+        async with serving(app) as (address, _):
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(_sse_only_request(4, size))
+            data = bytearray()
+            while not data.endswith(b"0\r\n\r\n"):  # (chunked: the stream's last chunk)
+                more = await stream.receive_some(1 << 16)
+                assert more, data[:200]
+                data += more
+            assert data.startswith(b"HTTP/1.1 200 OK") and b"text/event-stream" in data[:300]
+            event = bytes(data[data.index(b"data: ") + 6 :])
+            message = event[: event.index(b"\n")]
+            assert read_text(message, 4) == big_text(size)
+            await small_read_works(address)
+            await stream.aclose()
