@@ -652,11 +652,13 @@ class Connection:
         self._table.enter(ctx)
         self._outside[ctx] = None
         self._table.started()
+        # (``ctx.takes_pieces`` is False: the dispatcher joins Pieces, the reply is bytes.)
+        reply: bytes | None
         try:
             if scope is None:
-                reply = await engine.run(self.dispatcher, ctx, timeout)
+                reply = await engine.run(self.dispatcher, ctx, timeout)  # type: ignore[assignment]
             else:
-                reply = await engine.run_in_scope(self.dispatcher, ctx)
+                reply = await engine.run_in_scope(self.dispatcher, ctx)  # type: ignore[assignment]
         except trio.Cancelled:
             if scope is not None and scope.cancel_called and on_cancelled is not None:
                 on_cancelled(engine.cancelled_reply(ctx, timeout))

@@ -66,6 +66,7 @@ class RequestContext:
         "prepared",
         "protocol_version",
         "session",
+        "takes_pieces",
     )
 
     def __init__(
@@ -106,6 +107,10 @@ class RequestContext:
         #: Set when the end of its connection (after the shutdown grace) cut it short: it is
         #: answered -32000 "Server is shutting down" instead of its result.
         self.cut_short = False
+        #: Set by a caller that writes a reply given as ``runtime.protocol.Pieces`` as it is
+        #: (a vector): the dispatcher then does not join the pieces of a result that holds
+        #: them (issue 22 target 2: a 16 MiB text copied once, by its encode).
+        self.takes_pieces = False
         #: Capabilities the client declared (per request in the modern era).
         self.client_capabilities: dict[str, Any] = session.client_capabilities
 

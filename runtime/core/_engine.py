@@ -26,7 +26,7 @@ from collections.abc import Awaitable
 import trio
 
 from .. import eager
-from ..protocol import error_reply, internal_error, request_timeout, shutting_down
+from ..protocol import Pieces, error_reply, internal_error, request_timeout, shutting_down
 from ._context import RequestContext
 from ._dispatch import Dispatcher
 
@@ -46,7 +46,7 @@ def _crashed(ctx: RequestContext) -> bytes:
 
 def start(
     dispatcher: Dispatcher, ctx: RequestContext
-) -> tuple[bytes | None, Suspended[bytes] | None]:
+) -> tuple[bytes | Pieces | None, Suspended[bytes | Pieces] | None]:
     """Run the request's first step here: ``(reply, None)`` when it finished, ``(None,
     suspended)`` when it waits (continue it in this same task with :func:`finish`)."""
     try:
@@ -54,13 +54,13 @@ def start(
     except Exception:
         return _crashed(ctx), None
     if done:
-        assert isinstance(outcome, bytes)
+        assert isinstance(outcome, bytes | Pieces)
         return outcome, None
     assert isinstance(outcome, eager.Suspended)
     return None, outcome
 
 
-async def finish(ctx: RequestContext, suspended: Suspended[bytes]) -> bytes:
+async def finish(ctx: RequestContext, suspended: Suspended[bytes | Pieces]) -> bytes | Pieces:
     """The rest of a request :func:`start` left suspended, in the task that started it."""
     try:
         return await eager.finish(suspended)
@@ -105,19 +105,19 @@ def own_scope(timeout: float | None) -> trio.CancelScope:
 
 def run(
     dispatcher: Dispatcher, ctx: RequestContext, timeout: float | None
-) -> Awaitable[bytes | None]:
+) -> Awaitable[bytes | Pieces | None]:
     """Run a whole request in the calling task: its reply, or None when it was cancelled by
     the client. With a ``timeout`` the request gets a scope of its own (in ``ctx.cancel_scope``)
     when the caller set none; a scope the caller set is the caller's to time (``timeout`` then
     only words the -32001 reply; :func:`own_scope` makes one with the deadline). Without
     either, cancellation comes from the caller and the dispatcher's coroutine is returned as
-    it is (no frame of ours per request)."""
+    it is (no frame of ours per request). Pieces only when the caller set ``ctx.takes_pieces``."""
     if timeout is None and ctx.cancel_scope is None:
         return dispatcher.dispatch(ctx)
     return _run_scoped(dispatcher, ctx, timeout)
 
 
-async def run_in_scope(dispatcher: Dispatcher, ctx: RequestContext) -> bytes:
+async def run_in_scope(dispatcher: Dispatcher, ctx: RequestContext) -> bytes | Pieces:
     """Run a whole request under a scope its caller entered and set in ``ctx.cancel_scope``
     (and answers for when it is cancelled: ``trio.Cancelled`` propagates)."""
     try:
@@ -128,11 +128,11 @@ async def run_in_scope(dispatcher: Dispatcher, ctx: RequestContext) -> bytes:
 
 async def _run_scoped(
     dispatcher: Dispatcher, ctx: RequestContext, timeout: float | None
-) -> bytes | None:
+) -> bytes | Pieces | None:
     scope = ctx.cancel_scope
     if scope is None:
         scope = ctx.cancel_scope = own_scope(timeout)
-    reply: bytes | None = None
+    reply: bytes | Pieces | None = None
     try:
         with scope:
             reply = await dispatcher.dispatch(ctx)

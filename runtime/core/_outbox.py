@@ -15,7 +15,7 @@ from typing import Final
 
 import trio
 
-from ..protocol import RequestId
+from ..protocol import Pieces, RequestId
 from ._channel import MessageChannel, Outgoing
 from ._limits import Limits
 
@@ -60,6 +60,8 @@ class Outbox:
         self._limits = limits
         self._id = connection_id
         self._on_break = on_break
+        # A reply may be Pieces (runtime.protocol) only for a channel that takes them (its
+        # ``takes_pieces``: the reader asks the dispatcher for them only then).
         self._queue: list[Outgoing] = []
         self._writing = False
         self._room: trio.Event | None = None
@@ -68,7 +70,7 @@ class Outbox:
         #: Output is dropped from now on (the connection is closing or broke).
         self.closed = False
 
-    async def send(self, data: bytes, related: RequestId | None = None) -> None:
+    async def send(self, data: bytes | Pieces, related: RequestId | None = None) -> None:
         """Queue one message; write it now unless another task is writing already.
 
         Waits only while more than ``limits.write_queue_size`` messages are queued behind a
@@ -77,7 +79,7 @@ class Outbox:
         if self.closed:
             log.debug("dropping output on a closing connection conn=%s", self._id)
             return
-        self._queue.append((data, related))
+        self._queue.append((data, related))  # type: ignore[arg-type]  # (see _queue)
         await self._push()
 
     def send_nowait(
@@ -137,7 +139,7 @@ class Outbox:
         if self._queue and not self.closed:
             await self._flush()
 
-    async def answer(self, data: bytes, related: RequestId | None = None) -> None:
+    async def answer(self, data: bytes | Pieces, related: RequestId | None = None) -> None:
         """The reader's send: queue a reply and write it later, together with the replies to
         the frames that are already buffered (the reader calls ``release`` before it waits
         for input; ``_HOLD_BYTES`` held are written at once)."""
@@ -145,11 +147,11 @@ class Outbox:
         if self._held >= _HOLD_BYTES:
             await self.release()
 
-    def hold(self, data: bytes, related: RequestId | None = None) -> None:
+    def hold(self, data: bytes | Pieces, related: RequestId | None = None) -> None:
         if self.closed:
             log.debug("dropping output on a closing connection conn=%s", self._id)
             return
-        self._queue.append((data, related))
+        self._queue.append((data, related))  # type: ignore[arg-type]  # (see _queue)
         self._held += len(data)
 
     async def release(self) -> None:

@@ -32,6 +32,7 @@ from ..protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    Pieces,
     Refusal,
     classify,
     decode_frame,
@@ -62,7 +63,7 @@ class _Running:
     def __init__(
         self,
         ctx: RequestContext,
-        suspended: engine.Suspended[bytes],
+        suspended: engine.Suspended[bytes | Pieces],
         batch: Batch | None,
         index: int,
     ) -> None:
@@ -70,7 +71,7 @@ class _Running:
         self.suspended = suspended
         self.batch = batch
         self.index = index
-        self.reply: bytes | None = None
+        self.reply: bytes | Pieces | None = None
 
 
 class Reader:
@@ -99,6 +100,7 @@ class Reader:
         "_session",
         "_stop",
         "_table",
+        "_takes_pieces",
         "_waiting",
         "end_reason",
         "ended",
@@ -129,6 +131,9 @@ class Reader:
         # Channels read only while they have input (``MessageChannel.receive_nowait``): with
         # none the generation ends instead of parking a task (issue 22 item 4).
         self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
+        # Channels that write a reply given as runtime.protocol.Pieces as its parts
+        # (FramedChannel): a request's reply may come so (not a batch item's: they are joined).
+        self._takes_pieces: bool = getattr(channel, "takes_pieces", False)
         self._out = outbox
         self._table = table
         self._dispatcher = dispatcher
@@ -530,7 +535,7 @@ class Reader:
                     continue
                 reply, running = self._start(scope, env, batch, index, prepared)
                 if running is None:
-                    batch.replies[index] = reply
+                    batch.replies[index] = reply  # type: ignore[assignment]  # (bytes in a batch)
                     if self._scope is not scope:
                         return None  # handed on by _start: this scope is cancelled
                     continue
@@ -556,7 +561,7 @@ class Reader:
         batch: Batch | None,
         index: int,
         prepared: object = None,
-    ) -> tuple[bytes | None, _Running | None]:
+    ) -> tuple[bytes | Pieces | None, _Running | None]:
         """Run an admitted request's first step in this generation, under its scope
         (``prepared``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
 
@@ -572,6 +577,8 @@ class Reader:
         ctx.cancel_scope = scope
         if prepared is not None:
             ctx.prepared = prepared
+        if batch is None:
+            ctx.takes_pieces = self._takes_pieces
         timeout = self._limits.request_timeout
         if timeout is not None:
             # In force from the first step on: handlers may plan by it
@@ -604,10 +611,10 @@ class Reader:
             finally:
                 self._task_done()
             return
-        batch.replies[running.index] = running.reply
+        batch.replies[running.index] = running.reply  # type: ignore[assignment]  # (bytes)
         await self._batch_item_done(batch, in_reader=False)
 
-    def _abandon(self, running: _Running, reply: bytes | None) -> None:
+    def _abandon(self, running: _Running, reply: bytes | Pieces | None) -> None:
         """Bookkeeping for a request cut short from outside (the connection is ending);
         ``reply``, when given, is held for the outbox's last flush (in its batch's reply)."""
         self._table.leave(running.ctx)
@@ -617,7 +624,7 @@ class Reader:
                 self._out.hold(reply, running.ctx.id)
             self._task_done()
             return
-        batch.replies[running.index] = reply
+        batch.replies[running.index] = reply  # type: ignore[assignment]  # (bytes in a batch)
         if batch.item_done():
             whole = batch.reply() if reply is not None else None
             if whole is not None:

@@ -22,6 +22,7 @@ from ..protocol import (
     REQUEST_ID_TYPES,
     Envelope,
     ModernRequest,
+    Pieces,
     RequestId,
     encode_notification,
     encode_request,
@@ -112,9 +113,10 @@ def dispatch_single(
     send_now: Callable[[bytes, RequestId | None], bool] | None = None,
     idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None,
     transport: str = "http",
-) -> Awaitable[bytes | None]:
+) -> Awaitable[bytes | Pieces | None]:
     """Run one request (a classified envelope) in a session of its own through the
-    request engine; await the result for its response.
+    request engine; await the result for its response: its bytes, or ``runtime.protocol.Pieces``
+    (a result holding a long text's pieces) for the caller to write as one vector.
 
     ``send`` receives whatever the handler sends meanwhile (notifications); ``principal``
     is who the transport authenticated (the session's ``principal``); ``modern``, when the
@@ -151,4 +153,5 @@ def dispatch_single(
         ctx.meta = modern.meta
         ctx.client_capabilities = modern.capabilities
     ctx.prepared = prepared
+    ctx.takes_pieces = True
     return engine.run(dispatcher, ctx, request_timeout)

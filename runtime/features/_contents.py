@@ -8,6 +8,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ..protocol import Pieces
 from ._types import BlobResourceContents, TextResourceContents
 
 __all__ = ["reply_contents", "to_contents"]
@@ -64,10 +65,11 @@ BLOB_PIECE: Final = 3 << 18
 
 
 class _TextReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=True):
-    """Text on its way into a reply, as an already encoded JSON string (see ENCODE_PIECE)."""
+    """Text on its way into a reply, as an already encoded JSON string in pieces (see
+    ENCODE_PIECE). Encode-only: the reply's encode splices the pieces in."""
 
     uri: str
-    text: msgspec.Raw
+    text: Pieces
     mime_type: str
 
 
@@ -84,19 +86,29 @@ class _BlobReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=Tru
     mime_type: str
 
 
-async def _json_string(value: str) -> msgspec.Raw:
+async def _json_string(value: str) -> Pieces:
     """``value`` as one JSON string, encoded ENCODE_PIECE characters at a time with a
-    checkpoint after each piece (so also cancellable between pieces)."""
-    parts: list[bytes | memoryview] = [b'"']
+    checkpoint after each piece (so also cancellable between pieces). msgspec writes each
+    piece straight into one growing buffer (``encode_into``: no piece temporaries, no join),
+    which is handed on as it is (``Pieces``): the reply is encoded around it
+    (``runtime.protocol.encode_result_pieces``) and an HTTP transport writes it beside the
+    reply's envelope, so that the text is copied once, by its encode, not again by a join and
+    by the reply's encode (issue 22 target 2)."""
+    out = bytearray()
     for start in range(0, len(value), ENCODE_PIECE):
-        parts.append(memoryview(_encode(value[start : start + ENCODE_PIECE]))[1:-1])
+        piece = value[start : start + ENCODE_PIECE]
+        end = len(out)
+        if not end:
+            _encode_into(piece, out, 0)  # '"<text>"'
+        else:
+            # Written from the previous piece's last character on, so that this piece's
+            # opening quote lands there (and its text right after the previous one's): that
+            # one character is put back, no bytes move (as _base64_string does).
+            last = out[end - 2]
+            _encode_into(piece, out, end - 2)
+            out[end - 2] = last
         await trio.lowlevel.checkpoint()
-    parts.append(b'"')
-    joined = b"".join(parts)
-    # The join is a copy of it all (16 MiB: several ms); the reply's encode and its first
-    # write follow, so they get a step of their own (issue 22: no step over 20 ms).
-    await trio.lowlevel.checkpoint()
-    return msgspec.Raw(joined)
+    return Pieces([out])
 
 
 async def _base64_string(value: bytes | bytearray | memoryview) -> msgspec.Raw:

@@ -12,6 +12,7 @@ values. Strict in what we send: ``Content-Length: N\\r\\n\\r\\n`` then the paylo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, NoReturn
 
 from ._errors import EXCERPT_LIMIT, FramingError, escape_excerpt
@@ -263,3 +264,7 @@ class ContentLengthFramer:
     def encode_parts(self, payload: bytes) -> tuple[bytes, bytes, bytes]:
         """The header, ``payload`` itself and no tail."""
         return b"Content-Length: %d\r\n\r\n" % len(payload), payload, b""
+
+    def encode_around(self, parts: Sequence[bytes | bytearray]) -> tuple[bytes, bytes]:
+        """The header for the payload ``parts`` make, and no tail."""
+        return b"Content-Length: %d\r\n\r\n" % sum(len(part) for part in parts), b""

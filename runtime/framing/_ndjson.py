@@ -11,6 +11,7 @@ frames. Strict in what we send: exactly ``payload + b"\\n"``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from ._errors import EXCERPT_LIMIT, FramingError
@@ -249,6 +250,19 @@ class NdjsonFramer:
         """``(b"", payload, b"\\n")`` after the checks of :meth:`encode`."""
         self._check(payload)
         return b"", payload, b"\n"
+
+    def encode_around(self, parts: Sequence[bytes | bytearray]) -> tuple[bytes, bytes]:
+        """``(b"", b"\\n")`` after the checks of :meth:`encode` on the payload ``parts``
+        make, part by part (none is joined)."""
+        for part in parts:
+            if part.find(b"\n") >= 0:
+                raise ValueError("an NDJSON payload must not contain b'\\n'")
+        filled = [part for part in parts if part]
+        if filled and filled[-1].endswith(b"\r"):
+            raise ValueError("an NDJSON payload must not end with b'\\r'")
+        if all(_is_blank(part) for part in filled):
+            raise ValueError("an NDJSON payload must not be empty or whitespace-only")
+        return b"", b"\n"
 
     @staticmethod
     def _check(payload: bytes) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Protocol
 
 __all__ = ["DEFAULT_MAX_FRAME_SIZE", "Framer"]
@@ -60,4 +61,11 @@ class Framer(Protocol):
         """:meth:`encode` as (head, payload, tail), ``payload`` itself uncopied: a driver
         writes a big message as three writes rather than building a copy of it with its
         frame around (a 16 MiB reply: one 16 MiB copy less). Same ValueError as ``encode``."""
+        ...
+
+    def encode_around(self, parts: Sequence[bytes | bytearray]) -> tuple[bytes, bytes]:
+        """The (head, tail) of the frame of one payload given as ``parts`` in order, which a
+        driver writes between them uncopied (a reply whose long text was encoded apart: the
+        text is never joined to its envelope). Same ValueError as ``encode`` for the payload
+        the parts make."""
         ...

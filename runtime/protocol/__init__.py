@@ -11,6 +11,8 @@ One home for what every transport and handler must agree on:
 - ``_lifecycle``: the handshake-era lifecycle state machine.
 - ``_status``: the JSON-RPC error code -> HTTP status table of 2026-07-28.
 - ``_refusal``: ``Refusal``, what an observer learns of a message refused before dispatch.
+- ``_pieces``: ``Pieces``, encoded bytes kept as several buffers (a long text in a reply, and
+  the reply around it), and ``encode_result_pieces``, which encodes a result holding them.
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
   its ``params``, not from them (a big ``tools/call`` read in one pass), and
   ``split_batch_params``, the same for such a request inside a batch.
@@ -88,6 +90,7 @@ from ._methods import (
     NAMED_METHODS,
     SUBSCRIPTIONS_LISTEN,
 )
+from ._pieces import Pieces, encode_result_pieces
 from ._refusal import Refusal
 from ._split_params import split_batch_params, split_params
 from ._status import ERROR_STATUS, http_status, retry_after, status_of
@@ -149,6 +152,7 @@ __all__ = [
     "Kind",
     "Lifecycle",
     "ModernRequest",
+    "Pieces",
     "Refusal",
     "RequestId",
     "ResourceNotFoundError",
@@ -164,6 +168,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "encode_result_pieces",
     "error_reply",
     "forbidden",
     "framing_error",

@@ -85,7 +85,7 @@ class FdIO(trio.abc.Stream):
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return data
 
-    def write_now(self, data: bytes) -> memoryview | None:
+    def write_now(self, data: bytes | bytearray | memoryview) -> memoryview | None:
         """Write what the descriptor takes without waiting: None when that was all of
         ``data``, else the rest (for :meth:`write_rest`)."""
         if self._closed:
@@ -143,7 +143,9 @@ class FdIO(trio.abc.Stream):
             self._low_water.put_back(closed=self._closed)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        rest = self.write_now(bytes(data) if not isinstance(data, bytes) else data)
+        # (Not copied: nothing changes ``data`` until the write has ended; a reply's long
+        # text, a 16 MiB bytearray, is written as it is: issue 22 target 2.)
+        rest = self.write_now(data)
         if rest is None:
             await trio.lowlevel.checkpoint()  # (a plain ``send_all`` is a checkpoint)
         else:

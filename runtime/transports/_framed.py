@@ -9,6 +9,7 @@ from typing import Final, Literal
 import trio
 
 from ..framing import Framer, FramingError, NdjsonFramer
+from ..protocol import Pieces
 from ._fdio import FdIO
 
 __all__ = ["FramedChannel", "FramingName", "make_framer"]
@@ -173,11 +174,22 @@ class FramedChannel:
         self._note_partial()
         return frame
 
-    async def send(self, messages: Sequence[tuple[bytes, object]]) -> None:
+    #: A reply may be given as ``runtime.protocol.Pieces`` (the reader asks for them only
+    #: from a channel that says so): a lone one is written as its parts, uncopied, between
+    #: its frame's head and tail; among other messages it is joined (issue 22 target 2).
+    takes_pieces: Final = True
+
+    async def send(self, messages: Sequence[tuple[bytes | Pieces, object]]) -> None:
         """Write messages (``(payload, related_id)`` pairs; the id is ignored here)."""
         encode = self._framer.encode
         if len(messages) == 1:
             payload = messages[0][0]
+            if type(payload) is Pieces:
+                head, tail = self._framer.encode_around(payload.parts)
+                for part in (head, *payload.parts, tail):
+                    if part:
+                        await self._send_stream.send_all(part)
+                return
             if len(payload) > _WRITE_PARTS_OVER:
                 for part in self._framer.encode_parts(payload):
                     if part:
@@ -185,9 +197,11 @@ class FramedChannel:
                 return
             await self._send_stream.send_all(encode(payload))
         else:
-            await self._send_stream.send_all(b"".join([encode(m) for m, _ in messages]))
+            await self._send_stream.send_all(
+                b"".join([encode(m.join() if type(m) is Pieces else m) for m, _ in messages])
+            )
 
-    def send_now(self, messages: Sequence[tuple[bytes, object]]) -> Awaitable[None] | None:
+    def send_now(self, messages: Sequence[tuple[bytes | Pieces, object]]) -> Awaitable[None] | None:
         """Write ``messages`` now if the stream takes them without waiting: None when it
         did, else what is left to await (all of ``send`` for a stream that always waits).
         The outbox bounds only that wait with its scope (``runtime.core`` Outbox)."""
@@ -196,9 +210,10 @@ class FramedChannel:
             return self.send(messages)  # (a big message goes out as its parts, uncopied)
         encode = self._framer.encode
         if len(messages) == 1:
-            data = encode(messages[0][0])
+            # (Pieces are over _WRITE_PARTS_OVER, sent above: this one is bytes.)
+            data = encode(messages[0][0])  # type: ignore[arg-type]
         else:
-            data = b"".join([encode(m) for m, _ in messages])
+            data = b"".join([encode(m.join() if type(m) is Pieces else m) for m, _ in messages])
         rest = direct.write_now(data)
         return None if rest is None else direct.write_rest(rest)
 

@@ -278,6 +278,9 @@ def test_encode() -> None:
         head, body, tail = framer.encode_parts(payload)
         assert body is payload
         assert head + body + tail == framer.encode(payload)
+    parts = [b'{"a":', bytearray("é".encode()), b"}"]
+    head, tail = framer.encode_around(parts)
+    assert head + b"".join(parts) + tail == framer.encode(b"".join(parts))
 
 
 # -- properties -----------------------------------------------------------------------------

@@ -236,6 +236,26 @@ def test_encode_parts_frame_the_payload_uncopied() -> None:
     assert head + body + tail == framer.encode(payload)
 
 
+def test_encode_around_frames_parts_as_encode_frames_their_join() -> None:
+    framer = NdjsonFramer()
+    parts = [b'{"text":"', bytearray(b"x" * 1000), b'"}']
+    head, tail = framer.encode_around(parts)
+    assert head + b"".join(parts) + tail == framer.encode(b"".join(parts))
+    # The same refusals as encode, for the payload the parts make, whichever part holds it.
+    for bad in (
+        [b'{"a":', bytearray(b"\n1}")],
+        [b"{}", b"\r"],
+        [b"{}\r", b""],
+        [b"", b""],
+        [],
+        [b"  ", bytearray(b"\t")],
+    ):
+        with pytest.raises(ValueError):
+            framer.encode_around(bad)
+    # A blank part beside a filled one is no blank payload.
+    assert framer.encode_around([b" ", b"{}"]) == (b"", b"\n")
+
+
 # -- properties -----------------------------------------------------------------------------
 
 # Streams built from pieces that exercise every branch: frames, blank lines, CR, long lines.

@@ -10,7 +10,7 @@ from typing import Any, Final, Protocol
 
 import trio
 
-from ...protocol import INVALID_REQUEST, JSONRPCError, encode_error, error_reply
+from ...protocol import INVALID_REQUEST, JSONRPCError, Pieces, encode_error, error_reply
 from ._http11 import RequestHead, chunk, end_chunks, response_head, simple_response_head
 
 __all__ = [
@@ -41,7 +41,7 @@ class HttpConnection(Protocol):
 
     async def write_rest(self, rest: memoryview) -> None: ...
 
-    def write_pair(self, head: bytes, body: bytes) -> Awaitable[None]: ...
+    def write_pair(self, head: bytes, body: bytes | Pieces) -> Awaitable[None]: ...
 
     async def watch(self) -> bool: ...
 
@@ -221,6 +221,18 @@ class Exchange:
                 return
             data += body
         await self._driver.write(data)
+        self.finished = True
+
+    async def respond_pieces(self, status: int, body: Pieces) -> None:
+        """:meth:`respond` with a JSON body given as ``Pieces`` (a reply holding a long
+        text's pieces): written beside its head as one vector, never joined (issue 22
+        target 2: a 16 MiB text copied once, by its encode)."""
+        self.started = True
+        head = simple_response_head(status, "application/json", body.nbytes, self.close_after)
+        if self._head_only:
+            await self._driver.write(head)
+        else:
+            await self._driver.write_pair(head, body)
         self.finished = True
 
     async def start_stream(

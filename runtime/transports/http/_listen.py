@@ -27,6 +27,7 @@ from typing import Any, Final
 import trio
 
 from ...framing import encode_sse_comment
+from ...protocol import Pieces
 from ._exchange import Exchange
 from ._streams import end_with_reply, sse_event
 
@@ -181,7 +182,7 @@ class ListenStream:
                 self._rest = None
 
     async def answer(
-        self, reply: bytes | None, accept_json: bool, json_status: Callable[[bytes], int]
+        self, reply: bytes | Pieces | None, accept_json: bool, json_status: Callable[[bytes], int]
     ) -> None:
         """End the response with the handler's ``reply`` (None: none), as the direct path
         answers a request: JSON when nothing was streamed before it (``json_status`` picks

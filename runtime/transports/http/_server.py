@@ -22,7 +22,7 @@ from typing import Final
 import trio
 
 from ... import eager
-from ...protocol import INVALID_REQUEST, Refusal, error_reply, internal_error
+from ...protocol import INVALID_REQUEST, Pieces, Refusal, error_reply, internal_error
 from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
     Exchange,
@@ -266,7 +266,7 @@ class _Driver:
     def abort(self) -> None:
         self._stop()
 
-    def write_pair(self, head: bytes, body: bytes) -> Awaitable[None]:
+    def write_pair(self, head: bytes, body: bytes | Pieces) -> Awaitable[None]:
         """A big response's head and body (see ``SocketIO.write_pair``); a method, not an
         attribute as ``write`` is, so that a connection holds no bound method for it."""
         return self.io.write_pair(head, body)

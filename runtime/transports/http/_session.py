@@ -23,7 +23,15 @@ import msgspec
 import trio
 
 from ... import eager
-from ...protocol import ModernRequest, Refusal, error_reply, id_key, probe, store_unavailable
+from ...protocol import (
+    ModernRequest,
+    Pieces,
+    Refusal,
+    error_reply,
+    id_key,
+    probe,
+    store_unavailable,
+)
 from ...stores import EventStore, MemoryEventStore, SessionRecord, Store, StoreUnavailable
 from ._edge import HttpLimits
 from ._inbox import Inbox
@@ -73,7 +81,7 @@ class Hooks:
                 Callable[[bytes, Any], bool] | None,
                 Callable[[trio.CancelScope], Awaitable[object]] | None,
             ],
-            Awaitable[bytes | None],
+            Awaitable[bytes | Pieces | None],
         ]
         | None
     ) = None

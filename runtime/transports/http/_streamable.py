@@ -30,6 +30,7 @@ from ...protocol import (
     JSONRPCError,
     Kind,
     ModernRequest,
+    Pieces,
     classify,
     decode_frame,
     error_reply,
@@ -330,7 +331,7 @@ class StreamableEndpoint:
         )
         modern = None  # (held by the request's context as it needs; not by this frame)
         exchange.abort_on_disconnect()
-        reply: bytes | None = None
+        reply: bytes | Pieces | None = None
         self._listens.add(scope)
         try:
             if self.shutdown.is_set():  # set before the watcher could see this listen
@@ -402,7 +403,7 @@ class StreamableEndpoint:
         # The client hanging up (or a failed write) cancels this request with its
         # connection, which closes anyway: no cancel scope of its own on this hot path.
         exchange.abort_on_disconnect()
-        reply: bytes | None = None
+        reply: bytes | Pieces | None = None
         try:
             reply = await self.hooks.dispatch_one(
                 envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared, None, None

@@ -18,7 +18,7 @@ from typing import Any, Final
 import trio
 
 from ...framing import encode_sse_comment
-from ...protocol import retry_after
+from ...protocol import Pieces, retry_after
 from ._exchange import Exchange
 
 __all__ = [
@@ -271,7 +271,7 @@ async def answer(
 
 async def end_with_reply(
     exchange: Exchange,
-    reply: bytes | None,
+    reply: bytes | Pieces | None,
     streaming: bool,
     accept_json: bool,
     accept_sse: bool,
@@ -281,7 +281,8 @@ async def end_with_reply(
     with the handler's ``reply`` (None: it gave none): the stream's last event when events
     went before it (``streaming``), else JSON when the client accepts it (``json_status``
     picks the status), else a one-event SSE stream; no reply: the stream's end, an empty SSE
-    stream, or 204."""
+    stream, or 204. A reply given as ``Pieces`` goes as JSON in one vector, never joined
+    (issue 22 target 2); in an SSE event it is joined."""
     if reply is None:
         if streaming:
             await exchange.end()
@@ -289,7 +290,14 @@ async def end_with_reply(
             await exchange.start_stream(200, "text/event-stream", [], end=True)
         else:
             await exchange.respond(204, b"")
-    elif streaming:
+        return
+    if type(reply) is Pieces:
+        if accept_json and not streaming:
+            # (Its envelope's head holds the member that tells a result from an error.)
+            await exchange.respond_pieces(json_status(bytes(reply.parts[0])), reply)
+            return
+        reply = reply.join()
+    if streaming:
         await exchange.end(sse_event(reply, None))
     elif accept_json:
         await exchange.respond(json_status(reply), reply)
