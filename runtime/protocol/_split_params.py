@@ -102,6 +102,10 @@ def split_params(frame: bytes | bytearray | memoryview) -> tuple[Envelope, memor
         if end == 0 or frame[low + end] != _COMMA:
             return None
         end += low
+        # A member must follow that comma: "{..,"params":{..},}" has a trailing comma, which
+        # the tail read as "{" + "}" alone would hide (decode_frame refuses it: -32700).
+        if not bytes(frame[end + 1 :]).lstrip().startswith(b'"'):
+            return None
     after = None if end == size - 1 else b"{" + bytes(frame[end + 1 :])
     envelope = _around(head[:at], after)
     if envelope is None:

@@ -86,6 +86,8 @@ def _frames(text: str) -> list[bytes]:
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","id":"2}9"}',
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","id":30,"id":31}',
         b'{"method":"tools/call","params":' + call + b',"jsonrpc":"2.0","params":{},"id":32}',
+        # a trailing comma after params: not JSON, -32700 either way
+        b'{"jsonrpc":"2.0","id":33,"method":"tools/call","params":' + call + b",}",
         # a batch holding the call (read in one pass too: test_pre_read_batch.py)
         b"[" + _request(b"26", call) + b"," + _request(b"27", b'{"name":"nothing"}') + b"]",
     ]

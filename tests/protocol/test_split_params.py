@@ -90,6 +90,9 @@ def test_split_agrees_with_the_general_decode(frame: bytes) -> None:
         b'{"method":"m","params":{"a":1},"jsonrpc":"2.0","id":"a}b"}',
         b'{"method":"m","params":{"a":1},"id":1}',
         b'{"jsonrpc":"2.0","id":1,"params":{"a":1},"x":{"y":2}}',
+        # a trailing comma after params (no JSON; decode_frame answers -32700)
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"}"},}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}, }',
         # whitespace around the member or the value: the general reading
         b'{"jsonrpc":"2.0","id":1,"method":"m", "params":{"a":1}}',
         b'{"jsonrpc":"2.0","id":1,"method":"m","params": {"a":1}}',
@@ -184,6 +187,13 @@ _NOISE = st.sampled_from([b"", b" ", b",", b'"', b"\\", b"}", b"{", b'"params":'
     later=[(b'"params"', b"[1,{}]"), (b'"id"', b"1")],
     version_last=True,
     noise=[],
+)
+@example(  # a trailing comma after params: the tail alone read as "{}" hid it
+    members=[(b'"id"', b"1")],
+    params=b'{"a":"}"}',
+    later=[],
+    version_last=False,
+    noise=[(42, b",")],
 )
 def test_any_frame_split_agrees_with_the_general_decode(
     members: list[tuple[bytes, bytes]],
