@@ -116,7 +116,9 @@ async def test_the_proxy_reconnects_to_a_restarted_remote(upstream_era: str) -> 
             proxy = proxy_server(
                 f"tcp://127.0.0.1:{port}",
                 era=upstream_era,
-                backoff=Backoff(initial=0.05, cap=0.2, max_elapsed=10),
+                # Attempts bounded by time only: with full jitter, 8 of them (the default) can
+                # all fall inside the 0.3 s the remote is away.
+                backoff=Backoff(initial=0.05, cap=0.2, max_attempts=1000, max_elapsed=10),
             )
             proxy_port = (await nursery.start(proxy.serve_tcp))[1]
             async with open_client(f"tcp://127.0.0.1:{proxy_port}", era="handshake") as client:
