@@ -9,14 +9,9 @@ import trio
 
 from runtime import Server
 
-from ..transports.app import serving, until
-from ..transports.http_client import request
-
-VERSION = "2025-11-25"
-
-
-def headers(session: str) -> dict[str, str]:
-    return {"mcp-session-id": session, "mcp-protocol-version": VERSION}
+from ..transports.app import init_body, serving, until
+from ..transports.http_client import open_raw_session, request
+from ..transports.http_client import session_headers as headers
 
 
 async def test_a_task_finishing_after_its_session_ended_leaves_the_server_up() -> None:
@@ -33,22 +28,7 @@ async def test_a_task_finishing_after_its_session_ended_leaves_the_server_up() -
 
     with trio.fail_after(10):
         async with serving(app) as address:
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
-            opened = await request(address, "POST", body=init)
-            session = opened.headers["mcp-session-id"]
-            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            assert (
-                await request(address, "POST", headers=headers(session), body=note)
-            ).status == 202
+            session = await open_raw_session(address)
             call = {
                 "jsonrpc": "2.0",
                 "id": 2,
@@ -63,5 +43,5 @@ async def test_a_task_finishing_after_its_session_ended_leaves_the_server_up() -
             go.set()
             await until(lambda: finished == ["later"])
             await trio.sleep(0.1)
-            again = await request(address, "POST", body=init)
+            again = await request(address, "POST", body=init_body())
             assert again.status == 200, again

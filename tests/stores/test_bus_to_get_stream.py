@@ -23,9 +23,8 @@ from runtime import Context, Server
 from runtime.stores import EventStore, MemoryEventStore, RedisStore
 
 from ..transports.app import serving, until
-from ..transports.http_client import HttpConn, connect, request
-
-VERSION = "2025-11-25"
+from ..transports.http_client import HttpConn, connect, open_raw_session, request
+from ..transports.http_client import session_headers as headers
 
 
 class Held:
@@ -93,30 +92,6 @@ def replica(name: str, redis_url: str) -> tuple[Server, RedisStore]:
     return app, store
 
 
-def headers(session: str, **extra: str) -> dict[str, str]:
-    return {"mcp-session-id": session, "mcp-protocol-version": VERSION, **extra}
-
-
-async def open_session(where: tuple[str, int]) -> str:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    response = await request(where, "POST", body=body)
-    assert response.status == 200, response
-    session = response.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    done = await request(where, "POST", headers=headers(session), body=note)
-    assert done.status == 202, done
-    return session
-
-
 def progress_of(message: bytes) -> str | None:
     """The progress message in a bus message (``out <replica> <event id> <json>``)."""
     kind, _, rest = message.partition(b" ")
@@ -177,7 +152,7 @@ async def test_messages_routed_while_the_get_stream_opens_reach_it(redis_url: st
     b_app, _ = replica("b", redis_url)
     with trio.fail_after(20):
         async with serving(a_app, event_store=held) as a, serving(b_app) as b:
-            session = await open_session(b)
+            session = await open_raw_session(b)
             stream = await connect(a)
             await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
             # A adopted the session (subscribed to its messages) and the GET is opening.
@@ -209,7 +184,7 @@ async def test_messages_routed_while_a_resumed_get_stream_replays_reach_it(
     b_app, _ = replica("b", redis_url)
     with trio.fail_after(20):
         async with serving(a_app, event_store=held) as a, serving(b_app) as b:
-            session = await open_session(b)
+            session = await open_raw_session(b)
             # A first task's progress, stored while no GET stream is open anywhere (the
             # client saw its first event, say, and lost the connection).
             first = await run_steps(b, session, 2, "p1")
@@ -249,7 +224,7 @@ async def test_a_second_get_while_the_first_opens_is_refused() -> None:
     held = Held(MemoryEventStore(), "prime")
     with trio.fail_after(10):
         async with serving(app, event_store=held) as address:
-            session = await open_session(address)
+            session = await open_raw_session(address)
             first = await connect(address)
             await first.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
             await held.entered.wait()

@@ -10,9 +10,9 @@ import trio
 from runtime.stores import RedisStore
 
 from ..transports.app import call, make_app, serving, until
-from ..transports.http_client import connect, request, sse_messages
+from ..transports.http_client import connect, open_raw_session, request, sse_messages
+from ..transports.http_client import session_headers as headers
 from ..transports.test_http_idle_sessions import _session_tasks
-from .test_bus_to_get_stream import headers, open_session
 
 
 async def test_a_cancellation_routed_to_an_idle_session_reaches_its_request(
@@ -24,7 +24,7 @@ async def test_a_cancellation_routed_to_an_idle_session_reaches_its_request(
     b_app.store = RedisStore.from_url(redis_url)
     with trio.fail_after(20):
         async with serving(a_app) as a, serving(b_app) as b:
-            session = await open_session(a)
+            session = await open_raw_session(a)
             conn = await connect(a)
             await conn.send("POST", "/mcp", headers=headers(session), body=call(5, "slow", tag="x"))
             await until(lambda: seen["started"] == ["x"])

@@ -20,7 +20,8 @@ import trio
 from runtime.stores import RedisClient
 
 from ..transports.app import call, init_body, modern, modern_headers
-from ..transports.http_client import connect, request, sse_messages
+from ..transports.http_client import connect, open_raw_session, request, sse_messages
+from ..transports.http_client import session_headers as headers
 from .cluster import HERE, ROOT, Cluster
 from .servers import RedisServer, free_port, wait_port
 
@@ -44,17 +45,7 @@ def addr(cluster: Cluster, i: int) -> tuple[str, int]:
 
 
 async def open_session(cluster: Cluster, home: int, initialized_on: int) -> str:
-    response = await request(addr(cluster, home), "POST", body=init_body(VERSION))
-    assert response.status == 200, response
-    session = response.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    done = await request(addr(cluster, initialized_on), "POST", headers=headers(session), body=note)
-    assert done.status == 202, done
-    return session
-
-
-def headers(session: str, **extra: str) -> dict[str, str]:
-    return {"mcp-session-id": session, "mcp-protocol-version": VERSION, **extra}
+    return await open_raw_session(addr(cluster, home), initialized_at=addr(cluster, initialized_on))
 
 
 async def call_on(

@@ -14,38 +14,16 @@ import msgspec
 import trio
 
 from ..transports.app import modern, modern_headers
-from ..transports.http_client import connect, request, sse_messages
+from ..transports.http_client import connect, open_raw_session, request, sse_messages
+from ..transports.http_client import session_headers as headers
 from .cluster import Cluster
 from .servers import RedisServer
 from .test_failover import addr, replicas  # noqa: F401 - the fixture
 from .test_tasks_shared import TASKS, create, modern_request, poll
 
-VERSION = "2025-11-25"
+#: The client capabilities its sessions declare: the tasks here ask questions.
+ELICITS: dict[str, Any] = {"elicitation": {}}
 _ids = itertools.count(100)
-
-
-def headers(session: str, **extra: str) -> dict[str, str]:
-    return {"mcp-session-id": session, "mcp-protocol-version": VERSION, **extra}
-
-
-async def open_session(where: tuple[str, int], initialized: tuple[str, int]) -> str:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": VERSION,
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    response = await request(where, "POST", body=body)
-    assert response.status == 200, response
-    session = response.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    done = await request(initialized, "POST", headers=headers(session), body=note)
-    assert done.status == 202, done
-    return session
 
 
 async def rpc(where: tuple[str, int], session: str, method: str, **params: Any) -> Any:
@@ -79,7 +57,7 @@ async def test_a_task_is_read_answered_awaited_and_cancelled_through_other_repli
 ) -> None:
     r0, r1, r2 = (addr(replicas, i) for i in range(3))
     with trio.fail_after(60):
-        session = await open_session(r0, r1)
+        session = await open_raw_session(r0, initialized_at=r1, capabilities=ELICITS)
         # The GET stream is held by r1; the task runs on r0 and asks the client there.
         stream = await connect(r1)
         await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
@@ -164,7 +142,7 @@ async def test_a_task_is_read_answered_awaited_and_cancelled_through_other_repli
                 endless_id: "cancelled",
             }
         # Another session sees none of them, on any replica.
-        other = await open_session(r2, r2)
+        other = await open_raw_session(r2, initialized_at=r2, capabilities=ELICITS)
         for where in (r0, r1, r2):
             hidden = await rpc(where, other, "tasks/get", taskId=task_id)
             assert hidden["error"]["code"] == -32602
@@ -176,7 +154,7 @@ async def test_a_dead_replicas_task_fails_with_a_clear_status(
 ) -> None:
     r0, r1 = addr(replicas, 0), addr(replicas, 1)
     with trio.fail_after(40):
-        session = await open_session(r0, r0)
+        session = await open_raw_session(r0, initialized_at=r0, capabilities=ELICITS)
         created = await result_of(
             addr(replicas, 2), session, "tools/call", name="forever", arguments={}, task={}
         )
@@ -211,7 +189,7 @@ async def test_through_haproxy_round_robin(cluster: Cluster) -> None:
     where = ("127.0.0.1", cluster.port)
     before = {row["svname"]: int(row["stot"]) for row in cluster.servers()}
     with trio.fail_after(60):
-        session = await open_session(where, where)
+        session = await open_raw_session(where, initialized_at=where, capabilities=ELICITS)
         built = await result_of(
             where,
             session,
@@ -327,7 +305,7 @@ async def test_through_haproxy_a_killed_runners_task_fails(cluster: Cluster) -> 
     failed (lease expired), never ``working`` or ``input_required`` forever."""
     where = ("127.0.0.1", cluster.port)
     with trio.fail_after(60):
-        session = await open_session(where, where)
+        session = await open_raw_session(where, initialized_at=where, capabilities=ELICITS)
         stream = await connect(where)
         await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
         assert (await stream.head()).status == 200
@@ -373,7 +351,7 @@ async def test_redis_gone_and_back_under_a_running_task() -> None:
             two.start_replica(i)
         r0, r1 = addr(two, 0), addr(two, 1)
         with trio.fail_after(60):
-            session = await open_session(r0, r1)
+            session = await open_raw_session(r0, initialized_at=r1, capabilities=ELICITS)
             created = await result_of(
                 r0, session, "tools/call", name="forever", arguments={}, task={}
             )
@@ -413,7 +391,7 @@ async def test_a_tasks_progress_reaches_the_get_stream_on_another_replica(
     by r1) although the task runs on r2 and its creating POST was answered long before."""
     r0, r1, r2 = (addr(replicas, i) for i in range(3))
     with trio.fail_after(30):
-        session = await open_session(r0, r0)
+        session = await open_raw_session(r0, initialized_at=r0, capabilities=ELICITS)
         stream = await connect(r1)
         await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
         assert (await stream.head()).status == 200

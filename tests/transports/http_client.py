@@ -138,3 +138,42 @@ def sse_messages(body: bytes) -> list[Any]:
         if event.data:
             out.append(msgspec.json.decode(event.data))
     return out
+
+
+#: The handshake-era revision of :func:`open_raw_session` and :func:`session_headers`.
+SESSION_VERSION = "2025-11-25"
+
+
+def session_headers(session: str, **extra: str) -> dict[str, str]:
+    """The headers of a request in a handshake-era session (and ``extra``)."""
+    return {"mcp-session-id": session, "mcp-protocol-version": SESSION_VERSION, **extra}
+
+
+async def open_raw_session(
+    where: tuple[str, int],
+    *,
+    initialized_at: tuple[str, int] | None = None,
+    capabilities: dict[str, Any] | None = None,
+) -> str:
+    """A handshake-era session opened over raw HTTP: initialize POSTed to ``where``, then
+    ``notifications/initialized`` to ``initialized_at`` (another replica, say; ``where`` by
+    default); its id."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": SESSION_VERSION,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    response = await request(where, "POST", body=body)
+    assert response.status == 200, response
+    session = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    done = await request(
+        initialized_at or where, "POST", headers=session_headers(session), body=note
+    )
+    assert done.status == 202, done
+    return session
