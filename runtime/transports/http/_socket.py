@@ -44,6 +44,18 @@ def _after(buffers: Sequence[bytes | bytearray | memoryview], sent: int) -> list
     return []
 
 
+def _writev_now(fd: int, buffers: Sequence[bytes | bytearray | memoryview]) -> int:
+    """How many bytes of ``buffers`` (in order; at most ``_IOV_MAX`` of them at a time) the
+    socket ``fd`` took at once: 0 when it has no room; BrokenResourceError when the peer is
+    gone."""
+    try:
+        return os.writev(fd, buffers[:_IOV_MAX])
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+
+
 class Socket(Protocol):
     """What :class:`SocketIO` needs of its socket (a ``trio.socket.SocketType`` or a
     ``socket.socket``): its descriptor, and its options for the send low-water mark."""
@@ -142,12 +154,7 @@ class SocketIO:
         if self._write_lock.locked():
             sent = 0
         else:
-            try:
-                sent = os.writev(self._fd, buffers[:_IOV_MAX])
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+            sent = _writev_now(self._fd, buffers)
             if type(body) is not Pieces and sent >= len(head):  # (the usual case for bytes)
                 left = memoryview(body)[sent - len(head) :]
                 rest = self._write_lifted(left) if left else None
@@ -241,13 +248,7 @@ class SocketIO:
         try:
             with trio.CancelScope(deadline=trio.current_time() + self.write_timeout) as scope:
                 while views:
-                    try:
-                        sent = os.writev(self._fd, views[:_IOV_MAX])
-                    except BlockingIOError:
-                        sent = 0
-                    except OSError as exc:
-                        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
-                    views = _after(views, sent)
+                    views = _after(views, _writev_now(self._fd, views))
                     if views:
                         await trio.lowlevel.wait_writable(self._fd)
                         if self._closed:
