@@ -6,7 +6,6 @@ typed pass over its raw params), each item answered on its own."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import msgspec
@@ -18,6 +17,7 @@ from runtime._compose import load_handlers
 from runtime.core import _reader
 
 from ..peers import open_stdio_peer
+from ..typed_reads import record_sizes, record_typed_reads
 from ..wire import RawPeer, open_memory_peer
 from .test_pre_read import BIG, SERVER, _data, _frames, _request, _server
 
@@ -172,25 +172,9 @@ async def test_over_stdio_a_batch_is_read_in_one_pass() -> None:
 async def test_a_call_in_a_batch_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """One typed pass over the big call's bytes (``pre_read``); era selection and the handler
     take that reading; neither the batch nor the item is decoded whole."""
-    reads: list[tuple[str, bool]] = []
-    real = TypedCalls.read
-
-    def counted(self: Any, raw: Any) -> Any:
-        reads.append((sys._getframe(1).f_code.co_name, BIG.encode() in bytes(raw)))
-        return real(self, raw)
-
-    decoded: list[int] = []
-
-    def recorded(decode: Any) -> Any:
-        def decode_recorded(data: Any) -> Any:
-            decoded.append(len(data))
-            return decode(data)
-
-        return decode_recorded
-
-    monkeypatch.setattr(TypedCalls, "read", counted)
-    monkeypatch.setattr(_reader, "decode_frame", recorded(_reader.decode_frame))
-    monkeypatch.setattr(_reader, "decode_item", recorded(_reader.decode_item))
+    reads = record_typed_reads(monkeypatch)
+    decoded = record_sizes(monkeypatch, _reader, "decode_frame")
+    items = record_sizes(monkeypatch, _reader, "decode_item")
     call = _request(b"1", b'{"name":"size","arguments":{"data":' + _data(BIG) + b"}}")
     frame = b"[" + _SMALL[0] + b"," + call + b"," + _SMALL[1] + b"]"
     with trio.fail_after(30):
@@ -198,5 +182,5 @@ async def test_a_call_in_a_batch_is_read_once(monkeypatch: pytest.MonkeyPatch) -
     answers = {item["id"]: item for item in msgspec.json.decode(reply)}
     assert answers[1]["result"]["structuredContent"] == {"result": len(BIG)}
     assert answers["a"]["result"]["content"][0]["text"] == "ok"
-    assert reads == [("pre_read", True)]
-    assert decoded and max(decoded) < len(BIG)  # the small frames and items only
+    assert [(caller, BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)]
+    assert decoded and max(decoded + items) < len(BIG)  # the small frames and items only

@@ -4,7 +4,6 @@ plain ones."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import msgspec
@@ -18,6 +17,7 @@ from runtime.protocol import ONE_PASS_OVER
 from runtime.testing import open_client
 
 from ..servers.one_decode import build as _server
+from ..typed_reads import record_sizes, record_typed_reads
 from ..wire import open_memory_peer
 
 # The handlers as the server runs them (``runtime._handlers``), not a second copy imported as
@@ -98,22 +98,8 @@ async def test_a_call_is_read_once_era_selection_included(
     """Era selection's reading of ``_meta`` is the handler's reading of the arguments, and the
     envelope is read without them: one typed pass over the bytes of a big call (issue 22),
     no probe of the params for the era marker, no envelope decode of the frame."""
-    reads: list[tuple[str, bytes]] = []
-    real = TypedCalls.read
-
-    def counted(self: Any, raw: Any) -> Any:
-        reads.append((sys._getframe(1).f_code.co_name, bytes(raw)))
-        return real(self, raw)
-
-    decoded: list[int] = []
-    real_decode = _reader.decode_frame
-
-    def decode_frame(frame: bytes) -> Any:
-        decoded.append(len(frame))
-        return real_decode(frame)
-
-    monkeypatch.setattr(TypedCalls, "read", counted)
-    monkeypatch.setattr(_reader, "decode_frame", decode_frame)
+    reads = record_typed_reads(monkeypatch)
+    decoded = record_sizes(monkeypatch, _reader, "decode_frame")
     monkeypatch.setattr(
         era, "_probe", None
     )  # a probe of the params for _meta would fail the call loudly
@@ -135,14 +121,7 @@ async def test_a_call_the_reader_did_not_read_is_read_once_by_era_selection(
 ) -> None:
     """A big call whose frame the reader leaves to the general decode (here: whitespace
     before its params) is read in one typed pass by era selection, taken by the handler."""
-    reads: list[str] = []
-    real = TypedCalls.read
-
-    def counted(self: Any, raw: Any) -> Any:
-        reads.append(sys._getframe(1).f_code.co_name)
-        return real(self, raw)
-
-    monkeypatch.setattr(TypedCalls, "read", counted)
+    reads = record_typed_reads(monkeypatch)
     frame = b'{"jsonrpc":"2.0","id":1,"method":"tools/call", "params":%s}' % msgspec.json.encode(
         {"name": "size", "arguments": {"data": _BIG}}
     )
@@ -152,7 +131,8 @@ async def test_a_call_the_reader_did_not_read_is_read_once_by_era_selection(
             await peer.send(frame)
             reply = await peer.receive()
     assert reply["result"]["structuredContent"] == {"result": len(_BIG)}
-    assert reads == ["prepare_raw"]  # declined by the split, before any typed pass
+    # declined by the split, before any typed pass
+    assert [caller for caller, _raw in reads] == ["prepare_raw"]
 
 
 def _ctx(raw: bytes) -> RequestContext:

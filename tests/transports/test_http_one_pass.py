@@ -4,7 +4,6 @@ wired by the composition root), with the same answers on the wire as the general
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import msgspec
@@ -16,6 +15,7 @@ from runtime._compose import load_handlers
 from runtime.protocol import ONE_PASS_OVER
 from runtime.transports.http import _streamable
 
+from ..typed_reads import record_sizes, record_typed_reads
 from .app import META, call, init_body, modern, modern_headers, serving
 from .http_client import request
 
@@ -112,17 +112,11 @@ async def test_the_same_answers_as_the_general_reading(monkeypatch: pytest.Monke
 
 
 async def test_a_modern_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    reads: list[tuple[str, bytes]] = []
-    real = TypedCalls.read
-
-    def counted(self: Any, raw: Any) -> Any:
-        reads.append((sys._getframe(1).f_code.co_name, bytes(raw)))
-        return real(self, raw)
+    reads = record_typed_reads(monkeypatch)
 
     def general(*args: Any) -> Any:
         raise AssertionError("the general reading of the params was taken")
 
-    monkeypatch.setattr(TypedCalls, "read", counted)
     monkeypatch.setattr(_streamable, "_general_params", general)
     monkeypatch.setattr(_streamable, "decode_frame", general)  # nor of the envelope
     body, headers = _bodies()[0]
@@ -236,22 +230,8 @@ async def test_a_session_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> N
     (``Hooks.read_frame``), in the tool's one typed pass; the POST's modern check, era
     selection and the handler take that reading (``Hooks.run_in_session``'s ``prepared``),
     no envelope decode of the body."""
-    reads: list[tuple[str, bool]] = []
-    real = TypedCalls.read
-
-    def counted(self: Any, raw: Any) -> Any:
-        reads.append((sys._getframe(1).f_code.co_name, BIG.encode() in bytes(raw)))
-        return real(self, raw)
-
-    decoded: list[int] = []
-    real_decode = _streamable.decode_frame
-
-    def decode_frame(frame: Any) -> Any:
-        decoded.append(len(frame))
-        return real_decode(frame)
-
-    monkeypatch.setattr(TypedCalls, "read", counted)
-    monkeypatch.setattr(_streamable, "decode_frame", decode_frame)
+    reads = record_typed_reads(monkeypatch)
+    decoded = record_sizes(monkeypatch, _streamable, "decode_frame")
     bodies = [call(2, "size", data=BIG), _session_bodies()[12]]  # (the TypeScript order)
     with trio.fail_after(20):
         async with serving(_app()) as address:
@@ -264,7 +244,7 @@ async def test_a_session_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> N
         assert answer.status == 200, answer.body
         result = msgspec.json.decode(answer.body)["result"]
         assert result["structuredContent"] == {"result": len(BIG)}
-    assert reads == [("pre_read", True)] * 2
+    assert [(caller, BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)] * 2
     assert decoded and max(decoded) < len(BIG)  # the small bodies only
 
 
