@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import Any, Final
 
 import trio
 from msgspec import UNSET, Raw
@@ -34,6 +34,7 @@ from ...stores import StoreUnavailable
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._in_order import InOrder, seq_of
 from ._session import Hooks, HttpSession, SessionRegistry
 from ._streams import ResponseStream, answer, pump, sse_event
 
@@ -411,19 +412,32 @@ class HandshakeEra:
                 if found is None:
                     raise refusal(400, "Bad Request: unknown Last-Event-ID")
                 replay = found[1]
-                skip = _seq(replay[-1][0]) if replay else _seq(last)
+                skip = seq_of(replay[-1][0]) if replay else seq_of(last)
             await exchange.start_stream(200, "text/event-stream", headers)
+            after: int | None = skip
             if stream is session.standing and last is None:
+                fresh = stream.prime_id is None
                 prime = await session.prime(stream)
+                after = seq_of(prime) if fresh and prime is not None else None
+                if after is not None and claimed is not None:
+                    # Routed here while the priming event was stored: ids below its own
+                    # go out first, so ids only grow (a client resuming from the priming
+                    # event misses none of them).
+                    for event_id, data in claimed.take_below(after):
+                        await exchange.write(sse_event(data, event_id))
                 await exchange.write(sse_event(None, prime, self.limits.sse_retry_ms))
             else:
                 await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
             for event_id, data in replay:
                 await exchange.write(sse_event(data, event_id))
+            order = None
+            if claimed is session.standing and session.shared is not None:
+                # Other replicas feed this stream through the bus (``_in_order``).
+                order = InOrder(after, functools.partial(_stored_after, session, claimed.id))
             if (
                 claimed is not None
                 and not claimed.done
-                and not await pump(exchange, claimed, self.limits.sse_keepalive, skip)
+                and not await pump(exchange, claimed, self.limits.sse_keepalive, skip, order)
             ):
                 return
             await exchange.end()
@@ -459,6 +473,20 @@ def store_refusal(exc: StoreUnavailable) -> HttpError:
     return HttpError(503, reason, error_reply(store_unavailable()), [("Retry-After", "1")])
 
 
-def _seq(event_id: str) -> int:
-    number = event_id.rpartition("_")[2]
-    return int(number) if number.isdigit() else 0
+#: The longest wait for the shared store's events in a GET stream's gap (``_in_order``).
+FILL_WAIT: Final = 2.0
+
+
+async def _stored_after(
+    session: HttpSession, stream_id: str, after: int
+) -> list[tuple[str, bytes]]:
+    """The stored events of ``stream_id`` after number ``after``, in order; none when the
+    store fails (the gap stays as the bus left it)."""
+    with trio.move_on_after(FILL_WAIT):
+        try:
+            found = await session.store.replay(session.id, f"{stream_id}_{after}")
+        except StoreUnavailable as exc:
+            log.warning("gap not filled session=%s: %s", session.id[:8], exc)
+            return []
+        return found[1] if found is not None else []
+    return []

@@ -20,6 +20,7 @@ import trio
 from ...framing import encode_sse_comment
 from ...protocol import Pieces, retry_after
 from ._exchange import Exchange
+from ._in_order import DROP, FILL, InOrder, seq_of
 
 __all__ = [
     "ResponseStream",
@@ -164,6 +165,27 @@ class ResponseStream:
             self.pending.discard(final_key)
             if not self.pending and not self.standing:
                 self.finish()
+
+    def take_below(self, seq: int) -> list[tuple[str, bytes]]:
+        """Take the queued events numbered below ``seq`` out of the queue, in the order of
+        their ids; the rest stay queued as they were (a GET stream's events routed to it
+        while its priming event, ``seq``, was being stored go out before that event)."""
+        channel = self._channel
+        if channel is None:
+            return []
+        queued: list[tuple[str | None, bytes]] = []
+        with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+            while True:
+                queued.append(channel[1].receive_nowait())
+        below: list[tuple[str, bytes]] = []
+        for event_id, data in queued:
+            if event_id is not None and seq_of(event_id) < seq:
+                below.append((event_id, data))
+            else:
+                with contextlib.suppress(trio.ClosedResourceError):
+                    channel[0].send_nowait((event_id, data))  # (room: it was queued)
+        below.sort(key=lambda event: seq_of(event[0]))
+        return below
 
     def finish(self) -> None:
         self.done = True
@@ -316,9 +338,17 @@ def _queued(stream: ResponseStream) -> int:
     return 0 if channel is None else channel[1].statistics().current_buffer_used
 
 
-async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, skip: int = 0) -> bool:
+async def pump(
+    exchange: Exchange,
+    stream: ResponseStream,
+    keepalive: float,
+    skip: int = 0,
+    order: InOrder | None = None,
+) -> bool:
     """Write ``stream``'s messages as SSE events until it is done (True) or the client hung
-    up / the stream overflowed (False).
+    up / the stream overflowed (False). Events numbered ``skip`` or below are dropped (they
+    were replayed); with ``order``, events go out in the order of their ids (a session's
+    GET stream fed by several replicas, ``_in_order``).
 
     Keep-alive comments go out on quiet periods: one timer per ``keepalive`` interval (a
     tick), not one per event (a timer scope per event was a fifth of the server's CPU
@@ -340,8 +370,15 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
     wrote = [False]
 
     def direct(event_id: str | None, data: bytes) -> bool:
-        if skip and event_id is not None and _seq(event_id) <= skip:
+        if skip and event_id is not None and seq_of(event_id) <= skip:
             return True
+        if order is not None and event_id is not None:
+            verdict = order.judge(seq_of(event_id))
+            if verdict == DROP:
+                return True
+            if verdict == FILL:
+                return False  # queued: the pump's task asks the store for the gap
+            order.wrote(seq_of(event_id))
         try:
             if chunked and event_id is not None:
                 # The event in its chunk, framed in one step (issue 22 item 3: one change
@@ -412,8 +449,24 @@ async def pump(exchange: Exchange, stream: ResponseStream, keepalive: float, ski
                         if item is _WAKE:
                             continue
                         event_id, data = item
-                        if skip and event_id is not None and _seq(event_id) <= skip:
+                        if skip and event_id is not None and seq_of(event_id) <= skip:
                             continue
+                        if order is not None and event_id is not None:
+                            seq = seq_of(event_id)
+                            verdict = order.judge(seq)
+                            if verdict == DROP:
+                                continue
+                            if verdict == FILL:
+                                # Not cut by a tick: the item is taken (the store's own
+                                # timeout bounds the wait; ``fill`` gives up on errors).
+                                with trio.CancelScope(shield=True):
+                                    missed = await order.missing(seq)
+                                for missed_id, missed_data in missed:
+                                    pending = exchange.write_now(sse_event(missed_data, missed_id))
+                                    if pending is not None:
+                                        with trio.CancelScope(shield=True):
+                                            await pending
+                            order.wrote(seq)
                         wrote[0] = True
                         pending = exchange.write_now(sse_event(data, event_id))
                         if pending is not None:
@@ -452,8 +505,3 @@ def _wake(stream: ResponseStream) -> None:
     with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
         stream._channels()[0].send_nowait(_WAKE)
     stream._wake_waiter()
-
-
-def _seq(event_id: str) -> int:
-    number = event_id.rpartition("_")[2]
-    return int(number) if number.isdigit() else 0

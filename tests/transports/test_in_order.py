@@ -1,0 +1,66 @@
+"""The order keeper of a GET stream fed by several replicas (``_in_order.InOrder``), and
+``ResponseStream.take_below``: each decision on its own (the wire is in
+tests/stores/test_get_stream_order.py)."""
+
+from __future__ import annotations
+
+from runtime.transports.http._in_order import DROP, FILL, WRITE, InOrder, seq_of
+from runtime.transports.http._streams import ResponseStream
+
+
+def _stored(*numbers: int) -> list[tuple[str, bytes]]:
+    return [(f"g0_{n}", b"%d" % n) for n in numbers]
+
+
+def test_ids_in_sequence_are_written_and_their_repeats_dropped() -> None:
+    order = InOrder(4, None)  # type: ignore[arg-type]  # (never asked to fill here)
+    assert order.judge(5) == WRITE
+    order.wrote(5)
+    assert [order.judge(n) for n in (4, 5, 6)] == [DROP, DROP, WRITE]
+
+
+def test_an_id_past_the_next_asks_for_the_gap() -> None:
+    order = InOrder(4, None)  # type: ignore[arg-type]
+    assert order.judge(7) == FILL
+
+
+def test_a_late_id_from_before_the_first_written_still_goes_out() -> None:
+    """No known start (a GET stream whose priming id was allocated before): the first event
+    sets it; one numbered below it never went out from this writer, so it is not dropped."""
+    order = InOrder(None, None)  # type: ignore[arg-type]
+    assert order.judge(10) == WRITE
+    order.wrote(10)
+    assert order.judge(9) == WRITE
+    order.wrote(9)
+    assert order.last == 10 and order.judge(10) == DROP and order.judge(11) == WRITE
+
+
+async def test_the_gap_is_the_stored_events_strictly_between() -> None:
+    asked: list[int] = []
+
+    async def fill(after: int) -> list[tuple[str, bytes]]:
+        asked.append(after)
+        return _stored(5, 6, 8, 9, 10)  # (7: a priming event, stored without data)
+
+    order = InOrder(4, fill)
+    assert order.judge(9) == FILL
+    assert await order.missing(9) == _stored(5, 6, 8)
+    order.wrote(9)
+    assert asked == [4]
+    assert [order.judge(n) for n in (5, 8, 9, 10)] == [DROP, DROP, DROP, WRITE]
+
+
+def test_take_below_takes_the_earlier_ids_in_order_and_keeps_the_rest_queued() -> None:
+    stream = ResponseStream("g0")
+    for event_id in ("g0_3", "g0_1", None, "g0_6", "g0_2"):
+        stream.push(event_id, b"x")
+    assert [i for i, _ in stream.take_below(4)] == ["g0_1", "g0_2", "g0_3"]
+    rest = []
+    while (item := stream.take_nowait()) is not None:
+        rest.append(item[0])
+    assert rest == [None, "g0_6"]
+    assert stream.take_below(4) == []  # (nothing queued)
+
+
+def test_seq_of_reads_the_number_after_the_last_underscore() -> None:
+    assert [seq_of(i) for i in ("g0_12", "p_ab_3", "g0_", "x")] == [12, 3, 0, 0]
