@@ -11,7 +11,14 @@ from typing import Any, Final, Protocol
 import trio
 
 from ...protocol import INVALID_REQUEST, JSONRPCError, Pieces, encode_error, error_reply
-from ._http11 import RequestHead, chunk, end_chunks, response_head, simple_response_head
+from ._http11 import (
+    RequestHead,
+    chunk,
+    end_chunks,
+    response_head,
+    simple_response,
+    simple_response_head,
+)
 
 __all__ = [
     "Exchange",
@@ -205,21 +212,20 @@ class Exchange:
         headers: list[tuple[str, str]] | None = None,
     ) -> None:
         self.started = True
-        content_type = content_type if body else None
-        if headers:
-            fields = tuple(headers)  # the same few per session: their head part is cached
+        fields = tuple(headers) if headers else ()  # the same few per session: cached
+        if not body:
+            data = simple_response_head(status, None, 0, self.close_after, fields)
+        elif self._head_only:
             data = simple_response_head(status, content_type, len(body), self.close_after, fields)
-        else:
-            data = simple_response_head(status, content_type, len(body), self.close_after)
-        if body and not self._head_only:
-            if len(body) > WRITE_APART_OVER:
-                # A big body is written as it is, beside its head (one writev): joining them
-                # copied the whole body once more (a 16 MiB resources/read: 16 MiB of
-                # copying).
-                await self._driver.write_pair(data, body)
-                self.finished = True
-                return
-            data += body
+        elif len(body) > WRITE_APART_OVER:
+            # A big body is written as it is, beside its head (one writev): joining them
+            # copied the whole body once more (a 16 MiB resources/read: 16 MiB of copying).
+            head = simple_response_head(status, content_type, len(body), self.close_after, fields)
+            await self._driver.write_pair(head, body)
+            self.finished = True
+            return
+        else:  # the common case: head and body made as one byte string, one write
+            data = simple_response(status, content_type, body, self.close_after, fields)
         await self._driver.write(data)
         self.finished = True
 
