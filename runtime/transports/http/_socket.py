@@ -268,7 +268,7 @@ class SocketIO:
             self.broken = exc
             data = b""
         if data:
-            self.parser.feed(data)
+            self.parser.buffer += data  # (the parser's ``feed``, without a call per read)
             self._unread += len(data)
         else:
             self.eof = True
