@@ -17,6 +17,7 @@ import logging
 import math
 import sys
 from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import Final
 
 import trio
@@ -139,6 +140,10 @@ async def serve_http_listeners(
         handler_nursery.start_soon(stop_accepting)
         handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
         await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
 
 
 def _peer(stream: trio.SocketStream) -> str | None:
@@ -393,7 +398,9 @@ class _Driver:
             if self.deadline == math.inf:  # part of the next request came with the last one
                 self.deadline = trio.current_time() + self.limits.header_timeout
         else:
-            if (self.shutdown.is_set() and not first) or self.io.eof:
+            # (No shutdown check: ``_serve_generation`` made it just before, with no wait
+            # between.)
+            if self.io.eof:
                 return None
             self.phase = "idle"
             self.awaiting_first = first
@@ -462,7 +469,10 @@ class _Driver:
         head = await self._next_head(first)
         if head is None:
             return False
-        request = self._request(head)
+        # Positional: a dataclass called with keywords builds a dict of them first.
+        request = HttpRequest(
+            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
+        )
         if head is not self._head_passed:
             header = head.index.get
             host = header("host")
@@ -507,53 +517,51 @@ class _Driver:
                     self.room = bytearray()
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
 
-    def _request(self, head: RequestHead) -> HttpRequest:
-        # Positional: a dataclass called with keywords builds a dict of them first.
-        return HttpRequest(
-            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
-        )
-
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the
         socket buffer), so the first step runs eagerly; an app that does wait starts the
         connection's reader task (hang-ups are noticed while apps wait). The reader stays
         while requests keep waiting (starting one costs more than handing data over), and
         stops after a run of ``_EAGER_RUN`` requests that did not: from then on this task
-        reads for itself again, one scheduler round trip per request less."""
+        reads for itself again, one scheduler round trip per request less.
+
+        The app's own coroutine is the one run (its failures are answered here, in the
+        same frame): no coroutine of ours around it per request (issue 22 target 1)."""
         io = self.io
         io.exchange = exchange
         if io.eof:  # the client hung up before the app started
             exchange.hung_up()
+        done = True
         try:
-            done, suspended = eager.start(self._call_app(request, exchange))
-            if not done:
-                assert isinstance(suspended, eager.Suspended)
-                self._eager_run = 0
-                io.start_reader()
-                await eager.finish(suspended)
+            try:
+                step = self.app(request, exchange)
+                if type(step) is not CoroutineType:  # (an app may return any awaitable)
+                    step = _awaited(step)
+                done, suspended = eager.start(step)
+                if not done:
+                    assert isinstance(suspended, eager.Suspended)
+                    self._eager_run = 0
+                    io.start_reader()
+                    await eager.finish(suspended)
+            except HttpError as exc:
+                if not exchange.started:
+                    body = exc.body if exc.body is not None else error_body(exc.reason)
+                    await exchange.respond(exc.status, body, headers=exc.headers)
+                else:
+                    log.warning("http error after response start conn=%s: %s", self.id, exc)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                # The client went away while the app was writing (a GET stream it closed,
+                # say): routine, not an application failure.
+                log.info("client gone while answering conn=%s: %s", self.id, exc)
+                exchange.close_after = True
+            except Exception:
+                log.exception("http app failed conn=%s", self.id)
+                if not exchange.started:
+                    exchange.close_after = True
+                    await exchange.respond(500, error_reply(internal_error()))
         finally:
             io.exchange = None
         if done and io.reader_running:
             self._eager_run += 1
             if self._eager_run >= _EAGER_RUN:
                 await io.stop_reader()
-
-    async def _call_app(self, request: HttpRequest, exchange: Exchange) -> None:
-        try:
-            await self.app(request, exchange)
-        except HttpError as exc:
-            if not exchange.started:
-                body = exc.body if exc.body is not None else error_body(exc.reason)
-                await exchange.respond(exc.status, body, headers=exc.headers)
-            else:
-                log.warning("http error after response start conn=%s: %s", self.id, exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            # The client went away while the app was writing (a GET stream it closed, say):
-            # routine, not an application failure.
-            log.info("client gone while answering conn=%s: %s", self.id, exc)
-            exchange.close_after = True
-        except Exception:
-            log.exception("http app failed conn=%s", self.id)
-            if not exchange.started:
-                exchange.close_after = True
-                await exchange.respond(500, error_reply(internal_error()))
