@@ -122,7 +122,12 @@ class Exchange:
         "started",
     )
 
-    def __init__(self, driver: HttpConnection, head: RequestHead) -> None:
+    def __init__(
+        self,
+        driver: HttpConnection,
+        head: RequestHead,
+        request_scope: trio.CancelScope | None = None,
+    ) -> None:
         self._driver = driver
         self._version = head.version
         self._head_only = head.method == "HEAD"
@@ -139,7 +144,7 @@ class Exchange:
         #: (a session POST, issue 22 target 1) instead of entering a scope of its own. When
         #: it is cancelled, ``trio.Cancelled`` unwinds the app, and then ``after_cancel()``,
         #: when the app set it, answers the request (outside the cancelled scope).
-        self.request_scope: trio.CancelScope | None = None
+        self.request_scope = request_scope
         self.after_cancel: Callable[[], Awaitable[None]] | None = None
 
     @property

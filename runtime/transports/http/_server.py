@@ -499,8 +499,7 @@ class _Driver:
         # The whole body usually came with its head: taken here, no coroutine for it.
         body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
         request.body = body if body is not None else await self._read_body(head)
-        exchange = self._exchange = Exchange(self, head)
-        exchange.request_scope = self._generation
+        exchange = self._exchange = Exchange(self, head, self._generation)
         self.phase = "app"
         self.deadline = math.inf
         try:
