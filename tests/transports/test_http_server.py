@@ -467,3 +467,34 @@ async def test_every_kind_of_app_failure_and_awaitable_is_answered_and_the_conne
             assert data.startswith(b"HTTP/1.1 500 ") and b"Connection: close" in data
             assert b"Traceback" not in data and b"boom" not in data
             await stream.aclose()
+
+
+async def test_whole_responses_a_full_socket_did_not_take_at_once_arrive_whole_in_order() -> None:
+    # Each answer is under WRITE_APART_OVER (one byte string, written as far as the socket
+    # takes it at once); the client reads nothing until all are sent, so the socket fills
+    # and the rest of an answer is awaited before the next request is served.
+    size = 60_000
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        mark = request.path[1:].encode()
+        await exchange.respond(200, mark * (size // len(mark)), content_type="text/plain")
+
+    paths = [f"/{i:04d}" for i in range(120)]
+    with trio.fail_after(20):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(b"".join(post(path) for path in paths))
+            await trio.sleep(0.3)  # let the server fill the socket and wait on it
+            data = bytearray()
+            for path in paths:
+                mark = path[1:].encode()
+                expected = b"Content-Length: %d\r\n\r\n%b" % (size, mark * (size // len(mark)))
+                while data.find(expected) < 0:
+                    more = await stream.receive_some(1 << 20)
+                    assert more, path
+                    data += more
+                start = data.find(expected)
+                assert data[:start].startswith(b"HTTP/1.1 200 OK\r\n")
+                del data[: start + len(expected)]
+            assert not data
+            await stream.aclose()

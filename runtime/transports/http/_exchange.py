@@ -231,7 +231,11 @@ class Exchange:
             return
         else:  # the common case: head and body made as one byte string, one write
             data = simple_response(status, content_type, body, self.close_after, fields)
-        await self._driver.write(data)
+        # What the socket takes at once (nearly always all of it) is written without a
+        # coroutine for it; only a rest is awaited (issue 22 target 1).
+        rest = self._driver.write_now(data)
+        if rest is not None:
+            await self._driver.write_rest(rest)
         self.finished = True
 
     async def respond_pieces(self, status: int, body: Pieces) -> None:
