@@ -388,8 +388,8 @@ class _Driver:
     async def _next_head(self, first: bool) -> RequestHead | None:
         """The next request head, waiting (idle, then head deadlines) for its bytes."""
         parser = self.parser
-        self.phase = "head"  # the last response is complete: errors can be answered again
         if parser.buffer:
+            self.phase = "head"  # the last response is complete: errors can be answered again
             head = parser.next_head()
             if head is not None:
                 if not first:  # pipelined: let other tasks run between requests
