@@ -112,12 +112,12 @@ class Exchange:
         "_disconnected",
         "_driver",
         "_head_only",
-        "_hung_up",
         "_scopes",
         "_version",
         "after_cancel",
         "close_after",
         "finished",
+        "hung_up_seen",
         "request_scope",
         "started",
     )
@@ -135,10 +135,13 @@ class Exchange:
         self._abort_on_hangup = False
         self.started = False
         self.finished = False
-        self._hung_up = False
+        #: Whether the client hung up while the request was being answered (set by the
+        #: connection, through :meth:`hung_up`; a plain attribute, read per request).
+        self.hung_up_seen = False
         self._disconnected: trio.Event | None = None  # made when asked for
         self.close_after = not head.keep_alive
-        self._scopes: list[trio.CancelScope] = []
+        #: The scopes a hang-up cancels (``cancel_on_disconnect``); made when one is given.
+        self._scopes: list[trio.CancelScope] | None = None
         #: A cancel scope the app runs under, entered by the connection for request after
         #: request (a generation): an app may let a request it runs be cancelled through it
         #: (a session POST, issue 22 target 1) instead of entering a scope of its own. When
@@ -148,29 +151,26 @@ class Exchange:
         self.after_cancel: Callable[[], Awaitable[None]] | None = None
 
     @property
-    def hung_up_seen(self) -> bool:
-        """Whether the client hung up while the request was being answered."""
-        return self._hung_up
-
-    @property
     def disconnected(self) -> trio.Event:
         """Set when the client hung up (EOF or reset) while the request was being answered."""
         if self._disconnected is None:
             self._disconnected = trio.Event()
-            if self._hung_up:
+            if self.hung_up_seen:
                 self._disconnected.set()
         return self._disconnected
 
     def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
         """Cancel ``scope`` when the client hangs up (at once if it already has); no task.
         Pair with :meth:`forget`."""
-        if self._hung_up:
+        if self.hung_up_seen:
             scope.cancel()
+        elif self._scopes is None:
+            self._scopes = [scope]
         else:
             self._scopes.append(scope)
 
     def forget(self, scope: trio.CancelScope) -> None:
-        if scope in self._scopes:
+        if self._scopes is not None and scope in self._scopes:
             self._scopes.remove(scope)
 
     def watch(self) -> Awaitable[bool]:
@@ -185,7 +185,7 @@ class Exchange:
         """This request dies with its connection: a hang-up cancels the connection's work,
         this request included (for a request that needs no scope of its own)."""
         self._abort_on_hangup = True
-        if self._hung_up:
+        if self.hung_up_seen:
             self.abort()
 
     def abort(self) -> None:
@@ -194,13 +194,13 @@ class Exchange:
 
     def hung_up(self) -> None:
         """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
-        self._hung_up = True
+        self.hung_up_seen = True
         if self._disconnected is not None:
             self._disconnected.set()
         if self._abort_on_hangup:
             self.abort()
-        scopes, self._scopes = self._scopes, []
-        for scope in scopes:
+        scopes, self._scopes = self._scopes, None
+        for scope in scopes or ():
             scope.cancel()
 
     def _body(self, data: bytes) -> bytes:
