@@ -469,10 +469,6 @@ class _Driver:
         head = await self._next_head(first)
         if head is None:
             return False
-        # Positional: a dataclass called with keywords builds a dict of them first.
-        request = HttpRequest(
-            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
-        )
         if head is not self._head_passed:
             header = head.index.get
             host = header("host")
@@ -493,12 +489,23 @@ class _Driver:
                 await self.io.stop_reader()
                 self.deadline = math.inf
                 self.phase = "app"
+                request = HttpRequest(
+                    head.method, head.target, head.path, head.query, head.headers, b"", self.id,
+                    head.index,
+                )  # fmt: skip
                 await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
                 return False
             self._head_passed = head
         # The whole body usually came with its head: taken here, no coroutine for it.
-        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
-        request.body = body if body is not None else await self._read_body(head)
+        body: bytes | memoryview | None = BodyReader.whole(
+            head, self.parser.buffer, self.max_body_size
+        )
+        if body is None:
+            body = await self._read_body(head)
+        # Positional: a dataclass called with keywords builds a dict of them first.
+        request = HttpRequest(
+            head.method, head.target, head.path, head.query, head.headers, body, self.id, head.index
+        )
         exchange = self._exchange = Exchange(self, head, self._generation)
         self.phase = "app"
         self.deadline = math.inf
@@ -510,8 +517,8 @@ class _Driver:
                 # view of it (a msgspec.Raw of its params kept by a session, a published
                 # message, a traceback) keeps this one: the next body is read into a new
                 # room, never over bytes in use. Two references are the attribute's and
-                # getrefcount's own.
-                request.body = b""
+                # getrefcount's own (this frame's ``body`` lets go of it too).
+                request.body = body = b""
                 if sys.getrefcount(self.room) > 2:
                     self.room = bytearray()
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
