@@ -18,6 +18,7 @@ from runtime.transports.http._http11 import (
     chunk,
     end_chunks,
     response_head,
+    simple_response,
     simple_response_head,
 )
 
@@ -213,6 +214,27 @@ def test_simple_response_heads_are_the_general_ones_byte_for_byte(
     assert simple_response_head(status, content_type, length, close, tuple(extra)) == expected
     if not extra:
         assert simple_response_head(status, content_type, length, close) == expected
+
+
+@given(
+    st.sampled_from([200, 202, 204, 400, 404, 500]),
+    st.sampled_from([None, "application/json"]),
+    st.binary(max_size=64),
+    st.booleans(),
+    st.lists(st.sampled_from([("Mcp-Session-Id", "s-1"), ("X-A", "b c")]), max_size=2),
+)
+def test_a_simple_response_is_its_general_head_then_its_body(
+    status: int,
+    content_type: str | None,
+    body: bytes,
+    close: bool,
+    extra: list[tuple[str, str]],
+) -> None:
+    fields = [*extra, ("Content-Type", content_type)] if content_type else extra
+    expected = response_head(status, fields, length=len(body), close=close) + body
+    assert simple_response(status, content_type, body, close, tuple(extra)) == expected
+    if not extra:
+        assert simple_response(status, content_type, body, close) == expected
 
 
 def test_a_response_field_with_a_line_break_is_refused_every_time() -> None:

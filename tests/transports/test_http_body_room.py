@@ -132,3 +132,32 @@ async def test_big_tool_calls_on_one_connection_answer_byte_exact() -> None:
     assert text["text"] == (
         "Invalid arguments for tool 'echo_text': Expected `str`, got `int` - at `$.text`"
     )
+
+
+async def test_a_room_nobody_holds_any_more_is_used_again_by_the_next_body(
+    monkeypatch: Any,
+) -> None:
+    # No page-faulting a fresh room in per big body (issue 22): once the app let go of the
+    # body, the next big body on the connection is read into the same room. (At most one
+    # more may be made: the deadline sweep frees an idle connection's room, and may find
+    # this one idle between two requests.)
+    from runtime.transports.http import _server
+
+    made: list[int] = []
+
+    def counting_bytearray(*args: Any) -> bytearray:
+        made.append(args[0] if args and isinstance(args[0], int) else 0)
+        return bytearray(*args)
+
+    monkeypatch.setattr(_server, "bytearray", counting_bytearray, raising=False)
+    bodies = [payload(MIB - seed, 60 + seed) for seed in range(4)]  # each fits the first room
+    with trio.fail_after(60):
+        async with driver(echo, max_body_size=4 * MIB) as address:
+            stream = await trio.open_tcp_stream(*address)
+            for seed, body in enumerate(bodies):
+                await send_in_pieces(stream, post("/x", body), 70 + seed)
+                [(head, got)] = await read_responses(stream, 1)
+                check(head, got, body)
+            await stream.aclose()
+    rooms = [size for size in made if size >= MIB // 2]
+    assert 1 <= len(rooms) <= 2, rooms

@@ -412,3 +412,89 @@ async def test_a_bad_request_pipelined_behind_a_good_one_still_gets_its_400() ->
             first, _, second = data.partition(b"POST:ok")
             assert first.startswith(b"HTTP/1.1 200 OK\r\n")
             assert second.startswith(b"HTTP/1.1 400 ") and b"exactly one Host" in second
+
+
+class _Answer:
+    """An awaitable that is no coroutine (``__await__`` of a generator): an app may return
+    any awaitable, not only a coroutine."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+
+    def __await__(self) -> Any:
+        return self.exchange.respond(200, b"awaitable", content_type="text/plain").__await__()
+
+
+async def test_every_kind_of_app_failure_and_awaitable_is_answered_and_the_connection_lives() -> (
+    None
+):
+    from runtime.transports.http._exchange import HttpError
+
+    def app(request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
+        if request.path == "/sync-error":  # raised before any coroutine exists
+            raise HttpError(404, "Not Found")
+        if request.path == "/awaitable":
+            return _Answer(exchange)
+        return coroutine(request, exchange)
+
+    async def coroutine(request: HttpRequest, exchange: Exchange) -> None:
+        if request.path == "/waits-then-fails":  # raised after the first step suspended
+            await trio.sleep(0.01)
+            raise HttpError(409, "Conflict")
+        if request.path == "/crash":
+            raise RuntimeError("boom")
+        await exchange.respond(200, b"fine", content_type="text/plain")
+
+    with trio.fail_after(10):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            answers = []
+            for path in ["/sync-error", "/awaitable", "/waits-then-fails", "/fine"]:
+                await stream.send_all(post(path))
+                answers.append(await read_until(stream, 1, b"\r\n\r\n"))
+            while not answers[-1].endswith(b"fine"):
+                answers[-1] += await stream.receive_some(65536)
+            assert answers[0].startswith(b"HTTP/1.1 404 ")
+            assert b"Connection: close" not in answers[0]
+            assert answers[1].startswith(b"HTTP/1.1 200 ")
+            assert answers[2].startswith(b"HTTP/1.1 409 ")
+            assert answers[3].startswith(b"HTTP/1.1 200 ")
+            # An app that crashes gets a 500 without a traceback, and the connection closes.
+            await stream.send_all(post("/crash"))
+            data = b""
+            while more := await stream.receive_some(65536):
+                data += more
+            assert data.startswith(b"HTTP/1.1 500 ") and b"Connection: close" in data
+            assert b"Traceback" not in data and b"boom" not in data
+            await stream.aclose()
+
+
+async def test_whole_responses_a_full_socket_did_not_take_at_once_arrive_whole_in_order() -> None:
+    # Each answer is under WRITE_APART_OVER (one byte string, written as far as the socket
+    # takes it at once); the client reads nothing until all are sent, so the socket fills
+    # and the rest of an answer is awaited before the next request is served.
+    size = 60_000
+
+    async def app(request: HttpRequest, exchange: Exchange) -> None:
+        mark = request.path[1:].encode()
+        await exchange.respond(200, mark * (size // len(mark)), content_type="text/plain")
+
+    paths = [f"/{i:04d}" for i in range(120)]
+    with trio.fail_after(20):
+        async with driver(app) as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(b"".join(post(path) for path in paths))
+            await trio.sleep(0.3)  # let the server fill the socket and wait on it
+            data = bytearray()
+            for path in paths:
+                mark = path[1:].encode()
+                expected = b"Content-Length: %d\r\n\r\n%b" % (size, mark * (size // len(mark)))
+                while data.find(expected) < 0:
+                    more = await stream.receive_some(1 << 20)
+                    assert more, path
+                    data += more
+                start = data.find(expected)
+                assert data[:start].startswith(b"HTTP/1.1 200 OK\r\n")
+                del data[: start + len(expected)]
+            assert not data
+            await stream.aclose()

@@ -11,7 +11,14 @@ from typing import Any, Final, Protocol
 import trio
 
 from ...protocol import INVALID_REQUEST, JSONRPCError, Pieces, encode_error, error_reply
-from ._http11 import RequestHead, chunk, end_chunks, response_head, simple_response_head
+from ._http11 import (
+    RequestHead,
+    chunk,
+    end_chunks,
+    response_head,
+    simple_response,
+    simple_response_head,
+)
 
 __all__ = [
     "Exchange",
@@ -105,17 +112,22 @@ class Exchange:
         "_disconnected",
         "_driver",
         "_head_only",
-        "_hung_up",
         "_scopes",
         "_version",
         "after_cancel",
         "close_after",
         "finished",
+        "hung_up_seen",
         "request_scope",
         "started",
     )
 
-    def __init__(self, driver: HttpConnection, head: RequestHead) -> None:
+    def __init__(
+        self,
+        driver: HttpConnection,
+        head: RequestHead,
+        request_scope: trio.CancelScope | None = None,
+    ) -> None:
         self._driver = driver
         self._version = head.version
         self._head_only = head.method == "HEAD"
@@ -123,42 +135,42 @@ class Exchange:
         self._abort_on_hangup = False
         self.started = False
         self.finished = False
-        self._hung_up = False
+        #: Whether the client hung up while the request was being answered (set by the
+        #: connection, through :meth:`hung_up`; a plain attribute, read per request).
+        self.hung_up_seen = False
         self._disconnected: trio.Event | None = None  # made when asked for
         self.close_after = not head.keep_alive
-        self._scopes: list[trio.CancelScope] = []
+        #: The scopes a hang-up cancels (``cancel_on_disconnect``); made when one is given.
+        self._scopes: list[trio.CancelScope] | None = None
         #: A cancel scope the app runs under, entered by the connection for request after
         #: request (a generation): an app may let a request it runs be cancelled through it
         #: (a session POST, issue 22 target 1) instead of entering a scope of its own. When
         #: it is cancelled, ``trio.Cancelled`` unwinds the app, and then ``after_cancel()``,
         #: when the app set it, answers the request (outside the cancelled scope).
-        self.request_scope: trio.CancelScope | None = None
+        self.request_scope = request_scope
         self.after_cancel: Callable[[], Awaitable[None]] | None = None
-
-    @property
-    def hung_up_seen(self) -> bool:
-        """Whether the client hung up while the request was being answered."""
-        return self._hung_up
 
     @property
     def disconnected(self) -> trio.Event:
         """Set when the client hung up (EOF or reset) while the request was being answered."""
         if self._disconnected is None:
             self._disconnected = trio.Event()
-            if self._hung_up:
+            if self.hung_up_seen:
                 self._disconnected.set()
         return self._disconnected
 
     def cancel_on_disconnect(self, scope: trio.CancelScope) -> None:
         """Cancel ``scope`` when the client hangs up (at once if it already has); no task.
         Pair with :meth:`forget`."""
-        if self._hung_up:
+        if self.hung_up_seen:
             scope.cancel()
+        elif self._scopes is None:
+            self._scopes = [scope]
         else:
             self._scopes.append(scope)
 
     def forget(self, scope: trio.CancelScope) -> None:
-        if scope in self._scopes:
+        if self._scopes is not None and scope in self._scopes:
             self._scopes.remove(scope)
 
     def watch(self) -> Awaitable[bool]:
@@ -173,7 +185,7 @@ class Exchange:
         """This request dies with its connection: a hang-up cancels the connection's work,
         this request included (for a request that needs no scope of its own)."""
         self._abort_on_hangup = True
-        if self._hung_up:
+        if self.hung_up_seen:
             self.abort()
 
     def abort(self) -> None:
@@ -182,13 +194,13 @@ class Exchange:
 
     def hung_up(self) -> None:
         """The driver saw EOF or a reset: mark it and cancel the registered scopes."""
-        self._hung_up = True
+        self.hung_up_seen = True
         if self._disconnected is not None:
             self._disconnected.set()
         if self._abort_on_hangup:
             self.abort()
-        scopes, self._scopes = self._scopes, []
-        for scope in scopes:
+        scopes, self._scopes = self._scopes, None
+        for scope in scopes or ():
             scope.cancel()
 
     def _body(self, data: bytes) -> bytes:
@@ -205,22 +217,25 @@ class Exchange:
         headers: list[tuple[str, str]] | None = None,
     ) -> None:
         self.started = True
-        content_type = content_type if body else None
-        if headers:
-            fields = tuple(headers)  # the same few per session: their head part is cached
+        fields = tuple(headers) if headers else ()  # the same few per session: cached
+        if not body:
+            data = simple_response_head(status, None, 0, self.close_after, fields)
+        elif self._head_only:
             data = simple_response_head(status, content_type, len(body), self.close_after, fields)
-        else:
-            data = simple_response_head(status, content_type, len(body), self.close_after)
-        if body and not self._head_only:
-            if len(body) > WRITE_APART_OVER:
-                # A big body is written as it is, beside its head (one writev): joining them
-                # copied the whole body once more (a 16 MiB resources/read: 16 MiB of
-                # copying).
-                await self._driver.write_pair(data, body)
-                self.finished = True
-                return
-            data += body
-        await self._driver.write(data)
+        elif len(body) > WRITE_APART_OVER:
+            # A big body is written as it is, beside its head (one writev): joining them
+            # copied the whole body once more (a 16 MiB resources/read: 16 MiB of copying).
+            head = simple_response_head(status, content_type, len(body), self.close_after, fields)
+            await self._driver.write_pair(head, body)
+            self.finished = True
+            return
+        else:  # the common case: head and body made as one byte string, one write
+            data = simple_response(status, content_type, body, self.close_after, fields)
+        # What the socket takes at once (nearly always all of it) is written without a
+        # coroutine for it; only a rest is awaited (issue 22 target 1).
+        rest = self._driver.write_now(data)
+        if rest is not None:
+            await self._driver.write_rest(rest)
         self.finished = True
 
     async def respond_pieces(self, status: int, body: Pieces) -> None:

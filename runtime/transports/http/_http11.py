@@ -27,6 +27,7 @@ __all__ = [
     "chunk",
     "end_chunks",
     "response_head",
+    "simple_response",
     "simple_response_head",
 ]
 
@@ -413,6 +414,25 @@ def simple_response_head(
         _prefix(status, content_type, headers),
         length,
         b"Connection: close\r\n" if close else b"",
+    )
+
+
+def simple_response(
+    status: int,
+    content_type: str | None,
+    body: bytes,
+    close: bool,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> bytes:
+    """A whole response, ``simple_response_head`` and ``body``, built in one step: the
+    head is not built and then copied again to join the body (issue 22 target 1)."""
+    if status in _NO_BODY_STATUS or status < 200:
+        return simple_response_head(status, content_type, len(body), close, headers) + body
+    return b"%b%d\r\n%b\r\n%b" % (
+        _prefix(status, content_type, headers),
+        len(body),
+        b"Connection: close\r\n" if close else b"",
+        body,
     )
 
 

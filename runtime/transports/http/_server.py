@@ -17,6 +17,7 @@ import logging
 import math
 import sys
 from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import Final
 
 import trio
@@ -139,6 +140,10 @@ async def serve_http_listeners(
         handler_nursery.start_soon(stop_accepting)
         handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
         await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
 
 
 def _peer(stream: trio.SocketStream) -> str | None:
@@ -383,8 +388,8 @@ class _Driver:
     async def _next_head(self, first: bool) -> RequestHead | None:
         """The next request head, waiting (idle, then head deadlines) for its bytes."""
         parser = self.parser
-        self.phase = "head"  # the last response is complete: errors can be answered again
         if parser.buffer:
+            self.phase = "head"  # the last response is complete: errors can be answered again
             head = parser.next_head()
             if head is not None:
                 if not first:  # pipelined: let other tasks run between requests
@@ -393,7 +398,9 @@ class _Driver:
             if self.deadline == math.inf:  # part of the next request came with the last one
                 self.deadline = trio.current_time() + self.limits.header_timeout
         else:
-            if (self.shutdown.is_set() and not first) or self.io.eof:
+            # (No shutdown check: ``_serve_generation`` made it just before, with no wait
+            # between.)
+            if self.io.eof:
                 return None
             self.phase = "idle"
             self.awaiting_first = first
@@ -462,7 +469,6 @@ class _Driver:
         head = await self._next_head(first)
         if head is None:
             return False
-        request = self._request(head)
         if head is not self._head_passed:
             header = head.index.get
             host = header("host")
@@ -483,14 +489,24 @@ class _Driver:
                 await self.io.stop_reader()
                 self.deadline = math.inf
                 self.phase = "app"
+                request = HttpRequest(
+                    head.method, head.target, head.path, head.query, head.headers, b"", self.id,
+                    head.index,
+                )  # fmt: skip
                 await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
                 return False
             self._head_passed = head
         # The whole body usually came with its head: taken here, no coroutine for it.
-        body = BodyReader.whole(head, self.parser.buffer, self.max_body_size)
-        request.body = body if body is not None else await self._read_body(head)
-        exchange = self._exchange = Exchange(self, head)
-        exchange.request_scope = self._generation
+        body: bytes | memoryview | None = BodyReader.whole(
+            head, self.parser.buffer, self.max_body_size
+        )
+        if body is None:
+            body = await self._read_body(head)
+        # Positional: a dataclass called with keywords builds a dict of them first.
+        request = HttpRequest(
+            head.method, head.target, head.path, head.query, head.headers, body, self.id, head.index
+        )
+        exchange = self._exchange = Exchange(self, head, self._generation)
         self.phase = "app"
         self.deadline = math.inf
         try:
@@ -501,17 +517,11 @@ class _Driver:
                 # view of it (a msgspec.Raw of its params kept by a session, a published
                 # message, a traceback) keeps this one: the next body is read into a new
                 # room, never over bytes in use. Two references are the attribute's and
-                # getrefcount's own.
-                request.body = b""
+                # getrefcount's own (this frame's ``body`` lets go of it too).
+                request.body = body = b""
                 if sys.getrefcount(self.room) > 2:
                     self.room = bytearray()
         return exchange.finished and not exchange.close_after and not exchange.hung_up_seen
-
-    def _request(self, head: RequestHead) -> HttpRequest:
-        # Positional: a dataclass called with keywords builds a dict of them first.
-        return HttpRequest(
-            head.method, head.target, head.path, head.query, head.headers, b"", self.id, head.index
-        )
 
     async def _run_app(self, request: HttpRequest, exchange: Exchange) -> None:
         """Run the app in this task. Most answers never wait (the response fits the
@@ -519,41 +529,45 @@ class _Driver:
         connection's reader task (hang-ups are noticed while apps wait). The reader stays
         while requests keep waiting (starting one costs more than handing data over), and
         stops after a run of ``_EAGER_RUN`` requests that did not: from then on this task
-        reads for itself again, one scheduler round trip per request less."""
+        reads for itself again, one scheduler round trip per request less.
+
+        The app's own coroutine is the one run (its failures are answered here, in the
+        same frame): no coroutine of ours around it per request (issue 22 target 1)."""
         io = self.io
         io.exchange = exchange
         if io.eof:  # the client hung up before the app started
             exchange.hung_up()
+        done = True
         try:
-            done, suspended = eager.start(self._call_app(request, exchange))
-            if not done:
-                assert isinstance(suspended, eager.Suspended)
-                self._eager_run = 0
-                io.start_reader()
-                await eager.finish(suspended)
+            try:
+                step = self.app(request, exchange)
+                if type(step) is not CoroutineType:  # (an app may return any awaitable)
+                    step = _awaited(step)
+                done, suspended = eager.start(step)
+                if not done:
+                    assert isinstance(suspended, eager.Suspended)
+                    self._eager_run = 0
+                    io.start_reader()
+                    await eager.finish(suspended)
+            except HttpError as exc:
+                if not exchange.started:
+                    body = exc.body if exc.body is not None else error_body(exc.reason)
+                    await exchange.respond(exc.status, body, headers=exc.headers)
+                else:
+                    log.warning("http error after response start conn=%s: %s", self.id, exc)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                # The client went away while the app was writing (a GET stream it closed,
+                # say): routine, not an application failure.
+                log.info("client gone while answering conn=%s: %s", self.id, exc)
+                exchange.close_after = True
+            except Exception:
+                log.exception("http app failed conn=%s", self.id)
+                if not exchange.started:
+                    exchange.close_after = True
+                    await exchange.respond(500, error_reply(internal_error()))
         finally:
             io.exchange = None
         if done and io.reader_running:
             self._eager_run += 1
             if self._eager_run >= _EAGER_RUN:
                 await io.stop_reader()
-
-    async def _call_app(self, request: HttpRequest, exchange: Exchange) -> None:
-        try:
-            await self.app(request, exchange)
-        except HttpError as exc:
-            if not exchange.started:
-                body = exc.body if exc.body is not None else error_body(exc.reason)
-                await exchange.respond(exc.status, body, headers=exc.headers)
-            else:
-                log.warning("http error after response start conn=%s: %s", self.id, exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            # The client went away while the app was writing (a GET stream it closed, say):
-            # routine, not an application failure.
-            log.info("client gone while answering conn=%s: %s", self.id, exc)
-            exchange.close_after = True
-        except Exception:
-            log.exception("http app failed conn=%s", self.id)
-            if not exchange.started:
-                exchange.close_after = True
-                await exchange.respond(500, error_reply(internal_error()))

@@ -258,23 +258,25 @@ class SocketIO:
         if scope.cancelled_caught:
             raise trio.TooSlowError
 
-    def _read_now(self) -> bool:
-        """One non-blocking read into the parser; False when nothing was there."""
+    def _read_now(self) -> int | None:
+        """One non-blocking read into the parser: how many bytes it read (0: EOF or a
+        broken socket, told to the exchange as a hang-up), None when nothing was there.
+        (The reader task counts them for its backpressure; the connection's own task, which
+        parses as it reads, needs no count.)"""
         try:
             data = os.read(self._fd, _RECEIVE_SIZE)
         except BlockingIOError:
-            return False
+            return None
         except OSError as exc:
             self.broken = exc
             data = b""
         if data:
-            self.parser.feed(data)
-            self._unread += len(data)
-        else:
-            self.eof = True
-            if self.exchange is not None:
-                self.exchange.hung_up()
-        return True
+            self.parser.buffer += data  # (the parser's ``feed``, without a call per read)
+            return len(data)
+        self.eof = True
+        if self.exchange is not None:
+            self.exchange.hung_up()
+        return 0
 
     async def read_into(self, view: memoryview) -> int:
         """Read bytes of a request body straight into ``view`` (not through the parser's
@@ -315,7 +317,7 @@ class SocketIO:
         else:
             while True:
                 await trio.lowlevel.wait_readable(self._fd)
-                if self._read_now():
+                if self._read_now() is not None:
                     break
         if self.broken is not None:
             raise trio.BrokenResourceError from self.broken
@@ -379,8 +381,10 @@ class SocketIO:
             with scope:
                 while not self.eof and self.broken is None:
                     await trio.lowlevel.wait_readable(self._fd)
-                    if not self._read_now():
+                    got = self._read_now()
+                    if got is None:
                         continue
+                    self._unread += got
                     data_lot.unpark_all()
                     while self._unread > cap:
                         await drain_lot.park()  # stop reading: backpressure
