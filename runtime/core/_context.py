@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import trio
 from msgspec import Raw
 
-from ..protocol import RequestId
+from ..protocol import ModernRequest, RequestId
 from ._session import Session
 
 __all__ = ["Peer", "RequestContext"]
@@ -78,7 +78,13 @@ class RequestContext:
         peer: Peer,
         *,
         in_batch: bool = False,
+        modern: ModernRequest | None = None,
+        prepared: object = None,
+        takes_pieces: bool = False,
     ) -> None:
+        """``modern``: the request's era as the transport already read it from its
+        ``params._meta`` (``select_era``), set here at once rather than overwritten after
+        (a modern HTTP POST builds one context per request: issue 22 target 1)."""
         self.method = method
         #: None for a notification.
         self.id = request_id
@@ -86,18 +92,27 @@ class RequestContext:
         self.session = session
         self.peer = peer
         self.in_batch = in_batch
-        #: Set by era selection: True when the request carries modern (2026-07-28) ``_meta``.
-        self.modern = False
-        #: The protocol version this request is served at (modern: from its ``_meta``;
-        #: handshake era: the session's negotiated version).
-        self.protocol_version: str | None = session.protocol_version
-        #: The request's decoded ``params._meta`` when era selection decoded it, else None.
-        self.meta: dict[str, Any] | None = None
+        if modern is None:
+            #: Set by era selection: True when the request carries modern (2026-07-28)
+            #: ``_meta``.
+            self.modern = False
+            #: The protocol version this request is served at (modern: from its ``_meta``;
+            #: handshake era: the session's negotiated version).
+            self.protocol_version: str | None = session.protocol_version
+            #: The request's decoded ``params._meta`` when era selection decoded it, else None.
+            self.meta: dict[str, Any] | None = None
+            #: Capabilities the client declared (per request in the modern era).
+            self.client_capabilities: dict[str, Any] = session.client_capabilities
+        else:
+            self.modern = True
+            self.protocol_version = modern.version
+            self.meta = modern.meta
+            self.client_capabilities = modern.capabilities
         #: What a reader before the handler (era selection) already decoded from ``params``,
         #: for the handler to use instead of decoding them again (issue 22: one pass over a
         #: 1 MiB argument); None when nothing was. Its owner checks that it still belongs to
         #: ``params`` before using it.
-        self.prepared: object = None
+        self.prepared = prepared
         #: The request's own cancel scope (None for notifications, and for a request that
         #: finished in its first step).
         self.cancel_scope: trio.CancelScope | None = None
@@ -110,9 +125,7 @@ class RequestContext:
         #: Set by a caller that writes a reply given as ``runtime.protocol.Pieces`` as it is
         #: (a vector): the dispatcher then does not join the pieces of a result that holds
         #: them (issue 22 target 2: a 16 MiB text copied once, by its encode).
-        self.takes_pieces = False
-        #: Capabilities the client declared (per request in the modern era).
-        self.client_capabilities: dict[str, Any] = session.client_capabilities
+        self.takes_pieces = takes_pieces
 
     def __repr__(self) -> str:
         return f"<RequestContext {self.method} id={self.id!r}>"
