@@ -111,9 +111,10 @@ def transport_hooks(server: Server) -> Hooks:
     from .transports.http import header_params as _header_params
 
     header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
+    tools = server.registry.tools  # (the registry's one dict, changed in place)
 
     def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
-        tool = server.registry.tools.get(name)
+        tool = tools.get(name)
         if tool is None:
             return {}
         cached = header_cache.get(name)
@@ -154,9 +155,7 @@ def transport_hooks(server: Server) -> Hooks:
         return meta, prepared.name, prepared
 
     def new_session(transport: str, principal: Any = None) -> Session:
-        session = Session(transport)
-        session.principal = principal
-        return session
+        return Session(transport, principal)
 
     def export_session(session: Session) -> SessionRecord | None:
         version = session.protocol_version
