@@ -10,6 +10,7 @@ Cancellation from outside (the client hung up) propagates.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -142,7 +143,10 @@ def dispatch_single(
         envelope.method,
         request_id,
         params,
-        Session(transport, principal),
+        # A stateless request gets its Session only if a handler asks for one.
+        Session(transport, principal)
+        if modern is None
+        else functools.partial(Session, transport, principal),
         _SinglePeer(connection_id, send, send_now, idle),
         modern=modern,
         prepared=prepared,

@@ -80,3 +80,48 @@ async def test_dispatch_single_serves_the_request_at_the_modern_reading() -> Non
         "result": {},
     }
     assert seen == [(True, "2026-07-28", {"sampling": {}}, "bob", "http", prepared, True)]
+
+
+async def test_a_modern_request_served_alone_gets_its_session_only_when_asked() -> None:
+    made: list[Session] = []
+    seen: list[Any] = []
+
+    def make() -> Session:
+        made.append(Session("http", "carol"))
+        return made[-1]
+
+    async def stateless(ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def stateful(ctx: RequestContext) -> dict[str, Any]:
+        seen.append(ctx.session)
+        ctx.session.state["k"] = 1
+        seen.append(ctx.session)
+        return {"k": ctx.session.state["k"], "who": ctx.session.principal}
+
+    modern = select_era(META)
+    assert modern is not None
+    dispatcher = Dispatcher({"stateless": stateless, "stateful": stateful})
+    lazy = RequestContext("stateless", 1, None, make, _Peer(), modern=modern)  # type: ignore[arg-type]
+    with trio.fail_after(5):
+        assert await dispatcher.dispatch(lazy) == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert made == []
+    asked = RequestContext("stateful", 2, None, make, _Peer(), modern=modern)  # type: ignore[arg-type]
+    with trio.fail_after(5):
+        reply = await dispatcher.dispatch(asked)
+    assert msgspec.json.decode(reply)["result"] == {"k": 1, "who": "carol"}
+    assert len(made) == 1 and seen == [made[0], made[0]]
+    assert made[0].transport == "http" and made[0].protocol_version is None
+
+
+def test_a_context_still_refuses_attributes_it_does_not_have() -> None:
+    session = Session("stdio")
+    ctx = RequestContext("x", 1, None, session, _Peer())  # type: ignore[arg-type]
+    assert ctx.session is session
+    try:
+        ctx.nothing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "nothing" in str(exc)
+    else:
+        raise AssertionError("an unknown attribute must raise AttributeError")
+    assert not hasattr(ctx, "_make_session")
