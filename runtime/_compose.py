@@ -18,6 +18,7 @@ import importlib.util
 import logging
 import secrets
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .core import Connection, LoggedDispatcher, Session
-from .features import REPLICA_COPY
+from .features import REPLICA_COPY, Registry
 from .protocol import OPERATING
 
 if TYPE_CHECKING:
@@ -102,6 +103,40 @@ def build_dispatcher(server: Server) -> Dispatcher:
     return dispatcher
 
 
+HeaderRule = dict[str, tuple[str, ...]]
+
+
+class _HeaderRules(dict[str, HeaderRule]):
+    """Each registered tool's ``Mcp-Param-*`` rules (2026-07-28 streamable-http "Schema
+    Extension": ``x-mcp-header`` in its ``inputSchema``), read from the schema once, on the
+    tool's first call, and forgotten whenever the tool list changes (the registry publishes
+    every add and remove: ``Registry``). A name no tool has maps to ``{}`` without being kept,
+    so unknown names a client sends cannot grow it."""
+
+    def __init__(self, registry: Registry, read: Callable[[Any], HeaderRule]) -> None:
+        super().__init__()
+        self._tools = registry.tools  # (the registry's one dict, changed in place)
+        self._read = read
+        registry.changes.relays.append(self._on_change)
+
+    def _on_change(self, change: tuple[str, str]) -> None:
+        if change == ("list", "tools"):
+            self.clear()
+
+    def __missing__(self, name: str) -> HeaderRule:
+        tool = self._tools.get(name)
+        if tool is None:
+            return {}
+        found = self[name] = self._read(tool.listing.get("inputSchema"))
+        return found
+
+
+#: One rule table per registry, shared by every transport serving it.
+_header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def transport_hooks(server: Server) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
     # Here, not at the top: a stdio server needs neither (start-up time, issue 22).
@@ -110,18 +145,11 @@ def transport_hooks(server: Server) -> Hooks:
     from .transports import Hooks
     from .transports.http import header_params as _header_params
 
-    header_cache: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
-
-    def tool_header_params(name: str) -> dict[str, tuple[str, ...]]:
-        tool = server.registry.tools.get(name)
-        if tool is None:
-            return {}
-        cached = header_cache.get(name)
-        if cached is not None and cached[0] is tool:  # the same registration
-            return cached[1]
-        found = _header_params(tool.listing.get("inputSchema"))
-        header_cache[name] = (tool, found)
-        return found
+    rules = _header_rules.get(server.registry)
+    if rules is None:
+        rules = _header_rules[server.registry] = _HeaderRules(server.registry, _header_params)
+    # A rule known already is a dict lookup in C, no Python frame (issue 22 target 1).
+    tool_header_params = rules.__getitem__
 
     typed_calls = load_handlers().TypedCalls.of(server.registry)
 
@@ -154,9 +182,7 @@ def transport_hooks(server: Server) -> Hooks:
         return meta, prepared.name, prepared
 
     def new_session(transport: str, principal: Any = None) -> Session:
-        session = Session(transport)
-        session.principal = principal
-        return session
+        return Session(transport, principal)
 
     def export_session(session: Session) -> SessionRecord | None:
         version = session.protocol_version

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 from msgspec import Raw
 
-from ..protocol import RequestId
+from ..protocol import ModernRequest, RequestId
 from ._session import Session
 
 __all__ = ["Peer", "RequestContext"]
@@ -52,6 +52,7 @@ class RequestContext:
     """One request or notification. ``params`` stays raw until a handler decodes it."""
 
     __slots__ = (
+        "_make_session",
         "cancel_scope",
         "client_capabilities",
         "cut_short",
@@ -74,30 +75,53 @@ class RequestContext:
         method: str,
         request_id: RequestId | None,
         params: Raw | None,
-        session: Session,
+        session: Session | Callable[[], Session],
         peer: Peer,
         *,
         in_batch: bool = False,
+        modern: ModernRequest | None = None,
+        prepared: object = None,
+        takes_pieces: bool = False,
     ) -> None:
+        """``modern``: the request's era as the transport already read it from its
+        ``params._meta`` (``select_era``), set here at once rather than overwritten after
+        (a modern HTTP POST builds one context per request: issue 22 target 1). With it,
+        ``session`` may be what makes the session, on first use of :attr:`session`."""
         self.method = method
         #: None for a notification.
         self.id = request_id
         self.params = params
-        self.session = session
         self.peer = peer
         self.in_batch = in_batch
-        #: Set by era selection: True when the request carries modern (2026-07-28) ``_meta``.
-        self.modern = False
-        #: The protocol version this request is served at (modern: from its ``_meta``;
-        #: handshake era: the session's negotiated version).
-        self.protocol_version: str | None = session.protocol_version
-        #: The request's decoded ``params._meta`` when era selection decoded it, else None.
-        self.meta: dict[str, Any] | None = None
+        if modern is None:
+            # (Always a Session here: only a modern request's may be made on first use; no
+            # isinstance check on every handshake-era request.)
+            handshake: Session = session  # type: ignore[assignment]
+            self.session = handshake
+            #: Set by era selection: True when the request carries modern (2026-07-28)
+            #: ``_meta``.
+            self.modern = False
+            #: The protocol version this request is served at (modern: from its ``_meta``;
+            #: handshake era: the session's negotiated version).
+            self.protocol_version: str | None = handshake.protocol_version
+            #: The request's decoded ``params._meta`` when era selection decoded it, else None.
+            self.meta: dict[str, Any] | None = None
+            #: Capabilities the client declared (per request in the modern era).
+            self.client_capabilities: dict[str, Any] = handshake.client_capabilities
+        else:
+            if isinstance(session, Session):
+                self.session = session
+            else:
+                self._make_session = session  # (``session`` left unset: ``__getattr__``)
+            self.modern = True
+            self.protocol_version = modern.version
+            self.meta = modern.meta
+            self.client_capabilities = modern.capabilities
         #: What a reader before the handler (era selection) already decoded from ``params``,
         #: for the handler to use instead of decoding them again (issue 22: one pass over a
         #: 1 MiB argument); None when nothing was. Its owner checks that it still belongs to
         #: ``params`` before using it.
-        self.prepared: object = None
+        self.prepared = prepared
         #: The request's own cancel scope (None for notifications, and for a request that
         #: finished in its first step).
         self.cancel_scope: trio.CancelScope | None = None
@@ -110,9 +134,22 @@ class RequestContext:
         #: Set by a caller that writes a reply given as ``runtime.protocol.Pieces`` as it is
         #: (a vector): the dispatcher then does not join the pieces of a result that holds
         #: them (issue 22 target 2: a 16 MiB text copied once, by its encode).
-        self.takes_pieces = False
-        #: Capabilities the client declared (per request in the modern era).
-        self.client_capabilities: dict[str, Any] = session.client_capabilities
+        self.takes_pieces = takes_pieces
+
+    if not TYPE_CHECKING:  # (mypy keeps checking every other attribute name)
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for a slot never set: the ``session`` of a modern (2026-07-28)
+            # request served alone (``dispatch_single``, one per HTTP POST), made when a
+            # handler first asks; most never do. A lazy attribute here rather than a
+            # property: a property costs every handshake-era request a call per use
+            # (guard: stdio_batch_item +1.7%), this costs them nothing; a Session per
+            # stateless request was about 40 bytecodes of every modern POST (issue 22 target
+            # 1; guard http_modern_post 2,506 -> ~2,466, 1.6%).
+            if name == "session":
+                session = self.session = self._make_session()
+                return session
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"<RequestContext {self.method} id={self.id!r}>"

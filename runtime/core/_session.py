@@ -30,7 +30,7 @@ class Session:
         "transport",
     )
 
-    def __init__(self, transport: str = "stream") -> None:
+    def __init__(self, transport: str = "stream", principal: Any = None) -> None:
         #: The transport kind: "stdio", "tcp", "unix", "memory", "http", "ws", ...
         self.transport = transport
         #: The handshake state machine (``runtime.protocol.Lifecycle``).
@@ -41,7 +41,7 @@ class Session:
         self.log_level: str | None = None
         #: Who is calling, as the transport's authentication established it (for HTTP with
         #: ``auth=``: a ``runtime.auth.AccessToken``); None when unauthenticated.
-        self.principal: Any = None
+        self.principal = principal
         #: Free-form per-session state for handlers and user code.
         self.state: dict[str, Any] = {}
         #: Set by a transport whose responses are resumable streams (Streamable HTTP

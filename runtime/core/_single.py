@@ -10,6 +10,7 @@ Cancellation from outside (the client hung up) propagates.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -138,20 +139,17 @@ def dispatch_single(
     request_id = envelope.id
     assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
     params = None if envelope.params is UNSET else envelope.params
-    session = Session(transport)
-    session.principal = principal
     ctx = RequestContext(
         envelope.method,
         request_id,
         params,
-        session,
+        # A stateless request gets its Session only if a handler asks for one.
+        Session(transport, principal)
+        if modern is None
+        else functools.partial(Session, transport, principal),
         _SinglePeer(connection_id, send, send_now, idle),
+        modern=modern,
+        prepared=prepared,
+        takes_pieces=True,
     )
-    if modern is not None:
-        ctx.modern = True
-        ctx.protocol_version = modern.version
-        ctx.meta = modern.meta
-        ctx.client_capabilities = modern.capabilities
-    ctx.prepared = prepared
-    ctx.takes_pieces = True
     return engine.run(dispatcher, ctx, request_timeout)

@@ -20,7 +20,13 @@ One home for what every transport and handler must agree on:
 ``tests/test_layers.py`` keeps this package free of every other import of ours.
 """
 
-from ._era import MODERN_MARKER, ModernRequest, missing_capabilities, select_era
+from ._era import (
+    MODERN_MARKER,
+    ModernRequest,
+    missing_capabilities,
+    modern_request,
+    select_era,
+)
 from ._errors import (
     CONNECTION_CLOSED,
     FORBIDDEN,
@@ -181,6 +187,7 @@ __all__ = [
     "method_not_found",
     "missing_capabilities",
     "missing_capability",
+    "modern_request",
     "overloaded",
     "params_error",
     "parse_error",

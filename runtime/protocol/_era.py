@@ -21,7 +21,7 @@ from ._versions import (
     SUPPORTED_VERSIONS,
 )
 
-__all__ = ["MODERN_MARKER", "ModernRequest", "select_era"]
+__all__ = ["MODERN_MARKER", "ModernRequest", "modern_request", "select_era"]
 
 #: The marker key as bytes: a request whose raw params lack it is in the handshake era
 #: without decoding anything (the common case on a handshake-era connection).
@@ -55,6 +55,13 @@ def select_era(meta: dict[str, Any] | None) -> ModernRequest | None:
             f"_meta[{META_PROTOCOL_VERSION!r}] must be a string",
             f"params._meta.{META_PROTOCOL_VERSION}",
         )
+    return modern_request(version, meta)
+
+
+def modern_request(version: str, meta: dict[str, Any]) -> ModernRequest:
+    """:func:`select_era` of a ``_meta`` whose protocol version (``version``) its caller
+    already read as a string (the HTTP transport, whose header rules needed it first): the
+    same refusals, -32022 before -32602, without reading the version again."""
     if version not in MODERN_VERSIONS:
         raise unsupported_version(version, SUPPORTED_VERSIONS)
     capabilities = meta.get(META_CLIENT_CAPABILITIES)

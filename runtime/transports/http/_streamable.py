@@ -37,9 +37,9 @@ from ...protocol import (
     header_mismatch,
     id_key,
     invalid_params,
+    modern_request,
     probe,
     retry_after,
-    select_era,
     shutting_down,
     status_of,
 )
@@ -225,7 +225,7 @@ class StreamableEndpoint:
         # The version is judged after the header rules: a header that disagrees with the body
         # is -32020 whatever the body says (2026-07-28 streamable-http "Server Validation").
         try:
-            return select_era(params.meta)
+            return modern_request(version, params.meta)
         except JSONRPCError as exc:
             if is_request or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                 # A request without client capabilities is malformed request metadata
