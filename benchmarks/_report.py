@@ -45,8 +45,8 @@ CATALOG: list[tuple[str, str, str, str]] = [
         "lower",
     ),
     (
-        "shed_slices",
-        "overload, one at a time, back to back: times put on a CPU per refusal",
+        "shed_sleeps",
+        "overload, one at a time, back to back: sleeps (voluntary switches) per refusal",
         "x",
         "lower",
     ),
@@ -105,7 +105,7 @@ REFUSAL_FLOORS = [
 REFUSAL_METRICS = [
     "shed_cpu_us",
     "shed_cpu_idle_us",
-    "shed_slices",
+    "shed_sleeps",
     "shed_slices_idle",
     "shed_wait_idle_us",
 ]

@@ -832,17 +832,14 @@ OVERLOAD_METRICS = [
     "shed_err_p99_us",
     "shed_cpu_us",
     "shed_cpu_idle_us",
-    "shed_slices",
+    "shed_sleeps",
     "shed_slices_idle",
     "shed_wait_idle_us",
     "shed_ok_p50_ms",
 ]
-#: One refusal at a time, each pacing: (server CPU, times put on a CPU) metrics, the pause
-#: between probes (0: back to back), probes per round. The floors run the same.
-REFUSAL_PACINGS = (
-    ("shed_cpu_us", "shed_slices", 0.0, 1000),
-    ("shed_cpu_idle_us", "shed_slices_idle", 0.002, 200),
-)
+#: One refusal at a time, each pacing: the server CPU metric, the pause between probes (0:
+#: back to back), probes per round. The floors run the same.
+REFUSAL_PACINGS = (("shed_cpu_us", 0.0, 1000), ("shed_cpu_idle_us", 0.002, 200))
 #: The refusal rows' floors (benchmarks/servers/floor_refusal.py, .c): contender, server.
 REFUSAL_FLOORS = (("floor-bare", "bare"), ("floor-trio", "trio"), ("floor-c", "c"))
 REFUSAL_FLOOR_METRICS = ["shed_cpu_us", "shed_cpu_idle_us", *OVERLOAD_METRICS[4:7]]
@@ -943,16 +940,22 @@ def _refusal_rows(
     rec: Recorder, r: int, contender: str, server: str, log: str, phases: str = ""
 ) -> None:
     """``server``'s refusals one at a time (``benchmarks.refusal.cost_per_refusal``), back to
-    back and each from idle: its CPU per refusal, and the kernel's view of each (times put on
-    a CPU; from idle, the time runnable but waiting for one)."""
+    back and each from idle: its CPU per refusal, and the kernel's view of each. Back to back,
+    the sleeps per refusal (voluntary context switches): a server that comes back from its
+    write to find the next probe waiting never takes its wait path (the trio servers, about
+    0 sleeps), where a fast one sleeps before every probe (1). From idle, every server sleeps
+    once per refusal; the times it is put on a CPU (a preemption mid-refusal makes it 2) and
+    the time it was runnable but waiting for a CPU (the machine's other load) are shown."""
     from . import refusal
 
-    for cpu_metric, slices_metric, pause, counted in REFUSAL_PACINGS:
+    for metric, pause, counted in REFUSAL_PACINGS:
         cost = refusal.cost_per_refusal(pause, server, counted=counted, stderr_path=log)
-        rec.add(r, contender, cpu_metric, cost.cpu * 1e6, cost.note + (phases if not pause else ""))
-        rec.add(r, contender, slices_metric, cost.slices, cost.kernel_view())
+        rec.add(r, contender, metric, cost.cpu * 1e6, cost.note + (phases if not pause else ""))
         if pause:
+            rec.add(r, contender, "shed_slices_idle", cost.slices, cost.kernel_view())
             rec.add(r, contender, "shed_wait_idle_us", cost.wait_us, cost.kernel_view())
+        else:
+            rec.add(r, contender, "shed_sleeps", cost.vcsw, cost.kernel_view())
 
 
 def measure_refusal_floor(rec: Recorder, r: int, contender: str, server: str) -> None:
