@@ -14,7 +14,9 @@ change to the refusal path by, where the benchmark suite's CPU per refusal is wa
 ``--instructions`` also counts the instructions per refusal under valgrind's callgrind (the
 difference between a run of ``FEW`` and one of ``MORE`` refusals, so start-up and exit cancel
 out): the interpreter's work and the C work (msgspec, the system call wrappers) bytecodes miss,
-though not the kernel's.
+though not the kernel's. With ``--floors``, for every server both ways: a trio server back to
+back finds the next probe waiting when it comes back from its write (about 0 sleeps per
+refusal) and never runs its wait path, so it counts fewer instructions than from idle.
 
 :func:`cpu_per_refusal` is the benchmark suite's row "overload, one at a time: server CPU per
 refusal": the same refusals against the plain server (no tracing), their server CPU from
@@ -305,43 +307,58 @@ def cpu_per_refusal(
     return cost.cpu, cost.note
 
 
-def _instructions_for(refusals: int) -> int:
-    """Instructions the server executes in all, start to exit, refusing ``refusals`` probes."""
+def _instructions_for(refusals: int, server: str = "ours", pause: float = PAUSE) -> tuple[int, int]:
+    """(instructions the server executes in all, start to exit, refusing ``refusals`` probes
+    paced ``pause``; its voluntary context switches until its stdin closes)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
-        argv = _serve(
+        valgrind = (
             "valgrind",
             "--tool=callgrind",
             f"--callgrind-out-file={out}",
             f"--log-file={os.path.join(tmp, 'valgrind.log')}",
-            sys.executable,
-            "-m",
-            "runtime",
         )
+        if server == "ours":
+            argv = _serve(*valgrind, sys.executable, "-m", "runtime")
+        else:
+            argv = [*valgrind, *_floor_argv(server, tmp)]
         peer = wire.StdioPeer(
             argv, cwd=str(ROOT), env=_env(), stderr_path=os.path.join(tmp, "stderr.log")
         )
         try:
             peer.handshake(timeout=300)
-            refuse = _refuser(peer, peer.pid, timeout=300)
+            if server == "ours":
+                refuse = _refuser(peer, peer.pid, timeout=300, pause=pause)
+            else:
+                refuse = _refuser(
+                    peer, peer.pid, timeout=300, pause=pause, parked=_blocked, hold=False
+                )
             for rid in range(10, 10 + refusals):
                 refuse(rid)
+            sleeps = _counters(peer.pid)[COUNTERS.index("vcsw")]
         finally:
             peer.close(timeout=300)  # stdin EOF: the server exits, callgrind writes its counts
         with open(out, encoding="utf-8") as counts:
             found = re.search(r"^summary: (\d+)", counts.read(), re.MULTILINE)
         if found is None:
             raise wire.BenchError("no callgrind summary")
-        return int(found.group(1))
+        return int(found.group(1)), sleeps
 
 
-def instructions() -> float:
-    """Instructions per refusal: two callgrind runs at once, the difference per refusal."""
+def instructions(
+    server: str = "ours", pause: float = PAUSE, few: int = FEW, more: int = MORE
+) -> tuple[float, float]:
+    """(instructions per refusal, voluntary context switches per refusal) of ``server``
+    (``"ours"`` or a floor) refusing probes paced ``pause`` (0: back to back): two callgrind
+    runs at once, the difference per refusal. Back to back, the switches say whether the
+    server slept before each probe (its wait path in the count) or found it waiting."""
     if shutil.which("valgrind") is None:
         raise wire.BenchError("valgrind is missing (Debian: apt-get install valgrind)")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        few, more = pool.map(_instructions_for, [FEW, MORE])
-    return (more - few) / (MORE - FEW)
+        (i_few, s_few), (i_more, s_more) = pool.map(
+            lambda n: _instructions_for(n, server, pause), [few, more]
+        )
+    return (i_more - i_few) / (more - few), (s_more - s_few) / (more - few)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,9 +384,15 @@ def main(argv: list[str] | None = None) -> int:
                 cost = cost_per_refusal(pause, server, args.rounds, counted)
                 print(f"{server:5} {cost.cpu * 1e6:6.1f} us  {cost.note}")
                 print(f"      {cost.kernel_view()}")
+                if args.instructions:
+                    count, sleeps = instructions(server, pause)
+                    print(
+                        f"      callgrind: {count:,.0f} instructions per refusal, "
+                        f"{sleeps:.2f} sleeps per refusal under callgrind"
+                    )
         return 0
     if args.instructions:
-        print(f"instructions per refusal (callgrind): {instructions():,.0f}")
+        print(f"instructions per refusal (callgrind): {instructions()[0]:,.0f}")
     value, ranked = measure(args.top)
     print(f"bytecodes per refusal (one at a time, stdio): {value:,.0f}")
     root = str(ROOT) + os.sep

@@ -82,3 +82,13 @@ def test_trio_floor_cost_per_refusal_back_to_back() -> None:
     cost = refusal.cost_per_refusal(0, "trio", rounds=3, counted=20)
     assert 1e-7 < cost.cpu < 5e-3, cost
     assert "back to back" in cost.note
+
+
+def test_instructions_per_refusal_of_the_c_floor_both_ways() -> None:
+    # Callgrind, the difference of two runs: the C floor blocks in read(2) before a probe
+    # whichever the pacing, so its count is the same both ways, and small (no interpreter).
+    back_to_back, _ = refusal.instructions("c", 0, few=10, more=60)
+    paced, sleeps = refusal.instructions("c", 0.002, few=10, more=60)
+    assert 200 < back_to_back < 20_000
+    assert abs(paced - back_to_back) < 0.05 * back_to_back
+    assert 0.8 < sleeps < 1.5  # paced: one sleep per refusal
