@@ -859,10 +859,13 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
     used to give it as (CPU of the probe phases - their slow calls x the slow-only phases' CPU
     per slow call) / refusals; that difference of two large figures moved 23-77 us from run to
     run on this shared machine, most with the load client starved (few refusals, so the slow
-    calls' share dominated). It stays in the note. The paced figure is the same instructions
-    (``python -m benchmarks.refusal --instructions``) as the back-to-back one, but each from
-    a cold cache after the core ran something else: what one refusal at a time really costs
-    on a busy machine, shown, not hidden. The floors (:func:`measure_refusal_floor`: a bare
+    calls' share dominated). It stays in the note. The paced figure is not the same path as
+    the back-to-back one (``python -m benchmarks.refusal --floors --instructions``): back to
+    back the server comes back from its write to find the next probe waiting (about 0 sleeps
+    per refusal) and never runs trio's wait path; paced, it sleeps in ``epoll_wait`` before
+    each probe (a failed read, an ``epoll_ctl``, the wait: more system calls and more
+    instructions) and runs on a cold CPU: what one refusal at a time really costs on a busy
+    machine, shown, not hidden. The floors (:func:`measure_refusal_floor`: a bare
     Python loop, a trio loop, a C loop, each refusing every request) are measured the same
     way beside it, and each row's kernel counts (times put on a CPU per refusal, time runnable
     but waiting for one) say where the from-idle figure goes.
