@@ -44,6 +44,24 @@ CATALOG: list[tuple[str, str, str, str]] = [
         "us",
         "lower",
     ),
+    (
+        "shed_sleeps",
+        "overload, one at a time, back to back: sleeps (voluntary switches) per refusal",
+        "x",
+        "lower",
+    ),
+    (
+        "shed_slices_idle",
+        "overload, one at a time, each from idle: times put on a CPU per refusal",
+        "x",
+        "lower",
+    ),
+    (
+        "shed_wait_idle_us",
+        "overload, one at a time, each from idle: runnable, waiting for a CPU, per refusal",
+        "us",
+        "lower",
+    ),
     ("shed_ok_p50_ms", "overload: accepted 50 ms calls, p50", "ms", "lower"),
     ("shed_ok_p99_ms", "overload: accepted 5 ms calls, 10x the cap offered, p99", "ms", "lower"),
     ("unloaded_p99_ms", "overload: the same calls at the cap, p99", "ms", "lower"),
@@ -77,6 +95,20 @@ CATALOG: list[tuple[str, str, str, str]] = [
 # benchmarks/servers/floor_stdio.py for the big payloads; `python -c "import trio, msgspec"`
 # for spawn_init_ms
 FLOOR = "floor"
+# benchmarks/servers/floor_refusal.py and .c for the refusal rows (benchmarks.run
+# REFUSAL_FLOORS): contender, what it is
+REFUSAL_FLOORS = [
+    ("floor-bare", "bare Python loop"),
+    ("floor-trio", "trio loop, one task"),
+    ("floor-c", "C loop"),
+]
+REFUSAL_METRICS = [
+    "shed_cpu_us",
+    "shed_cpu_idle_us",
+    "shed_sleeps",
+    "shed_slices_idle",
+    "shed_wait_idle_us",
+]
 
 # Issue 22: label, our metric, (reference contender, its metric), "min"/"max" ratio or "abs".
 ROUND2_TARGETS: list[tuple[str, str, tuple[str, str], str, float]] = [
@@ -278,6 +310,16 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
                 f"| floor: {label} | {unit} | lower | {_fmt(med[(FLOOR, metric)])} | | | "
                 f"ours {_ratio(med.get((OURS, metric)), med[(FLOOR, metric)])} | |"
             )
+    labels = {metric: (label, unit) for metric, label, unit, _ in CATALOG}
+    for metric in REFUSAL_METRICS:
+        label, unit = labels[metric]
+        for contender, what in REFUSAL_FLOORS:
+            if (contender, metric) in med:
+                lines.append(
+                    f"| floor ({what}): {label} | {unit} | lower | "
+                    f"{_fmt(med[(contender, metric)])} | | | "
+                    f"ours {_ratio(med.get((OURS, metric)), med[(contender, metric)])} | |"
+                )
     for metric, label, unit in CLIENT_ROWS:
         if ("client", metric) in med:
             lines.append(f"| {label} | {unit} | higher | {_fmt(med[('client', metric)])} | | | | |")

@@ -832,8 +832,17 @@ OVERLOAD_METRICS = [
     "shed_err_p99_us",
     "shed_cpu_us",
     "shed_cpu_idle_us",
+    "shed_sleeps",
+    "shed_slices_idle",
+    "shed_wait_idle_us",
     "shed_ok_p50_ms",
 ]
+#: One refusal at a time, each pacing: the server CPU metric, the pause between probes (0:
+#: back to back), probes per round. The floors run the same.
+REFUSAL_PACINGS = (("shed_cpu_us", 0.0, 1000), ("shed_cpu_idle_us", 0.002, 200))
+#: The refusal rows' floors (benchmarks/servers/floor_refusal.py, .c): contender, server.
+REFUSAL_FLOORS = (("floor-bare", "bare"), ("floor-trio", "trio"), ("floor-c", "c"))
+REFUSAL_FLOOR_METRICS = ["shed_cpu_us", "shed_cpu_idle_us", *OVERLOAD_METRICS[4:7]]
 
 
 def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
@@ -850,13 +859,17 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
     used to give it as (CPU of the probe phases - their slow calls x the slow-only phases' CPU
     per slow call) / refusals; that difference of two large figures moved 23-77 us from run to
     run on this shared machine, most with the load client starved (few refusals, so the slow
-    calls' share dominated). It stays in the note. The paced figure is the same instructions
-    (``python -m benchmarks.refusal --instructions``) as the back-to-back one, but each from
-    a cold cache after the core ran something else: what one refusal at a time really costs
-    on a busy machine, shown, not hidden.
+    calls' share dominated). It stays in the note. The paced figure is not the same path as
+    the back-to-back one (``python -m benchmarks.refusal --floors --instructions``): back to
+    back the server comes back from its write to find the next probe waiting (about 0 sleeps
+    per refusal) and never runs trio's wait path; paced, it sleeps in ``epoll_wait`` before
+    each probe (a failed read, an ``epoll_ctl``, the wait: more system calls and more
+    instructions) and runs on a cold CPU: what one refusal at a time really costs on a busy
+    machine, shown, not hidden. The floors (:func:`measure_refusal_floor`: a bare
+    Python loop, a trio loop, a C loop, each refusing every request) are measured the same
+    way beside it, and each row's kernel counts (times put on a CPU per refusal, time runnable
+    but waiting for one) say where the from-idle figure goes.
     """
-    from . import refusal
-
     limit, slow_ms = 16, 50
     phase = max(s.time_cap, 1.0)
     argv = [
@@ -910,10 +923,7 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
             f"calls x {per_slow * 1e6:.0f} us) / {shed} refusals = "
             f"{net / shed * 1e6 if shed else 0:.1f} us"
         )
-        log = str(logs / "overload-cpu.log")
-        for metric, pause, counted in (("shed_cpu_us", 0, 1000), ("shed_cpu_idle_us", 0.002, 200)):
-            per, note = refusal.cpu_per_refusal(pause, counted=counted, stderr_path=log)
-            rec.add(r, OURS, metric, per * 1e6, note + (phases if not pause else ""))
+        _refusal_rows(rec, r, OURS, "ours", str(logs / "overload-cpu.log"), phases)
         rec.add(
             r,
             OURS,
@@ -927,6 +937,36 @@ def measure_overload(rec: Recorder, s: Settings, r: int) -> None:
             rec.add(r, OURS, metric, None, f"error: {exc}")
     finally:
         peer.close()
+
+
+def _refusal_rows(
+    rec: Recorder, r: int, contender: str, server: str, log: str, phases: str = ""
+) -> None:
+    """``server``'s refusals one at a time (``benchmarks.refusal.cost_per_refusal``), back to
+    back and each from idle: its CPU per refusal, and the kernel's view of each. Back to back,
+    the sleeps per refusal (voluntary context switches): a server that comes back from its
+    write to find the next probe waiting never takes its wait path (the trio servers, about
+    0 sleeps), where a fast one sleeps before every probe (1). From idle, every server sleeps
+    once per refusal; the times it is put on a CPU (a preemption mid-refusal makes it 2) and
+    the time it was runnable but waiting for a CPU (the machine's other load) are shown."""
+    from . import refusal
+
+    for metric, pause, counted in REFUSAL_PACINGS:
+        cost = refusal.cost_per_refusal(pause, server, counted=counted, stderr_path=log)
+        rec.add(r, contender, metric, cost.cpu * 1e6, cost.note + (phases if not pause else ""))
+        if pause:
+            rec.add(r, contender, "shed_slices_idle", cost.slices, cost.kernel_view())
+            rec.add(r, contender, "shed_wait_idle_us", cost.wait_us, cost.kernel_view())
+        else:
+            rec.add(r, contender, "shed_sleeps", cost.vcsw, cost.kernel_view())
+
+
+def measure_refusal_floor(rec: Recorder, r: int, contender: str, server: str) -> None:
+    """The refusal rows' floors: a server that refuses every request and does nothing else
+    (``servers/floor_refusal.py`` bare or on trio, ``floor_refusal.c``), measured exactly as
+    this runtime's rows (the same pacing, rounds, idle phase and probe bytes), so the from-idle
+    figure is set against what a wake-up costs a process with no runtime in it."""
+    _refusal_rows(rec, r, contender, server, str(RESULTS / "logs" / f"{contender}.log"))
 
 
 @dataclass
@@ -1194,6 +1234,14 @@ def main(argv: list[str] | None = None) -> int:
                     lambda: measure_idle(rec, s, r, "ws", "ws" in transports),  # noqa: B023 - called in this iteration
                 )
                 guarded(rec, r, OURS, OVERLOAD_METRICS, lambda: measure_overload(rec, s, r))  # noqa: B023 - called in this iteration
+                for contender, server in REFUSAL_FLOORS:
+                    guarded(
+                        rec,
+                        r,
+                        contender,
+                        REFUSAL_FLOOR_METRICS,
+                        functools.partial(measure_refusal_floor, rec, r, contender, server),
+                    )
                 guarded(
                     rec,
                     r,
