@@ -230,6 +230,8 @@ ROUND2_TARGETS: list[tuple[str, str, tuple[str, str], str, float]] = [
 CLIENT_ROWS = [
     ("ceiling_stdio64", "load client ceiling: stdio vs `cat`, 64 in flight", "calls/s"),
     ("ceiling_http16", "load client ceiling: HTTP vs fixed-reply responder, 16 clients", "calls/s"),
+    ("floor_http16_trio", "HTTP floor: trio alone answering fixed bytes, 16 clients", "calls/s"),
+    ("floor_http16_layer", "HTTP floor: our HTTP layer, fixed answer, 16 clients", "calls/s"),
 ]
 
 # label, our metric, the SDK metric it is compared with, "min ratio" or "max ratio" or "abs max"
@@ -320,9 +322,17 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
                     f"{_fmt(med[(contender, metric)])} | | | "
                     f"ours {_ratio(med.get((OURS, metric)), med[(contender, metric)])} | |"
                 )
+    ceiling = med.get(("client", "ceiling_http16"))
     for metric, label, unit in CLIENT_ROWS:
         if ("client", metric) in med:
-            lines.append(f"| {label} | {unit} | higher | {_fmt(med[('client', metric)])} | | | | |")
+            share = (
+                f"{_ratio(med[('client', metric)], ceiling)} ceiling"
+                if metric.startswith("floor_http") and ceiling
+                else ""
+            )
+            lines.append(
+                f"| {label} | {unit} | higher | {_fmt(med[('client', metric)])} | | | {share} | |"
+            )
     if ("python", "import_ms") in med:
         lines.append(
             "| `python -c pass` (interpreter alone) | ms | lower | "

@@ -249,35 +249,45 @@ def measure_imports(rec: Recorder, s: Settings, r: int, order: list[str]) -> Non
         rec.add(r, contender, "import_ms", statistics.median(samples), f'python -c "{code}"')
 
 
+#: The HTTP rows' ceiling and floors (``benchmarks.http_floor``): metric, server script, note.
+HTTP_FLOORS = [
+    ("ceiling_http16", "null_http.py", "load client vs a fixed-reply HTTP responder, 16 clients"),
+    ("floor_http16_trio", "trio_floor.py", "trio alone answering fixed bytes, 16 clients"),
+    ("floor_http16_layer", "runtime_http_floor.py", "our HTTP layer, fixed answer, 16 clients"),
+]
+
+
 def measure_client_ceiling(rec: Recorder, s: Settings, r: int) -> None:
     """The load client against zero-work peers (`cat` echoes each request line back as its
-    own answer; a fixed-reply HTTP responder): the most calls/s it can measure on this machine."""
+    own answer; a fixed-reply HTTP responder): the most calls/s it can measure on this
+    machine. Then, by the same client, the HTTP floors under our modern rows: trio waking
+    a task per request with no parsing, and our HTTP layer answering a fixed body (where an
+    HTTP call's time goes, ``benchmarks.http_floor``)."""
     peer = wire.StdioPeer(["cat"])
     try:
         res = peer.load(wire.echo_template(), total=10**6, depth=64, time_cap=s.time_cap)
         rec.add(r, "client", "ceiling_stdio64", res.rate, "load client vs `cat`, 64 in flight")
     finally:
         peer.close()
-    port = wire.free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "null_http.py"), str(port)], stdin=subprocess.DEVNULL
-    )
-    try:
-        wire.wait_for_port(port, 10, lambda: proc.poll() is None)
-        clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(16)]
-        res = wire.http_load(clients, wire.echo_template(True), total=10**6, time_cap=s.time_cap)
-        rec.add(
-            r,
-            "client",
-            "ceiling_http16",
-            res.rate,
-            "load client vs a fixed-reply HTTP responder, 16 clients",
+    for metric, script, note in HTTP_FLOORS:
+        port = wire.free_port()
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVERS / script), str(port)],
+            cwd=str(ROOT),
+            env=server_env(OURS),
+            stdin=subprocess.DEVNULL,
         )
-        for c in clients:
-            c.close()
-    finally:
-        proc.kill()
-        proc.wait()
+        try:
+            wire.wait_for_port(port, 10, lambda: proc.poll() is None)  # noqa: B023 - waited here
+            clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(16)]
+            template = wire.echo_template(True)
+            res = wire.http_load(clients, template, total=10**6, time_cap=s.time_cap)
+            rec.add(r, "client", metric, res.rate, note)
+            for c in clients:
+                c.close()
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 STDIO_METRICS = [
@@ -1193,7 +1203,7 @@ def main(argv: list[str] | None = None) -> int:
                     rec,
                     r,
                     "client",
-                    ["ceiling_stdio64", "ceiling_http16"],
+                    ["ceiling_stdio64", *(metric for metric, _, _ in HTTP_FLOORS)],
                     lambda: measure_client_ceiling(rec, s, r),  # noqa: B023 - called in this iteration
                 )
             if "stdio" in groups:
