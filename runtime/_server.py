@@ -169,11 +169,11 @@ class Server:
         self.default_log_level = default_log_level
         self.http_limits = http_limits
         self.event_store = event_store
+        self._server_info: dict[str, Any] | None = None  # (``server_info``, made once)
         self.name = name
         self.version = version
         self.title = title
         self.instructions = instructions
-        #: Icons (MCP 2025-11-25 ``Icon``: ``{"src", "mimeType"?, "sizes"?, "theme"?}``).
         self.icons = icons
         self.website_url = website_url
         self.limits = limits or Limits()
@@ -608,15 +608,69 @@ class Server:
         return self._cache_hints.get(method, self._cache_default)
 
     def server_info(self) -> dict[str, Any]:
-        """The Implementation object (serverInfo): name, version, title, icons, websiteUrl."""
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title is not None:
-            info["title"] = self.title
-        if self.icons:
-            info["icons"] = self.icons
-        if self.website_url is not None:
-            info["websiteUrl"] = self.website_url
+        """The Implementation object (serverInfo): name, version, title, icons, websiteUrl.
+
+        Made once and again only after one of its fields is set (their setters below): every
+        2026-07-28 result carries it (issue 22 target 1). Callers must not change it."""
+        info = self._server_info
+        if info is None:
+            info = {"name": self._name, "version": self._version}
+            if self._title is not None:
+                info["title"] = self._title
+            if self._icons:
+                info["icons"] = self._icons
+            if self._website_url is not None:
+                info["websiteUrl"] = self._website_url
+            self._server_info = info
         return info
+
+    # The fields of ``server_info``: setting one makes it again.
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+        self._server_info = None
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    @version.setter
+    def version(self, value: str) -> None:
+        self._version = value
+        self._server_info = None
+
+    @property
+    def title(self) -> str | None:
+        return self._title
+
+    @title.setter
+    def title(self, value: str | None) -> None:
+        self._title = value
+        self._server_info = None
+
+    @property
+    def icons(self) -> list[dict[str, Any]] | None:
+        """Icons (MCP 2025-11-25 ``Icon``: ``{"src", "mimeType"?, "sizes"?, "theme"?}``)."""
+        return self._icons
+
+    @icons.setter
+    def icons(self, value: list[dict[str, Any]] | None) -> None:
+        self._icons = value
+        self._server_info = None
+
+    @property
+    def website_url(self) -> str | None:
+        return self._website_url
+
+    @website_url.setter
+    def website_url(self, value: str | None) -> None:
+        self._website_url = value
+        self._server_info = None
 
     # -- serving ----------------------------------------------------------------------------
 

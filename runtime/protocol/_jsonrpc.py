@@ -26,6 +26,7 @@ __all__ = [
     "TOO_DEEP",
     "BatchItems",
     "Envelope",
+    "ErrorReply",
     "Kind",
     "RequestId",
     "cancelled_id",
@@ -203,10 +204,22 @@ def _error_object(code: int, message: str, data: Any) -> dict[str, Any]:
     return err
 
 
-def encode_error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
-    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (
-        encode(request_id),
-        encode(_error_object(code, message, data)),
+class ErrorReply(bytes):
+    """A whole JSON-RPC error response as this runtime encodes it (:func:`encode_error`,
+    :func:`error_reply`): its type says it is an error, so a transport that must tell a
+    result from an error (a 2026-07-28 HTTP status, ``status_of``) need not read a reply it
+    was handed as it left the dispatcher (issue 22 target 1: no re-parsing of our own
+    replies). Only errors pay for it: one copy of a small body."""
+
+    __slots__ = ()
+
+
+def encode_error(
+    request_id: RequestId | None, code: int, message: str, data: Any = None
+) -> ErrorReply:
+    return ErrorReply(
+        b'{"jsonrpc":"2.0","id":%b,"error":%b}'
+        % (encode(request_id), encode(_error_object(code, message, data)))
     )
 
 
@@ -232,12 +245,14 @@ def encode_request(request_id: RequestId, method: str, params: Any = None) -> by
     return head + b',"params":%b}' % encode(params)
 
 
-def error_reply(exc: JSONRPCError, request_id: RequestId | UnsetType | None = None) -> bytes:
+def error_reply(exc: JSONRPCError, request_id: RequestId | UnsetType | None = None) -> ErrorReply:
     """The whole reply carrying ``exc``, answering ``request_id`` (default: the id the error
     recovered, ``exc.request_id``, for errors found before any handler ran)."""
     answering = exc.request_id if request_id is None or request_id is UNSET else request_id
     if exc.encoded is not None:
-        return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (encode(answering), exc.encoded)
+        return ErrorReply(
+            b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (encode(answering), exc.encoded)
+        )
     return encode_error(answering, exc.code, exc.message, exc.data)
 
 

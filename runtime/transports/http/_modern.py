@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import operator
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -101,6 +102,14 @@ def body_params(body: bytes) -> ModernParams | None:
         return None
 
 
+#: How ``ModernParams`` holds each body field that ``Mcp-Name`` mirrors (``NAMED_METHODS``).
+_BODY_FIELD: Final = {
+    "name": operator.attrgetter("name"),
+    "uri": operator.attrgetter("uri"),
+    "taskId": operator.attrgetter("task_id"),
+}
+
+
 def check_headers(
     request: HttpRequest,
     meta_version: str,
@@ -137,8 +146,7 @@ def check_headers(
     name = decode_header_value(raw_name)
     if name is None:
         return "Mcp-Name header value has invalid characters or encoding"
-    by_uri = field == "uri"
-    expected = params.uri if by_uri else params.task_id if field == "taskId" else params.name
+    expected = _BODY_FIELD[field](params)
     if name != expected:
         return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
     if method != "tools/call":

@@ -27,6 +27,7 @@ from ...protocol import (
     SUBSCRIPTIONS_LISTEN,
     UNSUPPORTED_PROTOCOL_VERSION,
     Envelope,
+    ErrorReply,
     JSONRPCError,
     Kind,
     ModernRequest,
@@ -498,7 +499,10 @@ _STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/lo
 def _json_status(reply: bytes) -> int:
     """``status_of(reply)``, except that a rate limit's refusal (429) is raised as the
     HttpError that answers it with ``Retry-After`` (RFC 6585 section 4): the driver writes
-    it."""
+    it. ``reply`` is one as ``dispatch_one`` returned it, whose errors are all
+    ``ErrorReply``: anything else is a result, 200 without reading it."""
+    if type(reply) is not ErrorReply:
+        return 200
     status = status_of(reply)
     if status == 429:
         headers = [("Retry-After", retry_after(reply) or "1")]
