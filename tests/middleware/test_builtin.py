@@ -104,7 +104,9 @@ async def test_rate_limit_429_with_retry_after_per_principal_and_overall() -> No
 
 async def test_rate_limit_in_band_over_a_stream_and_refills() -> None:
     app, _ = make_app()
-    app.add_middleware(RateLimit(overall=(20, 1)))
+    # One token, refilled in 0.5 s: the second call, right after the first, finds none even
+    # on a loaded machine (at 20 per second a 50 ms stall between them refilled it).
+    app.add_middleware(RateLimit(overall=(2, 1)))
     with trio.fail_after(10):
         async with open_memory_peer(app) as peer:
             await peer.initialize()
