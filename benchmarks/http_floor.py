@@ -3,6 +3,7 @@
     python -m benchmarks.http_floor                 # calls/s and server CPU per request
     python -m benchmarks.http_floor --instructions  # user-space instructions per request
     python -m benchmarks.http_floor --opcodes       # Python bytecodes per request, by function
+    python -m benchmarks.http_floor --opcodes --session   # the same for session POSTs
 
 Three servers answer the suite's load client (16 keep-alive clients, modern 2026-07-28
 wire): (1) ``benchmarks/servers/trio_floor.py``, trio waking one task per connection and
@@ -16,6 +17,8 @@ though it leaves out the kernel's share and cache effects. ``--opcodes`` counts 
 bytecodes the whole modern request executes (``benchmarks/_opcount.py``: 500 requests, 16
 clients) and prints them per request by module and by function: the interpreter is about
 four fifths of the server's CPU here, so this shows where to cut, exactly and repeatably.
+With ``--session`` it counts ``tools/call`` POSTs to open handshake-era (2025-11-25) sessions,
+one per client, answered as JSON, instead.
 """
 
 from __future__ import annotations
@@ -137,8 +140,9 @@ def _instructions(argv_for: Callable[[int], list[str]]) -> float:
     return (counts[1] - counts[0]) / 1_000
 
 
-def _opcodes(requests: int = 500, top: int = 40) -> None:
-    """Python bytecodes per modern ``tools/call``, by module and by function."""
+def _opcodes(requests: int = 500, top: int = 40, *, session: bool = False) -> None:
+    """Python bytecodes per modern ``tools/call`` (``session``: per ``tools/call`` POSTed to
+    a handshake-era session), by module and by function."""
     port = wire.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "opcodes.json")
@@ -147,8 +151,12 @@ def _opcodes(requests: int = 500, top: int = 40) -> None:
         proc = subprocess.Popen(argv, cwd=str(ROOT), env=server_env(OURS), stdin=subprocess.DEVNULL)
         try:
             wire.wait_for_port(port, 300, lambda: proc.poll() is None)
-            clients = [wire.HttpClient(port, "/mcp", "modern") for _ in range(16)]
-            template = wire.echo_template(True)
+            mode = "session" if session else "modern"
+            clients = [wire.HttpClient(port, "/mcp", mode) for _ in range(16)]
+            if session:
+                for client in clients:
+                    client.handshake()
+            template = wire.echo_template(not session)
             wire.http_load(clients, template, total=200, time_cap=120)  # warm the memos
             proc.send_signal(signal.SIGUSR1)
             time.sleep(0.5)
@@ -196,9 +204,14 @@ def main() -> None:
         action="store_true",
         help="count Python bytecodes per request of the whole modern request, by function",
     )
+    parser.add_argument(
+        "--session",
+        action="store_true",
+        help="with --opcodes: count tools/call POSTs to handshake-era sessions instead",
+    )
     args = parser.parse_args()
     if args.opcodes:
-        _opcodes()
+        _opcodes(session=args.session)
         return
     setups = _setups(args.instructions)
     if args.instructions:

@@ -137,6 +137,15 @@ class HandshakeEra:
         if accept_sse and self.limits.prefer_sse:
             accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
+        if (
+            kind == Kind.REQUEST
+            and isinstance(message, Envelope)
+            and self._session_direct(session, message)
+        ):
+            await self._post_direct(
+                exchange, session, message, accept_json, accept_sse, headers, prepared
+            )
+            return
         body = bytes(request.body)  # (fed to the session: kept past the request)
         batch_errors: list[bytes] = []
         #: The client responses and cancellations of a batch (2025-03-26 allows batches of
@@ -203,12 +212,6 @@ class HandshakeEra:
         stream.batch_errors = batch_errors
         session.in_use += 1
         try:
-            if isinstance(message, Envelope) and self._session_direct(session, message):
-                stream.lazy_prime = True  # most of these answer as JSON: no event at all
-                await self._run_in_session(
-                    exchange, session, stream, message, accept_json, accept_sse, headers, prepared
-                )
-                return
             prime_id = None
             if isinstance(message, Envelope) and message.method == INITIALIZE and accept_json:
                 # Answered as JSON unless something comes before the answer: its events are
@@ -266,26 +269,31 @@ class HandshakeEra:
             or message.method == INITIALIZE
         )
 
-    async def _run_in_session(
+    async def _post_direct(
         self,
         exchange: Exchange,
         session: HttpSession,
-        stream: ResponseStream,
-        envelope: Any,
+        envelope: Envelope,
         accept_json: bool,
         accept_sse: bool,
         headers: list[tuple[str, str]],
-        prepared: object = None,
+        prepared: object,
     ) -> None:
-        """Run one session request in this task. Its answer is JSON when it is the only
-        message; if the request sends notifications first, a writer task answers from the
-        stream (as SSE for clients that take it) while the request runs on."""
+        """Run one request POSTed to ``session`` in this task (``Hooks.run_in_session``): no
+        batch to judge, and its body is not copied, since nothing feeds it to the session's
+        connection (issue 22 target 1). Its answer is JSON when it is the only message; if
+        the request sends notifications first, a writer task answers from its stream (made
+        then: ``DirectSlot``), as SSE for clients that take it, while the request runs on."""
         assert self.hooks.run_in_session is not None and self.hooks.start_soon is not None
+        slot = session.open_direct(id_key(envelope.id))  # type: ignore[arg-type]
+        if slot is None:
+            raise refusal(400, "Invalid Request: a request with this id is already in flight")
         connection = session.connection
         writer_done: trio.Event | None = None
 
         async def write_stream() -> None:
-            assert writer_done is not None
+            assert writer_done is not None and slot.stream is not None
+            stream = slot.stream
             try:
                 # The priming event was stored before the event that woke this writer.
                 await self._answer(
@@ -321,15 +329,18 @@ class HandshakeEra:
                 if writer_done is not None:
                     await writer_done.wait()
                 return
-            session.close_stream(stream)
             if reply is None:  # cancelled by the client: no response (as answer() does)
+                session.close_direct(slot)
                 if accept_sse:
                     await exchange.start_stream(200, "text/event-stream", headers, end=True)
                 else:
                     await exchange.respond(204, b"", headers=headers)
             elif accept_json:
+                session.close_direct(slot)
                 await exchange.respond(200, reply, headers=headers)
             else:
+                stream = session.stream_of(slot)  # (its events are stored)
+                session.close_direct(slot)
                 prime_id = await session.prime(stream)
                 event_id = await session.store.append(session.id, stream.id, reply)
                 opening = sse_event(None, prime_id, self.limits.sse_retry_ms)
@@ -346,25 +357,36 @@ class HandshakeEra:
         # by the connection once it left that scope (``Exchange.after_cancel``).
         scope = exchange.request_scope
         cancelled: list[bytes | None] = []
-        stream.on_message = start_writer
+        slot.on_message = start_writer
+        session.in_use += 1
         try:
-            if scope is None:
-                reply = await self.hooks.run_in_session(connection, envelope, None, None, prepared)
-            elif prepared is None:
-                reply = await self.hooks.run_in_session(
-                    connection, envelope, scope, cancelled.append
-                )
-            else:
-                reply = await self.hooks.run_in_session(
-                    connection, envelope, scope, cancelled.append, prepared
-                )
-        except trio.Cancelled:
-            if cancelled:
-                exchange.after_cancel = functools.partial(answer_with, cancelled[0])
-            raise
+            try:
+                if scope is None:
+                    reply = await self.hooks.run_in_session(
+                        connection, envelope, None, None, prepared
+                    )
+                elif prepared is None:
+                    reply = await self.hooks.run_in_session(
+                        connection, envelope, scope, cancelled.append
+                    )
+                else:
+                    reply = await self.hooks.run_in_session(
+                        connection, envelope, scope, cancelled.append, prepared
+                    )
+            except trio.Cancelled:
+                if cancelled:
+                    exchange.after_cancel = functools.partial(answer_with, cancelled[0])
+                raise
+            finally:
+                slot.on_message = None
+                if slot.stream is not None:
+                    slot.stream.on_message = None
+            await answer_with(reply)
         finally:
-            stream.on_message = None
-        await answer_with(reply)
+            session.in_use -= 1
+            session.touch()
+            if slot.stream is not None:
+                session.release(slot.stream)
 
     # -- GET / DELETE (handshake era) -----------------------------------------------------
 

@@ -37,7 +37,7 @@ from ._edge import HttpLimits
 from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
-__all__ = ["Hooks", "HttpSession", "SessionRegistry"]
+__all__ = ["DirectSlot", "Hooks", "HttpSession", "SessionRegistry"]
 
 log = logging.getLogger("mcp_runtime.http")
 
@@ -170,6 +170,22 @@ class _SessionChannel:
         self._session.inbox.close()
 
 
+class DirectSlot:
+    """Where the messages of one request go that its POST runs in its own task
+    (``HandshakeEra``): its response stream is made only when a message comes before the
+    answer (progress, logs, a server request) or the stream is cut, since most such
+    requests are answered as JSON with nothing before (issue 22 target 1: a stream made,
+    registered and closed per request cost some 180 bytecodes)."""
+
+    __slots__ = ("key", "on_message", "stream")
+
+    def __init__(self, key: Key) -> None:
+        self.key = key
+        self.stream: ResponseStream | None = None
+        #: Given to the stream when it is made (``ResponseStream.on_message``).
+        self.on_message: Callable[[], None] | None = None
+
+
 class HttpSession:
     def __init__(
         self,
@@ -191,7 +207,7 @@ class HttpSession:
         self._stream_numbers = itertools.count(1)
         self.standing = ResponseStream("g0", queue_size=limits.stream_queue_size)
         self.streams: dict[str, ResponseStream] = {"g0": self.standing}
-        self._by_key: dict[Key, ResponseStream] = {}
+        self._by_key: dict[Key, ResponseStream | DirectSlot] = {}
         self.get_streams = 0
         self.in_use = 0
         self.last_seen = trio.current_time()
@@ -227,6 +243,8 @@ class HttpSession:
         stream = self._by_key.get(id_key(request_id))
         if stream is None or self.legacy:
             return False
+        if isinstance(stream, DirectSlot):
+            stream = self.stream_of(stream)
         return stream.cut()
 
     @property
@@ -241,15 +259,48 @@ class HttpSession:
         """A response stream for a POST's requests; None when one of the ids is in flight."""
         if any(key in self._by_key for key in keys):
             return None
+        stream = self._new_stream(keys)
+        for key in keys:
+            self._by_key[key] = stream
+        return stream
+
+    def _new_stream(self, keys: Sequence[Key]) -> ResponseStream:
         stream = ResponseStream(
             f"p{next(self._stream_numbers)}{self.stream_suffix}",
             keys,
             queue_size=self.limits.stream_queue_size,
         )
         self.streams[stream.id] = stream
-        for key in keys:
-            self._by_key[key] = stream
         return stream
+
+    def open_direct(self, key: Key) -> DirectSlot | None:
+        """A slot for one request its POST runs in its own task; None when the id is in
+        flight. Its stream is made by :meth:`stream_of` when needed."""
+        if key in self._by_key:
+            return None
+        slot = self._by_key[key] = DirectSlot(key)
+        return slot
+
+    def stream_of(self, slot: DirectSlot) -> ResponseStream:
+        """The response stream of ``slot``'s request, made now if not yet (its priming
+        event allocated when its first event is stored)."""
+        stream = slot.stream
+        if stream is None:
+            stream = slot.stream = self._new_stream((slot.key,))
+            stream.lazy_prime = True
+            stream.on_message = slot.on_message
+            if self._by_key.get(slot.key) is slot:
+                self._by_key[slot.key] = stream
+        return stream
+
+    def close_direct(self, slot: DirectSlot) -> None:
+        """``slot``'s request was answered by its POST (without routing)."""
+        if slot.stream is not None:
+            self.close_stream(slot.stream)
+        elif self._by_key.get(slot.key) is slot:
+            del self._by_key[slot.key]
+            if not self._by_key:
+                self._by_key.clear()  # (an emptied dict keeps its table; clear() frees it)
 
     def release(self, stream: ResponseStream) -> None:
         """The POST answering ``stream`` is done with it (answered, or the client left)."""
@@ -270,6 +321,8 @@ class HttpSession:
         """The client cancelled ``request_id``: no response will come (MCP cancellation), so
         its POST stream ends once nothing else is pending on it."""
         stream = self._by_key.pop(id_key(request_id), None)
+        if isinstance(stream, DirectSlot):
+            stream = stream.stream  # (none yet: nothing to end)
         if stream is not None:
             stream.pending.discard(id_key(request_id))
             if not stream.pending:
@@ -340,6 +393,8 @@ class HttpSession:
             is_response, message_id = probe(data)
             ref = related if related is not None else message_id
             stream = self._by_key.get(id_key(ref)) if ref is not None else None
+            if isinstance(stream, DirectSlot):
+                stream = self.stream_of(stream)
             if stream is None:
                 stream = self.standing
                 if is_response and not self.legacy:
