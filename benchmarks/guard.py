@@ -280,10 +280,11 @@ def _http_traced(tmp: str) -> Iterator[tuple[int, _Traced]]:
         proc.wait()
 
 
-def _parked(pid: int, timeout: float = 60.0) -> None:
+def _parked(pid: int, timeout: float = 60.0, waits: tuple[str, ...] = ("epoll",)) -> None:
     """Wait until the server's main thread sleeps in epoll_wait (trio's event loop waiting for
-    I/O): under CPU contention (the callgrind runs beside it, a busy CI machine) a pause alone
-    can end before a slow traced server gets back to its wait."""
+    I/O), or in another of ``waits`` (kernel wait channels): under CPU contention (the
+    callgrind runs beside it, a busy CI machine) a pause alone can end before a slow traced
+    server gets back to its wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -293,10 +294,10 @@ def _parked(pid: int, timeout: float = 60.0) -> None:
                 state = f.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             return  # no /proc: the pause alone
-        if state == b"S" and ("epoll" in wchan or wchan in ("", "0")):
+        if state == b"S" and (any(wait in wchan for wait in waits) or wchan in ("", "0")):
             return
         time.sleep(0.001)
-    raise wire.BenchError("the traced server never went back to waiting")
+    raise wire.BenchError(f"the server (pid {pid}) never went back to waiting")
 
 
 def _paced(ask: Callable[[int], bytes], requests: int, first_id: int, pid: int) -> None:

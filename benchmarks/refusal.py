@@ -143,19 +143,7 @@ def measure(
 def _blocked(pid: int, timeout: float = 60.0) -> None:
     """:func:`benchmarks.guard._parked` for a floor: its one thread asleep in its wait for
     input, ``epoll_wait`` (trio) or a blocking ``read`` of the pipe (``pipe_read``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/wchan") as f:
-                wchan = f.read()
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            return  # no /proc: the pause alone
-        if state == b"S" and ("epoll" in wchan or "pipe" in wchan or wchan in ("", "0")):
-            return
-        time.sleep(0.001)
-    raise wire.BenchError("the floor never went back to waiting")
+    _parked(pid, timeout, waits=("epoll", "pipe"))
 
 
 #: What :func:`_counters` reads: schedstat's three fields (nanoseconds on a CPU, nanoseconds

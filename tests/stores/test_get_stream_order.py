@@ -13,6 +13,9 @@ it, and a lost bus message would be missing from the live stream.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import msgspec
 import trio
 
@@ -54,11 +57,20 @@ async def texts(stream: HttpConn, count: int) -> list[tuple[str, str]]:
     return out
 
 
-async def test_events_published_out_of_order_are_written_in_order(redis_url: str) -> None:
+@contextlib.asynccontextmanager
+async def replica_a_and_another(
+    redis_url: str,
+) -> AsyncIterator[tuple[tuple[str, int], RedisStore]]:
+    """Replica A serving on ``redis_url``, and another replica's store beside it."""
     a_app = Server("replica-a", "1.0.0", store=RedisStore.from_url(redis_url))
     other = RedisStore.from_url(redis_url)
+    async with serving(a_app) as a, other.running():
+        yield a, other
+
+
+async def test_events_published_out_of_order_are_written_in_order(redis_url: str) -> None:
     with trio.fail_after(20):
-        async with serving(a_app) as a, other.running():
+        async with replica_a_and_another(redis_url) as (a, other):
             session = await open_raw_session(a)
             stream, prime = await open_get(a, session)
             channel = "session:" + session
@@ -90,10 +102,8 @@ async def publish_raw(store: RedisStore, channel: str, event_id: str, data: byte
 async def test_a_resumed_stream_keeps_its_order_too(redis_url: str) -> None:
     """After ``Last-Event-ID``: the replayed events, then live ones in id order, each once,
     though the next id's bus message came after its successor's."""
-    a_app = Server("replica-a", "1.0.0", store=RedisStore.from_url(redis_url))
-    other = RedisStore.from_url(redis_url)
     with trio.fail_after(20):
-        async with serving(a_app) as a, other.running():
+        async with replica_a_and_another(redis_url) as (a, other):
             session = await open_raw_session(a)
             stream, prime = await open_get(a, session)
             await stream.aclose()
