@@ -17,7 +17,17 @@ import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import trio
 
@@ -64,6 +74,7 @@ C = TypeVar("C", bound=Completer)
 M = TypeVar("M", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
+V = TypeVar("V")
 _stream_ids = itertools.count(1)
 
 
@@ -95,6 +106,25 @@ def _holding_running(
             return await method(self, *args, **kwargs)
 
     return serve
+
+
+class _InfoField(Generic[V]):
+    """A field of a server's ``serverInfo`` (``Server.server_info``): kept as ``_<name>``,
+    and setting it makes ``serverInfo`` again on its next use."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    @overload
+    def __get__(self, server: None, owner: type) -> _InfoField[V]: ...
+    @overload
+    def __get__(self, server: Server, owner: type) -> V: ...
+    def __get__(self, server: Server | None, owner: type) -> _InfoField[V] | V:
+        return self if server is None else cast(V, getattr(server, self.slot))
+
+    def __set__(self, server: Server, value: V) -> None:
+        setattr(server, self.slot, value)
+        server._server_info = None
 
 
 class Server:
@@ -610,67 +640,27 @@ class Server:
     def server_info(self) -> dict[str, Any]:
         """The Implementation object (serverInfo): name, version, title, icons, websiteUrl.
 
-        Made once and again only after one of its fields is set (their setters below): every
+        Made once and again only after one of its fields is set (the ``_InfoField``s below): every
         2026-07-28 result carries it (issue 22 target 1). Callers must not change it."""
         info = self._server_info
         if info is None:
-            info = {"name": self._name, "version": self._version}
-            if self._title is not None:
-                info["title"] = self._title
-            if self._icons:
-                info["icons"] = self._icons
-            if self._website_url is not None:
-                info["websiteUrl"] = self._website_url
+            info = {"name": self.name, "version": self.version}
+            if self.title is not None:
+                info["title"] = self.title
+            if self.icons:
+                info["icons"] = self.icons
+            if self.website_url is not None:
+                info["websiteUrl"] = self.website_url
             self._server_info = info
         return info
 
     # The fields of ``server_info``: setting one makes it again.
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
-        self._server_info = None
-
-    @property
-    def version(self) -> str:
-        return self._version
-
-    @version.setter
-    def version(self, value: str) -> None:
-        self._version = value
-        self._server_info = None
-
-    @property
-    def title(self) -> str | None:
-        return self._title
-
-    @title.setter
-    def title(self, value: str | None) -> None:
-        self._title = value
-        self._server_info = None
-
-    @property
-    def icons(self) -> list[dict[str, Any]] | None:
-        """Icons (MCP 2025-11-25 ``Icon``: ``{"src", "mimeType"?, "sizes"?, "theme"?}``)."""
-        return self._icons
-
-    @icons.setter
-    def icons(self, value: list[dict[str, Any]] | None) -> None:
-        self._icons = value
-        self._server_info = None
-
-    @property
-    def website_url(self) -> str | None:
-        return self._website_url
-
-    @website_url.setter
-    def website_url(self, value: str | None) -> None:
-        self._website_url = value
-        self._server_info = None
+    name: _InfoField[str] = _InfoField()
+    version: _InfoField[str] = _InfoField()
+    title: _InfoField[str | None] = _InfoField()
+    #: Icons (MCP 2025-11-25 ``Icon``: ``{"src", "mimeType"?, "sizes"?, "theme"?}``).
+    icons: _InfoField[list[dict[str, Any]] | None] = _InfoField()
+    website_url: _InfoField[str | None] = _InfoField()
 
     # -- serving ----------------------------------------------------------------------------
 
