@@ -6,7 +6,10 @@ time, ``resources/read`` of 1 and 16 MiB of text and of a 4 MiB blob (base64 on 
 a ``tools/call`` whose argument is 1 MiB of text. Per payload:
 
 - ``big_<name>_cpu_ms``: server CPU (schedstat run time of its threads) per request, after
-  one warm-up request (which also builds the payload: a user's data, not the server's cost);
+  one warm-up request (which also builds the payload: a user's data, not the server's cost):
+  the median of the requests' own figures (the run time between one reply and the next), so
+  that a stall of this shared machine lands on one request and not on the whole figure (a
+  summed figure moved 1.8x between repeats of the same code);
 - ``big_<name>_rss_x``: peak RSS growth (VmHWM after, less VmRSS after the warm-up) over the
   payload's size: how many copies of the payload the server holds at once, at most;
 - ``big_<name>_step_ms`` (ours only): the longest trio task step while answering, from a trio
@@ -15,6 +18,8 @@ a ``tools/call`` whose argument is 1 MiB of text. Per payload:
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import _procfs as procfs
@@ -36,7 +41,7 @@ def payloads() -> list[Payload]:
     data = ("0123456789abcdef" * (MIB // 16)).replace("%", "%%")
     return [
         Payload("read1", wire._template("resources/read", {"uri": "mem://text/1"}), MIB, 1),
-        Payload("read16", wire._template("resources/read", {"uri": "mem://text/16"}), 16 * MIB, 8),
+        Payload("read16", wire._template("resources/read", {"uri": "mem://text/16"}), 16 * MIB, 4),
         Payload("blob4", wire._template("resources/read", {"uri": "mem://bytes/4"}), 4 * MIB, 3),
         Payload("call1", wire.call_template("size", {"data": data}), MIB, 1),
     ]
@@ -51,6 +56,20 @@ def _ask(peer: wire.StdioPeer, template: bytes, rid: int, timeout: float = 120.0
     if wire.is_error(reply[:300]) or b'"result"' not in reply[:300]:
         raise wire.BenchError(f"answered {reply[:200]!r}")
     return reply
+
+
+def cpu_ms_per_request(pid: int, ask: Callable[[int], object], requests: int) -> float:
+    """The median of ``requests`` requests' server CPU in ms: ``ask(i)`` sends the i-th and
+    returns once its whole reply is in; each figure is the run time from the previous reply
+    to this one (so work a server does after a reply is counted in the next request's)."""
+    costs = []
+    before = procfs.run_seconds(pid)
+    for i in range(requests):
+        ask(i)
+        after = procfs.run_seconds(pid)
+        costs.append(after - before)
+        before = after
+    return statistics.median(costs) * 1000
 
 
 def _longest_step(peer: wire.StdioPeer, rid: int) -> float:
@@ -73,12 +92,10 @@ def measure(
     if contender == OURS:
         _longest_step(peer, 2)
     rss = procfs.status_kib(peer.pid, "VmRSS")
-    cpu0 = procfs.run_seconds(peer.pid)
-    for i in range(requests):
-        _ask(peer, payload.template, 10 + i)
-    cpu = procfs.run_seconds(peer.pid) - cpu0
     got = {
-        "cpu_ms": cpu / requests * 1000,
+        "cpu_ms": cpu_ms_per_request(
+            peer.pid, lambda i: _ask(peer, payload.template, 10 + i), requests
+        ),
         "rss_x": max(0, procfs.status_kib(peer.pid, "VmHWM") - rss) * 1024 / payload.size,
     }
     if contender == OURS:
@@ -137,10 +154,11 @@ def measure_http(
         ask(1, template, method, name)  # warm-up; builds the payload
         if contender == OURS:
             longest(2)
-        cpu0 = procfs.run_seconds(pid)
-        for i in range(requests):
-            ask(10 + i, template, method, name)
-        got = {"cpu_ms": (procfs.run_seconds(pid) - cpu0) / requests * 1000}
+        got = {
+            "cpu_ms": cpu_ms_per_request(
+                pid, lambda i: ask(10 + i, template, method, name), requests
+            )
+        }
         if contender == OURS:
             got["step_ms"] = longest(3)
         return got
