@@ -313,26 +313,24 @@ class HandshakeEra:
         connection = session.connection
         writer_done: trio.Event | None = None
 
-        async def write_stream() -> None:
-            assert writer_done is not None and slot.stream is not None
-            stream = slot.stream
-            try:
-                # The priming event was stored before the event that woke this writer.
-                await self._answer(
-                    exchange, stream, accept_json, accept_sse, headers, stream.prime_id
-                )
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-                # The client left (its events stay in the store for Last-Event-ID).
-                log.info("stream writer stopped: the client is gone stream=%s", stream.id)
-            finally:
-                writer_done.set()
-
         def start_writer() -> None:
             nonlocal writer_done
             if accept_sse and not exchange.hung_up_seen:
+                assert slot.stream is not None  # (made for the message that calls this)
                 writer_done = trio.Event()
+                # (The writer is built here, when a message comes before the answer: most
+                # such requests are answered as JSON with none.)
+                write = functools.partial(
+                    self._write_direct,
+                    exchange,
+                    slot.stream,
+                    accept_json,
+                    accept_sse,
+                    headers,
+                    writer_done,
+                )
                 try:
-                    self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+                    self.hooks.start_soon(connection, write)  # type: ignore[misc]
                 except RuntimeError:  # the connection is ending: answer at the end instead
                     writer_done = None
 
@@ -411,6 +409,27 @@ class HandshakeEra:
             session.touch()
             if slot.stream is not None:
                 session.release(slot.stream)
+
+    async def _write_direct(
+        self,
+        exchange: Exchange,
+        stream: ResponseStream,
+        accept_json: bool,
+        accept_sse: bool,
+        headers: list[tuple[str, str]],
+        done: trio.Event,
+    ) -> None:
+        """The writer task of a request run in its POST's task (:meth:`_post_direct`) that
+        sent a message before its answer: it answers the POST from the request's stream
+        while the request runs on, and sets ``done`` when it stopped."""
+        try:
+            # The priming event was stored before the event that woke this writer.
+            await self._answer(exchange, stream, accept_json, accept_sse, headers, stream.prime_id)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+            # The client left (its events stay in the store for Last-Event-ID).
+            log.info("stream writer stopped: the client is gone stream=%s", stream.id)
+        finally:
+            done.set()
 
     # -- GET / DELETE (handshake era) -----------------------------------------------------
 
