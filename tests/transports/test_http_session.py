@@ -262,6 +262,32 @@ async def test_session_cap_gives_503_and_idle_sessions_expire() -> None:
             assert fresh.status == 200
 
 
+async def test_a_request_outlasting_the_idle_timeout_keeps_its_session_until_idle_after() -> None:
+    # A request run in its POST's task counts the session in use while it runs and starts
+    # its idle time when answered (one clock read, at the end): HandshakeEra.post_session.
+    app, _ = make_app()
+    limits = HttpLimits(session_idle_timeout=0.5)  # (swept every 0.125 s)
+    with trio.fail_after(10):
+        async with serving(app, http_limits=limits) as address:
+            session_id = await open_session(address)
+            long = await request(
+                address, "POST", headers=_h(session_id), body=call(1, "slow", tag="t", seconds=1.2)
+            )
+            assert long.status == 200 and long.json()["result"]["content"][0]["text"] == "t"
+            # Idle for less than the timeout since the answer (though 1.2 s since the POST
+            # came): a sweep or two ran, and the session is still there.
+            await trio.sleep(0.25)
+            after = await request(
+                address, "POST", headers=_h(session_id), body=call(2, "add", a=2, b=3)
+            )
+            assert after.status == 200 and after.json()["result"]["content"][0]["text"] == "5"
+            await trio.sleep(1.0)  # then idle past the timeout: it expired
+            gone = await request(
+                address, "POST", headers=_h(session_id), body=call(3, "add", a=1, b=1)
+            )
+            assert gone.status == 404
+
+
 async def test_cancelled_notification_cancels_a_request_in_another_post() -> None:
     app, seen = make_app()
     with trio.fail_after(10):

@@ -60,9 +60,22 @@ class HandshakeEra:
         key, _principal = await self.gate.check_request(request)
         return key
 
-    async def session(self, request: HttpRequest, principal: Any, token: Any = None) -> HttpSession:
+    async def session(self, request: HttpRequest, principal: Any) -> HttpSession:
+        """The session a GET or DELETE names (:meth:`find`), touched: its idle time starts
+        again now."""
         session_id = request.header("mcp-session-id")
         assert session_id is not None
+        session = await self.find(request, session_id, principal)
+        session.touch()
+        return session
+
+    async def find(
+        self, request: HttpRequest, session_id: str, principal: Any, token: Any = None
+    ) -> HttpSession:
+        """The live session ``session_id`` (the request's ``Mcp-Session-Id``) for
+        ``principal``, at a protocol version it may use; refusals raise. Not touched: the
+        POST that found it is what touches it (``post_session``), so that a request run in
+        its POST's task reads the clock once, at its end."""
         try:
             session = await self.registry.find(session_id, principal, token)
         except StoreUnavailable as exc:
@@ -80,11 +93,12 @@ class HandshakeEra:
         # when absent the server assumes 2025-03-26 (nothing to check).
         if version is not None and version not in HANDSHAKE_VERSIONS:
             raise refusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        session.touch()
         shared = session.shared
         if shared is not None:
+            # The store's round trip below may wait: the session is not idle meanwhile.
+            session.touch()
+            now = session.last_seen
             # Keep the shared record alive (its TTL is the idle timeout), not on every POST.
-            now = trio.current_time()
             if now - session.shared_touched > min(60.0, self.limits.session_idle_timeout / 4):
                 session.shared_touched = now
                 try:
@@ -133,7 +147,13 @@ class HandshakeEra:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
         envelope of ``kind`` (already classified) or a batch (judged here, item by item);
         ``prepared``, the reading of a request's params made with the body (``Hooks``), is
-        handed to its handler when it runs in this task (``Hooks.run_in_session``)."""
+        handed to its handler when it runs in this task (``Hooks.run_in_session``).
+
+        Idle expiry (``SessionRegistry.reap``: ``in_use == 0`` and not touched for
+        ``session_idle_timeout``): ``session`` comes untouched from :meth:`find`, with no
+        checkpoint since. A request run in this task is in use from before its first
+        checkpoint and touched at its end, one clock read per POST; any other POST is
+        touched here, first, since it may wait before it counts itself in use."""
         if accept_sse and self.limits.prefer_sse:
             accept_json = False  # answered as SSE even when the answer is one message
         headers = [("Mcp-Session-Id", session.id)]
@@ -146,6 +166,7 @@ class HandshakeEra:
                 exchange, session, message, accept_json, accept_sse, headers, prepared
             )
             return
+        session.touch()
         body = bytes(request.body)  # (fed to the session: kept past the request)
         batch_errors: list[bytes] = []
         #: The client responses and cancellations of a batch (2025-03-26 allows batches of
@@ -287,30 +308,29 @@ class HandshakeEra:
         assert self.hooks.run_in_session is not None and self.hooks.start_soon is not None
         slot = session.open_direct(id_key(envelope.id))  # type: ignore[arg-type]
         if slot is None:
+            session.touch()  # (a request to the session all the same)
             raise refusal(400, "Invalid Request: a request with this id is already in flight")
         connection = session.connection
         writer_done: trio.Event | None = None
 
-        async def write_stream() -> None:
-            assert writer_done is not None and slot.stream is not None
-            stream = slot.stream
-            try:
-                # The priming event was stored before the event that woke this writer.
-                await self._answer(
-                    exchange, stream, accept_json, accept_sse, headers, stream.prime_id
-                )
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-                # The client left (its events stay in the store for Last-Event-ID).
-                log.info("stream writer stopped: the client is gone stream=%s", stream.id)
-            finally:
-                writer_done.set()
-
         def start_writer() -> None:
             nonlocal writer_done
             if accept_sse and not exchange.hung_up_seen:
+                assert slot.stream is not None  # (made for the message that calls this)
                 writer_done = trio.Event()
+                # (The writer is built here, when a message comes before the answer: most
+                # such requests are answered as JSON with none.)
+                write = functools.partial(
+                    self._write_direct,
+                    exchange,
+                    slot.stream,
+                    accept_json,
+                    accept_sse,
+                    headers,
+                    writer_done,
+                )
                 try:
-                    self.hooks.start_soon(connection, write_stream)  # type: ignore[misc]
+                    self.hooks.start_soon(connection, write)  # type: ignore[misc]
                 except RuntimeError:  # the connection is ending: answer at the end instead
                     writer_done = None
 
@@ -358,6 +378,8 @@ class HandshakeEra:
         scope = exchange.request_scope
         cancelled: list[bytes | None] = []
         slot.on_message = start_writer
+        # In use before the first checkpoint since ``find``, touched once at the end (see
+        # ``post_session``): the idle time starts when the request is answered.
         session.in_use += 1
         try:
             try:
@@ -387,6 +409,27 @@ class HandshakeEra:
             session.touch()
             if slot.stream is not None:
                 session.release(slot.stream)
+
+    async def _write_direct(
+        self,
+        exchange: Exchange,
+        stream: ResponseStream,
+        accept_json: bool,
+        accept_sse: bool,
+        headers: list[tuple[str, str]],
+        done: trio.Event,
+    ) -> None:
+        """The writer task of a request run in its POST's task (:meth:`_post_direct`) that
+        sent a message before its answer: it answers the POST from the request's stream
+        while the request runs on, and sets ``done`` when it stopped."""
+        try:
+            # The priming event was stored before the event that woke this writer.
+            await self._answer(exchange, stream, accept_json, accept_sse, headers, stream.prime_id)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+            # The client left (its events stay in the store for Last-Event-ID).
+            log.info("stream writer stopped: the client is gone stream=%s", stream.id)
+        finally:
+            done.set()
 
     # -- GET / DELETE (handshake era) -----------------------------------------------------
 

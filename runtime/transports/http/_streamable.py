@@ -188,7 +188,7 @@ class StreamableEndpoint:
         else:
             prepared = None
         if session_id is not None:
-            session = await self.sessions.session(request, principal, token)
+            session = await self.sessions.find(request, session_id, principal, token)
             await self.sessions.post_session(
                 request, exchange, session, message, kind, accept_json, accept_sse, prepared
             )
