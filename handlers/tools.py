@@ -43,7 +43,7 @@ from ._common import (
     paginated,
     request_meta,
 )
-from ._typed_call import TypedCallBase, TypedCalls
+from ._typed_call import ModernCallBase, TypedCallBase, TypedCalls
 
 __all__ = ["methods", "to_content"]
 
@@ -171,12 +171,21 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         return paginated(server, "tools", registry.tools.values(), params.cursor)
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
-        params: _CallParams | TypedCallBase
-        read = typed_calls.read_for(ctx)  # params and arguments in one pass
+        params: _CallParams | TypedCallBase | ModernCallBase
+        read: tuple[ToolDef, TypedCallBase | ModernCallBase, Any] | None
+        call = ctx.prepared
+        if isinstance(call, ModernCallBase) and registry.tools.get(call.name) is call.tool:
+            # A small modern call, read once by the transport with its ``_meta`` (which era
+            # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
+            read = call.tool, call, call.arguments
+            meta = ctx.meta
+        else:
+            read = typed = typed_calls.read_for(ctx)  # params and arguments in one pass
+            if typed is not None:
+                meta = request_meta(ctx, typed[1].meta)
         if read is not None:
             tool, params, args = read
             sig = tool.signature
-            meta = request_meta(ctx, params.meta)
             if args is UNSET:
                 try:
                     args = sig.json_decoder.decode(_EMPTY_ARGS)
@@ -233,7 +242,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase,
+        params: _CallParams | TypedCallBase | ModernCallBase,
         meta: dict[str, Any] | None,
         as_task: dict[str, Any],
         gathered: InputRound | None = None,
@@ -257,7 +266,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase,
+        params: _CallParams | TypedCallBase | ModernCallBase,
         meta: dict[str, Any] | None,
         task: TaskRecord | None,
         defer_task: bool = False,
