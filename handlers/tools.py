@@ -173,16 +173,20 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
         params: _CallParams | TypedCallBase | ModernCallBase
         read: tuple[ToolDef, TypedCallBase | ModernCallBase, Any] | None
-        call = ctx.prepared
-        if isinstance(call, ModernCallBase) and registry.tools.get(call.name) is call.tool:
+        if (
+            ctx.modern  # (first: a handshake-era call pays this one test)
+            and isinstance(call := ctx.prepared, ModernCallBase)
+            and registry.tools.get(call.name) is call.tool
+        ):
             # A small modern call, read once by the transport with its ``_meta`` (which era
             # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
             read = call.tool, call, call.arguments
             meta = ctx.meta
+        elif (typed := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
+            read = typed
+            meta = request_meta(ctx, typed[1].meta)
         else:
-            read = typed = typed_calls.read_for(ctx)  # params and arguments in one pass
-            if typed is not None:
-                meta = request_meta(ctx, typed[1].meta)
+            read = None
         if read is not None:
             tool, params, args = read
             sig = tool.signature
