@@ -98,6 +98,15 @@ def _read_params(params: Raw | bytes | None) -> _CallParams:
     return _call_decoder.decode(_EMPTY_ARGS if params is None else params)
 
 
+def _no_arguments(tool: ToolDef) -> Any:
+    """The arguments of a call that sent none: the tool's defaults, or (a dict) the
+    ``isError`` result when it requires some."""
+    try:
+        return tool.signature.json_decoder.decode(_EMPTY_ARGS)
+    except msgspec.ValidationError as exc:
+        return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+
+
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [TextContent(text=text)], "isError": True}
 
@@ -172,7 +181,6 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
         params: _CallParams | TypedCallBase | ModernCallBase
-        read: tuple[ToolDef, TypedCallBase | ModernCallBase, Any] | None
         if (
             ctx.modern  # (first: a handshake-era call pays this one test)
             and isinstance(call := ctx.prepared, ModernCallBase)
@@ -180,21 +188,20 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ):
             # A small modern call, read once by the transport with its ``_meta`` (which era
             # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
-            read = call.tool, call, call.arguments
-            meta = ctx.meta
-        elif (typed := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
-            read = typed
-            meta = request_meta(ctx, typed[1].meta)
-        else:
-            read = None
-        if read is not None:
-            tool, params, args = read
+            tool, params, args, meta = call.tool, call, call.arguments, ctx.meta
             sig = tool.signature
             if args is UNSET:
-                try:
-                    args = sig.json_decoder.decode(_EMPTY_ARGS)
-                except msgspec.ValidationError as exc:
-                    return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+                args = _no_arguments(tool)
+                if type(args) is dict:
+                    return args  # the isError result
+        elif (read := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
+            tool, params, args = read
+            sig = tool.signature
+            meta = request_meta(ctx, params.meta)
+            if args is UNSET:
+                args = _no_arguments(tool)
+                if type(args) is dict:
+                    return args  # the isError result
         else:  # the general reading: params, then the arguments by the tool's decoder
             params = decode_params(ctx, _call_decoder, b"{}")
             found = registry.tools.get(params.name)

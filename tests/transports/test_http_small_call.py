@@ -38,6 +38,11 @@ def _app() -> Server:
         """Echo."""
         return text
 
+    @app.tool
+    async def hello(who: str = "world") -> str:
+        """Every argument has a default."""
+        return f"hello {who}"
+
     @app.tool(
         input_schema={
             "type": "object",
@@ -102,6 +107,7 @@ def _bodies() -> list[tuple[Any, dict[str, str]]]:
         (no_meta, headers),
         (twice, headers),
         (_call(15, "echo", arguments={"text": META}), modern_headers("tools/call", "echo")),
+        (_call(16, "hello"), modern_headers("tools/call", "hello")),  # no arguments: defaults
     ]
 
 
@@ -156,6 +162,7 @@ async def test_the_same_answers_as_the_general_reading(monkeypatch: pytest.Monke
     assert decoded[9]["error"]["code"] == -32022
     assert typed[13][0] == 400 and decoded[13]["error"]["code"] == -32602  # _meta twice
     assert decoded[14]["result"]["content"][0]["text"] == META
+    assert decoded[15]["result"]["content"][0]["text"] == "hello world"
     later = decoded[-4:]
     assert later[0]["error"]["code"] == -32602 and later[2]["error"]["code"] == -32602
     assert (
