@@ -19,7 +19,7 @@ its old arguments struct.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -30,7 +30,7 @@ from runtime.protocol import ONE_PASS_OVER, Envelope, split_batch_params, split_
 
 from ._common import InputFields
 
-__all__ = ["Prepared", "TypedCallBase", "TypedCalls"]
+__all__ = ["ModernCallBase", "Prepared", "TypedCallBase", "TypedCalls"]
 
 
 class TypedCallBase(InputFields, kw_only=True):
@@ -39,6 +39,19 @@ class TypedCallBase(InputFields, kw_only=True):
 
     task: dict[str, Any] | None = None
     meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ModernCallBase(InputFields, kw_only=True):
+    """:class:`TypedCallBase` for a request whose ``_meta`` is read in the same pass, as an
+    object (a small modern call: the transport's era rules need it decoded anyway). Each
+    member of the union also has, as class attributes, the tool's ``name`` (its tag) and the
+    ``tool`` it was built for."""
+
+    name: ClassVar[str]
+    tool: ClassVar[ToolDef]
+    arguments: Any = UNSET
+    task: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
 
 def _eligible(tool: ToolDef) -> bool:
@@ -83,11 +96,13 @@ class TypedCalls:
     takes that reading back with :meth:`read_for`), so a request's params are read once.
     """
 
-    __slots__ = ("_decoder", "_registry", "_structs")
+    __slots__ = ("_decoder", "_modern_decoder", "_registry", "_structs")
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self._decoder: msgspec.json.Decoder[Any] | None = None
+        #: The same union with ``_meta`` decoded as an object (:meth:`read_modern`).
+        self._modern_decoder: msgspec.json.Decoder[Any] | None = None
         #: tool name -> the arguments struct the union was built with (None: not built yet)
         self._structs: dict[str, type] | None = None
         registry.changes.relays.append(self._on_change)
@@ -99,29 +114,28 @@ class TypedCalls:
     def _build(self) -> None:
         structs: dict[str, type] = {}
         members: list[type] = []
+        modern: list[type] = []
         for name, tool in self._registry.tools.items():
             if not _eligible(tool):
                 continue
             struct = tool.signature.struct
             structs[name] = struct
-            members.append(
-                msgspec.defstruct(
-                    f"_Call{len(members)}",
-                    [("arguments", struct | UnsetType, UNSET)],
-                    bases=(TypedCallBase,),
-                    tag_field="name",
-                    tag=name,
-                    kw_only=True,
+            for base, into in ((TypedCallBase, members), (ModernCallBase, modern)):
+                into.append(
+                    msgspec.defstruct(
+                        f"_Call{len(into)}",
+                        [("arguments", struct | UnsetType, UNSET)],
+                        bases=(base,),
+                        tag_field="name",
+                        tag=name,
+                        kw_only=True,
+                        # (Class attributes, not fields: what the reading was made with.)
+                        namespace={"name": name, "tool": tool},
+                    )
                 )
-            )
         self._structs = structs
-        if not members:
-            self._decoder = None
-            return
-        union: Any = members[0]
-        for member in members[1:]:
-            union = union | member
-        self._decoder = msgspec.json.Decoder(union)
+        self._decoder = _union_decoder(members)
+        self._modern_decoder = _union_decoder(modern)
 
     @classmethod
     def of(cls, registry: Registry) -> TypedCalls:
@@ -136,6 +150,24 @@ class TypedCalls:
         ``ctx.prepared`` with ``raw`` as its ``ctx.params``."""
         read = self.read(raw)
         return None if read is None else Prepared(self, raw, read)
+
+    def read_modern(self, raw: Raw) -> ModernCallBase | None:
+        """A small ``tools/call``'s params read once for both the transport's 2026-07-28 rules
+        and the handler: ``_meta`` as an object, the tool's name (``.name``) and its typed
+        arguments in one pass, to be the handler's ``ctx.prepared`` with ``raw`` as its
+        ``ctx.params``. None: read it the general way, which answers every case this one
+        declines exactly as always (its rules are the general reading's, and stricter: it
+        never takes what that one refuses)."""
+        if self._structs is None:
+            self._build()
+        decoder = self._modern_decoder
+        if decoder is None:
+            return None
+        try:
+            call: ModernCallBase = decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
+            return None
+        return call
 
     def pre_read(
         self, frame: bytes | bytearray | memoryview
@@ -224,3 +256,12 @@ class TypedCalls:
             self._structs = None  # the registry changed without telling: rebuild next time
             return None
         return tool, params, params.arguments
+
+
+def _union_decoder(members: list[type]) -> msgspec.json.Decoder[Any] | None:
+    if not members:
+        return None
+    union: Any = members[0]
+    for member in members[1:]:
+        union = union | member
+    return msgspec.json.Decoder(union)

@@ -43,7 +43,7 @@ from ._common import (
     paginated,
     request_meta,
 )
-from ._typed_call import TypedCallBase, TypedCalls
+from ._typed_call import ModernCallBase, TypedCallBase, TypedCalls
 
 __all__ = ["methods", "to_content"]
 
@@ -96,6 +96,15 @@ def _retry_call(name: str, params: Raw | bytes | None) -> list[Any]:
 
 def _read_params(params: Raw | bytes | None) -> _CallParams:
     return _call_decoder.decode(_EMPTY_ARGS if params is None else params)
+
+
+def _no_arguments(tool: ToolDef) -> Any:
+    """The arguments of a call that sent none: the tool's defaults, or (a dict) the
+    ``isError`` result when it requires some."""
+    try:
+        return tool.signature.json_decoder.decode(_EMPTY_ARGS)
+    except msgspec.ValidationError as exc:
+        return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -171,17 +180,28 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         return paginated(server, "tools", registry.tools.values(), params.cursor)
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
-        params: _CallParams | TypedCallBase
-        read = typed_calls.read_for(ctx)  # params and arguments in one pass
-        if read is not None:
+        params: _CallParams | TypedCallBase | ModernCallBase
+        if (
+            ctx.modern  # (first: a handshake-era call pays this one test)
+            and isinstance(call := ctx.prepared, ModernCallBase)
+            and registry.tools.get(call.name) is call.tool
+        ):
+            # A small modern call, read once by the transport with its ``_meta`` (which era
+            # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
+            tool, params, args, meta = call.tool, call, call.arguments, ctx.meta
+            sig = tool.signature
+            if args is UNSET:
+                args = _no_arguments(tool)
+                if type(args) is dict:
+                    return args  # the isError result
+        elif (read := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
             tool, params, args = read
             sig = tool.signature
             meta = request_meta(ctx, params.meta)
             if args is UNSET:
-                try:
-                    args = sig.json_decoder.decode(_EMPTY_ARGS)
-                except msgspec.ValidationError as exc:
-                    return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+                args = _no_arguments(tool)
+                if type(args) is dict:
+                    return args  # the isError result
         else:  # the general reading: params, then the arguments by the tool's decoder
             params = decode_params(ctx, _call_decoder, b"{}")
             found = registry.tools.get(params.name)
@@ -233,7 +253,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase,
+        params: _CallParams | TypedCallBase | ModernCallBase,
         meta: dict[str, Any] | None,
         as_task: dict[str, Any],
         gathered: InputRound | None = None,
@@ -257,7 +277,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase,
+        params: _CallParams | TypedCallBase | ModernCallBase,
         meta: dict[str, Any] | None,
         task: TaskRecord | None,
         defer_task: bool = False,

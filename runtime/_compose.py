@@ -254,6 +254,7 @@ def transport_hooks(server: Server) -> Hooks:
         import_session=import_session,
         tool_header_params=tool_header_params,
         read_call=read_call,
+        read_modern_call=typed_calls.read_modern,
         read_frame=read_frame,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,

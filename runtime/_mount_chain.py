@@ -174,6 +174,7 @@ class MountedChains(Middleware):
             return await call_next()
         ctx = request.context
         ctx.params = msgspec.Raw(_encode(params))  # what the child's chain decodes
+        ctx.prepared = None  # (a reading of the params it replaced)
 
         async def parent_rest(ctx: RequestContext) -> Any:
             raw = ctx.params

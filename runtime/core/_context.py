@@ -119,8 +119,8 @@ class RequestContext:
             self.client_capabilities = modern.capabilities
         #: What a reader before the handler (era selection) already decoded from ``params``,
         #: for the handler to use instead of decoding them again (issue 22: one pass over a
-        #: 1 MiB argument); None when nothing was. Its owner checks that it still belongs to
-        #: ``params`` before using it.
+        #: 1 MiB argument); None when nothing was. Whoever replaces ``params`` sets it to
+        #: None (the middleware chain does); its owner may also check that it belongs to them.
         self.prepared = prepared
         #: The request's own cancel scope (None for notifications, and for a request that
         #: finished in its first step).

@@ -150,6 +150,8 @@ class Request:
         middleware looked at them."""
         if self._params is not None:
             self.context.params = msgspec.Raw(_encode(self._params))
+            # Any reading made of the params before (``RequestContext.prepared``) is void.
+            self.context.prepared = None
 
     def __repr__(self) -> str:
         return f"<Request {self.method} id={self.id!r} era={self.era}>"

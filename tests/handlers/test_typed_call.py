@@ -236,3 +236,54 @@ def test_pre_read_reads_a_whole_call_frame_in_one_pass() -> None:
     assert calls.pre_read(frame.replace(b',"params"', b', "params"')) is None
     assert calls.pre_read(frame.replace(b'"name":"size"', b'"name":"missing"')) is None
     assert calls.pre_read(frame.replace(b'"times":2', b'"times":"2"')) is None
+
+
+def test_read_modern_reads_meta_name_and_arguments_in_one_pass() -> None:
+    calls = _typed(_server())
+    raw = msgspec.json.encode(
+        {"name": "size", "arguments": {"data": "abc", "times": 2}, "_meta": _MODERN}
+    )
+    call = calls.read_modern(msgspec.Raw(raw))
+    assert call is not None
+    assert call.name == "size" and call.tool is _server_tool(calls, "size")
+    assert call.meta == _MODERN and call.task is None
+    assert (call.arguments.data, call.arguments.times) == ("abc", 2)
+    assert calls.read_modern(msgspec.Raw(b'{"name":"nothing"}')).arguments is msgspec.UNSET
+
+
+def _server_tool(calls: Any, name: str) -> Any:
+    return calls._registry.tools[name]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"name":"missing","arguments":{}}',
+        b'{"name":"size","arguments":{"data":1}}',
+        b'{"name":"size","name":"needs","arguments":{"a":1}}',  # a name given twice
+        b'{"arguments":{"data":"x"}}',
+        b'{"name":"size","arguments":{"data":"x"},"_meta":3}',  # the general reading: -32602
+        b'{"name":"size","arguments":{"data":"x"},"task":"soon"}',
+        b"[1]",
+        b"{",
+    ],
+)
+def test_what_read_modern_refuses_goes_the_general_way(raw: bytes) -> None:
+    assert _typed(_server()).read_modern(msgspec.Raw(raw)) is None
+
+
+def test_read_modern_follows_tool_list_changes() -> None:
+    app = _server()
+    calls = _typed(app)
+    raw = msgspec.Raw(b'{"name":"later","arguments":{"x":"a"}}')
+    assert calls.read_modern(raw) is None
+
+    @app.tool
+    async def later(x: str) -> str:
+        """Added after the first call."""
+        return x
+
+    call = calls.read_modern(raw)
+    assert call is not None and call.arguments.x == "a" and call.tool is app.registry.tools["later"]
+    app.registry.remove_tool("later")
+    assert calls.read_modern(raw) is None

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from runtime import Server
+from runtime._compose import load_handlers
 from runtime.transports.http import _modern, _streamable
 
 from .app import META, call, init_body, modern, modern_headers, serving
@@ -31,14 +32,24 @@ def _app() -> Server:
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The params given to a modern typed pass: the transport's own (``modern_params``) or,
+    for a small ``tools/call``, the tool's (``TypedCalls.read_modern``, which reads
+    ``_meta`` in the same pass)."""
     seen: list[bytes] = []
     real = _modern.modern_params
+    typed_calls: Any = load_handlers().TypedCalls
+    real_call = typed_calls.read_modern
 
     def counted(raw: Any) -> Any:
         seen.append(bytes(raw))
         return real(raw)
 
+    def counted_call(self: Any, raw: Any) -> Any:
+        seen.append(bytes(raw))
+        return real_call(self, raw)
+
     monkeypatch.setattr(_streamable, "modern_params", counted)
+    monkeypatch.setattr(typed_calls, "read_modern", counted_call)
     return seen
 
 

@@ -92,6 +92,12 @@ class Hooks:
     #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
     #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
     read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
+    #: ``read_modern_call(params)``: a small ``tools/call``'s raw params read once for the
+    #: 2026-07-28 rules and the handler (its ``_meta`` decoded, its arguments typed), or None
+    #: (read them the general way). The reading has ``meta`` (a dict, or None when absent)
+    #: and ``name`` (the tool's), and goes to ``dispatch_one`` as ``prepared`` for a request
+    #: served at the modern revision only.
+    read_modern_call: Callable[[Any], Any] | None = None
     #: ``read_frame(body)``: a POST's body (one message) over ``ONE_PASS_OVER`` bytes read whole
     #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
     #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
