@@ -183,6 +183,19 @@ def server_env(contender: str) -> dict[str, str]:
     return env
 
 
+def floor_env() -> dict[str, str]:
+    """The big-payload floors' environment: glibc's malloc thresholds as ``mcp-runtime serve``
+    sets them in itself (runtime/_heap.py), so that no floor pays for glibc's default rule
+    what ours does not."""
+    from runtime._heap import MMAP_THRESHOLD, TRIM_THRESHOLD
+
+    return {
+        **os.environ,
+        "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+        "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+    }
+
+
 def peer_missing(contender: str) -> str | None:
     module = {SDK: "mcp.server.mcpserver", FASTMCP: "fastmcp"}.get(contender)
     if module is None:
@@ -694,7 +707,7 @@ def _big_one(rec: Recorder, r: int, contender: str, payload: Any, requests: int)
     cm: contextlib.AbstractContextManager[wire.StdioPeer]
     if contender == _big.FLOOR:
         floor = [sys.executable, str(SERVERS / "floor_stdio.py")]
-        cm = contextlib.closing(wire.StdioPeer(floor, cwd=str(ROOT)))
+        cm = contextlib.closing(wire.StdioPeer(floor, cwd=str(ROOT), env=floor_env()))
     else:
         cm = stdio_peer(contender, f"big-{payload.name}")
     with cm as peer:
@@ -731,7 +744,9 @@ def _big_http_server(contender: str) -> Iterator[tuple[int, int]]:
         return
     port = wire.free_port()
     floor = subprocess.Popen(
-        [sys.executable, str(SERVERS / "floor_http.py"), str(port)], stdin=subprocess.DEVNULL
+        [sys.executable, str(SERVERS / "floor_http.py"), str(port)],
+        stdin=subprocess.DEVNULL,
+        env=floor_env(),
     )
     try:
         wire.wait_for_port(port, 30, lambda: floor.poll() is None)

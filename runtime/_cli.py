@@ -782,6 +782,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv_list = list(sys.argv[1:] if argv is None else argv)
         return supervise(argv_list, workers, sock, server.limits.shutdown_grace)
     options = _serve_options(server, transport, settings)
+    from ._heap import settle_heap
+
+    settle_heap()
 
     def announce(address: Any) -> None:
         if transport == "stdio":
