@@ -90,6 +90,12 @@ class EventStore(Protocol):
         when the id names no stream of this session."""
         ...
 
+    async def last_number(self, session_id: str, stream_id: str) -> int:
+        """The number of the latest id given to ``stream_id`` (0 when none was): where a
+        stream stands when a reader starts from "now" rather than from a ``Last-Event-ID``
+        (a handshake-era GET stream fed by several replicas). Reads only; one round trip."""
+        ...
+
     async def forget(self, session_id: str) -> None:
         """Drop everything kept for a session (it ended)."""
         ...

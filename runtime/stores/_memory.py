@@ -69,6 +69,9 @@ class MemoryEventStore:
         ]
         return stream_id, found
 
+    async def last_number(self, session_id: str, stream_id: str) -> int:
+        return self._counters.get(session_id, {}).get(stream_id, 0)
+
     async def forget(self, session_id: str) -> None:
         self._events.pop(session_id, None)
         self._counters.pop(session_id, None)

@@ -10,7 +10,8 @@ Keys (all under ``prefix``, default ``mcp:``):
 - ``secret:<name>``: shared secrets (``SET NX``: the first replica's wins);
 - pub/sub channels ``<prefix><channel>``.
 
-Round trips: ``append`` and ``replay`` are one each (a script, a pipeline); ``load`` one.
+Round trips: ``append`` and ``replay`` are one each (a script, a pipeline); ``load`` and
+``last_number`` one.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ class RedisEventStore:
             if stream == stream_id and int(n) > after:
                 found.append((event_id.decode(), data))
         return stream_id, found
+
+    async def last_number(self, session_id: str, stream_id: str) -> int:
+        number = await self.client.call("HGET", self.prefix + "ec:" + session_id, stream_id)
+        return 0 if number is None else int(bytes(number))
 
     async def forget(self, session_id: str) -> None:
         await self.client.call(

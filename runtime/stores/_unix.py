@@ -48,6 +48,7 @@ _OPS: Final[dict[str, tuple[Any, Any]]] = {
     "sessions.delete": (tuple[str], None),
     "events.append": (tuple[str, str, bytes | None], str),
     "events.replay": (tuple[str, str], tuple[str, list[tuple[str, bytes]]] | None),
+    "events.last_number": (tuple[str, str], int),
     "events.forget": (tuple[str], None),
     "tasks.put": (tuple[str, TaskSnapshot, float], None),
     "tasks.put_many": (tuple[list[tuple[str, TaskSnapshot, float]]], None),

@@ -125,3 +125,88 @@ async def test_a_resumed_stream_keeps_its_order_too(redis_url: str) -> None:
     assert replayed == [(first, "stored")]
     assert live == [(ids[0], "a"), (ids[1], "b")], live
     assert last == (after, "c")
+
+
+async def reopen_get(where: tuple[str, int], session: str) -> tuple[HttpConn, str]:
+    """A's GET stream of ``session`` opened again without ``Last-Event-ID`` (once A has seen
+    the last one close: until then it answers 409), and its first event's id."""
+    while True:
+        stream = await connect(where)
+        await stream.send("GET", "/mcp", headers=headers(session, accept="text/event-stream"))
+        if (await stream.head()).status == 200:
+            break
+        await stream.aclose()
+        await trio.sleep(0.01)
+    prime = await stream.next_event()
+    assert prime is not None and prime.data == "" and prime.id, prime
+    return stream, prime.id
+
+
+def numbers(ids: list[str]) -> list[int]:
+    return [int(i.rpartition("_")[2]) for i in ids]
+
+
+async def test_a_reopened_stream_writes_a_straggler_before_its_successor(redis_url: str) -> None:
+    """A GET stream opened again without ``Last-Event-ID`` reuses its priming event, so its
+    first event does not say where the stream stands: A reads the stream's counter as it
+    opens. Two replicas' events then cross on the bus (x's before w's, w stored first): w is
+    fetched from the store and written first, and each goes out once. Started from the
+    first event written instead, the stream carried x, then w: its ids went backwards."""
+    with trio.fail_after(20):
+        async with replica_a_and_another(redis_url) as (a, other):
+            session = await open_raw_session(a)
+            first, prime = await open_get(a, session)
+            await first.aclose()
+            stream, reused = await reopen_get(a, session)
+            channel = "session:" + session
+            ids = [await other.events.append(session, "g0", log_message(t)) for t in "wx"]
+            await publish_raw(other, channel, ids[1], log_message("x"))
+            await publish_raw(other, channel, ids[0], log_message("w"))
+            ids.append(await other.events.append(session, "g0", log_message("y")))
+            await publish_raw(other, channel, ids[2], log_message("y"))
+            heard = await texts(stream, 3)
+            await stream.aclose()
+    assert reused == prime
+    assert heard == [(ids[0], "w"), (ids[1], "x"), (ids[2], "y")], heard
+    wire = numbers([reused] + [i for i, _ in heard])
+    assert wire == sorted(set(wire)) and wire[1:] == list(range(wire[1], wire[1] + 3)), wire
+
+
+async def test_ids_given_before_the_stream_opened_never_go_out_after_it(
+    redis_url: str,
+) -> None:
+    """An event stored before A's GET stream opened, whose bus message comes once it is
+    open: at or below the stream's start (a fresh stream's priming event, a reopened one's
+    counter), so not written (written, it went out after an id above its own: on main, a
+    fresh stream's ``early`` came after the priming event). A reopened stream's is not lost:
+    resuming from its (reused) priming event replays it."""
+    with trio.fail_after(20):
+        async with replica_a_and_another(redis_url) as (a, other):
+            session = await open_raw_session(a)
+            channel = "session:" + session
+            early = await other.events.append(session, "g0", log_message("early"))
+            stream, prime = await open_get(a, session)  # fresh: a new priming event
+            await publish_raw(other, channel, early, log_message("early"))
+            after = await other.events.append(session, "g0", log_message("after"))
+            await publish_raw(other, channel, after, log_message("after"))
+            fresh_heard = await texts(stream, 1)
+            await stream.aclose()
+
+            late = await other.events.append(session, "g0", log_message("late"))
+            stream, reused = await reopen_get(a, session)  # reopened: the counter
+            await publish_raw(other, channel, late, log_message("late"))
+            last = await other.events.append(session, "g0", log_message("last"))
+            await publish_raw(other, channel, last, log_message("last"))
+            reopened_heard = await texts(stream, 1)
+            await stream.aclose()
+
+            resumed = await connect(a)
+            resume = headers(session, accept="text/event-stream", **{"last-event-id": prime})
+            await resumed.send("GET", "/mcp", headers=resume)
+            assert (await resumed.head()).status == 200
+            replayed = await texts(resumed, 3)
+            await resumed.aclose()
+    assert numbers([early, prime, after]) == [1, 2, 3]
+    assert fresh_heard == [(after, "after")], fresh_heard
+    assert reused == prime and reopened_heard == [(last, "last")], reopened_heard
+    assert replayed == [(after, "after"), (late, "late"), (last, "last")]

@@ -59,6 +59,21 @@ async def test_events_replay_after_last_event_id(store: Store) -> None:
         assert await store.events.replay("s1", "g0") is None
 
 
+async def test_last_number_is_where_a_stream_stands(store: Store) -> None:
+    """The number of a stream's latest id, priming events counted; 0 before its first."""
+    with trio.fail_after(5):
+        assert await store.events.last_number("s1", "g0") == 0
+        await store.events.append("s1", "g0", None)
+        await store.events.append("s1", "g0", b"x")
+        await store.events.append("s1", "p1", b"y")
+        assert await store.events.last_number("s1", "g0") == 2
+        assert await store.events.last_number("s1", "p1") == 1
+        assert await store.events.last_number("s1", "p2") == 0
+        assert await store.events.last_number("s2", "g0") == 0
+        await store.events.forget("s1")
+        assert await store.events.last_number("s1", "g0") == 0
+
+
 async def test_events_bounded_per_session(store: Store) -> None:
     with trio.fail_after(5):
         for n in range(8):

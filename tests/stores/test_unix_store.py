@@ -45,6 +45,7 @@ async def test_two_processes_share_sessions_events_tasks_secrets_and_the_bus(
                 assert (first, second) == ("st_1", "st_2")  # one counter for both
                 assert await one.events.replay("s1", first) == ("st", [("st_2", b"data: x")])
                 assert await one.events.replay("s1", "nope_1") is None
+                assert await one.events.last_number("s1", "st") == 2
                 await two.events.forget("s1")
                 assert await one.events.replay("s1", first) is None
 

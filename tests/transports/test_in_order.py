@@ -24,15 +24,39 @@ def test_an_id_past_the_next_asks_for_the_gap() -> None:
     assert order.judge(7) == FILL
 
 
-def test_a_late_id_from_before_the_first_written_still_goes_out() -> None:
-    """No known start (a GET stream whose priming id was allocated before): the first event
-    sets it; one numbered below it never went out from this writer, so it is not dropped."""
+async def test_a_straggler_after_a_known_start_goes_out_first_from_the_store() -> None:
+    """A reopened GET stream starts from the stream's counter (6). Replica X's event 7 was
+    stored before replica Y's 8, but 8's bus message comes first: 7 is fetched and written
+    before 8, and its own bus copy, coming after, is dropped (on main, which started from
+    the first event written, 8 went out and then 7: ids going backwards)."""
+    asked: list[int] = []
+
+    async def fill(after: int) -> list[tuple[str, bytes]]:
+        asked.append(after)
+        return _stored(7, 8)
+
+    order = InOrder(6, fill)
+    assert order.judge(8) == FILL
+    assert await order.missing(8) == _stored(7)
+    order.wrote(8)
+    assert asked == [6]
+    assert [order.judge(n) for n in (7, 8, 9)] == [DROP, DROP, WRITE]
+
+
+def test_ids_at_or_below_the_start_are_not_written() -> None:
+    """Given out before the stream opened (and not routed to it by then): the client's
+    cursor is past them; they stay in the store."""
+    order = InOrder(6, None)  # type: ignore[arg-type]
+    assert [order.judge(n) for n in (1, 5, 6, 7)] == [DROP, DROP, DROP, WRITE]
+
+
+def test_an_unknown_start_is_the_first_written_and_nothing_goes_below_it() -> None:
+    """The store could not say where the stream stood as it opened: the first event is the
+    start; a later one numbered below it is dropped, never written after it."""
     order = InOrder(None, None)  # type: ignore[arg-type]
     assert order.judge(10) == WRITE
     order.wrote(10)
-    assert order.judge(9) == WRITE
-    order.wrote(9)
-    assert order.last == 10 and order.judge(10) == DROP and order.judge(11) == WRITE
+    assert [order.judge(n) for n in (9, 10, 11, 12)] == [DROP, DROP, WRITE, FILL]
 
 
 async def test_the_gap_is_the_stored_events_strictly_between() -> None:

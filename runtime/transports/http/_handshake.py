@@ -478,19 +478,32 @@ class HandshakeEra:
                     raise refusal(400, "Bad Request: unknown Last-Event-ID")
                 replay = found[1]
                 skip = seq_of(replay[-1][0]) if replay else seq_of(last)
-            await exchange.start_stream(200, "text/event-stream", headers)
+            # Where the stream starts, for the order of what other replicas feed it
+            # (``_in_order``; one replica's events go out as they are routed).
             after: int | None = skip
+            reopened = last is None and session.standing.prime_id is not None
+            if reopened:
+                # Its priming event is reused, so the stream's counter says where it stands
+                # (read once, as near the claim as can be: what comes after it goes out).
+                shared = session.shared is not None
+                after = await _last_number(session, session.standing.id) if shared else None
+            await exchange.start_stream(200, "text/event-stream", headers)
             if stream is session.standing and last is None:
-                fresh = stream.prime_id is None
                 prime = await session.prime(stream)
-                after = seq_of(prime) if fresh and prime is not None else None
-                if after is not None and claimed is not None:
+                if not reopened:
+                    after = seq_of(prime) if prime is not None else None
+                if not reopened and after is not None and claimed is not None:
                     # Routed here while the priming event was stored: ids below its own
                     # go out first, so ids only grow (a client resuming from the priming
                     # event misses none of them).
                     for event_id, data in claimed.take_below(after):
                         await exchange.write(sse_event(data, event_id))
                 await exchange.write(sse_event(None, prime, self.limits.sse_retry_ms))
+                if reopened and after is not None and claimed is not None:
+                    # Routed here while the counter was read: at or below it, above the
+                    # reused priming event's id (so ids only grow here too).
+                    for event_id, data in claimed.take_below(after + 1):
+                        await exchange.write(sse_event(data, event_id))
             else:
                 await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
             for event_id, data in replay:
@@ -540,6 +553,16 @@ def store_refusal(exc: StoreUnavailable) -> HttpError:
 
 #: The longest wait for the shared store's events in a GET stream's gap (``_in_order``).
 FILL_WAIT: Final = 2.0
+
+
+async def _last_number(session: HttpSession, stream_id: str) -> int | None:
+    """The number of ``stream_id``'s latest id in the shared store; None when the store
+    fails (the stream's first event is then its start, ``_in_order``)."""
+    try:
+        return await session.store.last_number(session.id, stream_id)
+    except StoreUnavailable as exc:
+        log.warning("GET stream start unknown session=%s: %s", session.id[:8], exc)
+        return None
 
 
 async def _stored_after(

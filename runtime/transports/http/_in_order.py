@@ -1,5 +1,6 @@
 """A handshake-era GET stream's events in the order of their ids, when several replicas
-produce them (MCP 2025-11-25 basic/transports, "Resumability and Redelivery").
+produce them (MCP 2025-11-25 basic/transports, "Resumability and Redelivery": the ids of a
+stream are a cursor within it, which a client resumes from with ``Last-Event-ID``).
 
 Replicas sharing a session take event ids from one counter per stream in the shared store
 (``EventStore.append``), then hand each event to the replica holding the GET stream over
@@ -8,10 +9,30 @@ other order: written as they came, a client that lost its connection between the
 resume (``Last-Event-ID``: the later id) past the earlier one and never get it. And a bus
 message can be lost (the bus is at-most-once) while its event is stored.
 
-So the holder writes ids in order: an event that skips past the next id waits while the
-store is asked for the events stored in between (``fill``), which go out first; their own
-bus copies, coming later, are dropped as already written. Ids a store counts but keeps no
-data for (priming events) are simply absent from that answer.
+So the holder writes ids in order, from a start it knows before the first event comes:
+
+- the start. With ``Last-Event-ID``, the last id replayed (or that id, when nothing was).
+  Without, on a stream opened for the first time, its priming event's number (the counter
+  the priming write moved); on one opened again (its priming event is reused), the
+  stream's counter, read from the store once as it opens (``EventStore.last_number``).
+- ids above the start go out in order: an event that skips past the next id waits while
+  the store is asked for the events stored in between (``fill``), which go out first;
+  their own bus copies, coming later, are dropped as already written. Ids a store counts
+  but keeps no data for (priming events) are simply absent from that answer.
+- ids at or below the start were given out before the stream opened. Those already routed
+  to the stream when the start is known go out first, in order (``ResponseStream.
+  take_below``: a fresh stream's before its priming event, a reopened one's after its
+  reused priming event, whose id is below them too). One whose bus copy comes later is
+  dropped: an id above it may have gone out (written then, the client's cursor would go
+  back, and a client that left just before it would resume past it). It stays in the
+  store, like every event routed while no GET stream was open, which a stream opened
+  without ``Last-Event-ID`` does not carry either: a reopened stream's reused priming
+  event is a cursor before it (resuming from it replays it); a fresh stream's priming
+  event is past it. An event on the wire is never below one written before it.
+
+When the store cannot be read as the stream opens (a priming write or the counter read
+failed), the start is unknown: the first event written becomes it, and the same rules hold
+from there (the store being away, a gap is then left as the bus made it).
 """
 
 from __future__ import annotations
@@ -34,41 +55,36 @@ def seq_of(event_id: str) -> int:
 
 class InOrder:
     """Where the writer of one GET stream stands: ``last``, the highest id number it wrote
-    (None until the first, when the stream did not start from a known id), and ``base``,
-    the first: an id below ``base`` was never written by this writer (it came from another
-    replica late, after its successors), so it goes out rather than being lost."""
+    or its start (None only while a start the store could not give is unknown: until the
+    first event)."""
 
     def __init__(
         self,
-        after: int | None,
+        start: int | None,
         fill: Callable[[int], Awaitable[list[tuple[str, bytes]]]],
     ) -> None:
         #: ``fill(n)``: the stored events of the stream after number ``n``, in order.
         self.fill = fill
-        self.base = self.last = after
+        self.last = start
 
     def judge(self, seq: int) -> int:
-        """WRITE the event numbered ``seq`` now, DROP it (written already), or FILL first."""
+        """WRITE the event numbered ``seq`` now, DROP it (written already, or at or below
+        the start), or FILL the gap before it first."""
         last = self.last
         if last is None or seq == last + 1:
             return WRITE
-        assert self.base is not None  # (set with last)
-        if seq < self.base:
-            return WRITE  # a late one from before this writer's first: out of order, not lost
         if seq <= last:
             return DROP
         return FILL
 
     def wrote(self, seq: int) -> None:
-        if self.last is None:
-            self.base = self.last = seq
-        elif seq > self.last:
-            self.last = seq
+        """``seq`` went out (judged WRITE, or FILL and its gap written): it is above ``last``."""
+        self.last = seq
 
     async def missing(self, seq: int) -> list[tuple[str, bytes]]:
         """The stored events between the last written and ``seq``, in order (once ``seq``
         is written, their bus copies are dropped when they come)."""
-        assert self.last is not None  # (FILL only once one was written)
+        assert self.last is not None  # (FILL only from a known start)
         last = self.last
         return [
             (event_id, data)
