@@ -65,7 +65,7 @@ class Hooks:
     #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
     #: ``modern`` is the era the transport read from its ``_meta``
     #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
-    #: ``read_call`` gave for its params, or None; ``send_now(data, related) -> bool``, or
+    #: ``read_call`` gave for its params, or None; ``send_now(data, related=None) -> bool``, or
     #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher);
     #: ``idle(wake)``, or None, the calling task's wait while the request idles (a listen
     #: served in its connection's one task, ``runtime.core.dispatch_single``).
