@@ -67,7 +67,7 @@ class _SinglePeer:
         #: (``Connection.send_nowait``), False when it must be ``notify``-ed instead. The
         #: caller's ``send_now`` itself, not a method around it: a change published to
         #: 1,000 listens is written by the publisher with one call less each (issue 22
-        #: item 3: 14 of 333 bytecodes per listen).
+        #: item 3: 14 of 224 bytecodes per listen, at 1,000).
         self.send_nowait: SendNow = send_now if send_now is not None else _not_now
         #: The caller's wait while the request idles (``dispatch_single``), or None: a
         #: listen passes it to ``Subscriber.receive`` (read with getattr, as send_nowait).
