@@ -41,6 +41,11 @@ class MemoryEventStore:
         self._counters: dict[str, dict[str, int]] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        return self.append_now(session_id, stream_id, data)
+
+    def append_now(self, session_id: str, stream_id: str, data: bytes | None) -> str:
+        """:meth:`append` in this step (it never waits): a session routes one change to its
+        GET stream without a coroutine per session (issue 22 item 3)."""
         counters = self._counters.get(session_id)
         if counters is None:
             counters = self._counters[session_id] = {}

@@ -30,12 +30,13 @@ async def test_send_nowait_goes_to_send_now_in_the_handlers_step() -> None:
     async def hold(ctx: RequestContext) -> dict[str, Any]:
         results.append(getattr(ctx.peer, "send_nowait")(NOTE, ctx.id))  # noqa: B009
         results.append(len(taken) == 1)  # in this step: no checkpoint between
+        results.append(getattr(ctx.peer, "send_nowait")(NOTE))  # noqa: B009  (related: None)
         return {}
 
     async def send(data: bytes) -> None:
         sent.append(data)
 
-    def send_now(data: bytes, related: Any) -> bool:
+    def send_now(data: bytes, related: Any = None) -> bool:
         taken.append((data, related))
         return True
 
@@ -44,7 +45,7 @@ async def test_send_nowait_goes_to_send_now_in_the_handlers_step() -> None:
             Dispatcher({"hold": hold}), None, _request(7), send, "c1", None, None, None, send_now
         )
     assert reply is not None and msgspec.json.decode(reply)["result"] == {}
-    assert taken == [(NOTE, 7)] and sent == [] and results == [True, True]
+    assert taken == [(NOTE, 7), (NOTE, None)] and sent == [] and results == [True, True, True]
 
 
 async def test_send_nowait_declines_without_send_now() -> None:
@@ -52,6 +53,7 @@ async def test_send_nowait_declines_without_send_now() -> None:
 
     async def hold(ctx: RequestContext) -> dict[str, Any]:
         results.append(getattr(ctx.peer, "send_nowait")(NOTE, ctx.id))  # noqa: B009
+        results.append(getattr(ctx.peer, "send_nowait")(NOTE))  # noqa: B009
         return {}
 
     async def send(data: bytes) -> None:
@@ -59,7 +61,7 @@ async def test_send_nowait_declines_without_send_now() -> None:
 
     with trio.fail_after(5):
         reply = await dispatch_single(Dispatcher({"hold": hold}), None, _request(8), send, "c2")
-    assert reply is not None and results == [False]
+    assert reply is not None and results == [False, False]
 
 
 async def test_the_callers_idle_is_the_peers_and_waits_in_the_callers_task() -> None:

@@ -267,3 +267,60 @@ async def test_a_get_stream_change_written_directly_is_one_chunk_of_one_event_wi
             b'"params":{"uri":"mem://t/a"}}\n\n'
         )
     assert ids[0] != ids[1]
+
+
+async def test_changes_written_directly_to_a_get_stream_are_stored_and_resume_in_order() -> None:
+    """A change a session routes in the publisher's step (``HttpSession.route_now``) is
+    stored with its event id as a routed one is: a client that reconnects with the id of
+    the first gets the second and one published while no GET stream was open, in order."""
+    app = make_app()
+    uri = "mem://t/a"
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            reply = await request(
+                address,
+                "POST",
+                headers=_h(session_id),
+                body={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "resources/subscribe",
+                    "params": {"uri": uri},
+                },
+            )
+            assert reply.status == 200 and b'"result"' in reply.body, reply
+            conn = await connect(address)
+            await conn.send("GET", "/mcp", headers=_h(session_id, accept="text/event-stream"))
+            assert (await conn.head()).status == 200
+            ids: list[str] = []
+            for _ in range(2):
+                await trio.testing.wait_all_tasks_blocked()
+                app.notify_resource_updated(uri)
+                while True:
+                    event = await conn.next_event()
+                    assert event is not None
+                    if event.data:
+                        assert json.loads(event.data)["params"]["uri"] == uri
+                        ids.append(event.id)
+                        break
+            await conn.aclose()
+            await trio.testing.wait_all_tasks_blocked(0.05)  # (the server sees the hang-up)
+            app.notify_resource_updated(uri)  # (no GET stream: routed the usual way)
+            await trio.testing.wait_all_tasks_blocked()
+            again = await connect(address)
+            await again.send(
+                "GET",
+                "/mcp",
+                headers=_h(session_id, accept="text/event-stream", **{"last-event-id": ids[0]}),
+            )
+            assert (await again.head()).status == 200
+            resumed: list[str] = []
+            while len(resumed) < 2:
+                event = await again.next_event()
+                assert event is not None
+                if event.data:
+                    assert json.loads(event.data)["params"]["uri"] == uri
+                    resumed.append(event.id)
+            assert resumed[0] == ids[1] and len(set([*ids, *resumed])) == 3, (ids, resumed)
+            await again.aclose()

@@ -121,7 +121,7 @@ class ListenStream:
         except _WRITE_ERRORS as exc:
             self._broke(exc)
 
-    def send_now(self, data: bytes, related: Any) -> bool:
+    def send_now(self, data: bytes, related: Any = None) -> bool:
         """A change written by its publisher, in its step: True when written (or, for a
         client that takes only JSON, dropped); False when it must wait its turn (the
         handler is woken for it and ``send``-s it)."""
