@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import Final
 
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "settle_heap"]
@@ -50,9 +51,9 @@ _USER_SETTINGS: Final = (
 )
 
 
-def settle_heap(environ: dict[str, str] | None = None) -> bool:
+def settle_heap(environ: Mapping[str, str] | None = None) -> bool:
     """Fix glibc's mmap and trim thresholds (see the module); True when they were set."""
-    env = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     if any(name in env for name in _USER_SETTINGS) or "glibc.malloc" in env.get(
         "GLIBC_TUNABLES", ""
     ):
