@@ -189,19 +189,9 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
             # A small modern call, read once by the transport with its ``_meta`` (which era
             # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
             tool, params, args, meta = call.tool, call, call.arguments, ctx.meta
-            sig = tool.signature
-            if args is UNSET:
-                args = _no_arguments(tool)
-                if type(args) is dict:
-                    return args  # the isError result
         elif (read := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
             tool, params, args = read
-            sig = tool.signature
             meta = request_meta(ctx, params.meta)
-            if args is UNSET:
-                args = _no_arguments(tool)
-                if type(args) is dict:
-                    return args  # the isError result
         else:  # the general reading: params, then the arguments by the tool's decoder
             params = decode_params(ctx, _call_decoder, b"{}")
             found = registry.tools.get(params.name)
@@ -210,13 +200,17 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
                     f"Unknown tool: {params.name}", {"name": params.name}
                 )
             tool = found
-            sig = tool.signature
             meta = request_meta(ctx, params.meta)
             raw = _EMPTY_ARGS if params.arguments is UNSET else params.arguments
             try:
-                args = sig.json_decoder.decode(raw)
+                args = tool.signature.json_decoder.decode(raw)
             except msgspec.ValidationError as exc:
                 return _error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        if args is UNSET:  # (a typed reading of a call that sent no arguments)
+            args = _no_arguments(tool)
+            if type(args) is dict:
+                return args  # the isError result
+        sig = tool.signature
         as_task = tasks.wants_task(ctx, tool.task_support, params.task)
         if as_task is not None:
             if ctx.modern and tool.defer_task:
