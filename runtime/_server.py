@@ -997,6 +997,10 @@ class Server:
             )
             try:
                 await connection.serve(started=started)
+            except Exception:  # a fault of ours costs this connection, never the server
+                log.exception("%s connection failed conn=%s", transport, connection.connection_id)
+                with trio.CancelScope(shield=True):
+                    await channel.aclose()
             finally:
                 live.discard(connection)
 

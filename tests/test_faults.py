@@ -5,6 +5,7 @@ documents, and that every accepted request got its one reply (or its peer was go
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ import trio
 
 from .peers import ROOT, open_stdio_peer
 from .servers.faults import app
-from .transports.app import make_app, modern, modern_headers, serving
+from .transports.app import init_body, make_app, modern, modern_headers, serving
 from .transports.http_client import connect
 from .wire import RawPeer
 
@@ -161,6 +162,84 @@ async def test_http_peer_hangs_up_mid_response() -> None:
             await conn.send("POST", "/mcp", headers=modern_headers("tools/call", "add"), body=body)
             response = await conn.response()
             assert response.status == 200 and "result" in response.json(), response
+
+
+# -- our own code -----------------------------------------------------------------------------
+
+
+def _fails_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[str]:
+    """Make ``owner.name`` raise RuntimeError on its first call only: a bug of ours, met by
+    one connection. Returns the list the fault appends to when it fires."""
+    real = getattr(owner, name)
+    fired: list[str] = []
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        if not fired:
+            fired.append(name)
+            raise RuntimeError("injected fault")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, once)
+    return fired
+
+
+async def test_a_fault_in_our_tcp_code_closes_that_connection_not_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runtime.core import _connection
+
+    fired = _fails_once(monkeypatch, _connection.Connection, "serve")
+    with trio.fail_after(10):
+        async with _tcp_server() as address:
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            assert await stream.receive_some(100) == b""  # closed, no traceback on the wire
+            assert fired
+            await _still_serves(address)
+
+
+async def test_a_fault_in_our_http_code_is_a_500_and_the_server_serves_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runtime.transports.http import _http11
+
+    fired = _fails_once(monkeypatch, _http11, "_head")
+    server, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(server) as address:
+            conn = await connect(address)
+            body = modern(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            await conn.send("POST", "/mcp", headers=modern_headers("tools/call", "add"), body=body)
+            response = await conn.response()
+            assert fired
+            assert response.status == 500, response
+            assert response.json()["error"]["code"] == -32603, response
+            assert b"injected" not in response.body
+            conn = await connect(address)
+            await conn.send("POST", "/mcp", headers=modern_headers("tools/call", "add"), body=body)
+            response = await conn.response()
+            assert response.status == 200 and "result" in response.json(), response
+
+
+async def test_a_fault_in_our_websocket_code_closes_that_socket_not_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trio_websocket import ConnectionClosed, open_websocket_url
+
+    from runtime.core import _connection
+
+    fired = _fails_once(monkeypatch, _connection.Connection, "serve")
+    server, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(server, "ws") as (host, port):
+            url = f"ws://{host}:{port}/mcp"
+            async with open_websocket_url(url, subprotocols=["mcp"]) as ws:
+                with pytest.raises(ConnectionClosed):
+                    await ws.get_message()
+            assert fired
+            async with open_websocket_url(url, subprotocols=["mcp"]) as ws:
+                await ws.send_message(json.dumps(init_body()))
+                assert "result" in json.loads(await ws.get_message())
 
 
 # -- handlers ---------------------------------------------------------------------------------

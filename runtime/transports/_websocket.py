@@ -227,6 +227,8 @@ async def serve_websocket(
             return
         try:
             await _serve_one(stream)
+        except Exception:  # a fault of ours costs this connection, never the server
+            log.exception("websocket connection failed")
         finally:
             slots.release()
 

@@ -156,6 +156,7 @@ SEEDS: dict[str, list[bytes]] = {
         b"\x01POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n",
         b"\x00GET http://x/ HTTP/1.0\r\n\r\n",
+        b"\x00GE http://x[ HTTP/1.0\r\n\r\n",  # once a crash: urlsplit's ValueError
     ],
     "jsonrpc": [
         b'{"jsonrpc":"2.0","id":1,"method":"ping"}',

@@ -116,6 +116,7 @@ def test_header_values_lose_surrounding_whitespace_and_names_are_lowered() -> No
         (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
         (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
         (b"POST / HTTP/1.1\r\nHost: h\r\nExpect: magic\r\n\r\n", 417),
+        (b"GET http://x[ HTTP/1.1\r\nHost: h\r\n\r\n", 400),  # urlsplit's ValueError
     ],
 )
 def test_malformed_or_risky_heads_get_a_precise_status(data: bytes, status: int) -> None:

@@ -93,3 +93,19 @@ async def test_accept_with_q_zero_is_not_acceptance(accept: str) -> None:
         async with serving(app) as address:
             response = await request(address, "POST", headers={"accept": accept}, body=init_body())
     assert response.status == 406, response
+
+
+@pytest.mark.parametrize("target", [b"http://x[", b"http://[::1/mcp", b"//[/mcp?a=1"])
+async def test_a_target_urlsplit_cannot_read_gets_400_and_the_server_serves_on(
+    target: bytes,
+) -> None:
+    """Found by the http11 fuzz target: an unclosed "[" in a target's authority made the
+    parser raise ValueError instead of its ProtocolError."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            answer = await _raw(address, b"GET %b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % target)
+            response = await request(address, "POST", body=init_body())
+    assert answer.startswith(b"HTTP/1.1 400 "), answer
+    assert b"invalid request target" in answer
+    assert response.status == 200, response

@@ -254,7 +254,10 @@ def _head(
     if target.startswith("/") and "?" not in target and "#" not in target:
         path, query = target, _NO_QUERY
     else:
-        split = urlsplit(target)
+        try:
+            split = urlsplit(target)
+        except ValueError:  # e.g. an absolute-form target with an unclosed "[" host
+            raise ProtocolError(400, "Bad request: invalid request target") from None
         path, query = split.path, MappingProxyType(dict(parse_qsl(split.query)))
     return RequestHead(
         method,

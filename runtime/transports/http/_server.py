@@ -23,7 +23,14 @@ from typing import Final
 import trio
 
 from ... import eager
-from ...protocol import INVALID_REQUEST, Pieces, Refusal, error_reply, internal_error
+from ...protocol import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    Pieces,
+    Refusal,
+    error_reply,
+    internal_error,
+)
 from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
     Exchange,
@@ -311,6 +318,10 @@ class _Driver:
                 return
             except ProtocolError as exc:
                 await self._reject(exc.status, exc.reason)
+                return
+            except Exception:  # a fault of ours costs this connection, never the server
+                log.exception("http connection failed conn=%s", self.id)
+                await self._reject(500, "Internal Server Error", INTERNAL_ERROR)
                 return
             if self._stopped:
                 await self._timed_out(first)
