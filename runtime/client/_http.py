@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import select
 import ssl
 import urllib.parse
@@ -73,6 +74,8 @@ def check_pool_limits(max_idle_connections: int, idle_connection_timeout: float)
 MAX_HEAD: Final = 64 * 1024
 #: Largest chunk-size line, bytes (hex digits and extensions).
 _MAX_CHUNK_LINE: Final = 4096
+#: A chunk size (RFC 9112 7.1): hex digits only, at most 16 of them.
+_HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _RECEIVE: Final = 64 * 1024
 #: Methods RFC 9110 9.2.2 calls idempotent that the client sends: a reused connection that
 #: the server closed under them is retried once on a fresh connection.
@@ -155,8 +158,17 @@ class ResponseParser:
         self._buf += data
 
     def head(self) -> bool:
-        if self._mode != "head":
-            return True
+        """True once the final response's head is read (interim 1xx ones are skipped)."""
+        while self._mode == "head":
+            if not self._read_head():
+                return False
+            if not 100 <= self.status < 200:
+                self._start_body()
+            else:  # an interim response: read the real one (a loop: a server may send many)
+                self.headers = {}
+        return True
+
+    def _read_head(self) -> bool:
         end = self._buf.find(b"\r\n\r\n")
         if end < 0:
             if len(self._buf) > MAX_HEAD:
@@ -168,7 +180,12 @@ class ResponseParser:
         del self._buf[: end + 4]
         version, _, rest = lines[0].partition(" ")
         code = rest[:3]
-        if not version.startswith("HTTP/1.") or not code.isdigit():
+        if (
+            not version.startswith("HTTP/1.")
+            or len(code) != 3
+            or not (code.isascii() and code.isdigit())  # ("²" is a digit to isdigit)
+            or rest[3:4] not in ("", " ")
+        ):
             raise ProtocolViolation(f"bad status line {lines[0][:100]!r}")
         self.status = int(code)
         self._http10 = version == "HTTP/1.0"
@@ -179,9 +196,9 @@ class ResponseParser:
             key = name.lower()
             value = value.strip()
             self.headers[key] = f"{self.headers[key]}, {value}" if key in self.headers else value
-        if 100 <= self.status < 200:  # an interim response: read the real one
-            self.headers = {}
-            return self.head()
+        return True
+
+    def _start_body(self) -> None:
         coding = self.headers.get("transfer-encoding", "").lower()
         if self._head_request or self.status in (204, 304):
             self._mode = "done"
@@ -192,13 +209,12 @@ class ResponseParser:
                 self._mode = "chunked"
         elif "content-length" in self.headers:
             length = self.headers["content-length"]
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 raise ProtocolViolation(f"bad Content-Length {length[:40]!r}")
             self._remaining = int(length)
             self._mode = "length" if self._remaining else "done"
         else:
             self._mode = "close"
-        return True
 
     def body(self) -> bytes | None:
         mode = self._mode
@@ -252,11 +268,10 @@ class ResponseParser:
                     raise ProtocolViolation("missing CRLF after chunk data")
                 self._chunk_state = "size"
             elif state == "size":
-                size_text = line.split(b";", 1)[0].strip()
-                try:
-                    size = int(size_text, 16)
-                except ValueError:
-                    raise ProtocolViolation(f"bad chunk size {size_text[:20]!r}") from None
+                size_text = line.split(b";", 1)[0].strip(b" \t")
+                if _HEX.fullmatch(size_text) is None:  # (int() takes "-5", "0x5" and "1_0")
+                    raise ProtocolViolation(f"bad chunk size {size_text[:20]!r}")
+                size = int(size_text, 16)
                 if size == 0:
                     self._chunk_state = "trailer"
                 else:

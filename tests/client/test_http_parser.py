@@ -86,11 +86,29 @@ def test_any_chunking_gives_the_same_answer(data: bytes, cuts: list[int]) -> Non
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
         b"HTTP/1.1 200 OK\r\n",
+        # Each raised ValueError from int() before (found by the http_response fuzz target):
+        "HTTP/1.1 2\u00b20 OK\r\n\r\n".encode("latin-1"),  # a superscript two
+        "HTTP/1.1 200 OK\r\nContent-Length: \u00b2\r\n\r\n".encode("latin-1"),
+        b"HTTP/1.1 2000 OK\r\n\r\n",
+        # int(..., 16) took these as sizes (-5 framed the body wrong, never complete):
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello world\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1_0\r\n",
     ],
 )
 def test_malformed_responses_are_refused(data: bytes) -> None:
     with pytest.raises(ProtocolViolation):
         parse([data])
+
+
+def test_any_number_of_interim_responses_is_read_past() -> None:
+    """A server may send many 1xx heads before the real one: read in a loop (a recursion
+    per head ended in RecursionError at about a thousand of them)."""
+    data = (
+        b"HTTP/1.1 100 Continue\r\n\r\n" * 5000 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    )
+    parser, body, done = parse([data])
+    assert parser.status == 200 and body == b"ok" and done
 
 
 @given(st.binary(max_size=300))

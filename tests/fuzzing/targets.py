@@ -1,17 +1,20 @@
 """Coverage-guided fuzz targets (atheris) for the byte-level parsers: the three framers, the
-HTTP/1.1 request parser with its body reader, and the JSON-RPC envelope decoder.
+HTTP/1.1 request parser with its body reader, the client's HTTP/1.1 response parser, and the
+JSON-RPC envelope decoder.
 
 Each target takes any bytes and checks the parser's contract: it returns frames/heads within
-its caps or raises its one documented error (FramingError, ProtocolError, JSONRPCError);
-anything else escaping is a crash, which atheris reports with the input that caused it. The
-first byte of the input picks how the rest is cut into ``feed`` calls, so split reads are
-explored too. ``python -m tests.fuzzing`` runs them (see docs/reliability.md).
+its caps or raises its one documented error (FramingError, ProtocolError, ProtocolViolation,
+JSONRPCError); anything else escaping is a crash, which atheris reports with the input that
+caused it. The first byte of the input picks how the rest is cut into ``feed`` calls (1 to
+17 bytes each, or 0xFF: all at once), so split reads are explored too. ``python -m
+tests.fuzzing`` runs them (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from runtime.client._http import ProtocolViolation, ResponseParser
 from runtime.framing import ContentLengthFramer, FramingError, NdjsonFramer, SSEDecoder
 from runtime.protocol import JSONRPCError, Kind, classify, decode_frame, decode_item
 from runtime.transports.http._http11 import BodyReader, ProtocolError, RequestParser
@@ -24,8 +27,8 @@ MAX_BODY = 2048
 def _pieces(data: bytes) -> Iterator[bytes]:
     if not data:
         return
-    step = data[0] % 17 + 1  # 1..17 bytes per feed
     rest = data[1:]
+    step = max(1, len(rest)) if data[0] == 0xFF else data[0] % 17 + 1  # all at once, or 1..17
     for start in range(0, len(rest), step):
         yield rest[start : start + step]
 
@@ -107,6 +110,31 @@ def http11(data: bytes) -> None:
         assert 400 <= exc.status < 600 and exc.reason
 
 
+def http_response(data: bytes) -> None:
+    """The client's response parser (``mcp-runtime call`` against a hostile server): one
+    response's head and body, or its ProtocolViolation, nothing else; a Content-Length body
+    is that long, and the body ends (``b""``) only when the parser says it is complete."""
+    parser = ResponseParser()
+    body = 0
+    try:
+        for piece in [*_pieces(data), b""]:  # then EOF
+            parser.feed(piece)
+            if not parser.head():
+                continue
+            assert not 100 <= parser.status < 200  # interim responses are skipped
+            while (chunk := parser.body()) is not None:
+                if not chunk:
+                    assert parser.complete
+                    length = parser.headers.get("content-length")
+                    framed = "transfer-encoding" in parser.headers or parser.status in (204, 304)
+                    if length is not None and not framed:
+                        assert body == int(length)
+                    return
+                body += len(chunk)
+    except ProtocolViolation as exc:
+        assert str(exc)
+
+
 def jsonrpc(data: bytes) -> None:
     """The envelope decoder: a message, a batch, or -32700/-32600, nothing else."""
     try:
@@ -132,6 +160,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "content_length": content_length,
     "sse": sse,
     "http11": http11,
+    "http_response": http_response,
     "jsonrpc": jsonrpc,
 }
 
@@ -157,6 +186,17 @@ SEEDS: dict[str, list[bytes]] = {
         b"Transfer-Encoding: chunked\r\n\r\n",
         b"\x00GET http://x/ HTTP/1.0\r\n\r\n",
         b"\x00GE http://x[ HTTP/1.0\r\n\r\n",  # once a crash: urlsplit's ValueError
+    ],
+    "http_response": [
+        b"\x05HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=1\r\n, world\r\n0\r\nT: x\r\n\r\n",
+        b"\x02HTTP/1.1 202 Accepted\r\nContent-Length: 4\r\nX-A: 1\r\nx-a: 2\r\n\r\nbody",
+        b"\x10HTTP/1.0 404 Not Found\r\n\r\nuntil the end",
+        # Once crashes: RecursionError, then ValueError from int() ("\xb2" is "2" superscript).
+        b"\xff" + b"HTTP/1.1 100 Continue\r\n\r\n" * 3000 + b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"\x00HTTP/1.1 2\xb20 OK\r\n\r\n",
+        b"\x00HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n",
+        b"\x00HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello world\r\n",
     ],
     "jsonrpc": [
         b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
