@@ -132,7 +132,25 @@ class _LegacyLink:
                     f"{self.config.description}: closed before the endpoint"
                 ) from None
             if kind == "endpoint":
-                self.endpoint = self.config.url.join(data.strip())
+                self.endpoint = self._endpoint(data.strip())
+
+    def _endpoint(self, reference: str) -> Url:
+        """The POST URL an ``endpoint`` event names, resolved against the SSE URL. It must
+        be of the same origin: the client's headers (its token among them) go with every
+        POST, so a stream naming another host must not redirect them there."""
+        url = self.config.url
+        try:
+            endpoint = url.join(reference)
+        except ValueError:  # (urlsplit: an unclosed "[", a port out of range...)
+            raise TransportLost(
+                f"{self.config.description}: bad endpoint {reference[:200]!r}"
+            ) from None
+        if (endpoint.scheme, endpoint.host, endpoint.port) != (url.scheme, url.host, url.port):
+            raise TransportLost(
+                f"{self.config.description}: the endpoint {reference[:200]!r} is not of the "
+                f"SSE stream's origin {url.scheme}://{url.authority}"
+            )
+        return endpoint
 
     async def send(self, out: Outgoing) -> None:
         assert self.endpoint is not None
