@@ -106,11 +106,11 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # (isdigit alone takes "²", which float refuses)
         return min(float(value), _MAX_RETRY_AFTER)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
     current = time.time() if now is None else now
-    return min(max(0.0, when.timestamp() - current), _MAX_RETRY_AFTER)
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, OverflowError):  # (a year past datetime's: OverflowError)
+        return None
+    return min(max(0.0, when - current), _MAX_RETRY_AFTER)

@@ -101,7 +101,7 @@ def connector_for(
         )
     if text.startswith("tcp://"):
         host, _, port = text[len("tcp://") :].rstrip("/").rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not (port.isascii() and port.isdigit()):
             raise ValueError(f"invalid TCP target {target!r}: expected tcp://HOST:PORT")
         return SocketConnector(
             host=host.strip("[]"),

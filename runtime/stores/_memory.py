@@ -64,7 +64,9 @@ class MemoryEventStore:
         self, session_id: str, last_event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream_id, _, number = last_event_id.rpartition("_")
-        if not number.isdigit() or stream_id not in self._counters.get(session_id, ()):
+        if not (number.isascii() and number.isdigit()) or stream_id not in self._counters.get(
+            session_id, ()
+        ):
             return None
         after = int(number)
         found = [

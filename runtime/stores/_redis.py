@@ -91,7 +91,7 @@ class RedisEventStore:
         self, session_id: str, last_event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream_id, _, number = last_event_id.rpartition("_")
-        if not number.isdigit() or not stream_id:
+        if not (number.isascii() and number.isdigit()) or not stream_id:
             return None
         after = int(number)
         exists, entries = await self.client.pipeline(
@@ -369,7 +369,7 @@ class RedisStore:
         if parts.scheme != "redis":
             raise ValueError(f"not a redis:// URL: {url!r}")
         db_text = parts.path.lstrip("/") or "0"
-        if not db_text.isdigit():
+        if not (db_text.isascii() and db_text.isdigit()):
             raise ValueError(f"bad database number in {url!r}")
         password = unquote(parts.password) if parts.password else None
         return cls(

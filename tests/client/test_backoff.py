@@ -118,3 +118,22 @@ def test_retry_after_seconds_and_dates() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0
     assert parse_retry_after("999999999") == 3600.0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "\u00b2",  # a digit to str.isdigit, not to float: ValueError before
+        "Fri, 31 Dec 99999999999 23:59:59 GMT",  # past datetime's years: OverflowError before
+        "Mon, 99 Xyz 99999 99:99:99 GMT",
+    ],
+)
+def test_an_unreadable_retry_after_is_no_hint(value: str) -> None:
+    assert parse_retry_after(value) is None
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=40))
+def test_any_retry_after_a_server_sends_is_a_hint_or_none(value: str) -> None:
+    hint = parse_retry_after(value, now=0.0)
+    assert hint is None or 0.0 <= hint <= 3600.0

@@ -57,6 +57,7 @@ async def test_events_replay_after_last_event_id(store: Store) -> None:
         assert await store.events.replay("s1", "nope_1") is None
         assert await store.events.replay("s2", first) is None
         assert await store.events.replay("s1", "g0") is None
+        assert await store.events.replay("s1", "g0_\u00b2") is None  # isdigit, not int()
 
 
 async def test_last_number_is_where_a_stream_stands(store: Store) -> None:

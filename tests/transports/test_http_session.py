@@ -185,6 +185,33 @@ async def test_last_event_id_replays_exactly_the_missed_events() -> None:
             assert unknown.status == 400
 
 
+async def test_a_last_event_id_numbered_with_a_non_ascii_digit_is_unknown() -> None:
+    """``"\u00b2".isdigit()`` is True but ``int`` refuses it: the store's replay took the id
+    as numbered and failed with ValueError (a 500 and a traceback in the log), not a 400."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            get = await connect(address)
+            await get.send("GET", "/mcp", headers=_h(session_id, accept="text/event-stream"))
+            assert (await get.head()).status == 200
+            prime = await get.next_event()  # a stream the store knows, numbered
+            assert prime is not None and prime.id
+            await get.aclose()
+            known = prime.id.rpartition("_")[0].encode()
+            stream = await trio.open_tcp_stream(*address)
+            await stream.send_all(
+                b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                b"Mcp-Session-Id: %b\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+                b"Last-Event-ID: %b_\xb2\r\n\r\n" % (session_id.encode(), known)
+            )
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += await stream.receive_some(4096)
+            await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 400 "), answer
+
+
 async def test_get_opens_the_standing_stream_and_server_requests_travel_on_the_post_stream() -> (
     None
 ):

@@ -50,7 +50,7 @@ FILL: Final = 2
 def seq_of(event_id: str) -> int:
     """The number of ``<stream>_<n>`` (0 when it has none)."""
     number = event_id.rpartition("_")[2]
-    return int(number) if number.isdigit() else 0
+    return int(number) if number.isascii() and number.isdigit() else 0
 
 
 class InOrder:
