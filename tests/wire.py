@@ -16,6 +16,18 @@ from runtime.framing import Framer
 from runtime.transports import FramedChannel, FramingName, make_framer
 
 
+async def read_head(stream: trio.abc.ReceiveStream) -> bytes | None:
+    """Bytes off ``stream`` up to and including the end of an HTTP head (``\r\n\r\n``;
+    what came after it in the same reads too); None when the peer closed before it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(4096)
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
 class RawPeer:
     """A client that speaks raw bytes to a server over any trio stream."""
 

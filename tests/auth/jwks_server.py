@@ -11,6 +11,8 @@ from typing import Any
 
 import trio
 
+from ..wire import read_head
+
 
 @dataclass
 class JWKSEndpoint:
@@ -30,12 +32,9 @@ class JWKSEndpoint:
 
     async def handle(self, stream: trio.SocketStream) -> None:
         async with stream:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = await stream.receive_some(4096)
-                if not chunk:
-                    return
-                data += chunk
+            data = await read_head(stream)
+            if data is None:
+                return
             self.requests.append(data.split(b"\r\n", 1)[0].decode())
             body = json.dumps(self.document).encode()
             head = [f"HTTP/1.1 {self.status} X", "Content-Type: application/json"]

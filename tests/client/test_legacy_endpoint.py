@@ -10,6 +10,8 @@ import trio
 
 from runtime.client import Backoff, TransportLost, open_client
 
+from ..wire import read_head
+
 
 async def _sse_server(
     endpoint: bytes, seen: list[bytes], task_status: trio.TaskStatus[int]
@@ -18,12 +20,9 @@ async def _sse_server(
     (``{port}`` in it: this server's port); records each request line."""
 
     async def handle(stream: trio.SocketStream) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = await stream.receive_some(4096)
-            if not chunk:
-                return
-            head += chunk
+        head = await read_head(stream)
+        if head is None:
+            return
         seen.append(head.split(b"\r\n", 1)[0])
         await stream.send_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from runtime.client import Backoff, RequestTimeout, TransportLost, open_client
 from runtime.client._websocket import FrameTracker
 
+from ..wire import read_head
+
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 1.3
 NEVER = Backoff(max_attempts=0)
 
@@ -48,12 +50,9 @@ async def raw_peer(after_handshake: Peer) -> AsyncIterator[str]:
     mcp), then runs ``after_handshake`` on the stream."""
 
     async def handle(stream: trio.SocketStream) -> None:
-        request = b""
-        while b"\r\n\r\n" not in request:
-            data = await stream.receive_some(4096)
-            if not data:
-                return
-            request += data
+        request = await read_head(stream)
+        if request is None:
+            return
         key = next(
             line.split(b":", 1)[1].strip()
             for line in request.split(b"\r\n")
