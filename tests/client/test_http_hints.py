@@ -11,17 +11,16 @@ import trio
 
 from runtime.client import Backoff, open_client
 
+from ..wire import read_head
+
 _SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 FAST = Backoff(initial=0.01, multiplier=1.0, cap=5.0, max_attempts=5, max_elapsed=20)
 
 
 async def _read_request(stream: trio.SocketStream) -> tuple[str, dict[str, str], bytes]:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            raise EOFError
-        data += chunk
+    data = await read_head(stream)
+    if data is None:
+        raise EOFError
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
