@@ -21,6 +21,7 @@ from ._contracts import (
     StoreUnavailable,
     TaskSnapshot,
     TaskStore,
+    split_event_id,
 )
 from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
 
@@ -53,6 +54,7 @@ __all__ = [
     "UnixStore",
     "open_store",
     "serve_store",
+    "split_event_id",
 ]
 
 

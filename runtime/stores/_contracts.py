@@ -30,7 +30,18 @@ __all__ = [
     "StoreUnavailable",
     "TaskSnapshot",
     "TaskStore",
+    "split_event_id",
 ]
+
+
+def split_event_id(event_id: str) -> tuple[str, int] | None:
+    """``<stream>_<n>``, the form ``EventStore.append`` gives ids, as (stream, n); None when
+    ``event_id`` is not of that form (``n`` ASCII digits: ``"\u00b2".isdigit()`` is True,
+    but ``int`` refuses it)."""
+    stream_id, _, number = event_id.rpartition("_")
+    if not stream_id or not (number.isascii() and number.isdigit()):
+        return None
+    return stream_id, int(number)
 
 
 class StoreUnavailable(Exception):

@@ -10,7 +10,15 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from ._contracts import Bus, EventStore, SessionRecord, SessionStore, TaskSnapshot, TaskStore
+from ._contracts import (
+    Bus,
+    EventStore,
+    SessionRecord,
+    SessionStore,
+    TaskSnapshot,
+    TaskStore,
+    split_event_id,
+)
 
 __all__ = [
     "MemoryBus",
@@ -63,12 +71,10 @@ class MemoryEventStore:
     async def replay(
         self, session_id: str, last_event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
-        stream_id, _, number = last_event_id.rpartition("_")
-        if not (number.isascii() and number.isdigit()) or stream_id not in self._counters.get(
-            session_id, ()
-        ):
+        split = split_event_id(last_event_id)
+        if split is None or split[0] not in self._counters.get(session_id, ()):
             return None
-        after = int(number)
+        stream_id, after = split
         found = [
             (f"{s}_{n}", data)
             for s, n, data in self._events.get(session_id, ())

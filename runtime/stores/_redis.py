@@ -34,6 +34,7 @@ from ._contracts import (
     StoreUnavailable,
     TaskSnapshot,
     TaskStore,
+    split_event_id,
 )
 from ._resp import RedisClient, RedisError, RespConnection
 
@@ -90,10 +91,10 @@ class RedisEventStore:
     async def replay(
         self, session_id: str, last_event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
-        stream_id, _, number = last_event_id.rpartition("_")
-        if not (number.isascii() and number.isdigit()) or not stream_id:
+        split = split_event_id(last_event_id)
+        if split is None:
             return None
-        after = int(number)
+        stream_id, after = split
         exists, entries = await self.client.pipeline(
             [
                 ["HEXISTS", self.prefix + "ec:" + session_id, stream_id],

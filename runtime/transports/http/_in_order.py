@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Final
 
+from ...stores import split_event_id
+
 __all__ = ["DROP", "FILL", "WRITE", "InOrder", "seq_of"]
 
 WRITE: Final = 0
@@ -49,8 +51,8 @@ FILL: Final = 2
 
 def seq_of(event_id: str) -> int:
     """The number of ``<stream>_<n>`` (0 when it has none)."""
-    number = event_id.rpartition("_")[2]
-    return int(number) if number.isascii() and number.isdigit() else 0
+    split = split_event_id(event_id)
+    return 0 if split is None else split[1]
 
 
 class InOrder:
