@@ -43,3 +43,17 @@ def test_import_runtime_is_lazy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_benchmark_results_in_the_tree_are_cited() -> None:
+    """benchmarks/results/ keeps the runs the README and docs cite, not every run ever made:
+    each file there is named by README.md, docs/, benchmarks/README.md or a results page."""
+    results = ROOT / "benchmarks" / "results"
+    tracked = subprocess.run(
+        ["git", "ls-files", str(results)], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *results.glob("*.md")]
+    pages += [p for p in [ROOT / "benchmarks" / "README.md"] if p.exists()]
+    text = "\n".join(page.read_text() for page in pages)
+    uncited = [Path(p).name for p in tracked if Path(p).name not in text]
+    assert not uncited, f"benchmarks/results/ files no page cites: {uncited}"
