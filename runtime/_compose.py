@@ -1,10 +1,10 @@
 """The composition root: where a ``Server`` meets the MCP handlers and the transports.
 
-The one module of ``runtime`` that imports ``handlers`` (``build_dispatcher``, on the first
-request, so that ``import runtime`` stays light). The handlers are imported under a name of
-their own, ``runtime._handlers`` (``load_handlers``), never as a top-level ``handlers``: a
-user's own ``handlers`` package or ``handlers.py`` next to their server must not stand in for
-them. This module is also the one that tells the network
+The one module of ``runtime`` that imports the MCP handlers (``build_dispatcher``, on the
+first request, so that ``import runtime`` stays light). They are the package
+``runtime._handlers`` (the repository's ``handlers/`` folder; pyproject.toml says how), never a
+top-level ``handlers``: a user's own ``handlers`` package or ``handlers.py`` next to their
+server must not stand in for them. This module is also the one that tells the network
 transports what they need of a server (``transport_hooks``: serving a connection, the
 one-request fast path, the per-tool ``Mcp-Param`` rules), since transports never import the
 core or the handlers (DESIGN.md "Layers"). ``tests/test_layers.py`` holds it to that.
@@ -13,15 +13,10 @@ core or the handlers (DESIGN.md "Layers"). ``tests/test_layers.py`` holds it to 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import logging
 import secrets
-import sys
 import weakref
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -36,53 +31,19 @@ if TYPE_CHECKING:
     from .stores import SessionRecord
     from .transports import Hooks
 
-__all__ = ["HANDLERS", "build_dispatcher", "load_handlers", "transport_hooks"]
+__all__ = ["build_dispatcher", "transport_hooks"]
 
-#: The import name of the MCP handlers package.
-HANDLERS: Final = "runtime._handlers"
 #: ``Session.state`` key of a session adopted by a ``sole_version`` server, until its
 #: connection serves (then its subscriber opens: ``transport_hooks``).
 _ADOPTED: Final = "mcp.adopted"
 
 
-def load_handlers() -> ModuleType:
-    """The MCP handlers package, imported as ``runtime._handlers``.
-
-    A wheel installs the repository's ``handlers/`` folder inside the runtime package under
-    that name (pyproject.toml, ``package-dir``); a checkout or an editable install keeps it
-    at the top of the repository, beside ``runtime/``, and it is loaded from there under the
-    same name. Raises ImportError when neither is present (a broken installation).
-    """
-    module = sys.modules.get(HANDLERS)
-    if module is not None:
-        return module
-    try:
-        return importlib.import_module(HANDLERS)
-    except ModuleNotFoundError as exc:
-        if exc.name != HANDLERS:
-            raise
-    folder = Path(__file__).resolve().parent.parent / "handlers"
-    spec = importlib.util.spec_from_file_location(
-        HANDLERS, folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None or not folder.is_dir():
-        raise ImportError(f"the MCP handlers package is missing (looked in {folder})")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[HANDLERS] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[HANDLERS]
-        raise
-    return module
-
-
 def build_dispatcher(server: Server) -> Dispatcher:
     """The method tables of every MCP feature, for ``server`` (era selection included),
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
-    handlers = load_handlers()
-    build: Callable[[Server], Dispatcher] = handlers.build_dispatcher
-    dispatcher = build(server)
+    from . import _handlers
+
+    dispatcher = _handlers.build_dispatcher(server)
     chain = list(server.middleware_chain)
     if server.mounts:
         from ._mount_chain import MountedChains, has_mounted_middleware
@@ -99,7 +60,7 @@ def build_dispatcher(server: Server) -> Dispatcher:
         dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
     # A big tools/call frame read whole in the tool's one typed pass (the stream reader asks
     # before its general decode): its argument bytes read once, not twice (issue 22 target 2).
-    dispatcher.pre_read = handlers.TypedCalls.of(server.registry).pre_read
+    dispatcher.pre_read = _handlers.TypedCalls.of(server.registry).pre_read
     return dispatcher
 
 
@@ -140,6 +101,7 @@ _header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
 def transport_hooks(server: Server) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
     # Here, not at the top: a stdio server needs neither (start-up time, issue 22).
+    from . import _handlers
     from .core import dispatch_single
     from .stores import SessionRecord
     from .transports import Hooks
@@ -151,7 +113,7 @@ def transport_hooks(server: Server) -> Hooks:
     # A rule known already is a dict lookup in C, no Python frame (issue 22 target 1).
     tool_header_params = rules.__getitem__
 
-    typed_calls = load_handlers().TypedCalls.of(server.registry)
+    typed_calls = _handlers.TypedCalls.of(server.registry)
 
     def read_call(raw: Any) -> tuple[dict[str, Any] | None, str, object] | None:
         return call_of(typed_calls.prepare_raw(raw))
@@ -216,7 +178,7 @@ def transport_hooks(server: Server) -> Hooks:
 
     serve_connection: Callable[..., Awaitable[None]] = server.serve_connection
     if server.sole_version:
-        open_session_feed = load_handlers().subscriptions.open_session_feed
+        open_session_feed = _handlers.subscriptions.open_session_feed
 
         async def serve_adopted(channel: Any, **options: Any) -> None:
             """``server.serve_connection``; a session adopted from the store gets its

@@ -2,7 +2,9 @@
 
 - dependencies point downward only (``FORBIDDEN``); ``runtime.protocol`` imports nothing of
   ours and no third-party package but msgspec; ``runtime.framing`` not even msgspec;
-- only the composition root (``runtime._compose``) imports ``handlers``;
+- only the composition root (``runtime._compose``) imports the handlers, which are the package
+  ``runtime._handlers`` (``runtime/_handlers`` links to the top-level ``handlers/`` folder), by
+  an ordinary import; nothing imports a top-level ``handlers``;
 - no module reaches into another package's private (``_``) modules;
 - no import cycles among the modules of ``runtime/`` and ``handlers/``.
 
@@ -23,18 +25,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runtime", "handlers")
 COMPOSITION_ROOT = "runtime._compose"
+#: The import name of the top-level handlers/ folder.
+HANDLERS = "runtime._handlers"
 
 # package prefix -> prefixes it must never import
 FORBIDDEN = {
-    "runtime.framing": ("runtime", "handlers", "trio", "msgspec"),
-    "runtime.protocol": ("runtime", "handlers", "trio"),
-    "runtime.eager": ("runtime", "handlers"),
-    "runtime.features": ("runtime.core", "runtime.transports", "handlers", "runtime._server"),
-    "runtime.transports": ("runtime.core", "handlers", "runtime._server", "runtime._context"),
+    "runtime.framing": ("runtime", "trio", "msgspec"),
+    "runtime.protocol": ("runtime", "trio"),
+    "runtime.eager": ("runtime",),
+    "runtime.features": ("runtime.core", "runtime.transports", HANDLERS, "runtime._server"),
+    "runtime.transports": ("runtime.core", HANDLERS, "runtime._server", "runtime._context"),
     "runtime.core": (
         "runtime.transports",
         "runtime.features",
-        "handlers",
+        HANDLERS,
         "runtime._server",
         "runtime._context",
     ),
@@ -43,16 +47,16 @@ FORBIDDEN = {
         "runtime.core",
         "runtime.transports",
         "runtime.features",
-        "handlers",
+        HANDLERS,
         "runtime._server",
         "runtime._context",
     ),
-    "handlers": ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
+    HANDLERS: ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
     # The client is a peer of the server, not a layer above it: it never reaches into the
     # handlers, the Server, its Context or CLI, nor the core (only protocol, framing and the
     # FIFO helpers of transports, through _wire).
     "runtime.client": (
-        "handlers",
+        HANDLERS,
         "runtime._server",
         "runtime._context",
         "runtime._cli",
@@ -85,6 +89,8 @@ def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] == "handlers":
+        parts[:1] = HANDLERS.split(".")
     return ".".join(parts)
 
 
@@ -189,17 +195,22 @@ def test_stores_import_only_themselves_trio_msgspec_and_the_standard_library() -
 
 
 def test_only_the_composition_root_imports_handlers() -> None:
-    """No module of ``runtime`` names ``handlers`` in an import statement; the composition
-    root loads the package under its own name (``runtime._handlers``), checked for real in a
-    fresh interpreter: building a dispatcher leaves no top-level ``handlers`` module."""
+    """Of the runtime's own modules, only the composition root imports ``runtime._handlers``,
+    and nothing imports a top-level ``handlers``; checked for real in a fresh interpreter too:
+    building a dispatcher loads ``runtime._handlers`` and no top-level ``handlers`` module."""
     importers = {
         name
         for name, path in MODULES.items()
-        if name.startswith("runtime")
-        and any(_within(imported, "handlers") for imported in _imports(path))
+        if not _within(name, HANDLERS)
+        and any(_within(imported, HANDLERS) for imported in _imports(path))
     }
-    assert importers == set()
-    assert "load_handlers" in (ROOT / "runtime" / "_compose.py").read_text()
+    assert importers == {COMPOSITION_ROOT}
+    tops = [
+        name
+        for name, path in MODULES.items()
+        if any(_within(imported, "handlers") for imported in _imports(path))
+    ]
+    assert tops == []
     probe = (
         "import sys; from runtime import Server; Server('x').dispatcher; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('handlers',) "
@@ -212,6 +223,14 @@ def test_only_the_composition_root_imports_handlers() -> None:
     loaded = ast.literal_eval(out.stdout.strip())
     assert "runtime._handlers" in loaded and "runtime._handlers.tools" in loaded
     assert not [m for m in loaded if m.split(".")[0] == "handlers"]
+
+
+def test_the_handlers_link_is_the_handlers_folder() -> None:
+    """``runtime/_handlers`` is a relative symbolic link to ``handlers/`` (one tree, one
+    name to import it by), so that it survives a clone to any path."""
+    link = ROOT / "runtime" / "_handlers"
+    assert link.is_symlink() and Path(link.readlink()) == Path("..", "handlers")
+    assert link.resolve() == (ROOT / "handlers").resolve()
 
 
 def _owner(module: str) -> str:
@@ -232,7 +251,13 @@ def test_no_private_reach_ins_across_packages() -> None:
             if imported not in MODULES:
                 continue
             parts = imported.split(".")
-            private = [i for i, part in enumerate(parts) if part.startswith("_")]
+            # A private package's own modules are inside it (runtime._handlers.tools may
+            # import runtime._handlers._common).
+            private = [
+                i
+                for i, part in enumerate(parts)
+                if part.startswith("_") and not _within(name, ".".join(parts[: i + 1]))
+            ]
             if not private:
                 continue
             container = ".".join(parts[: private[0]])  # the package that owns the private part
@@ -326,7 +351,7 @@ def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
                 violations.append(f"{relative} imports {name} (not a public package name)")
     assert not violations, violations
     # And nothing of the server side imports the client (it is a peer, not a layer below).
-    for layer in ("runtime.core", "runtime.transports", "runtime.framing", "handlers"):
+    for layer in ("runtime.core", "runtime.transports", "runtime.framing", HANDLERS):
         for path in [p for n, p in MODULES.items() if _within(n, layer)]:
             assert not any(n.startswith("runtime.client") for n in _imports(path)), path
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from runtime._compose import load_handlers
+from runtime._handlers import TypedCalls
 
 
 def record_typed_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
     """(caller's function name, the bytes read) for each call of ``TypedCalls.read`` in the
     handlers module the server runs, from now until the test ends."""
-    typed_calls: Any = load_handlers().TypedCalls
+    typed_calls = TypedCalls
     reads: list[tuple[str, bytes]] = []
     real = typed_calls.read
 

@@ -6,14 +6,11 @@ typed pass over its raw params), each item answered on its own."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import pytest
 import trio
 
 from runtime import Server
-from runtime._compose import load_handlers
 from runtime.core import _reader
 
 from ..peers import open_stdio_peer
@@ -21,7 +18,6 @@ from ..typed_reads import record_sizes, record_typed_reads
 from ..wire import RawPeer, open_memory_peer
 from .test_pre_read import BIG, SERVER, _data, _frames, _request, _server
 
-TypedCalls: Any = load_handlers().TypedCalls  # the module the server runs
 #: The one revision whose spec allows JSON-RPC batches.
 BATCHES = "2025-03-26"
 _SMALL = [

@@ -8,11 +8,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime._compose import load_handlers
+from runtime._handlers import subscriptions
 from runtime.protocol import encode_notification
 
 SUB_ID = "io.modelcontextprotocol/subscriptionId"
-subscriptions = load_handlers().subscriptions
 
 CHANGES = [
     ("updated", "mem://a"),

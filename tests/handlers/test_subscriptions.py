@@ -14,7 +14,7 @@ import trio.lowlevel
 import trio.testing
 
 from runtime import Context, JSONRPCError, Limits, Server
-from runtime._compose import load_handlers
+from runtime._handlers import subscriptions
 from runtime.core import Session
 from runtime.features import Broadcast
 from runtime.testing import TestClient, open_client
@@ -113,7 +113,6 @@ async def test_notify_from_a_sync_tool_thread() -> None:
 async def test_subscribe_validates_the_uri_and_bounds_the_count(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    subscriptions = load_handlers().subscriptions
     monkeypatch.setattr(subscriptions, "MAX_RESOURCE_SUBSCRIPTIONS", 2)
     with trio.fail_after(5):
         async with open_client(make_app()) as client:

@@ -11,7 +11,8 @@ import pytest
 import trio
 
 from runtime import JSONRPCError, Server
-from runtime._compose import load_handlers
+from runtime._handlers import era
+from runtime._handlers._typed_call import TypedCalls
 from runtime.core import RequestContext, Session, _reader
 from runtime.protocol import ONE_PASS_OVER
 from runtime.testing import open_client
@@ -20,11 +21,6 @@ from ..servers.one_decode import build as _server
 from ..typed_reads import record_sizes, record_typed_reads
 from ..wire import open_memory_peer
 
-# The handlers as the server runs them (``runtime._handlers``), not a second copy imported as
-# ``handlers``: patches must reach the module the server calls.
-_handlers: Any = load_handlers()
-era = _handlers.era
-TypedCalls = _handlers._typed_call.TypedCalls
 _VERSION = "io.modelcontextprotocol/protocolVersion"
 _BIG = "abcd" * 5000  # over ONE_PASS_OVER: era selection reads it in the typed pass
 _MODERN = {_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}

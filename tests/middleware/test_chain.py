@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from runtime import Limits, Server
-from runtime._compose import load_handlers
+from runtime._handlers import McpDispatcher
 from runtime.middleware import (
     Middleware,
     MiddlewareDispatcher,
@@ -56,7 +56,7 @@ def make_app(**limits: Any) -> Server:
 async def test_no_middleware_means_the_plain_era_dispatcher() -> None:
     app = make_app()
     # nothing wraps it, nothing runs
-    assert type(app.dispatcher) is load_handlers().McpDispatcher
+    assert type(app.dispatcher) is McpDispatcher
     app.add_middleware(Middleware())
     assert isinstance(app.dispatcher, MiddlewareDispatcher)
 

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from runtime import Server
-from runtime._compose import load_handlers
+from runtime._handlers import TypedCalls
 from runtime.transports.http import _modern, _streamable
 
 from .app import META, call, init_body, modern, modern_headers, serving
@@ -37,7 +37,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     ``_meta`` in the same pass)."""
     seen: list[bytes] = []
     real = _modern.modern_params
-    typed_calls: Any = load_handlers().TypedCalls
+    typed_calls = TypedCalls
     real_call = typed_calls.read_modern
 
     def counted(raw: Any) -> Any:

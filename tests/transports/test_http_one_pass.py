@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from runtime import Server
-from runtime._compose import load_handlers
+from runtime._handlers import TypedCalls
 from runtime.protocol import ONE_PASS_OVER
 from runtime.transports.http import _streamable
 
@@ -19,7 +19,6 @@ from ..typed_reads import record_sizes, record_typed_reads
 from .app import META, call, init_body, modern, modern_headers, serving
 from .http_client import request
 
-TypedCalls: Any = load_handlers().TypedCalls  # the module the server runs
 #: Big enough for the one-pass reading (smaller params are read the general way: fewer
 #: bytecodes); a test below checks that the limit is below it.
 BIG = "abc" * 8000

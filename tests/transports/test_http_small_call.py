@@ -13,16 +13,14 @@ import pytest
 import trio
 
 from runtime import Server
-from runtime._compose import load_handlers
+from runtime._handlers import TypedCalls
+from runtime._handlers import tools as tools_module
 from runtime.middleware import Next, Request
 from runtime.protocol import ONE_PASS_OVER
 from runtime.transports.http import _streamable
 
 from .app import META, modern, modern_headers, serving
 from .http_client import request
-
-TypedCalls: Any = load_handlers().TypedCalls  # the module the server runs
-tools_module: Any = load_handlers().tools
 
 
 def _app() -> Server:
