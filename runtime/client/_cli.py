@@ -221,6 +221,7 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument(
             "arguments",
             nargs="*",
+            default=[],  # else argparse counts it as required when TOOL is missing
             metavar="KEY=VALUE",
             help="arguments, each coerced by the tool's input schema (a=2 is 2 for an integer)",
         )

@@ -38,6 +38,11 @@ async def test_exit_codes() -> None:
     assert code == 2 and "KEY=VALUE" in err
     code, _out, err = await run_cli("list", TARGET, "widgets")
     assert code == 2
+    code, _out, err = await run_cli("call", TARGET)
+    assert (code, err) == (
+        2,
+        "mcp-runtime call: error: the following arguments are required: TOOL\n",
+    )
     code, _out, err = await run_cli("call", "tcp://127.0.0.1:9", "add", "--retry-for", "0.2")
     assert code == 3 and "cannot connect to tcp://127.0.0.1:9" in err
     code, _out, err = await run_cli("read", TARGET, "data://nowhere")
