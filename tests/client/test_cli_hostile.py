@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import pty
 import sys
 import time
 from contextlib import suppress
@@ -152,6 +154,34 @@ async def test_control_characters_are_made_visible_in_human_output() -> None:
     assert one_error_line(err) == (
         "mcp-runtime: error: bad\\x1b[2J\\x0amcp-runtime: forged line (code -32602)"
     )
+
+
+async def test_on_a_terminal_too() -> None:
+    """The same on a terminal (a pty as stdout), which is where an escape would act."""
+    controller, terminal = pty.openpty()
+    try:
+        async with ndjson_server(escaping_server) as target:
+            with trio.fail_after(30):
+                done = await trio.run_process(
+                    [sys.executable, "-m", "runtime", "call", target, NAME],
+                    cwd=ROOT,
+                    stdout=terminal,
+                    capture_stderr=True,
+                    check=False,
+                )
+        os.close(terminal)
+        terminal = -1
+        shown = b""
+        with suppress(OSError):  # EIO once everything written is read
+            while chunk := os.read(controller, 65536):
+                shown += chunk
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert done.returncode == 0, done.stderr
+    text = shown.decode().replace("\r\n", "\n")  # the terminal's own line endings
+    assert text == "ok \\x1b[31mred\\x1b[0m\nnext\\x0dover\ttab\\x00\\x7f\n"
 
 
 async def test_json_output_is_exact_and_escapes_every_control() -> None:
