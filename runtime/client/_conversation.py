@@ -188,6 +188,7 @@ class Conversation:
         run = None
         while True:
             reason: str
+            lost: TransportLost
             try:
                 async with self.connector.open() as link:
                     self.link = link
@@ -217,6 +218,7 @@ class Conversation:
                         self.ready = trio.Event()
             except TransportLost as exc:
                 reason = str(exc)
+                lost = exc
                 if not started and not self.connector.reconnects:
                     raise
             if self.closing:
@@ -232,7 +234,7 @@ class Conversation:
                 )
                 continue
             if not self.connector.reconnects:
-                self._die(TransportLost(f"{self.connector.description}: {reason}"))
+                self._die(lost.restated(f"{self.connector.description}: {reason}"))
                 return
             if run is None:
                 run = self.backoff.start(clock=trio.current_time())
@@ -446,7 +448,7 @@ class Conversation:
         itself); raise :class:`TransportLost` when the client died or closed."""
         while True:
             if self.dead is not None:
-                raise TransportLost(str(self.dead), attempts=self.dead.attempts)
+                raise self.dead.restated(str(self.dead))
             if self.closing:
                 raise TransportLost("the client is closed")
             event = self.connected if early else self.ready
