@@ -146,7 +146,7 @@ def run_command(args: Any) -> int:
 def _dev(args: Any) -> int:
     import trio
 
-    from ._dev import run_dev
+    from ._dev import bind_listener, run_dev
     from ._dev_stdio import run_stdio_dev
 
     options = {"watch": args.watch, "poll": args.poll, "log_level": args.log_level}
@@ -157,17 +157,19 @@ def _dev(args: Any) -> int:
     try:
         if args.transport == "stdio":
             trio.run(functools.partial(run_stdio_dev, args.target, **options))
-        else:
-            trio.run(
-                functools.partial(
-                    run_dev, args.target, host=args.host, port=args.port, path=args.path, **options
-                )
-            )
+            return 0
+        try:
+            sock = bind_listener(args.host, args.port)
+        except OSError as exc:
+            from ._bind_error import bind_error
+
+            # serve's line for the same failure, and its exit code
+            where = {"host": args.host, "port": args.port}
+            print(f"mcp-runtime: error: {bind_error(exc, 'http', where)}", file=sys.stderr)
+            return 1
+        trio.run(functools.partial(run_dev, args.target, sock, path=args.path, **options))
     except KeyboardInterrupt:
         return 0
-    except OSError as exc:
-        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
-        return 1
     return 0
 
 
