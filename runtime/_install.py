@@ -69,7 +69,8 @@ LOCK_TIMEOUT: Final = 10.0
 #: The entry names every client takes. Claude Code and the GitHub Copilot CLI (which reads
 #: ``.vscode/mcp.json``) refuse any other character ("Names can only contain letters,
 #: numbers, hyphens, and underscores"), and clients prefix tool names with the server's
-#: name, so 64 (the MCP tool-name length bound, SEP-986) is the longest.
+#: name for model APIs that take tool names of at most 64 such characters; 64 is also the
+#: MCP tool-name bound (SEP-986), so it is the longest.
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NAME_RULE: Final = "1 to 64 characters, each an ASCII letter, a digit, '-' or '_'"
 #: How much of a refused name an error message shows.

@@ -73,7 +73,7 @@ async def test_an_existing_file_keeps_its_owner_and_group(tmp_path: Path) -> Non
     assert "quickstart" in servers(config)
 
 
-async def test_a_planted_link_at_the_old_temporary_name_is_not_followed(tmp_path: Path) -> None:
+async def test_a_link_planted_at_a_temporary_name_is_not_followed(tmp_path: Path) -> None:
     """A cloned repository ships ``.vscode/.mcp.json.mcp-runtime.tmp`` pointing at one of the
     user's files; ``install --client vscode`` in it must not write there."""
     victim = tmp_path / "victim.txt"
@@ -175,8 +175,8 @@ async def test_valid_names_at_the_edges_are_taken(tmp_path: Path) -> None:
 
 
 async def test_a_server_name_with_a_newline_is_not_cut(tmp_path: Path) -> None:
-    """Without --name the entry takes the Server's name: one with a newline was cut to its
-    last line ("lines"); now it is refused, with a valid name to use instead."""
+    """Without --name the entry takes the Server's name, whole: one with a newline is
+    refused (not cut to its last line, "lines"), with a valid name to use instead."""
     served = tmp_path / "served.py"
     served.write_text(
         "from runtime import Server\napp = Server('two\\nlines', '1.0')\n"
