@@ -8,7 +8,6 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import importlib
 import importlib.util
@@ -21,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from ._bind_error import bind_error as _bind_error
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -677,26 +677,6 @@ def _summary(server: Server) -> str:
     )
     parts = [f"{n} {name}{'' if n == 1 else 's'}" for n, name in counts]
     return f"{server.name} {server.version} ({', '.join(parts)})"
-
-
-def _bind_error(exc: OSError, transport: str, settings: dict[str, Any]) -> str:
-    """One line naming the address and the fix, for the usual reasons a server cannot start."""
-    if transport == "unix":
-        where = f"--socket {settings['socket']}"
-        if isinstance(exc, FileNotFoundError):
-            return f"cannot create {where}: its directory does not exist"
-        return f"cannot listen on {where}: {exc.strerror or exc}"
-    where = f"{settings['host']}:{settings['port']}"
-    if exc.errno == errno.EADDRINUSE:
-        return f"{where} is already in use: stop the other server or choose another --port"
-    if exc.errno == errno.EACCES:
-        return f"no permission to bind {where}: choose a --port above 1023"
-    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return (
-            f"cannot bind --host {settings['host']!r}: {exc.strerror or exc}; "
-            "use an address of this machine, e.g. 127.0.0.1"
-        )
-    return f"cannot serve on {where}: {exc.strerror or exc}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
