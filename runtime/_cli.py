@@ -449,6 +449,11 @@ def _settings(args: argparse.Namespace | SimpleNamespace) -> dict[str, Any]:
         raise UsageError(f"--metrics {metrics!r}: expected a path such as /metrics")
     if values["metrics_token"] and metrics is None:
         raise UsageError("--metrics-token needs --metrics (the endpoint is off without it)")
+    if values["metrics_token"]:
+        from .auth import BEARER_TOKEN_SYNTAX, is_bearer_token
+
+        if not is_bearer_token(values["metrics_token"]):
+            raise UsageError(f"--metrics-token: {BEARER_TOKEN_SYNTAX}")
     return values
 
 
