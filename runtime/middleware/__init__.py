@@ -17,6 +17,7 @@ from ._chain import (
     ToolCall,
     as_middleware,
 )
+from ._labels import UNKNOWN, KnownNames, method_label
 from ._metrics import Metrics
 from ._observe import DEFAULT_REDACT, MethodTiming, RequestLogging, Timing, redact
 from ._ratelimit import RateLimit, TokenBucket
@@ -24,7 +25,9 @@ from ._sessions import SessionCounter
 
 __all__ = [
     "DEFAULT_REDACT",
+    "UNKNOWN",
     "Authorize",
+    "KnownNames",
     "MethodTiming",
     "Metrics",
     "Middleware",
@@ -42,6 +45,7 @@ __all__ = [
     "TokenBucket",
     "ToolCall",
     "as_middleware",
+    "method_label",
     "redact",
     "scopes_of",
 ]

@@ -14,6 +14,7 @@ import trio
 from ..features import principal_key
 from ..protocol import JSONRPCError, Refusal
 from ._chain import Middleware, Next, Request
+from ._labels import method_label
 
 __all__ = ["DEFAULT_REDACT", "MethodTiming", "RequestLogging", "Timing", "redact"]
 
@@ -172,7 +173,9 @@ class MethodTiming:
 
 class Timing(Middleware):
     """Times every request: per-method ``stats`` (count, errors, total, max), and
-    ``on_timing(method, seconds, outcome)`` when given (to feed your own metrics)."""
+    ``on_timing(method, seconds, outcome)`` when given (to feed your own metrics). A method
+    no MCP revision defines is counted as ``"unknown"`` (``method_label``): a client's
+    made-up names do not grow ``stats``, nor the label sets of what ``on_timing`` feeds."""
 
     def __init__(self, on_timing: Callable[[str, float, str], None] | None = None) -> None:
         self.on_timing = on_timing
@@ -190,13 +193,14 @@ class Timing(Middleware):
         finally:
             elapsed = perf_counter() - request.started
             outcome = _outcome(failure, result)
-            stat = self.stats.get(request.method)
+            method = method_label(request.method)
+            stat = self.stats.get(method)
             if stat is None:
-                stat = self.stats[request.method] = MethodTiming()
+                stat = self.stats[method] = MethodTiming()
             stat.count += 1
             stat.total += elapsed
             stat.max = max(stat.max, elapsed)
             if outcome.startswith(("error", "exception")):
                 stat.errors += 1
             if self.on_timing is not None:
-                self.on_timing(request.method, elapsed, outcome)
+                self.on_timing(method, elapsed, outcome)
