@@ -19,11 +19,20 @@ from ._chain import (
 )
 from ._labels import UNKNOWN, KnownNames, method_label
 from ._metrics import Metrics
-from ._observe import DEFAULT_REDACT, MethodTiming, RequestLogging, Timing, redact
+from ._observe import (
+    DEFAULT_LOG_FIELDS,
+    DEFAULT_REDACT,
+    MethodTiming,
+    RequestLogging,
+    Timing,
+    redact,
+    redact_url,
+)
 from ._ratelimit import RateLimit, TokenBucket
 from ._sessions import SessionCounter
 
 __all__ = [
+    "DEFAULT_LOG_FIELDS",
     "DEFAULT_REDACT",
     "UNKNOWN",
     "Authorize",
@@ -47,5 +56,6 @@ __all__ = [
     "as_middleware",
     "method_label",
     "redact",
+    "redact_url",
     "scopes_of",
 ]
