@@ -64,6 +64,7 @@ from ._wire import (
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
+    loggable,
 )
 
 __all__ = ["Client", "Era", "Notification", "RequestHandler"]
@@ -347,11 +348,11 @@ class Client:
             except PeerError as exc:
                 if self.requested_era == "modern":
                     raise
-                log.info("server/discover refused (%s): falling back to initialize", exc)
+                log.info("server/discover refused (%s): falling back to initialize", loggable(exc))
             except TransportLost as exc:
                 if not respawn_for_probe or self._conversation.reopen_once:
                     raise  # not a stdio probe, or the link was not lost (a send failed)
-                log.info("the server exited at server/discover (%s): the handshake", exc)
+                log.info("the server exited at server/discover (%s): the handshake", loggable(exc))
             finally:
                 self._conversation.reopen_once = False
         self.era = "handshake"
@@ -420,7 +421,7 @@ class Client:
                 await self._request_raw("resources/subscribe", {"uri": uri}, early=True)
                 log.info("subscribed again to %s on the new session", uri)
         except ClientError as exc:
-            log.warning("could not renew the session's subscriptions: %s", exc)
+            log.warning("could not renew the session's subscriptions: %s", loggable(exc))
 
     async def aclose(self) -> None:
         """Stop: fail what still waits, close the link (a stdio server is stopped)."""
@@ -760,7 +761,7 @@ class Client:
                             request_id=request_id,
                         )
                     except ClientError as exc:
-                        log.warning("subscriptions/listen ended: %s", exc)
+                        log.warning("subscriptions/listen ended: %s", loggable(exc))
                     send.close()
 
                 nursery.start_soon(hold)

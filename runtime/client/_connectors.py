@@ -29,7 +29,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, single_errors
-from ._wire import make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
+from ._wire import loggable, make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "Connector",
@@ -175,13 +175,13 @@ async def _forward_stderr(
                 end = cut if 0 <= cut < _STDERR_LINE else _STDERR_LINE
                 line = bytes(buffer[:end]).decode("utf-8", "replace").rstrip("\r")
                 del buffer[: end + 1 if end == cut else end]
-                server_log.info("pid=%d %s", pid, line)
+                server_log.info("pid=%d %s", pid, loggable(line))
                 tail.append(line)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     if buffer:
         line = bytes(buffer).decode("utf-8", "replace")
-        server_log.info("pid=%d %s", pid, line)
+        server_log.info("pid=%d %s", pid, loggable(line))
         tail.append(line)
 
 
