@@ -429,7 +429,7 @@ class ModernClientTasks:
             del self.tasks[ended[0].task_id]
         self._creating += 1
         try:
-            created = await _request(client, "tools/call", {**params, "task": {}}, timeout=None)
+            created = await _request(client, "tools/call", {**params, "task": {}})
             task = created.get("task") if isinstance(created, dict) else None
             if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
                 # The remote ran it at once after all: its result is the answer.
