@@ -69,7 +69,14 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._bridge_hop import TASKS_EXTENSION, describe, per_hop_removed, strip_meta
+from ._bridge_hop import (
+    TASKS_EXTENSION,
+    describe,
+    per_hop_removed,
+    remote_error,
+    remote_tool_tasks,
+    strip_meta,
+)
 from ._bridge_listen import serve_listen
 from ._bridge_pool import (
     DEFAULT_MAX_PARALLEL,
@@ -410,8 +417,7 @@ class Forward(Middleware):
         if method.startswith("tasks/"):
             return await self.tasks.handle(client, method, params)
         caps = client.description.capabilities if client.description else {}
-        remote_tasks = ((caps.get("tasks") or {}).get("requests") or {}).get("tools") or {}
-        if "call" not in remote_tasks:
+        if not remote_tool_tasks(caps):
             return _NOT_A_TASK
         support = await self.tasks.task_support(client, str(params.get("name")))
         if support not in ("optional", "required"):
@@ -450,7 +456,7 @@ class Forward(Middleware):
                 await upstream.unsubscribe(client, uri)
             return {}
         except PeerError as exc:
-            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+            raise remote_error(exc.code, exc.message, exc.data) from None
 
     async def _lower_shared_level(self, client: Client, level: str) -> None:
         """A handshake-era remote logs at its session's level: the shared client's session
@@ -498,7 +504,7 @@ class Forward(Middleware):
         try:
             finished, value = await forwarding.outcome(request)
         except PeerError as exc:
-            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+            raise remote_error(exc.code, exc.message, exc.data) from None
         if finished:
             return per_hop_removed(value)
         self.parked[forwarding.state] = forwarding
@@ -613,7 +619,7 @@ class Forward(Middleware):
                     on_request=ask if request.era == "handshake" else None,
                 )
             except PeerError as exc:
-                raise JSONRPCError(exc.code, exc.message, exc.data) from None
+                raise remote_error(exc.code, exc.message, exc.data) from None
             kind = result.get("resultType") if isinstance(result, dict) else None
             if kind == "task" and (request.era == "modern" or keep_task):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the

@@ -1,10 +1,12 @@
 """A raw handshake-era MCP server over stdio (ndjson) that never answers one tool.
 
-``python silent_upstream.py DIR``: writes ``DIR/pid-<pid>`` when it starts (tests count the
-live ones in /proc) and appends every message it receives to ``DIR/received.ndjson`` (one
-line each, written in one ``write``). Tools: ``echo`` (answers at once), ``slow`` (answers
-after 0.3 s) and ``hang`` (never answered: a silent remote). Standard library only, so it
-starts quickly and holds little memory.
+``python silent_upstream.py DIR [odd]``: writes ``DIR/pid-<pid>`` when it starts (tests
+count the live ones in /proc) and appends every message it receives to
+``DIR/received.ndjson`` (one line each, written in one ``write``). Tools: ``echo`` (answers
+at once), ``slow`` (answers after 0.3 s), ``hang`` (never answered: a silent remote) and
+``fail`` (an error answer). With ``odd``, what it says is valid JSON-RPC that MCP's schema
+does not allow: capabilities whose levels are not objects, and ``fail``'s error code
+``true``. Standard library only, so it starts quickly and holds little memory.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def answer(message_id: object, result: object) -> None:
 
 def main() -> None:
     directory = sys.argv[1]
+    odd = sys.argv[2:] == ["odd"]
+    capabilities: dict[str, object] = {"tools": {}}
+    if odd:
+        capabilities.update({"tasks": {"requests": [1]}, "resources": "subscribe"})
     with open(os.path.join(directory, f"pid-{os.getpid()}"), "w") as mark:
         mark.write(str(os.getpid()))
     received = os.open(
@@ -43,7 +49,7 @@ def main() -> None:
                 message["id"],
                 {
                     "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                    "capabilities": {"tools": {}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "silent", "version": "1"},
                 },
             )
@@ -56,10 +62,13 @@ def main() -> None:
                 time.sleep(0.3)
             text = str((params.get("arguments") or {}).get("text", "ok"))
             answer(message["id"], {"content": [{"type": "text", "text": text}]})
-        elif method == "tools/call":
-            continue  # hang: never answered
+        elif method == "tools/call" and params.get("name") == "hang":
+            continue  # never answered
         else:
-            error = {"code": -32601, "message": f"Method not found: {method}"}
+            code: object = -32601
+            if method == "tools/call":
+                code = True if odd else -32000
+            error = {"code": code, "message": f"{method} failed"}
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
             sys.stdout.write("\n")
             sys.stdout.flush()
