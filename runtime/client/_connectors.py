@@ -179,7 +179,7 @@ class StdioConnector:
                 nursery.start_soon(_forward_stderr, process.stderr, process.pid, self.stderr_tail)
                 try:
                     if control is not None:
-                        await self._started(process, link, control)
+                        await self._started(control)
                     yield link
                 except TransportLost as exc:
                     raise await self._explain(exc, process) from None
@@ -194,11 +194,10 @@ class StdioConnector:
             with trio.CancelScope(shield=True), contextlib.suppress(OSError):
                 await process.stderr.aclose()
 
-    async def _started(
-        self, process: trio.Process, link: FramedLink, control: socket.socket
-    ) -> None:
+    async def _started(self, control: socket.socket) -> None:
         """Wait for the reaper's line: ``ok``, or why the command could not start (raised as
-        :class:`TransportLost`, as a failed spawn without the reaper is)."""
+        :class:`TransportLost`, as a failed spawn without the reaper is; ``open`` then stops
+        the reaper as it stops any server)."""
         sock = trio.socket.from_stdlib_socket(control)
         report = b""
         with trio.move_on_after(_REAPER_REPORT):
@@ -210,8 +209,6 @@ class StdioConnector:
         line = report.decode("utf-8", "replace").strip()
         if line == "ok":
             return
-        with trio.CancelScope(shield=True):
-            await _stop_process(process, link, self.close_grace, control)
         reason = (
             line[len("error ") :] if line.startswith("error ") else "the reaper did not start it"
         )
