@@ -281,6 +281,20 @@ _FLAGS = (
         type=_positive_float,
         metavar="SECONDS",
     ),
+    _Flag(
+        "upstream-call-timeout",
+        "a remote TARGET: how long the proxy waits for its answer to a request before "
+        "cancelling it there and answering -32001 (default 300)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "max-upstream-processes",
+        "a stdio: TARGET: its processes running at once, one per upstream session; past it "
+        "a new session is refused with -32010 (default 16)",
+        type=_positive_int,
+        metavar="N",
+    ),
 )
 
 #: The flags that configure the proxy of a remote TARGET (bridge.proxy_server's arguments).
@@ -294,6 +308,8 @@ _UPSTREAM_FLAGS = (
     "upstream_poll_max",
     "upstream_max_parallel",
     "upstream_parallel_idle",
+    "upstream_call_timeout",
+    "max_upstream_processes",
 )
 
 
@@ -494,6 +510,10 @@ def _proxy_options(upstream: Mapping[str, Any]) -> dict[str, Any]:
         options["max_parallel"] = upstream["upstream_max_parallel"]
     if upstream.get("upstream_parallel_idle") is not None:
         options["parallel_idle_timeout"] = upstream["upstream_parallel_idle"]
+    if upstream.get("upstream_call_timeout") is not None:
+        options["call_timeout"] = upstream["upstream_call_timeout"]
+    if upstream.get("max_upstream_processes") is not None:
+        options["max_upstream_processes"] = upstream["max_upstream_processes"]
     policy: dict[str, Any] = {}
     if upstream.get("upstream_retries") is not None:
         policy["max_attempts"] = upstream["upstream_retries"]

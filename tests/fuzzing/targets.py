@@ -205,3 +205,324 @@ SEEDS: dict[str, list[bytes]] = {
         b'{"jsonrpc":"2.0","id":1,"result":1,"error":{}}',
     ],
 }
+
+
+# -- The bridge's translation: what it makes of a remote's messages ---------------------------
+#
+# What reaches the bridge from a remote has passed the client's decode (valid JSON, a
+# response, notification or request); the bridge then reshapes it for its own client: results
+# lose what belongs to the remote's hop, task shapes are translated across the two task
+# protocols, notifications get our subscription id, the remote's capabilities become ours.
+# ``bridge_translation`` decodes the input as the client does (``msgspec.json.decode``; not
+# JSON: the client refused it, nothing to do) and hands it, by the first byte, to one of those
+# paths; the async ones run against ``_Remote``, which answers each request of the bridge with
+# the next fuzzed reply (a JSON array: one reply per element). A path may only return what a
+# client can be sent, or raise what becomes a JSON-RPC error answer there: ``JSONRPCError``
+# (with an integer code) or the client's ``ClientError`` (the proxy answers -32603).
+
+import copy  # noqa: E402 - this block is appended whole; the client targets precede it
+from typing import Any  # noqa: E402
+
+import msgspec  # noqa: E402
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
+
+from runtime._bridge_hop import (  # noqa: E402
+    META_SUBSCRIPTION_ID,
+    describe,
+    per_hop_removed,
+    remote_tool_tasks,
+    with_subscription,
+    without_subscription,
+)
+from runtime._bridge_listen import listen_filter  # noqa: E402
+from runtime._bridge_remote_task import await_remote_task  # noqa: E402
+from runtime._bridge_tasks import (  # noqa: E402
+    RELATED_TASK,
+    HandshakeClientTasks,
+    ModernClientTasks,
+    _without_related,
+    detailed_task,
+    legacy_task,
+    related_task,
+)
+from runtime.client import BadMessage, ClientError, PeerError, ServerDescription, Task  # noqa: E402
+from runtime.client._conversation import peer_error  # noqa: E402
+
+
+class _Remote:
+    """The remote behind the bridge's client: each request answered with the next reply,
+    decoded as ``Client.request`` decodes it; a reply that is an array is an error answer
+    instead, its first item the error object (made a ``PeerError`` by the client's own
+    ``peer_error``); ``get_task`` decodes a reply as a ``Task`` as ``Client.get_task`` does
+    (``BadMessage`` when it is not one); once the replies run out, the remote answers
+    -32603."""
+
+    def __init__(self, replies: list[Any], era: str = "modern") -> None:
+        self.replies = replies
+        self.era = era
+        self.description: ServerDescription | None = None
+
+    async def request(self, method: str, params: Any = None, **_: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        if not self.replies:
+            raise PeerError(-32603, f"{method}: no more replies")
+        reply = self.replies.pop(0)
+        if isinstance(reply, list):
+            raise peer_error(reply[0] if reply else None)
+        return reply
+
+    async def get_task(self, task_id: str) -> Task:
+        reply = await self.request("tasks/get", {"taskId": task_id})
+        try:
+            return msgspec.convert(reply, Task)
+        except msgspec.ValidationError as exc:
+            raise BadMessage(f"tasks/get: the result does not match the schema: {exc}") from None
+
+    async def update_task(self, task_id: str, responses: Any) -> None:
+        await self.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+
+    async def cancel_task(self, task_id: str) -> Any:
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
+
+def _sendable(value: Any) -> None:
+    """What the bridge passes on must encode as JSON (our server encodes it next)."""
+    msgspec.json.encode(value)
+
+
+def _documented(exc: BaseException) -> None:
+    """An error the bridge raises must be one its server answers precisely."""
+    if isinstance(exc, JSONRPCError):
+        assert type(exc.code) is int, f"a JSON-RPC error code that is not an integer: {exc.code!r}"
+        assert isinstance(exc.message, str)
+        _sendable(exc.data)
+    elif not isinstance(exc, ClientError):
+        raise exc
+
+
+async def _answers(call: Any) -> Any:
+    try:
+        result = await call
+    except (JSONRPCError, ClientError) as exc:
+        _documented(exc)
+        return None
+    _sendable(result)
+    return result
+
+
+def _result_route(value: Any) -> None:
+    """A forwarded request's result, as the bridge passes it on (both eras)."""
+    for keep in (False, True):
+        out = per_hop_removed(copy.deepcopy(value), keep_result_type=keep)
+        _sendable(out)
+        if isinstance(out, dict):
+            assert "ttlMs" not in out and "cacheScope" not in out
+            assert keep or "resultType" not in out
+            meta = out.get("_meta")
+            assert not isinstance(meta, dict) or "io.modelcontextprotocol/serverInfo" not in meta
+
+
+def _notification_route(value: Any) -> None:
+    """A remote's notification params (``Notification.params`` is an object)."""
+    if not isinstance(value, dict):
+        return
+    out = without_subscription(copy.deepcopy(value))
+    _sendable(out)
+    meta = out.get("_meta")
+    assert not isinstance(meta, dict) or META_SUBSCRIPTION_ID not in meta
+    ours = with_subscription(copy.deepcopy(value), 7)
+    _sendable(ours)
+    assert ours["_meta"][META_SUBSCRIPTION_ID] == 7
+
+
+def _request_route(value: Any) -> None:
+    """A remote's request params: the task it names, and its params without that ``_meta``."""
+    task_id = related_task(value)
+    assert task_id is None or isinstance(task_id, str)
+    if isinstance(value, dict):
+        out = _without_related(copy.deepcopy(value))
+        _sendable(out)
+        meta = out.get("_meta")
+        assert not isinstance(meta, dict) or RELATED_TASK not in meta
+
+
+def _task_shape_route(value: Any) -> None:
+    """A remote's task object (the bridge checks it is an object first) in the other era's
+    shape."""
+    if not isinstance(value, dict):
+        return
+    old, new = legacy_task(copy.deepcopy(value)), detailed_task(copy.deepcopy(value))
+    _sendable(old)
+    _sendable(new)
+    assert "ttl" in old and "ttlMs" not in old and "resultType" not in old
+    assert "ttlMs" in new and "ttl" not in new
+
+
+def _describe_route(value: Any) -> None:
+    """The remote's ``initialize`` (or ``server/discover``) result: as our own declares it,
+    and what a downstream listen asking for everything is acknowledged and passed on."""
+    try:
+        description = msgspec.convert(value, ServerDescription)
+    except msgspec.ValidationError:
+        return  # the client refuses it (BadMessage): the bridge never sees it
+    everything = {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+        "resourceSubscriptions": ["a"],
+        "taskIds": ["t"],
+    }
+    honored, filter_ = listen_filter(everything, description.capabilities)
+    _sendable(honored)
+    assert set(filter_) <= {"tools", "prompts", "resources", "resource_uris", "task_ids"}
+    assert remote_tool_tasks(description.capabilities) in (True, False)
+    for era in ("modern", "handshake"):
+        remote = _Remote([], era)
+        remote.description = description
+        for modern in (True, False):
+            ours = {"protocolVersion": "x", "capabilities": {"tools": {}}, "serverInfo": {}}
+            _sendable(describe(ours, remote, modern=modern))  # type: ignore[arg-type]
+
+
+def _replies(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _run(route: Any, value: Any) -> None:
+    """``route(replies)`` in trio, its sleeps (poll intervals) skipped by the mock clock."""
+    trio.run(route, _replies(value), clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def _handshake_client_tasks(replies: list[Any]) -> None:
+    """A handshake-era client's task through a 2026-07-28 remote (``HandshakeClientTasks``):
+    the first reply answers the task-augmented call; each request about the task then meets
+    the remote's other replies from the start."""
+    remote = _Remote(copy.deepcopy(replies))
+    tasks = HandshakeClientTasks(remote, max_poll_interval=1.0)  # type: ignore[arg-type]
+
+    async def forward(sent: dict[str, Any]) -> Any:
+        return per_hop_removed(await remote.request("tools/call", sent), keep_result_type=True)
+
+    async def ask(method: str, params: Any) -> Any:
+        _sendable(params)
+        return {"action": "decline"}
+
+    created = await _answers(
+        tasks.call({"name": "t", "arguments": {}, "task": {"ttl": 9}}, forward)
+    )
+    if not isinstance(created, dict):
+        return
+    task_id = created["task"]["taskId"]  # a CreateTaskResult (2025-11-25): {"task": Task}
+    assert isinstance(task_id, str), created
+    for method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
+        remote.replies = copy.deepcopy(replies[1:])
+        await _answers(tasks.handle(method, {"taskId": task_id}, ask))
+
+
+async def _modern_client_tasks(replies: list[Any]) -> None:
+    """A 2026-07-28 client's task through a handshake-era remote (``ModernClientTasks``),
+    its watcher holding the remote's ``tasks/result``: the replies, in turn, are its
+    tools/list pages, the call's, the watcher's and those of the requests about the task."""
+    remote = _Remote(replies, "handshake")
+    tasks = ModernClientTasks(round_timeout=1.0)
+    await _answers(tasks.task_support(remote, "t"))  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        created = await _answers(tasks.call(remote, {"name": "t"}, nursery))  # type: ignore[arg-type]
+        if isinstance(created, dict) and created.get("resultType") == "task":
+            assert isinstance(created.get("taskId"), str), created  # a DetailedTask names itself
+            task = {"taskId": created["taskId"]}
+            await trio.sleep(0.1)  # the watcher takes its reply
+            got = await _answers(tasks.handle(remote, "tasks/get", task))  # type: ignore[arg-type]
+            error = got.get("error") if isinstance(got, dict) else None
+            assert not isinstance(error, dict) or type(error.get("code")) is int, got
+            await _answers(tasks.handle(remote, "tasks/cancel", task))  # type: ignore[arg-type]
+        nursery.cancel_scope.cancel()
+
+
+async def _remote_task(replies: list[Any]) -> None:
+    """A 2026-07-28 remote running a handshake-era client's call as a task, run to its end
+    (``await_remote_task``): the first reply is the task it made, the others its polls."""
+    created = replies.pop(0) if replies else None
+    if not isinstance(created, dict):
+        return
+
+    async def ask(method: str, params: Any) -> Any:
+        _sendable(params)
+        return {"action": "decline"}
+
+    remote = _Remote(replies)
+    await _answers(await_remote_task(remote, created, ask, max_poll_interval=1.0))  # type: ignore[arg-type]
+
+
+_BRIDGE_ROUTES: list[Any] = [
+    _result_route,
+    _notification_route,
+    _request_route,
+    _task_shape_route,
+    _describe_route,
+    lambda value: _run(_handshake_client_tasks, value),
+    lambda value: _run(_modern_client_tasks, value),
+    lambda value: _run(_remote_task, value),
+]
+
+
+def bridge_translation(data: bytes) -> None:
+    """A remote's reply, notification or request bytes through the bridge's translation."""
+    if not data:
+        return
+    try:
+        value = msgspec.json.decode(data[1:])
+    except msgspec.DecodeError:
+        return  # not JSON: the client refuses it before the bridge sees anything
+    _BRIDGE_ROUTES[data[0] % len(_BRIDGE_ROUTES)](value)
+
+
+TARGETS["bridge_translation"] = bridge_translation
+SEEDS["bridge_translation"] = [
+    b'\x00{"content":[],"resultType":"complete","ttlMs":5,"_meta":{"io.modelcontextprotocol/serverInfo":{}}}',
+    b'\x01{"uri":"a","_meta":{"io.modelcontextprotocol/subscriptionId":3,"x":1}}',
+    b'\x02{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}},"message":"?"}',
+    b'\x03{"taskId":"t","status":"working","ttlMs":1000,"pollIntervalMs":5}',
+    b'\x04{"protocolVersion":"2026-07-28","capabilities":{"tools":{"listChanged":true},'
+    b'"tasks":{"requests":{"tools":{"call":{}}}},"extensions":{"io.modelcontextprotocol/tasks":{}}}}',
+    b'\x05[{"resultType":"task","taskId":"t","status":"working","ttlMs":1},'
+    b'{"taskId":"t","status":"input_required","inputRequests":{"a":{"method":"elicitation/create",'
+    b'"params":{"message":"m"}}}},{},{"taskId":"t","status":"completed","result":{"content":[]}}]',
+    b'\x06[{"tools":[{"name":"t","execution":{"taskSupport":"optional"}}]},'
+    b'{"task":{"taskId":"r","status":"working","ttl":1}},{"content":[]},{"taskId":"r","status":"completed"}]',
+    b'\x07[{"taskId":"t","status":"working","pollIntervalMs":1},'
+    b'{"taskId":"t","status":"failed","error":{"code":-32000,"message":"no"}}]',
+    # Once crashes, each fixed with the bridge code it found wrong: a remote's task without a
+    # taskId answered as a CreateTaskResult without one; a tools/list whose tools is a number
+    # (TypeError); tasks/list sorting a task without a taskId (KeyError); a handshake-era
+    # remote's "resultType": "task" with no task passed on to a 2026-07-28 client (the input
+    # as it reads now that this route's replies are taken in turn); an input request's params
+    # that are an array (dict() of it: TypeError).
+    b'\x05[{"resultType":"task","taskaId":"t","status":"working","ttlMs":1},{"taskId":"t","status":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"m"}}}},{},{"taskId":"t","itatus":"cpleted","result":{"content":[]}}]',
+    b'\x06[{"tools":1},{"ts":[{"name":"t","attlMs":1},{"taskIMs":1},{"taskId":"t","s":"inneded","inputn":{"taort":"optionaq"}}]},{"t":[]},{"taskId":"r","states":"completed"}]',
+    b'\x05[{"resultType":"task","taskId":"trking","ttlMs":1},{"tWskId":"t","statussts":{"a":{"method":"elicite","params":{"message":"m"}}}},{},{"taskId":"t","status":"completed","re":"id","Requests":{"a":{"method":"elicite","params":{"message":"m"}}}},{},{"taskId":"t","status":"completed","result":{"content":[]}}]',
+    b'\x06[{"tools":[]},{"resultType":"task","status":"working","ttlMs":1}]',
+    b'\x05[{"resultType":"task","taskId":"t","status":"working","ttlMs":1},{"taskId":"t","status":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":[1]}}},{},{"taskId":"t","status":"completed","result":{"content":[]}}]',
+    # Found by reading the paths the target drives (the fuzzer had not reached them): an
+    # error code `true` passed on as the code (Python counts True as an int), from a task's
+    # error object and from an error answer (an array reply); a poll interval of 10**400 ms
+    # (OverflowError dividing it).
+    b'\x07[{"taskId":"t","status":"working","pollIntervalMs":1},'
+    b'{"taskId":"t","status":"failed","error":{"code":true,"message":"no"}}]',
+    b'\x05[{"resultType":"task","taskId":"t","status":"working"},'
+    b'{"taskId":"t","status":"failed","error":{"code":true,"message":"no"}}]',
+    b'\x06[{"tools":[]},{"task":{"taskId":"r","status":"working"}},[{"code":true,"message":"x"}],'
+    b'{"taskId":"r","status":"failed"},{"taskId":"r","status":"failed"}]',
+    b'\x05[{"resultType":"task","taskId":"t","status":"working"},[{"code":false,"message":"x"}]]',
+    b'\x05[{"resultType":"task","taskId":"t","status":"working"},'
+    b'{"taskId":"t","status":"working","pollIntervalMs":1' + b"0" * 400 + b"}]",
+    b'\x07[{"taskId":"t","status":"working","pollIntervalMs":1' + b"0" * 400 + b"}]",
+    # ... and capabilities whose levels are not objects: `requests` an array, `tools` a number
+    # (AttributeError, TypeError building our initialize result), `tools` a string ("call"
+    # in "call" was a declaration), list kinds whose capability is not an object.
+    b'\x04{"protocolVersion":"x","capabilities":{"tasks":{"requests":[1]}}}',
+    b'\x04{"protocolVersion":"x","capabilities":{"tasks":{"requests":{"tools":5}}}}',
+    b'\x04{"protocolVersion":"x","capabilities":{"tasks":{"requests":{"tools":"call"}}}}',
+    b'\x04{"protocolVersion":"x","capabilities":{"tools":[1],"resources":"subscribe"}}',
+]
