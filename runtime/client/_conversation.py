@@ -36,6 +36,7 @@ from ._link import Failed, Link, OnStream, Outgoing, ReportsUnreached
 from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming, loggable
 
 __all__ = [
+    "RAISED",
     "Conversation",
     "Listener",
     "Notification",
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_runtime.client")
+#: A log record attribute, True on the record of a failure that is also raised to the
+#: requests waiting on it (``logging.LogRecord``; ``extra={RAISED: True}``).
+RAISED = "mcp_runtime_raised"
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 #: Per request: the server's notifications that arrived on that request's response stream.
@@ -255,7 +259,9 @@ class Conversation:
             await trio.sleep(delay)
 
     def _die(self, error: TransportLost) -> None:
-        log.error("%s", loggable(error))
+        # Also raised to every waiting request: RAISED lets a program that reports those
+        # (the CLI) leave this record out rather than say the same thing twice.
+        log.error("%s", loggable(error), extra={RAISED: True})
         self.dead = error
         self._fail_all(error)
         self.connected.set()  # wake waiters: they find _dead
