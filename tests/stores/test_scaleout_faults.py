@@ -1,0 +1,118 @@
+"""Scale-out under failure: ``mcp-runtime serve`` replicas on a real redis-server, run as
+docs/deploy.md runs it (``examples/deploy/redis.conf``), behind a real HAProxy with the
+documented checks (``examples/deploy/haproxy.cfg``) where the balancer matters.
+
+- a replica killed (-9) while a call's answer streams: the official SDK, resuming on
+  another replica, gets the call's error within about twice the lease (not an empty stream
+  again and again); a stream resumed on another replica while its producer lives follows
+  it to its answer;
+- Redis killed (-9) and restarted: no acknowledged session or task result is lost;
+- Redis down behind HAProxy: every replica stays in rotation and stateless (2026-07-28)
+  traffic is served throughout; what needs the store gets the replica's own 503;
+- a slow Redis (``CLIENT PAUSE ... WRITE``): no session id is handed out unless stored;
+- task-store errors: the client gets a correlation id, the log the details;
+- a session's stored events expire with it.
+
+Leases are short here (``?lease=``) so that the suite stays within about a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+
+from ..transports.app import call, modern, modern_headers
+from ..transports.http_client import open_raw_session, request
+from ..transports.http_client import session_headers as headers
+from .cluster import Cluster
+from .servers import RedisServer
+from .test_tasks_shared import TASKS
+
+#: The lease of these tests' replicas (seconds; the default is 6).
+LEASE = 1.5
+#: The SSE ``retry`` the replicas send (ms): a client resumes this long after losing a stream.
+RETRY = 1.0
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, to kill, pause and restart."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def where(cluster: Cluster, i: int) -> tuple[str, int]:
+    return ("127.0.0.1", cluster.ports[i])
+
+
+def balancer(cluster: Cluster) -> tuple[str, int]:
+    return ("127.0.0.1", cluster.port)
+
+
+async def modern_call(address: tuple[str, int], request_id: int, tool: str, **args: Any) -> Any:
+    body = modern(request_id, "tools/call", {"name": tool, "arguments": args})
+    return await request(address, "POST", headers=modern_headers("tools/call", tool), body=body)
+
+
+async def task_request(address: tuple[str, int], method: str, params: dict[str, Any]) -> Any:
+    """A 2026-07-28 request of a client with the tasks extension; the whole response."""
+    body = modern(1, method, params)
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = TASKS
+    name = params.get("name") if method == "tools/call" else params.get("taskId")
+    return await request(address, "POST", headers=modern_headers(method, name), body=body)
+
+
+# -- Redis restarted ---------------------------------------------------------------------------
+
+
+async def test_a_redis_restart_loses_no_acknowledged_session_or_task_result(
+    redis: RedisServer,
+) -> None:
+    """A session only r0 has seen and a finished task's result, both acknowledged; Redis
+    is killed (-9) at once and restarted as documented (its append-only file): r1 serves
+    the session (no 404) and r2 answers the task's result (not "Unknown task")."""
+    cluster = Cluster(redis.url)
+    try:
+        for i in range(3):
+            cluster.start_replica(i)
+        with trio.fail_after(40):
+            session = await open_raw_session(where(cluster, 0))
+            created = await task_request(
+                where(cluster, 0), "tools/call", {"name": "build", "arguments": {"target": "x"}}
+            )
+            task_id = created.json()["result"]["taskId"]
+            while True:
+                got = await task_request(where(cluster, 0), "tasks/get", {"taskId": task_id})
+                if got.json()["result"]["status"] == "completed":
+                    break
+                await trio.sleep(0.05)
+            redis.stop()
+            redis.start()
+
+            # Each replica reconnects on its first call after its backoff: until then a
+            # call gets "... store unavailable" (503, or a -32603 error), never a 404.
+            while True:
+                served = await request(where(cluster, 1), "POST", headers=headers(session),
+                                       body=call(2, "add", a=1, b=2))  # fmt: skip
+                if served.status != 503:
+                    break
+                await trio.sleep(0.1)
+            assert served.status == 200, (served, cluster.logs())
+            assert served.json()["result"]["content"][0]["text"] == "3"
+            while True:
+                result = await task_request(where(cluster, 2), "tasks/get", {"taskId": task_id})
+                error = result.json().get("error", {}).get("message", "")
+                if not error.startswith("Task store unavailable"):
+                    break
+                await trio.sleep(0.1)
+            assert result.json()["result"]["status"] == "completed", result.json()
+            text = result.json()["result"]["result"]["content"][0]["text"]
+            assert text == "built x on r0"
+    finally:
+        cluster.stop()
