@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import trio
 
-from ..transports.app import call, modern, modern_headers
+from ..transports.app import call, init_body, modern, modern_headers
 from ..transports.http_client import open_raw_session, request
 from ..transports.http_client import session_headers as headers
 from .cluster import Cluster
@@ -114,5 +114,72 @@ async def test_a_redis_restart_loses_no_acknowledged_session_or_task_result(
             assert result.json()["result"]["status"] == "completed", result.json()
             text = result.json()["result"]["result"]["content"][0]["text"]
             assert text == "built x on r0"
+    finally:
+        cluster.stop()
+
+
+# -- Redis down behind HAProxy -------------------------------------------------------------------
+
+
+async def test_stateless_traffic_goes_on_through_haproxy_while_redis_is_down(
+    redis: RedisServer,
+) -> None:
+    """Three replicas behind the documented HAProxy config; Redis is stopped for 4 s (the
+    checks run every 0.5 s here, one failure takes a replica out). Every 2026-07-28 request
+    through HAProxy is answered 200 throughout, no replica leaves the rotation, readiness
+    says "degraded", and a new handshake session gets the replica's 503 + Retry-After
+    (a JSON-RPC error), not HAProxy's; once Redis is back, sessions open again."""
+    cluster = Cluster(redis.url)
+    try:
+        cluster.start()
+        front = balancer(cluster)
+        statuses: dict[int, int] = {}
+        with trio.fail_after(60):
+            held = await open_raw_session(front)
+            redis.stop()
+            stopped = trio.current_time()
+
+            async def stateless(n: int) -> None:
+                request_id = 0
+                while trio.current_time() - stopped < 4.0:
+                    request_id += 1
+                    got = await modern_call(front, request_id, "add", a=n, b=request_id)
+                    statuses[got.status] = statuses.get(got.status, 0) + 1
+                    assert got.status == 200, (got, cluster.servers())
+                    text = got.json()["result"]["content"][0]["text"]
+                    assert text == str(n + request_id)
+
+            async with trio.open_nursery() as nursery:
+                for n in range(3):
+                    nursery.start_soon(stateless, n)
+                await trio.sleep(2.5)  # past the replicas' PING (1 s) and HAProxy's checks
+                refused = await request(front, "POST", body=init_body())
+                assert refused.status == 503, refused
+                assert refused.headers["retry-after"] == "1"
+                error = refused.json()["error"]
+                assert (error["code"], error["message"]) == (-32603, "Session store unavailable")
+                assert "mcp-session-id" not in refused.headers
+                for i in range(3):
+                    ready = await request(where(cluster, i), "GET", "/readyz")
+                    assert (ready.status, ready.json()) == (
+                        200,
+                        {"ready": True, "degraded": "store unreachable"},
+                    )
+                assert [row["status"] for row in cluster.servers()] == ["UP"] * 3
+            redis.start()
+            refusals = 1
+            while (reopened := await request(front, "POST", body=init_body())).status != 200:
+                assert reopened.status == 503, reopened  # until each replica reconnected
+                refusals += 1
+                await trio.sleep(0.1)
+            # The session opened before the outage goes on on whichever replica (adopted).
+            for request_id in range(2, 5):
+                got = await request(front, "POST", headers=headers(held),
+                                    body=call(request_id, "add", a=1, b=1))  # fmt: skip
+                assert got.status == 200, got
+        print(f"during the outage: {statuses}")
+        assert sum(statuses.values()) >= 30
+        # Every 5xx through HAProxy was a replica's refusal of an initialize (none its own).
+        assert int(cluster.backend()["hrsp_5xx"]) == refusals
     finally:
         cluster.stop()
