@@ -47,6 +47,7 @@ __all__ = [
     "parse_error",
     "peer_timeout",
     "rate_limited",
+    "replica_gone",
     "request_timeout",
     "shutting_down",
     "store_unavailable",
@@ -170,6 +171,15 @@ def store_unavailable() -> JSONRPCError:
     """-32603 for a request the shared store (``runtime.stores``) could not serve: the state
     it needs is unreachable for now (the detail goes to the log)."""
     return JSONRPCError(INTERNAL_ERROR, "Session store unavailable")
+
+
+def replica_gone(what: str) -> JSONRPCError:
+    """-32603 for a request or task (``what``) whose replica stopped before it ended: its
+    lease in the shared store ran out (``runtime.stores``, ``Store.lease``), so no answer
+    will come from it."""
+    return JSONRPCError(
+        INTERNAL_ERROR, f"the replica running this {what} stopped (its lease expired)"
+    )
 
 
 def request_timeout(timeout_seconds: float | None) -> JSONRPCError:

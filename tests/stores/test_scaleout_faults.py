@@ -18,16 +18,26 @@ Leases are short here (``?lease=``) so that the suite stays within about a minut
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
-from ..transports.app import call, init_body, modern, modern_headers
-from ..transports.http_client import open_raw_session, request
+from runtime import Server
+from runtime.stores import RedisClient, RedisStore
+from runtime.transports.http import HttpLimits
+
+from ..transports.app import call, init_body, modern, modern_headers, serving
+from ..transports.http_client import connect, open_raw_session, request
 from ..transports.http_client import session_headers as headers
-from .cluster import Cluster
+from .cluster import HERE, Cluster
 from .servers import RedisServer
 from .test_tasks_shared import TASKS
 
@@ -66,6 +76,110 @@ async def task_request(address: tuple[str, int], method: str, params: dict[str, 
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = TASKS
     name = params.get("name") if method == "tools/call" else params.get("taskId")
     return await request(address, "POST", headers=modern_headers(method, name), body=body)
+
+
+# -- a replica killed mid-stream ---------------------------------------------------------------
+
+
+async def test_sdk_gets_the_error_of_a_call_whose_replica_was_killed_mid_stream(
+    redis: RedisServer,
+) -> None:
+    """The official SDK calls ``crawl`` through HAProxy (progress every 0.2 s); once the
+    first progress names the replica running it, that replica is killed (-9). The SDK
+    resumes the POST's stream with ``Last-Event-ID`` on a survivor, which follows it in the
+    store: when the dead replica's lease on the stream runs out, the call's error comes on
+    the stream, within about twice the lease of the kill."""
+    cluster = Cluster(redis.url, store_options=f"?lease={LEASE}")
+    try:
+        cluster.start()
+        command = [sys.executable, str(HERE / "sdk_resume_client.py"), cluster.url, "500", "0.2"]
+        client = await trio.lowlevel.open_process(
+            command, stdout=subprocess.PIPE, stderr=(cluster.dir / "sdk.log").open("ab")
+        )
+        try:
+            with trio.fail_after(60):
+                assert client.stdout is not None
+                lines = _lines(client.stdout)
+                first = await anext(lines)
+                victim = re.fullmatch(r"step 1 on r(\d)", first["progress"])
+                assert victim is not None, first
+                cluster.kill_replica(int(victim.group(1)))
+                killed = time.monotonic()
+                outcome = await anext(line async for line in lines if "progress" not in line)
+                assert await client.wait() == 0
+        finally:
+            if client.returncode is None:
+                client.kill()
+                await client.wait()
+        assert outcome.get("error") == {
+            "code": -32603,
+            "message": "the replica running this request stopped (its lease expired)",
+        }, (outcome, cluster.logs())
+        waited = outcome["at"] - killed
+        print(f"lease={LEASE}s error after the kill: {waited:.2f}s")
+        # The lease, the client's retry delay, a poll of the store, and some slack.
+        assert waited < 2 * LEASE + RETRY + 1.0, (waited, cluster.logs())
+        assert "stream producer gone (lease expired)" in cluster.logs()
+    finally:
+        cluster.stop()
+
+
+async def _lines(stream: trio.abc.ReceiveStream) -> Any:
+    """The JSON lines a subprocess writes, as they come."""
+    buffer = b""
+    async for chunk in stream:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)
+
+
+async def test_a_post_stream_resumed_on_another_replica_follows_it_to_its_answer(
+    redis: RedisServer,
+) -> None:
+    """r0 runs ``crawl``; the client drops the POST's stream after two progress events and
+    resumes on r1, which does not run it: r1 writes the events the client missed and those
+    that follow, as r0 stores them, then the answer, and ends the stream; nothing twice."""
+    cluster = Cluster(redis.url, replicas=2, store_options=f"?lease={LEASE}")
+    try:
+        for i in range(2):
+            cluster.start_replica(i)
+        with trio.fail_after(30):
+            session = await open_raw_session(where(cluster, 0))
+            post = await connect(where(cluster, 0))
+            body = call(2, "crawl", progress="t", steps=8, delay=0.25)
+            await post.send("POST", "/mcp", headers=headers(session, accept="text/event-stream"),
+                            body=body)  # fmt: skip
+            assert (await post.head()).status == 200
+            seen: list[str] = []
+            last = ""
+            while len(seen) < 2:
+                event = await post.next_event()
+                assert event is not None
+                last = event.id or last
+                if event.data:
+                    seen.append(msgspec.json.decode(event.data)["params"]["message"])
+            await post.aclose()
+            resumed = await connect(where(cluster, 1))
+            await resumed.send(
+                "GET", "/mcp",
+                headers=headers(session, accept="text/event-stream", **{"last-event-id": last}),
+            )  # fmt: skip
+            assert (await resumed.head()).status == 200
+            events = await resumed.events()  # to the stream's end
+        messages = [msgspec.json.decode(e.data) for e in events if e.data]
+        progress = [m["params"]["message"] for m in messages if "method" in m]
+        assert seen + progress == [f"step {k} on r0" for k in range(1, 9)], (seen, progress)
+        assert messages[-1] == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {"content": [{"type": "text", "text": "crawled 8 on r0"}],
+                       "isError": False},
+        }  # fmt: skip
+        ids = [e.id for e in events if e.id]
+        assert len(ids) == len(set(ids)) == 7
+    finally:
+        cluster.stop()
 
 
 # -- Redis restarted ---------------------------------------------------------------------------
@@ -183,3 +297,37 @@ async def test_stateless_traffic_goes_on_through_haproxy_while_redis_is_down(
         assert int(cluster.backend()["hrsp_5xx"]) == refusals
     finally:
         cluster.stop()
+
+
+# -- in process: task-store errors and event expiry ---------------------------------------------
+
+
+async def test_a_sessions_stored_events_expire_with_the_session(redis_url: str) -> None:
+    """A session idle for its timeout (1 s here) expires in Redis, and its stored SSE events
+    with it (they took its TTL), instead of living ``event_ttl`` (30 min) longer."""
+    store = RedisStore.from_url(redis_url)
+    app = Server("events", "1.0.0", store=store)
+
+    @app.tool
+    async def count(to: int, ctx: Any) -> str:
+        """Count with progress."""
+        for n in range(1, to + 1):
+            await ctx.report_progress(n, to)
+        return f"counted to {to}"
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    client = RedisClient("127.0.0.1", port)
+    limits = HttpLimits(session_idle_timeout=1.0)
+    with trio.fail_after(20):
+        async with serving(app, http_limits=limits) as address:
+            session = await open_raw_session(address)
+            done = await request(address, "POST", body=call(2, "count", progress="p", to=3),
+                                 headers=headers(session, accept="text/event-stream"))  # fmt: skip
+            assert done.status == 200
+            keys = [f"mcp:{kind}:{session}" for kind in ("s", "ev", "ec")]
+            ttls = [await client.call("TTL", key) for key in keys]
+            assert all(0 < t <= 1 for t in ttls), ttls
+            while await client.call("EXISTS", *keys):  # noqa: ASYNC110 - Redis expires them
+                await trio.sleep(0.1)
+            assert await client.call("EXISTS", *keys) == 0
+    await client.aclose()

@@ -30,10 +30,11 @@ from ...protocol import (
     split_batch,
     store_unavailable,
 )
-from ...stores import StoreUnavailable
+from ...stores import StoreUnavailable, split_event_id
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._follow import follow
 from ._in_order import InOrder, seq_of
 from ._session import Hooks, HttpSession, SessionRegistry
 from ._streams import ResponseStream, answer, pump, sse_event
@@ -467,6 +468,10 @@ class HandshakeEra:
         session.get_streams += 1
         session.in_use += 1
         try:
+            if last is not None and stream is None and session.holds is not None:
+                # A POST stream this replica does not produce: followed in the store.
+                await self._follow(exchange, session, last, headers)
+                return
             replay: list[tuple[str, bytes]] = []
             skip = 0
             if last is not None:
@@ -526,6 +531,26 @@ class HandshakeEra:
             session.get_streams -= 1
             session.in_use -= 1
             session.touch()
+
+    async def _follow(
+        self, exchange: Exchange, session: HttpSession, last: str, headers: list[tuple[str, str]]
+    ) -> None:
+        """Resume, from ``last``, a shared session's POST stream that another replica
+        produces (or produced): ``_follow``."""
+        split = split_event_id(last)
+        if split is None:
+            raise refusal(400, "Bad Request: unknown Last-Event-ID")
+        stream_id, after = split
+        try:
+            state = await session.store.follow(session.id, stream_id, after)
+        except StoreUnavailable as exc:
+            raise store_refusal(exc) from None
+        if state is None:
+            raise refusal(400, "Bad Request: unknown Last-Event-ID")
+        await exchange.start_stream(200, "text/event-stream", headers)
+        await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
+        if await follow(exchange, session, stream_id, state, after, self.limits.sse_keepalive):
+            await exchange.end()
 
     async def delete(self, request: HttpRequest, exchange: Exchange) -> None:
         if request.header("mcp-session-id") is None:
