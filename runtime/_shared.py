@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -34,7 +35,7 @@ from .features import (
     TaskTable,
     legacy_wire,
 )
-from .protocol import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError, replica_gone
+from .protocol import INVALID_PARAMS, JSONRPCError, replica_gone, store_unavailable
 from .stores import RENEWALS_PER_LEASE, Store, StoreUnavailable, TaskSnapshot
 
 if TYPE_CHECKING:
@@ -148,7 +149,11 @@ def _shareable(record: TaskRecord) -> bool:
 
 
 def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
-    return JSONRPCError(INTERNAL_ERROR, f"Task store unavailable: {exc}")
+    """The client's error for a task the store could not serve: what failed (the store's
+    address, its exception) goes to the log only, under a correlation id the client gets."""
+    correlation = secrets.token_hex(8)
+    log.warning("task store unavailable correlation=%s: %s", correlation, exc)
+    return store_unavailable("Task", correlation)
 
 
 def _unknown(task_id: str) -> JSONRPCError:

@@ -167,10 +167,13 @@ def shutting_down() -> JSONRPCError:
     return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
 
 
-def store_unavailable() -> JSONRPCError:
+def store_unavailable(what: str = "Session", correlation_id: str | None = None) -> JSONRPCError:
     """-32603 for a request the shared store (``runtime.stores``) could not serve: the state
-    it needs is unreachable for now (the detail goes to the log)."""
-    return JSONRPCError(INTERNAL_ERROR, "Session store unavailable")
+    it needs (``what``: sessions, tasks) is unreachable for now. The detail (the store's
+    address, its exception) goes to the log only, under ``correlation_id``, which the
+    client gets as ``data.correlationId`` to quote."""
+    data = None if correlation_id is None else {"correlationId": correlation_id}
+    return JSONRPCError(INTERNAL_ERROR, f"{what} store unavailable", data)
 
 
 def replica_gone(what: str) -> JSONRPCError:

@@ -19,6 +19,7 @@ Leases are short here (``?lease=``) so that the suite stays within about a minut
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -299,7 +300,85 @@ async def test_stateless_traffic_goes_on_through_haproxy_while_redis_is_down(
         cluster.stop()
 
 
+# -- a slow Redis ------------------------------------------------------------------------------
+
+
+async def test_a_slow_redis_never_hands_out_an_unsaved_session(redis: RedisServer) -> None:
+    """Redis pauses every write (``CLIENT PAUSE ... WRITE``) for longer than the store's
+    timeout: ``initialize`` subscribes (not a write) but cannot save its session. It gets
+    503 + Retry-After and the JSON-RPC error, with no session id; a stateless request is
+    served meanwhile. After the pause, a new session's id works on the other replica."""
+    cluster = Cluster(redis.url, replicas=2, store_options="?timeout=0.3")
+    try:
+        for i in range(2):
+            cluster.start_replica(i)
+        with trio.fail_after(30):
+            assert redis.command("CLIENT", "PAUSE", "2000", "WRITE") == b"+OK\r\n"
+            refused = await request(where(cluster, 0), "POST", body=init_body())
+            assert refused.status == 503, (refused, cluster.logs())
+            assert refused.headers["retry-after"] == "1"
+            assert "mcp-session-id" not in refused.headers
+            error = refused.json()["error"]
+            assert (error["code"], error["message"]) == (-32603, "Session store unavailable")
+            assert refused.json()["id"] == 1
+            stateless = await modern_call(where(cluster, 0), 2, "add", a=2, b=3)
+            assert stateless.status == 200 and "5" in stateless.body.decode()
+            redis.command("CLIENT", "UNPAUSE")
+            while True:
+                opened = await request(where(cluster, 0), "POST", body=init_body())
+                if opened.status == 200:
+                    break
+                assert opened.status == 503 and "mcp-session-id" not in opened.headers
+                await trio.sleep(0.1)
+            assert "result" in opened.json()
+            session = opened.headers["mcp-session-id"]
+            got = await request(where(cluster, 1), "POST", headers=headers(session),
+                                body=call(3, "add", a=1, b=1))  # fmt: skip
+            assert got.status == 200, got
+        assert re.search(r"session not saved session=\w+ correlation=[0-9a-f]{16}", cluster.logs())
+    finally:
+        cluster.stop()
+
+
 # -- in process: task-store errors and event expiry ---------------------------------------------
+
+
+def _task_server(store: RedisStore) -> Server:
+    app = Server("tasks", "1.0.0", store=store)
+
+    @app.tool(task="optional")
+    async def build(target: str) -> str:
+        """A job run as a task."""
+        return f"built {target}"
+
+    return app
+
+
+async def test_task_store_errors_give_a_correlation_id_not_the_stores_address(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With the store unreachable, creating a task answers -32603 "Task store unavailable"
+    and a correlation id, nothing of Redis's address or exception; the log line carries the
+    same id and the details."""
+    down = RedisServer()  # a free port, never started: connections are refused
+    store = RedisStore.from_url(down.url, timeout=0.3)
+    app = _task_server(store)
+    caplog.set_level(logging.WARNING, "mcp_runtime.stores")
+    with trio.fail_after(20):
+        async with serving(app) as address:
+            body = modern(1, "tools/call", {"name": "build", "arguments": {"target": "x"}})
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = TASKS
+            got = await request(address, "POST", headers=modern_headers("tools/call", "build"),
+                                body=body)  # fmt: skip
+    error = got.json()["error"]
+    assert (error["code"], error["message"]) == (-32603, "Task store unavailable"), error
+    correlation = error["data"]["correlationId"]
+    assert re.fullmatch(r"[0-9a-f]{16}", correlation)
+    assert str(down.port) not in got.body.decode() and "127.0.0.1" not in got.body.decode()
+    logged = [r.getMessage() for r in caplog.records if correlation in r.getMessage()]
+    assert len(logged) == 1, caplog.text
+    assert f"correlation={correlation}" in logged[0]
+    assert f"redis at 127.0.0.1:{down.port}" in logged[0]  # (unavailable, or in its backoff)
 
 
 async def test_a_sessions_stored_events_expire_with_the_session(redis_url: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 from typing import Any, Final
 
 import trio
@@ -570,10 +571,12 @@ class HandshakeEra:
 
 def store_refusal(exc: StoreUnavailable) -> HttpError:
     """The shared store did not answer in time: 503 with a JSON-RPC error, at once (the
-    detail goes to the log, not the wire)."""
-    log.warning("session store unavailable: %s", exc)
+    detail goes to the log, not the wire, under the correlation id the error carries)."""
+    correlation = secrets.token_hex(8)
+    log.warning("session store unavailable correlation=%s: %s", correlation, exc)
     reason = "Service Unavailable: session store unavailable"
-    return HttpError(503, reason, error_reply(store_unavailable()), [("Retry-After", "1")])
+    body = error_reply(store_unavailable("Session", correlation))
+    return HttpError(503, reason, body, [("Retry-After", "1")])
 
 
 #: The longest wait for the shared store's events in a GET stream's gap (``_in_order``).

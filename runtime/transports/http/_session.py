@@ -41,6 +41,7 @@ from ...stores import (
     StoreUnavailable,
 )
 from ._edge import HttpLimits
+from ._exchange import HttpError
 from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
@@ -448,7 +449,7 @@ class HttpSession:
                 errors, stream.batch_errors = stream.batch_errors, []
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
             if is_response and self.shared is not None and self.saved is None:
-                data = await self._first_save(data, ref)
+                data = await self._first_save(data, ref, stream)
             event_id: str | None = None
             if not (is_response and stream.json_first and stream.prime_id is None):
                 # (Else the POST's JSON answer, first on its stream: nobody could resume it,
@@ -543,16 +544,28 @@ class HttpSession:
             with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
                 await self.store.forget(self.id)
 
-    async def _first_save(self, data: bytes, ref: Any) -> bytes:
+    async def _first_save(self, data: bytes, ref: Any, stream: ResponseStream) -> bytes:
         """Before the ``initialize`` response leaves, save the session for the other
-        replicas; if the store is unreachable, answer with an error and end the session
-        (a session the others cannot see would 404 on its next POST)."""
+        replicas. If the store cannot (unreachable, too slow), end the session and refuse
+        its POST (``ResponseStream.refusal``: 503 + Retry-After, the JSON-RPC error as the
+        body) rather than hand out the id of a session no other replica can find (404 on
+        its next POST); the error reply goes on the stream for a response already under way."""
         try:
             await self.sync()
         except StoreUnavailable as exc:
-            log.warning("session not saved session=%s: %s", self.id[:8], exc)
+            correlation = secrets.token_hex(8)
+            log.warning(
+                "session not saved session=%s correlation=%s: %s", self.id[:8], correlation, exc
+            )
             self.end()
-            return error_reply(store_unavailable(), ref)
+            error = store_unavailable("Session", correlation)
+            stream.refusal = HttpError(
+                503,
+                "Service Unavailable: session store unavailable",
+                error_reply(error, ref),
+                [("Retry-After", "1")],
+            )
+            return error_reply(error, ref)
         return data
 
     def _started(self, connection: Any) -> None:
