@@ -89,7 +89,10 @@ async def serve_http(
 
     ``health_paths`` (liveness, readiness; None: none): GET liveness answers 200 while the
     process serves; readiness answers 200 ``{"ready":true}``, or 503 while draining
-    (shutdown) or while the shared store is unreachable. Neither needs authentication.
+    (shutdown). While the shared store is unreachable the replica still serves 2026-07-28
+    requests and the sessions it holds (what needs the store gets its own 503 + Retry-After),
+    so it stays ready: 200 ``{"ready":true,"degraded":"store unreachable"}``, a balancer
+    that took it out would cut the stateless traffic too. Neither needs authentication.
 
     ``sockets``: already bound, listening sockets to accept on instead of opening
     ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
@@ -193,8 +196,8 @@ async def serve_http(
                     body = b'{"ready":false,"reason":"draining"}'
                     await exchange.respond(503, body, headers=headers)
                 elif store is not None and not store.ready:
-                    body = b'{"ready":false,"reason":"store unreachable"}'
-                    await exchange.respond(503, body, headers=headers)
+                    body = b'{"ready":true,"degraded":"store unreachable"}'
+                    await exchange.respond(200, body, headers=headers)
                 else:
                     await exchange.respond(200, b'{"ready":true}', headers=headers)
 
