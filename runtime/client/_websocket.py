@@ -9,6 +9,13 @@ partly received, each read must bring more bytes within ``read_timeout``, else t
 breaks the stream and the link reports :class:`TransportLost` ("stalled mid-message"), as
 the framed links do. Between messages there is no read timeout (the per-request timeouts
 cover a silent server).
+
+Closing (RFC 6455 7.1.2): the client sends its Close frame and waits for the server's, at
+most ``_DISCONNECT_TIMEOUT``, then closes the TCP connection. Only trio-websocket's reader
+task can see the server's Close frame, and a client is usually closed by cancelling the
+scope around it, so that task runs shielded from outside cancellation and is ended here
+once the handshake is over: a client closes as soon as the server answers, and a server
+that never does costs the timeout, never more.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from ._link import Link, Outgoing, single_errors
 
 __all__ = ["FrameTracker", "StallGuard", "WebSocketConnector"]
 
-#: Seconds the closing handshake may take when the client closes.
+#: Seconds the closing handshake may take when the client closes (the server's Close frame
+#: normally comes within a round trip).
 _DISCONNECT_TIMEOUT: Final = 2.0
 _HANDSHAKE_END: Final = b"\r\n\r\n"
 
@@ -181,27 +189,34 @@ class WebSocketConnector:
         extra_headers = [(k.encode(), v.encode()) for k, v in self.headers.items()]
         try:
             async with single_errors(), trio.open_nursery() as nursery:
+                background, reader_scope = await nursery.start(_shielded_nursery)
                 try:
-                    with trio.fail_after(self.connect_timeout):
-                        ws = await wrap_client_stream(
-                            nursery,
-                            guard,  # type: ignore[arg-type]  # any trio Stream does
-                            self._host_header,
-                            self._resource,
-                            subprotocols=["mcp"],
-                            extra_headers=extra_headers,
-                            max_message_size=self.max_message_size,
-                        )
-                except trio.TooSlowError:
-                    raise TransportLost(
-                        f"cannot connect to {self.description}: no handshake answer in "
-                        f"{self.connect_timeout:g} s"
-                    ) from None
-                try:
-                    yield _WebSocketLink(ws, self.description, guard)
+                    try:
+                        with trio.fail_after(self.connect_timeout):
+                            ws = await wrap_client_stream(
+                                background,
+                                guard,  # type: ignore[arg-type]  # any trio Stream does
+                                self._host_header,
+                                self._resource,
+                                subprotocols=["mcp"],
+                                extra_headers=extra_headers,
+                                max_message_size=self.max_message_size,
+                            )
+                    except trio.TooSlowError:
+                        raise TransportLost(
+                            f"cannot connect to {self.description}: no handshake answer in "
+                            f"{self.connect_timeout:g} s"
+                        ) from None
+                    try:
+                        yield _WebSocketLink(ws, self.description, guard)
+                    finally:
+                        with (
+                            trio.CancelScope(shield=True),
+                            trio.move_on_after(_DISCONNECT_TIMEOUT),
+                        ):
+                            await ws.aclose()
                 finally:
-                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
-                        await ws.aclose()
+                    reader_scope.cancel()
                     nursery.cancel_scope.cancel()
         except Exception as exc:
             if type(exc).__name__ in ("HandshakeError", "ConnectionRejected"):
@@ -210,6 +225,17 @@ class WebSocketConnector:
         finally:
             with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
                 await guard.aclose()
+
+
+async def _shielded_nursery(
+    *, task_status: trio.TaskStatus[tuple[trio.Nursery, trio.CancelScope]]
+) -> None:
+    """A nursery whose tasks outside cancellation does not reach, and the scope that ends
+    them (trio-websocket's reader: see the module docstring)."""
+    with trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as nursery:
+            task_status.started((nursery, scope))
+            await trio.sleep_forever()
 
 
 class _WebSocketLink:
