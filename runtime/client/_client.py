@@ -23,6 +23,7 @@ from ._answers import Answers, RequestHandler
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._conversation import (
+    DEFAULT_MAX_SERVER_REQUESTS,
     Conversation,
     Listener,
     Notification,
@@ -63,6 +64,7 @@ from ._wire import (
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
+    decode_value,
 )
 
 __all__ = ["Client", "Era", "Notification", "RequestHandler"]
@@ -85,7 +87,6 @@ class _ResultProbe(msgspec.Struct):
 
 
 _encode: Final = msgspec.json.encode
-_probe_decoder: Final = msgspec.json.Decoder(_ResultProbe)
 
 
 class Client:
@@ -113,6 +114,7 @@ class Client:
         on_notification: Callable[[Notification], Any] | None = None,
         tasks: bool = True,
         handshake_version: str = LATEST_HANDSHAKE_VERSION,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
     ) -> None:
         if era not in ("auto", "modern", "handshake"):
             raise ValueError(f"unknown era {era!r} (expected 'auto', 'modern' or 'handshake')")
@@ -152,6 +154,7 @@ class Client:
             on_reconnect=self._after_reconnect,
             answer=self.answers.server_request,
             on_notification=on_notification,
+            max_server_requests=max_server_requests,
         )
 
     # -- the conversation's hooks ---------------------------------------------------------------
@@ -265,7 +268,11 @@ class Client:
             raw = await self._request_raw(
                 method, body, timeout=timeout, progress=progress, on_notification=on_notification
             )
-            probe = _probe_decoder.decode(raw) if b"resultType" in bytes(raw) else _ResultProbe()
+            probe = (
+                _decode(raw, _ResultProbe, method)
+                if b"resultType" in bytes(raw)
+                else _ResultProbe()
+            )
             if probe.result_type == "task" and result_type is not Task:
                 # 2026-07-28 tasks extension: the server chose to run it as a task.
                 task = _decode(raw, Task, method)
@@ -348,7 +355,7 @@ class Client:
         raw = await self._request_raw(
             "server/discover", {}, modern=True, repeatable=repeatable, early=True
         )
-        data = msgspec.json.decode(raw)
+        data = decode_value(raw, "server/discover")
         if not isinstance(data, dict):
             raise BadMessage("server/discover: the result is not an object")
         supported = data.get("supportedVersions") or []
@@ -449,7 +456,7 @@ class Client:
             on_notification=on_notification,
             on_request=on_request,
         )
-        return msgspec.json.decode(raw)
+        return decode_value(raw, method)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -600,7 +607,7 @@ class Client:
         if self.era == "handshake":
             params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
         raw = await self._request_raw("tools/call", params)
-        data = msgspec.json.decode(raw)
+        data = decode_value(raw, "tools/call")
         if isinstance(data, dict) and isinstance(data.get("task"), dict):
             return _convert(data["task"], Task, "tools/call")
         if isinstance(data, dict) and data.get("resultType") == "task":
@@ -771,10 +778,10 @@ def _cursor(cursor: str | None) -> dict[str, Any] | None:
 
 
 def _decode(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
-    try:
-        return msgspec.json.decode(raw, type=result_type)
-    except msgspec.DecodeError as exc:
-        raise BadMessage(f"{method}: the result does not match the schema: {exc}") from None
+    """``raw`` as ``result_type``; :class:`BadMessage` when it does not match, or is nested
+    deeper than the decoder follows (``decode_value``)."""
+    decoded: T = decode_value(raw, method, result_type)
+    return decoded
 
 
 def _convert(data: Any, result_type: type[T], method: str) -> T:

@@ -26,20 +26,33 @@ class ClientError(Exception):
 
 class TransportLost(ClientError):
     """The transport failed. ``attempts`` counts the connection attempts the backoff policy
-    made before giving up (0 when it did not try to reconnect)."""
+    made before giving up (0 when it did not try to reconnect).
 
-    def __init__(self, message: str, *, attempts: int = 0) -> None:
+    ``refused``: the server was reached and said no, or nothing is there to say anything
+    (a port nothing listens on, a host name that does not resolve, HTTP 404 at the
+    endpoint, a refused WebSocket handshake). Trying again in a moment cannot help a client
+    that never got through, so its first connection fails at once; once connected, the same
+    failure is an outage (a server restarting) and the reconnection policy applies."""
+
+    def __init__(self, message: str, *, attempts: int = 0, refused: bool = False) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.refused = refused
 
 
 class RequestTimeout(ClientError):
-    """No answer within the request's timeout; ``method`` and ``timeout`` say which."""
+    """No answer within the request's timeout; ``method`` and ``timeout`` say which.
+    ``dropped``: why a message the server sent meanwhile was dropped unread (too big, nested
+    too deep) when the link could not tell which request it answered: the likely answer."""
 
-    def __init__(self, method: str, timeout: float) -> None:
-        super().__init__(f"{method}: no answer within {timeout:g} s")
+    def __init__(self, method: str, timeout: float, *, dropped: str | None = None) -> None:
+        message = f"{method}: no answer within {timeout:g} s"
+        if dropped is not None:
+            message += f" (meanwhile the server sent a message the client dropped: {dropped})"
+        super().__init__(message)
         self.method = method
         self.timeout = timeout
+        self.dropped = dropped
 
 
 class PeerError(ClientError):
