@@ -1,7 +1,7 @@
 """Run the atheris fuzz targets: ``python -m tests.fuzzing [--seconds N] [TARGET ...]``.
 
-Each target runs in its own process for N seconds (default 10: the six targets take about
-a minute, the bounded run ``.ci/run`` makes). A crash prints the input and fails the run
+Each target runs in its own process for N seconds (default 10: the nine targets take about
+a minute and a half, the bounded run ``.ci/run`` makes). A crash prints the input and fails the run
 (exit 1); crashing inputs are written to ``fuzz-artifacts/``. Maintainers run it longer,
 e.g. ``python -m tests.fuzzing --seconds 3600 http11`` (docs/reliability.md).
 """
