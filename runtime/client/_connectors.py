@@ -34,6 +34,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, single_errors
+from ._unreached import connect_failure
 from ._wire import loggable, make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
@@ -335,7 +336,10 @@ class SocketConnector:
                     assert self.host is not None and self.port is not None
                     stream = await trio.open_tcp_stream(self.host, self.port)
         except (OSError, trio.TooSlowError) as exc:
-            raise TransportLost(f"cannot connect to {self.description}: {exc}") from None
+            reason, refused = connect_failure(exc, self.connect_timeout)
+            raise TransportLost(
+                f"cannot connect to {self.description}: {reason}", refused=refused
+            ) from None
         link = FramedLink(
             stream,
             stream,
@@ -380,7 +384,9 @@ class PipeConnector:
         to_server, from_server = pipe_paths(self.directory)
         for path in (to_server, from_server):
             if not os.path.exists(path):  # noqa: ASYNC240 - a stat of a local path
-                raise TransportLost(f"cannot connect to {self.description}: no FIFO {path}")
+                raise TransportLost(
+                    f"cannot connect to {self.description}: no FIFO {path}", refused=True
+                )
         async with contextlib.AsyncExitStack() as stack:
             try:
                 with trio.fail_after(self.connect_timeout):
@@ -388,7 +394,8 @@ class PipeConnector:
                     await stack.enter_async_context(pipe_client_lock(self.directory))
                     read_fd, write_fd = await open_fifo_pair(from_server, to_server)
             except (OSError, trio.TooSlowError) as exc:
-                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+                reason, _refused = connect_failure(exc, self.connect_timeout)
+                raise TransportLost(f"cannot connect to {self.description}: {reason}") from None
             link = FramedLink(
                 trio.lowlevel.FdStream(read_fd),
                 trio.lowlevel.FdStream(write_fd),

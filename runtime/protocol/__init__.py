@@ -66,6 +66,7 @@ from ._errors import (
 from ._jsonrpc import (
     ONE_PASS_OVER,
     REQUEST_ID_TYPES,
+    TOO_DEEP,
     BatchItems,
     Envelope,
     ErrorReply,
@@ -155,6 +156,7 @@ __all__ = [
     "SERVER_OVERLOADED",
     "SUBSCRIPTIONS_LISTEN",
     "SUPPORTED_VERSIONS",
+    "TOO_DEEP",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "BatchItems",
     "Envelope",
