@@ -29,7 +29,7 @@ from ._http import (
 )
 from ._link import Link, Outgoing
 from ._unreached import refused_status
-from ._wire import FramingError, SSEDecoder
+from ._wire import FramingError, SSEDecoder, redact_url
 
 __all__ = ["LegacySseConnector", "is_legacy_sse_url"]
 
@@ -69,7 +69,8 @@ class LegacySseConnector:
         self.max_idle_connections = max_idle_connections
         self.idle_connection_timeout = idle_connection_timeout
         self.max_connections = max_connections
-        self.description = url
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:

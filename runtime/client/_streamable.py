@@ -61,7 +61,7 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
-from ._wire import MODERN_VERSION, encode_header_value, loggable
+from ._wire import MODERN_VERSION, encode_header_value, loggable, redact_url
 
 __all__ = ["HttpConnector", "StreamableLink"]
 
@@ -126,7 +126,8 @@ class HttpConnector:
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
         self.ssl_context = ssl_context
-        self.description = url
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
         #: Set by open_client: how the link asks the client for a new session.
         self.reinitialize: Callable[[], Awaitable[None]] | None = None
 

@@ -37,6 +37,7 @@ import trio
 from ._errors import TransportLost
 from ._link import Link, MessageTooLarge, Outgoing, single_errors
 from ._unreached import connect_failure, refused_status
+from ._wire import redact_url
 
 __all__ = ["FrameTracker", "StallGuard", "WebSocketConnector"]
 
@@ -174,7 +175,8 @@ class WebSocketConnector:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.ssl_context = ssl_context
-        self.description = url
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
 
     async def _connect(self) -> trio.abc.Stream:
         try:

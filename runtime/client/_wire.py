@@ -27,6 +27,7 @@ from ..framing import (
     SSEEvent,
     escape_excerpt,
     loggable,
+    redact_url,
 )
 from ..protocol import (
     HANDSHAKE_VERSIONS,
@@ -105,6 +106,7 @@ __all__ = [
     "open_fifo_pair",
     "pipe_client_lock",
     "pipe_paths",
+    "redact_url",
     "socket_of",
 ]
 

@@ -171,3 +171,19 @@ async def test_a_server_that_accepts_but_never_answers_is_still_a_timeout() -> N
                 pass  # pragma: no cover
         assert accepted  # it did connect
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_credentials_in_the_url_are_in_no_error_or_log_line(
+    scheme: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A URL may carry a password (``user:pw@``) or a key (``?api_key=``): what the client
+    says about it, in an error or a log line, names the server without them."""
+    port = free_port()
+    url = f"{scheme}://ann:hunter2@127.0.0.1:{port}/mcp?api_key=k3y#frag"
+    with trio.fail_after(10), pytest.raises(TransportLost) as caught:
+        async with open_client(url, backoff=PATIENT):
+            pass  # pragma: no cover
+    said = str(caught.value) + "\n" + caplog.text
+    assert f"127.0.0.1:{port}" in str(caught.value)
+    assert "hunter2" not in said and "k3y" not in said and "ann:" not in said, said
