@@ -32,10 +32,11 @@ from typing import (
 import trio
 
 from ._compose import build_dispatcher
-from ._context import LOG_LEVELS, Context
+from ._context import Context
 from ._lifetime import Lifetime, ServerCrashed, run_with_signals
 from ._mount import Mount, MountLifespans, complete_through_mounts
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
+from .protocol import LOG_LEVELS
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 
 if TYPE_CHECKING:

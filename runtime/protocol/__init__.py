@@ -9,6 +9,7 @@ One home for what every transport and handler must agree on:
 - ``_methods``: method names and the per-era method sets.
 - ``_era``: ``select_era``, which tells the era of a request from its ``_meta``.
 - ``_lifecycle``: the handshake-era lifecycle state machine.
+- ``_logging``: MCP's log levels, in order.
 - ``_status``: the JSON-RPC error code -> HTTP status table of 2026-07-28.
 - ``_refusal``: ``Refusal``, what an observer learns of a message refused before dispatch.
 - ``_pieces``: ``Pieces``, encoded bytes kept as several buffers (a long text in a reply, and
@@ -89,6 +90,7 @@ from ._jsonrpc import (
     split_batch,
 )
 from ._lifecycle import INITIALIZING, NEW, OPERATING, Lifecycle, batch_refusal
+from ._logging import LOG_LEVELS
 from ._methods import (
     CACHEABLE_METHODS,
     CANCELLED,
@@ -135,6 +137,7 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "LATEST_HANDSHAKE_VERSION",
+    "LOG_LEVELS",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",

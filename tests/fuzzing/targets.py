@@ -34,7 +34,7 @@ from wsproto.events import (
     TextMessage,
 )
 
-from runtime._bridge_hop import (
+from runtime.bridge._hop import (
     META_SUBSCRIPTION_ID,
     describe,
     per_hop_removed,
@@ -42,9 +42,9 @@ from runtime._bridge_hop import (
     with_subscription,
     without_subscription,
 )
-from runtime._bridge_listen import listen_filter
-from runtime._bridge_remote_task import await_remote_task
-from runtime._bridge_tasks import (
+from runtime.bridge._listen import listen_filter
+from runtime.bridge._remote_task import await_remote_task
+from runtime.bridge._tasks import (
     RELATED_TASK,
     HandshakeClientTasks,
     ModernClientTasks,

@@ -33,11 +33,10 @@ from typing import Any, Final
 
 import trio
 
-from ._context import LOG_LEVELS
-from .client import Notification, PeerError
-from .framing import loggable
-from .middleware import Request
-from .protocol import META_LOG_LEVEL
+from ..client import Notification, PeerError
+from ..framing import loggable
+from ..middleware import Request
+from ..protocol import LOG_LEVELS, META_LOG_LEVEL
 
 __all__ = ["RELAY_QUEUE", "STATE_PREFIX", "Forwarding", "Relay", "passes", "requested_level"]
 

@@ -50,9 +50,9 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_hop import per_hop_removed, remote_error, task_error
-from .client import Client, ClientError, PeerError
-from .protocol import JSONRPCError, overloaded
+from ..client import Client, ClientError, PeerError
+from ..protocol import JSONRPCError, overloaded
+from ._hop import per_hop_removed, remote_error, task_error
 
 __all__ = [
     "CANCEL_WAIT",

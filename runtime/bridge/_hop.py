@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .client import Client
-from .protocol import INTERNAL_ERROR, JSONRPCError
+from ..client import Client
+from ..protocol import INTERNAL_ERROR, JSONRPCError
 
 __all__ = [
     "LEGACY_TASKS_CAPABILITY",

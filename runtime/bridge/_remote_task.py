@@ -15,9 +15,9 @@ from typing import Any
 
 import trio
 
-from ._bridge_hop import per_hop_removed, remote_error, task_error
-from ._bridge_tasks import CANCEL_WAIT, poll_wait
-from .client import Client, ClientError, PeerError
+from ..client import Client, ClientError, PeerError
+from ._hop import per_hop_removed, remote_error, task_error
+from ._tasks import CANCEL_WAIT, poll_wait
 
 __all__ = ["await_remote_task"]
 

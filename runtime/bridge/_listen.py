@@ -15,10 +15,10 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_hop import META_SUBSCRIPTION_ID, declared, with_subscription
-from .client import Client, Notification
-from .framing import loggable
-from .middleware import Request
+from ..client import Client, Notification
+from ..framing import loggable
+from ..middleware import Request
+from ._hop import META_SUBSCRIPTION_ID, declared, with_subscription
 
 __all__ = ["LIST_KINDS", "RELAY_QUEUE", "listen_filter", "relay_listen", "serve_listen"]
 

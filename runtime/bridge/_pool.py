@@ -28,9 +28,9 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_rounds import Forwarding
-from .client import Client, ClientError, Notification, PeerError
-from .framing import loggable
+from ..client import Client, ClientError, Notification, PeerError
+from ..framing import loggable
+from ._rounds import Forwarding
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL",

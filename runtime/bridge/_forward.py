@@ -69,31 +69,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._bridge_hop import (
-    TASKS_EXTENSION,
-    describe,
-    per_hop_removed,
-    remote_error,
-    remote_tool_tasks,
-    strip_meta,
-)
-from ._bridge_listen import serve_listen
-from ._bridge_pool import (
-    DEFAULT_MAX_PARALLEL,
-    DEFAULT_PARALLEL_IDLE_TIMEOUT,
-    Connect,
-    PooledSession,
-    ProcessBudget,
-    UpstreamPool,
-    client_error,
-)
-from ._bridge_remote_task import await_remote_task
-from ._bridge_rounds import STATE_PREFIX, Forwarding, Relay, requested_level
-from ._bridge_session import DEFAULT_MAX_POLL_INTERVAL, DEFAULT_ROUND_TIMEOUT, UpstreamSession
-from ._bridge_tasks import ModernClientTasks
-from ._context import LOG_LEVELS
-from ._lifetime import ServerCrashed
-from .client import (
+from .. import ServerCrashed
+from ..client import (
     Backoff,
     Client,
     ClientError,
@@ -103,18 +80,41 @@ from .client import (
     TransportLost,
     open_client,
 )
-from .framing import loggable
-from .middleware import Middleware, Next, Request
-from .protocol import (
+from ..framing import loggable
+from ..middleware import Middleware, Next, Request
+from ..protocol import (
+    LOG_LEVELS,
     META_LOG_LEVEL,
     MISSING_CLIENT_CAPABILITY,
     REQUEST_TIMEOUT,
     JSONRPCError,
     overloaded,
 )
+from ._hop import (
+    TASKS_EXTENSION,
+    describe,
+    per_hop_removed,
+    remote_error,
+    remote_tool_tasks,
+    strip_meta,
+)
+from ._listen import serve_listen
+from ._pool import (
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_PARALLEL_IDLE_TIMEOUT,
+    Connect,
+    PooledSession,
+    ProcessBudget,
+    UpstreamPool,
+    client_error,
+)
+from ._remote_task import await_remote_task
+from ._rounds import STATE_PREFIX, Forwarding, Relay, requested_level
+from ._session import DEFAULT_MAX_POLL_INTERVAL, DEFAULT_ROUND_TIMEOUT, UpstreamSession
+from ._tasks import ModernClientTasks
 
 if TYPE_CHECKING:
-    from ._server import Server
+    from .. import Server
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -789,7 +789,7 @@ def proxy_server(
     a process (a command run over stdio, a server file), how many may run at once (the
     shared session's included); past it a new session's ``initialize`` is refused with
     -32010, and a parallel forwarding waits for the shared session."""
-    from ._server import Server
+    from .. import Server
 
     if max_upstream_sessions < 1:
         raise ValueError("max_upstream_sessions must be at least 1")

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ._bridge_hop import declared, without_subscription
-from ._bridge_listen import LIST_KINDS, RELAY_QUEUE, relay_listen
-from ._bridge_pool import Connect, client_error
-from ._bridge_tasks import HandshakeClientTasks, related_task
-from .client import Client, ClientError, Notification, PeerError, TransportLost
-from .framing import loggable
-from .middleware import Request
-from .protocol import JSONRPCError
+from ..client import Client, ClientError, Notification, PeerError, TransportLost
+from ..framing import loggable
+from ..middleware import Request
+from ..protocol import JSONRPCError
+from ._hop import declared, without_subscription
+from ._listen import LIST_KINDS, RELAY_QUEUE, relay_listen
+from ._pool import Connect, client_error
+from ._tasks import HandshakeClientTasks, related_task
 
 if TYPE_CHECKING:
-    from .core import Peer
+    from ..core import Peer
 
 __all__ = [
     "DEFAULT_MAX_POLL_INTERVAL",
