@@ -35,7 +35,6 @@ from wsproto.events import (
 )
 
 from runtime.bridge._hop import (
-    META_SUBSCRIPTION_ID,
     describe,
     per_hop_removed,
     remote_tool_tasks,
@@ -45,7 +44,6 @@ from runtime.bridge._hop import (
 from runtime.bridge._listen import listen_filter
 from runtime.bridge._remote_task import await_remote_task
 from runtime.bridge._tasks import (
-    RELATED_TASK,
     HandshakeClientTasks,
     ModernClientTasks,
     _without_related,
@@ -69,7 +67,15 @@ from runtime.client._http import ProtocolViolation, ResponseParser
 from runtime.client._websocket import FrameTracker
 from runtime.client._wire import Unreadable, decode_incoming, decode_value
 from runtime.framing import ContentLengthFramer, FramingError, NdjsonFramer, SSEDecoder
-from runtime.protocol import JSONRPCError, Kind, classify, decode_frame, decode_item
+from runtime.protocol import META_RELATED_TASK as RELATED_TASK
+from runtime.protocol import (
+    META_SUBSCRIPTION_ID,
+    JSONRPCError,
+    Kind,
+    classify,
+    decode_frame,
+    decode_item,
+)
 from runtime.transports.http._http11 import BodyReader, ProtocolError, RequestParser
 
 MAX_FRAME = 512
