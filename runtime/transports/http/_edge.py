@@ -93,10 +93,17 @@ class EdgePolicy:
     ``scheme://name:port``; ``"*"`` allows any. A request without ``Origin`` (not a
     browser) passes the origin check; a same-origin request (Origin's host equals ``Host``)
     passes it too; ``Origin: null`` never does unless ``"*"`` is listed.
+
+    ``any_host_paths``: paths whose requests pass the ``Host`` check whatever they name (the
+    Origin check still applies): the health probes. Docker's ``HEALTHCHECK`` (curl to
+    ``localhost``), Kubernetes' ``httpGet`` probes (the pod's IP) and HAProxy's plain
+    ``option httpchk`` (no Host at all) cannot name the public host the allow-list holds, and
+    what those paths answer (live, ready or why not) reveals nothing a rebound page could use.
     """
 
     allowed_hosts: frozenset[str] | None = None
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
+    any_host_paths: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
     def for_bind(
@@ -105,10 +112,12 @@ class EdgePolicy:
         *,
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
+        any_host_paths: Iterable[str] = (),
     ) -> EdgePolicy:
         """The default policy for a server bound to ``bind_host``: the loopback names
         (hosts, and http/https origins on any port) when bound to loopback, else any
-        ``Host`` and same-origin only. Explicit lists replace the defaults."""
+        ``Host`` and same-origin only. Explicit lists replace the defaults.
+        ``any_host_paths``: see the class."""
         loopback = is_loopback(bind_host)
         if allowed_hosts is not None:
             hosts: frozenset[str] | None = frozenset(h.strip().lower() for h in allowed_hosts)
@@ -122,11 +131,12 @@ class EdgePolicy:
             origins = frozenset(f"{s}://{n}" for s in ("http", "https") for n in LOOPBACK_NAMES)
         else:
             origins = frozenset()
-        return cls(hosts, origins)
+        return cls(hosts, origins, frozenset(any_host_paths))
 
-    def check(self, host: str | None, origin: str | None) -> str | None:
-        """Return why the request must get 403, or None when it may pass."""
-        if self.allowed_hosts is not None:
+    def check(self, host: str | None, origin: str | None, path: str | None = None) -> str | None:
+        """Return why the request must get 403, or None when it may pass (``path``: the
+        request's, for ``any_host_paths``)."""
+        if self.allowed_hosts is not None and path not in self.any_host_paths:
             if host is None:
                 return "missing Host header"
             if not _host_matches(host, self.allowed_hosts):

@@ -89,7 +89,9 @@ async def serve_http(
 
     ``health_paths`` (liveness, readiness; None: none): GET liveness answers 200 while the
     process serves; readiness answers 200 ``{"ready":true}``, or 503 while draining
-    (shutdown) or while the shared store is unreachable. Neither needs authentication.
+    (shutdown) or while the shared store is unreachable. Neither needs authentication, and
+    both answer any ``Host`` (``EdgePolicy.any_host_paths``: probes cannot name the public
+    host of ``allowed_hosts``).
 
     ``sockets``: already bound, listening sockets to accept on instead of opening
     ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
@@ -104,7 +106,12 @@ async def serve_http(
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
-    policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    policy = EdgePolicy.for_bind(
+        host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        any_host_paths=health_paths or (),
+    )
     shared = store if store is not None and store.shared else None
     if event_store is None and shared is not None:
         event_store = shared.events

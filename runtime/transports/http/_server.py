@@ -490,9 +490,11 @@ class _Driver:
             edge = (host, header("origin"))
             if edge != self._edge_passed:  # a keep-alive client sends the same values
                 reason = self.policy.check(*edge)
-                if reason is not None:
+                if reason is None:
+                    self._edge_passed = edge
+                elif self.policy.check(*edge, head.path) is not None:
                     raise ProtocolError(403, f"Forbidden: {reason}")
-                self._edge_passed = edge
+                # (Else a health path, which answers any Host: passed, not remembered.)
             if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
                 # Hand the raw stream (and any bytes already read) to the WebSocket layer,
                 # once the reader (if one started) has stopped: a cancelled wait reads
