@@ -37,6 +37,7 @@ from ._exchange import (
     HttpApp,
     HttpError,
     HttpRequest,
+    PersistentHttp10Exchange,
     error_body,
 )
 from ._http11 import BodyReader, ProtocolError, RequestHead, RequestParser, response_head
@@ -256,6 +257,8 @@ class _Driver:
         #: repeats its head: that head is not checked again (about 1.1% of a modern POST's
         #: bytecodes, guard http_modern_post 2,533 -> 2,506).
         self._head_passed: RequestHead | None = None
+        #: The exchange that answers ``_head_passed`` (``_one_request``).
+        self._exchange_type: type[Exchange] = Exchange
         #: Requests in a row answered without waiting while the reader task ran.
         self._eager_run = 0
         #: The scope requests run under until one is cancelled through it (see
@@ -509,6 +512,14 @@ class _Driver:
                 await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
                 return False
             self._head_passed = head
+            # Chosen once per distinct head (a keep-alive client repeats its head): an
+            # HTTP/1.0 client that asked for a persistent connection must be told it has one
+            # (RFC 9112 appendix C.2.2); HTTP/1.1 answers pay nothing for that.
+            self._exchange_type = (
+                Exchange
+                if head.version == (1, 1) or not head.keep_alive
+                else PersistentHttp10Exchange
+            )
         # The whole body usually came with its head: taken here, no coroutine for it.
         body: bytes | memoryview | None = BodyReader.whole(
             head, self.parser.buffer, self.max_body_size
@@ -519,7 +530,7 @@ class _Driver:
         request = HttpRequest(
             head.method, head.target, head.path, head.query, head.headers, body, self.id, head.index
         )
-        exchange = self._exchange = Exchange(self, head, self._generation)
+        exchange = self._exchange = self._exchange_type(self, head, self._generation)
         self.phase = "app"
         self.deadline = math.inf
         try:
