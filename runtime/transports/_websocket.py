@@ -32,7 +32,17 @@ from ..protocol import (
     forbidden,
 )
 from ._wsproto import ServerWebSocket, open_server_websocket
-from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits, calls_in
+from .http import (
+    Authenticate,
+    ConnectionSlots,
+    EdgePolicy,
+    Gate,
+    Hooks,
+    HttpError,
+    HttpLimits,
+    address_key,
+    calls_in,
+)
 
 __all__ = ["serve_websocket"]
 
@@ -204,7 +214,7 @@ async def serve_websocket(
     else:
         listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
-    slots = trio.Semaphore(limits.max_connections)
+    slots = ConnectionSlots(limits)
     observe = hooks.on_refusal
 
     def refused(conn_id: str, status: int, reason: str, stream: trio.SocketStream) -> None:
@@ -218,9 +228,12 @@ async def serve_websocket(
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            slots.acquire_nowait()
-        except trio.WouldBlock:
-            log.warning("refusing websocket reason=max-connections")
+            key = address_key(stream.socket.getpeername())
+        except OSError:  # (gone already)
+            key = None
+        limit = slots.take(key)
+        if limit is not None:
+            log.warning("refusing websocket reason=%s", limit.replace("_", "-"))
             if observe is not None:
                 refused("ws-refused", 503, "too many connections, try later", stream)
             await _refuse_busy(stream)
@@ -230,7 +243,7 @@ async def serve_websocket(
         except Exception:  # a fault of ours costs this connection, never the server
             log.exception("websocket connection failed")
         finally:
-            slots.release()
+            slots.give_back(key)
 
     async def _serve_one(stream: trio.SocketStream) -> None:
         conn_id = f"ws-{next(_ids)}"

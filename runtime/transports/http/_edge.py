@@ -181,10 +181,25 @@ class HttpLimits:
     #: chunk timeout would otherwise hold its connection slot for ever). 60 s carries the
     #: largest default body (4 MiB) at 70 KB/s.
     body_total_timeout: float = 60.0
+    #: Bytes per second a request body must average from its first byte on, once
+    #: ``body_rate_grace`` seconds have passed; under it 408 and the connection is closed (0:
+    #: no such bound). A body trickled at a byte every two seconds is cut after the grace, not
+    #: at ``body_total_timeout``. 500 B/s is Apache's ``mod_reqtimeout`` default ``MinRate``;
+    #: a body that comes with its head (most) is never measured.
+    min_body_rate: float = 500.0
+    #: Seconds a body may take before ``min_body_rate`` applies (a slow start, a short stall).
+    body_rate_grace: float = 5.0
     #: Seconds an idle keep-alive connection waits for its next request.
     keep_alive_timeout: float = 30.0
     #: Concurrent TCP connections; past it a new connection gets 503 and is closed.
     max_connections: int = 1000
+    #: Concurrent connections from one client address (an IPv4 address, an IPv6 /64); past
+    #: it a new connection from there gets 503 and is closed. None: half of
+    #: ``max_connections`` (at least 1), so that one address never holds every slot (twenty
+    #: tricklers filled ``--max-connections 20`` for a minute). Behind a reverse proxy every
+    #: client has the proxy's address: set it to ``max_connections`` and bound clients at the
+    #: proxy (docs/deploy.md).
+    max_connections_per_address: int | None = None
     #: Handshake-era sessions alive at once; past it ``initialize`` gets 503.
     max_sessions: int = 10_000
     #: Seconds without a request before a session expires (and releases everything).
@@ -229,3 +244,15 @@ class HttpLimits:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_body_size is not None and self.max_body_size < 1:
             raise ValueError("max_body_size must be at least 1")
+        if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
+            raise ValueError("max_connections_per_address must be at least 1")
+        if self.min_body_rate < 0 or self.body_rate_grace < 0:
+            raise ValueError("min_body_rate and body_rate_grace must not be negative")
+
+    @property
+    def connections_per_address(self) -> int:
+        """``max_connections_per_address``, its default (half of ``max_connections``)
+        resolved."""
+        if self.max_connections_per_address is not None:
+            return self.max_connections_per_address
+        return max(1, self.max_connections // 2)
