@@ -184,3 +184,27 @@ def test_max_connections_per_address_flag() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+async def test_a_client_resetting_at_the_connection_cap_does_not_end_the_server() -> None:
+    """The 503 written to a connection its client already reset raised BrokenResourceError
+    out of the accept handler, which ended the whole HTTP server."""
+    import socket
+    import struct
+
+    app, _ = make_app()
+    limits = HttpLimits(max_connections=1)
+    with trio.fail_after(15):
+        async with serving(app, http_limits=limits) as address:
+            held = await trio.open_tcp_stream(*address)  # holds the one slot
+            await trio.sleep(0.1)
+            for _ in range(50):  # reset at once (SO_LINGER 0): an RST, no FIN
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.connect(address)
+                sock.close()
+            await trio.sleep(0.5)
+            await held.aclose()
+            await trio.sleep(0.2)
+            head = await _post_from(address, "127.0.0.1")
+            assert head.startswith(b"HTTP/1.1 200 "), head
