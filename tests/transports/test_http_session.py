@@ -307,7 +307,9 @@ async def test_batches_are_accepted_on_2025_03_26_sessions_only() -> None:
 
 async def test_session_cap_gives_503_and_idle_sessions_expire() -> None:
     app, _ = make_app()
-    limits = HttpLimits(max_sessions=1, session_idle_timeout=0.3)
+    # (With "refuse"; the default ends the least recently used idle session instead:
+    # test_http_session_eviction.py.)
+    limits = HttpLimits(max_sessions=1, session_idle_timeout=0.3, session_eviction="refuse")
     with trio.fail_after(10):
         async with serving(app, http_limits=limits) as address:
             session_id = await open_session(address)

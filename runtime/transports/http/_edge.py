@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 __all__ = ["LOOPBACK_NAMES", "EdgePolicy", "HttpLimits", "authority_of", "is_loopback"]
@@ -200,8 +200,17 @@ class HttpLimits:
     #: client has the proxy's address: set it to ``max_connections`` and bound clients at the
     #: proxy (docs/deploy.md).
     max_connections_per_address: int | None = None
-    #: Handshake-era sessions alive at once; past it ``initialize`` gets 503.
+    #: Handshake-era sessions this process holds at once (a shared store's too: its copies
+    #: here). At the cap see ``session_eviction``.
     max_sessions: int = 10_000
+    #: At ``max_sessions``: "lru" ends the least recently used idle session to make room
+    #: (idle: no POST or GET being answered, no request running, no open stream; its id then
+    #: gets 404, which clients answer by initializing again, 2025-11-25 basic/transports
+    #: "Session Management"; with a shared store only this process's copy goes, and the
+    #: session lives on in the store). Most clients never send DELETE: refusing, the cap
+    #: stayed full of abandoned sessions until they expired (``session_idle_timeout``, 30
+    #: min). With none idle, or "refuse", ``initialize`` gets 503.
+    session_eviction: Literal["lru", "refuse"] = "lru"
     #: Seconds without a request before a session expires (and releases everything).
     session_idle_timeout: float = 30 * 60.0
     #: Open SSE streams (GET and POST) per session; past it 429.
@@ -246,6 +255,8 @@ class HttpLimits:
             raise ValueError("max_body_size must be at least 1")
         if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
             raise ValueError("max_connections_per_address must be at least 1")
+        if self.session_eviction not in ("lru", "refuse"):
+            raise ValueError('session_eviction must be "lru" or "refuse"')
         if self.min_body_rate < 0 or self.body_rate_grace < 0:
             raise ValueError("min_body_rate and body_rate_grace must not be negative")
 
