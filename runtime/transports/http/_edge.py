@@ -95,10 +95,11 @@ class EdgePolicy:
     passes it too; ``Origin: null`` never does unless ``"*"`` is listed.
 
     ``any_host_paths``: paths whose requests pass the ``Host`` check whatever they name (the
-    Origin check still applies): the health probes. Docker's ``HEALTHCHECK`` (curl to
-    ``localhost``), Kubernetes' ``httpGet`` probes (the pod's IP) and HAProxy's plain
-    ``option httpchk`` (no Host at all) cannot name the public host the allow-list holds, and
-    what those paths answer (live, ready or why not) reveals nothing a rebound page could use.
+    Origin check still applies): the health probes. Docker's ``HEALTHCHECK`` (a request to
+    ``127.0.0.1`` inside the container), Kubernetes' ``httpGet`` probes (the pod's IP) and
+    HAProxy's ``option httpchk`` (over HTTP/1.0, no Host at all) cannot name the public host
+    the allow-list holds, and what those paths answer (live, ready or why not) reveals
+    nothing a rebound page could use.
     """
 
     allowed_hosts: frozenset[str] | None = None
