@@ -236,7 +236,10 @@ async def serve_websocket(
             log.warning("refusing websocket reason=%s", limit.replace("_", "-"))
             if observe is not None:
                 refused("ws-refused", 503, "too many connections, try later", stream)
-            await _refuse_busy(stream)
+            await _refuse_busy(
+                stream,
+                _BUSY if limit == "max_connections" else _busy_from_address(slots.max_per_address),
+            )
             return
         try:
             await _serve_one(stream)
@@ -397,7 +400,16 @@ async def _refuse(
         await ws.aclose()
 
 
-async def _refuse_busy(stream: trio.SocketStream) -> None:
+def _busy_from_address(limit: int) -> bytes:
+    """The refusal past ``max_connections_per_address`` (``limit``), naming it."""
+    text = b"too many connections from this address (max_connections_per_address=%d)" % limit
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%b" % (len(text), text)
+    )
+
+
+async def _refuse_busy(stream: trio.SocketStream, answer: bytes) -> None:
     """503 before the upgrade (an HTTP answer the client can read, not a bare close): read
     the request head briefly first, so that closing with unread bytes does not reset the
     connection under the response."""
@@ -409,7 +421,7 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
                 if not data:
                     break
                 head += data
-            await stream.send_all(_BUSY)
+            await stream.send_all(answer)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
     await trio.aclose_forcefully(stream)

@@ -208,3 +208,29 @@ async def test_a_client_resetting_at_the_connection_cap_does_not_end_the_server(
             await trio.sleep(0.2)
             head = await _post_from(address, "127.0.0.1")
             assert head.startswith(b"HTTP/1.1 200 "), head
+
+
+async def test_the_websocket_listener_shares_per_address_too() -> None:
+    app, _ = make_app()
+    limits = HttpLimits(max_connections=4, max_connections_per_address=1)
+    upgrade = (
+        b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
+    )
+    with trio.fail_after(15):
+        async with serving(app, "ws", http_limits=limits) as address:
+            held = await trio.open_tcp_stream(*address)  # 127.0.0.1's one slot
+            async with held:
+                await trio.sleep(0.1)
+                stream = await trio.open_tcp_stream(*address)
+                async with stream:
+                    await stream.send_all(upgrade)
+                    refused = await _answer(stream)
+                assert refused.startswith(b"HTTP/1.1 503 "), refused
+                assert b"max_connections_per_address=1" in refused
+                other = await trio.open_tcp_stream(*address, local_address="127.0.0.2")
+                async with other:
+                    await other.send_all(upgrade)
+                    head = await read_head(other)
+                assert head is not None and head.startswith(b"HTTP/1.1 101 "), head
