@@ -296,6 +296,28 @@ async def test_a_fault_in_a_stdio_connection_task_answers_what_it_cut_short() ->
     assert "serving stdio on after a fault" in stderr
 
 
+async def test_a_tcp_connection_lost_to_a_fault_answers_what_it_cut_short() -> None:
+    """The same backstop on a TCP connection: lost to the fault, with its request in flight
+    answered -32603 before it closes; the server serves other connections."""
+    from .servers.stdio_faults import app as faulty
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            address = (await nursery.start(faulty.serve_tcp, 0))[:2]
+            peer = await _client(address)
+            await peer.send(_call("s", "slow", seconds=30))
+            await trio.sleep(0.2)
+            await peer.send(_call("c", "crash"))
+            replies = {(r := await peer.receive())["id"]: r for _ in range(2)}
+            assert replies["s"]["error"] == {"code": -32603, "message": "Internal error"}
+            with pytest.raises(EOFError):
+                await peer.receive()
+            other = await _client(address)
+            reply = await other.call("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert reply["result"]["content"][0]["text"] == "on", reply
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_fault_in_the_stdio_connection_itself_is_served_past() -> None:
     with trio.fail_after(20):
         env = {"STDIO_FAULT": "serve-once"}
