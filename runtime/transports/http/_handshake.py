@@ -103,10 +103,15 @@ class HandshakeEra:
             # Keep the shared record alive (its TTL is the idle timeout), not on every POST.
             if now - session.shared_touched > min(60.0, self.limits.session_idle_timeout / 4):
                 session.shared_touched = now
+                # In use across the round trip: not evicted under the request that found it
+                # (``SessionRegistry._evict``).
+                session.in_use += 1
                 try:
                     await shared.sessions.touch(session.id, self.limits.session_idle_timeout)
                 except StoreUnavailable as exc:
                     raise store_refusal(exc) from None
+                finally:
+                    session.in_use -= 1
         return session
 
     async def initialize(
