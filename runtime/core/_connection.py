@@ -59,6 +59,7 @@ from ..protocol import (
     JSONRPCError,
     Refusal,
     RequestId,
+    ToolCall,
     connection_closed,
     encode_notification,
     encode_request,
@@ -592,7 +593,7 @@ class Connection:
         env: Envelope,
         scope: trio.CancelScope | None = None,
         on_cancelled: Callable[[bytes | None], None] | None = None,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
     ) -> bytes | None:
         """Run one request in the calling task as this connection's own, and return its
         reply instead of sending it (None: no reply, the client cancelled it or the
@@ -612,8 +613,8 @@ class Connection:
         -32000 when the end of the connection cut it short) and ``trio.Cancelled`` propagates
         to the caller's ``with``, which answers from outside it and enters a fresh scope.
 
-        ``prepared``, when given, is a reading of ``env.params`` made before (the dispatcher's
-        ``pre_read`` of the POST's body), for ``ctx.prepared``: the params are not read again.
+        ``prepared``, when given, is a reading of ``env.params`` made before (the transport's,
+        of the POST's body or params), for ``ctx.prepared``: the params are not read again.
         """
         request_id = env.id
         assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)

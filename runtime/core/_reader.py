@@ -34,6 +34,7 @@ from ..protocol import (
     Kind,
     Pieces,
     Refusal,
+    ToolCall,
     classify,
     decode_frame,
     decode_item,
@@ -397,7 +398,8 @@ class Reader:
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
-        prepared: Any = None
+        call: ToolCall | None = None
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
         message: Envelope | list[Raw]
         try:
             if (
@@ -406,9 +408,12 @@ class Reader:
                 and (found := self._pre_read(frame)) is not None
             ):
                 # A big tools/call read whole in one typed pass, alone or inside a batch
-                # (then ``prepared`` is the items read, by index): its params' bytes are not
-                # walked a second time to find their end (issue 22 target 2).
-                message, prepared = found
+                # (then ``read`` holds the items read, by index): its params' bytes are not
+                # walked a second time to find their end.
+                if isinstance(found[0], list):
+                    message, read = found
+                else:
+                    message, call = found
             else:
                 message = decode_frame(frame)
             kind = None if isinstance(message, list) else classify(message)
@@ -416,14 +421,14 @@ class Reader:
             await self._out.answer(self._bad_message(exc, frame))
             return None
         if isinstance(message, list):
-            return await self._on_batch(scope, message, prepared)
+            return await self._on_batch(scope, message, read)
         if kind == Kind.REQUEST:
             # Refused here, with no layer between (under overload most requests are: issue 22).
             refusal = self._refusal(message, in_batch=False)
             if refusal is not None:
                 await self._out.answer(refusal)
                 return None
-            return await self._on_admitted(scope, message, prepared)
+            return await self._on_admitted(scope, message, call)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -467,9 +472,9 @@ class Reader:
         )
 
     async def _on_admitted(
-        self, scope: trio.CancelScope, env: Envelope, prepared: object
+        self, scope: trio.CancelScope, env: Envelope, call: ToolCall | None
     ) -> _Running | None:
-        reply, running = self._start(scope, env, None, 0, prepared)
+        reply, running = self._start(scope, env, None, 0, call)
         if running is None:
             assert reply is not None
             if self._scope is scope:
@@ -486,7 +491,7 @@ class Reader:
         self,
         scope: trio.CancelScope,
         items: list[Raw],
-        read: Mapping[int, tuple[Envelope, object]] | None = None,
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
     ) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
@@ -518,10 +523,10 @@ class Reader:
         items, read = batch.items, batch.read
         for index in range(first, len(items)):
             item = items[index]
-            prepared = None
+            call = None
             try:
                 if read is not None and index in read:
-                    env, prepared = read[index]  # (read with the frame: Dispatcher.pre_read)
+                    env, call = read[index]  # (read with the frame: Dispatcher.pre_read)
                 else:
                     env = decode_item(item)
                 kind = classify(env)
@@ -533,7 +538,7 @@ class Reader:
                 if refusal is not None:
                     batch.replies[index] = refusal
                     continue
-                reply, running = self._start(scope, env, batch, index, prepared)
+                reply, running = self._start(scope, env, batch, index, call)
                 if running is None:
                     batch.replies[index] = reply  # type: ignore[assignment]  # (bytes in a batch)
                     if self._scope is not scope:
@@ -560,10 +565,10 @@ class Reader:
         env: Envelope,
         batch: Batch | None,
         index: int,
-        prepared: object = None,
+        call: ToolCall | None = None,
     ) -> tuple[bytes | Pieces | None, _Running | None]:
         """Run an admitted request's first step in this generation, under its scope
-        (``prepared``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
+        (``call``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
 
         Returns ``(reply, None)`` when it finished there, or ``(None, running)`` when it
         suspended: then it is in flight with ``scope`` as its cancel scope.
@@ -575,8 +580,8 @@ class Reader:
             env.method, request_id, params, self._session, self._peer, in_batch=batch is not None
         )
         ctx.cancel_scope = scope
-        if prepared is not None:
-            ctx.prepared = prepared
+        if call is not None:
+            ctx.prepared = call
         if batch is None:
             ctx.takes_pieces = self._takes_pieces
         timeout = self._limits.request_timeout

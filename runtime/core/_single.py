@@ -25,6 +25,7 @@ from ..protocol import (
     ModernRequest,
     Pieces,
     RequestId,
+    ToolCall,
     encode_notification,
     encode_request,
     peer_timeout,
@@ -118,7 +119,7 @@ def dispatch_single(
     connection_id: str,
     principal: Any = None,
     modern: ModernRequest | None = None,
-    prepared: object = None,
+    prepared: ToolCall | None = None,
     send_now: SendNow | None = None,
     idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None,
     transport: str = "http",
@@ -131,8 +132,8 @@ def dispatch_single(
     is who the transport authenticated (the session's ``principal``); ``modern``, when the
     caller already read the request's era from its ``params._meta`` (``select_era``), is that
     reading: the dispatcher then serves it at that revision without reading it again;
-    ``prepared``, what the caller already decoded of ``envelope.params`` for the handler
-    (``RequestContext.prepared``; the composition root's ``read_call`` hook made it);
+    ``prepared``, the caller's reading of ``envelope.params`` (a ``tools/call``'s, made for
+    its era and header rules), for the handler (``RequestContext.prepared``);
     ``send_now(data, related=None)``, when given, sends an encoded notification in this step
     (True) or declines (False): the peer's ``send_nowait``, for a long request such as a
     2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4);
