@@ -49,13 +49,12 @@ class TypedCall(InputFields, dict=True, kw_only=True):
     reading (``tools._CallParams``), with ``_meta`` decoded (an object, or None when absent)
     and ``arguments`` typed by the tool's own struct. Implements ``runtime.protocol.ToolCall``.
 
-    One subclass per eligible tool, tagged by its name (:class:`TypedCalls` builds them);
-    its class attributes say what the reading was made with: the tool's ``name``, the
-    ``tool`` and the ``reader``."""
+    One subclass per eligible tool, tagged by its name, under a base of the reader that
+    built it (:class:`TypedCalls`); its class attributes say what the reading was made with:
+    the tool's ``name`` and the ``tool``."""
 
     name: ClassVar[str]
     tool: ClassVar[ToolDef]
-    reader: ClassVar[TypedCalls]
     arguments: msgspec.Struct | UnsetType = UNSET
     task: dict[str, Any] | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
@@ -87,11 +86,18 @@ class TypedCalls:
     request's params are read once.
     """
 
-    __slots__ = ("_built", "_decoder", "_registry", "_tools")
+    __slots__ = ("_built", "_decoder", "_registry", "_tools", "_yours")
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self._tools = registry.tools  # (the registry's one dict, changed in place)
+
+        class Yours(TypedCall, kw_only=True):
+            """The base of every struct this reader builds: ``isinstance`` with it tells, in
+            one test, a reading of this reader's (another server's is never taken) and that
+            it is a ``TypedCall``."""
+
+        self._yours: type[TypedCall] = Yours
         #: The union's decoder (None: not built for the current tool list, or no tool is
         #: eligible: ``_built`` tells which).
         self._decoder: msgspec.json.Decoder[TypedCall] | None = None
@@ -115,12 +121,12 @@ class TypedCalls:
                 msgspec.defstruct(
                     f"_Call{len(members)}",
                     [("arguments", tool.signature.struct | UnsetType, UNSET)],
-                    bases=(TypedCall,),
+                    bases=(self._yours,),
                     tag_field="name",
                     tag=name,
                     kw_only=True,
                     # (Class attributes, not fields: what the reading was made with.)
-                    namespace={"name": name, "tool": tool, "reader": self},
+                    namespace={"name": name, "tool": tool},
                 )
             )
         decoder = self._decoder = _union_decoder(members)
@@ -200,19 +206,20 @@ class TypedCalls:
         params nobody read before are left to the general reading, which runs fewer
         bytecodes for them (the guard's stdio_tools_call)."""
         call = ctx.prepared
-        raw = ctx.params
         if call is None:
+            raw = ctx.params
             if raw is None or len(raw) <= ONE_PASS_OVER:
                 return None
-        elif (
-            isinstance(call, TypedCall)
-            and call.raw is raw
-            and call.reader is self
-            and self._tools.get(call.name) is call.tool
-        ):
-            return call
-        elif raw is None:
-            return None
+        else:
+            raw = ctx.params
+            if (
+                isinstance(call, self._yours)
+                and call.raw is raw
+                and self._tools.get(call.name) is call.tool
+            ):
+                return call
+            if raw is None:
+                return None
         call = ctx.prepared = self.read(raw)
         return call
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from ...protocol import (
     HANDSHAKE_VERSIONS,
@@ -559,7 +560,7 @@ def _modern_params(
     object: a generic reading would take the last) is refused with 400 and -32602.
     """
     raw = message.params
-    if not isinstance(raw, msgspec.Raw):
+    if raw is UNSET:
         return None, None
     if message.method == "tools/call" and hooks.read_call is not None:
         # One pass gives the era rules their ``_meta`` and the handler its tool and typed
