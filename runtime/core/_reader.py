@@ -10,8 +10,8 @@ finishes its request. See ``_connection`` for the whole task tree.
 
 The reader owns the reading state (the current generation's scope, whether it waits for
 input, why reading ended); what it needs of the rest of the connection it is given: the
-channel, the outbox, the request table, the dispatcher, and the connection's handling of
-notifications and responses.
+channel, the outbox, the request table, the request assembler, the dispatcher, and the
+connection's handling of notifications and responses.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 import trio
 from msgspec import Raw
@@ -28,12 +27,10 @@ from ..framing import FramingError, escape_excerpt
 from ..protocol import (
     INVALID_REQUEST,
     ONE_PASS_OVER,
-    REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
     Kind,
     Pieces,
-    Refusal,
     ToolCall,
     classify,
     decode_frame,
@@ -43,6 +40,7 @@ from ..protocol import (
     invalid_request,
 )
 from . import _engine as engine
+from ._assembler import Assembler
 from ._channel import MessageChannel
 from ._context import Peer, RequestContext
 from ._dispatch import Dispatcher
@@ -83,6 +81,8 @@ class Reader:
     """
 
     __slots__ = (
+        "_assemble",
+        "_assembler",
         "_channel",
         "_dispatcher",
         "_ended",
@@ -116,6 +116,7 @@ class Reader:
         channel: MessageChannel,
         outbox: Outbox,
         table: RequestTable[object],
+        assembler: Assembler,
         dispatcher: Dispatcher,
         session: Session,
         peer: Peer,
@@ -137,6 +138,8 @@ class Reader:
         self._takes_pieces: bool = getattr(channel, "takes_pieces", False)
         self._out = outbox
         self._table = table
+        self._assembler = assembler
+        self._assemble = assembler.assemble
         self._dispatcher = dispatcher
         self._pre_read = dispatcher.pre_read
         self._session = session
@@ -423,12 +426,14 @@ class Reader:
         if isinstance(message, list):
             return await self._on_batch(scope, message, read)
         if kind == Kind.REQUEST:
-            # Refused here, with no layer between (under overload most requests are: issue 22).
-            refusal = self._refusal(message, in_batch=False)
-            if refusal is not None:
-                await self._out.answer(refusal)
+            # Refused right here, with no layer between (under overload most requests are).
+            ctx = self._assemble(
+                message, self._session, self._peer, scope, call, False, self._takes_pieces
+            )
+            if isinstance(ctx, bytes):
+                await self._out.answer(ctx)
                 return None
-            return await self._on_admitted(scope, message, call)
+            return await self._on_admitted(scope, ctx)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -440,48 +445,19 @@ class Reader:
             self._on_response(message)
         return None
 
-    def _refusal(self, env: Envelope, *, in_batch: bool) -> bytes | None:
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
-        refused = self._table.refusal(
-            request_id, env.method, self._session.lifecycle, in_batch=in_batch
-        )
-        if refused is None:
-            return None
-        if self._dispatcher.on_refusal is not None:
-            self._observe(refused, env.method, request_id)
-        return error_reply(refused, request_id)
-
-    def _observe(
-        self, error: JSONRPCError, method: str | None = None, request_id: Any = None
-    ) -> None:
+    def _observe(self, error: JSONRPCError) -> None:
         """Tell the dispatcher's refusal observer (only called when there is one)."""
-        observe = self._dispatcher.on_refusal
-        assert observe is not None
-        session = self._session
-        observe(
-            Refusal(
-                error.code,
-                error.message,
-                session.transport,
-                self._id,
-                method,
-                request_id,
-                principal=session.principal,
-            )
-        )
+        self._assembler.observe(error, self._session, self._id)
 
-    async def _on_admitted(
-        self, scope: trio.CancelScope, env: Envelope, call: ToolCall | None
-    ) -> _Running | None:
-        reply, running = self._start(scope, env, None, 0, call)
+    async def _on_admitted(self, scope: trio.CancelScope, ctx: RequestContext) -> _Running | None:
+        reply, running = self._start(scope, ctx, None, 0)
         if running is None:
             assert reply is not None
             if self._scope is scope:
-                await self._out.answer(reply, env.id)  # type: ignore[arg-type]
+                await self._out.answer(reply, ctx.id)
             else:
                 # Handed on by _start: this scope is cancelled and must not await again.
-                self._out.hold(reply, env.id)  # type: ignore[arg-type]
+                self._out.hold(reply, ctx.id)
             return None
         self._table.started()
         self._next_generation()
@@ -534,11 +510,11 @@ class Reader:
                 batch.replies[index] = self._bad_message(exc, item)
                 continue
             if kind == Kind.REQUEST:
-                refusal = self._refusal(env, in_batch=True)
-                if refusal is not None:
-                    batch.replies[index] = refusal
+                ctx = self._assemble(env, self._session, self._peer, scope, call, True)
+                if isinstance(ctx, bytes):
+                    batch.replies[index] = ctx  # its refusal
                     continue
-                reply, running = self._start(scope, env, batch, index, call)
+                reply, running = self._start(scope, ctx, batch, index)
                 if running is None:
                     batch.replies[index] = reply  # type: ignore[assignment]  # (bytes in a batch)
                     if self._scope is not scope:
@@ -560,38 +536,17 @@ class Reader:
     # -- running a request in this generation -----------------------------------------------
 
     def _start(
-        self,
-        scope: trio.CancelScope,
-        env: Envelope,
-        batch: Batch | None,
-        index: int,
-        call: ToolCall | None = None,
+        self, scope: trio.CancelScope, ctx: RequestContext, batch: Batch | None, index: int
     ) -> tuple[bytes | Pieces | None, _Running | None]:
-        """Run an admitted request's first step in this generation, under its scope
-        (``call``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
+        """Run an admitted request's first step in this generation, under its scope (the
+        assembler made ``ctx`` under it, with its deadline).
 
         Returns ``(reply, None)`` when it finished there, or ``(None, running)`` when it
         suspended: then it is in flight with ``scope`` as its cancel scope.
         """
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
-        params = env.params if isinstance(env.params, Raw) else None
-        ctx = RequestContext(
-            env.method, request_id, params, self._session, self._peer, in_batch=batch is not None
-        )
-        ctx.cancel_scope = scope
-        if call is not None:
-            ctx.prepared = call
-        if batch is None:
-            ctx.takes_pieces = self._takes_pieces
-        timeout = self._limits.request_timeout
-        if timeout is not None:
-            # In force from the first step on: handlers may plan by it
-            # (trio.current_effective_deadline()).
-            scope.deadline = trio.current_time() + timeout
         reply, suspended = engine.start(self._dispatcher, ctx)
         if suspended is None:
-            if timeout is not None:
+            if self._limits.request_timeout is not None:
                 scope.deadline = math.inf
                 if scope.cancel_called:
                     # The first step outlasted its deadline and something looked (reading

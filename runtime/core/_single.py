@@ -14,13 +14,11 @@ import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import trio
-from msgspec import UNSET
 
 from ..protocol import (
-    REQUEST_ID_TYPES,
     Envelope,
     ModernRequest,
     Pieces,
@@ -31,13 +29,18 @@ from ..protocol import (
     peer_timeout,
 )
 from . import _engine as engine
-from ._context import RequestContext
+from ._assembler import Assembler
 from ._dispatch import Dispatcher
 from ._session import Session
 
 __all__ = ["dispatch_single"]
 
 log = logging.getLogger("mcp_runtime.connection")
+
+#: The assembler of every request answered alone: no request table (it shares no connection
+#: with another request, nothing to collide with), no scope of the caller's to time
+#: (``engine.run`` gives it its own, with the deadline).
+_ALONE: Final = Assembler()
 
 
 class SendNow(Protocol):
@@ -145,20 +148,18 @@ def dispatch_single(
     Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
     outside propagates.
     """
-    request_id = envelope.id
-    assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
-    params = None if envelope.params is UNSET else envelope.params
-    ctx = RequestContext(
-        envelope.method,
-        request_id,
-        params,
+    ctx = _ALONE.assemble(
+        envelope,
         # A stateless request gets its Session only if a handler asks for one.
         Session(transport, principal)
         if modern is None
         else functools.partial(Session, transport, principal),
         _SinglePeer(connection_id, send, send_now, idle),
-        modern=modern,
-        prepared=prepared,
-        takes_pieces=True,
+        None,
+        prepared,
+        False,
+        True,
+        modern,
     )
-    return engine.run(dispatcher, ctx, request_timeout)
+    # (Never bytes, a refusal: without a request table nothing refuses it here.)
+    return engine.run(dispatcher, ctx, request_timeout)  # type: ignore[arg-type]
