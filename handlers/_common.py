@@ -19,6 +19,7 @@ from runtime.features import (
     params_digest,
     principal_key,
 )
+from runtime.framing import loggable
 from runtime.protocol import params_error
 
 __all__ = [
@@ -79,7 +80,11 @@ async def call_with_input(
             # Only what this state asked counts (a resent earlier answer is the same answer).
             unasked = sorted(key for key in answers if key not in sealed.asked)
             if unasked:
-                log.info("ignoring inputResponses never asked id=%r keys=%s", ctx.id, unasked)
+                log.info(
+                    "ignoring inputResponses never asked id=%r keys=%s",
+                    ctx.id,
+                    loggable(",".join(unasked)),
+                )
                 answers = {key: value for key, value in answers.items() if key in sealed.asked}
     # Without requestState, answers count only for the keys the handler asks: a key the
     # runtime made up is random (``InputRound.next_key``), so it cannot be answered before it

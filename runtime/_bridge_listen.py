@@ -16,6 +16,7 @@ import trio
 
 from ._bridge_hop import META_SUBSCRIPTION_ID, without_subscription
 from .client import Client, Notification
+from .framing import loggable
 from .middleware import Request
 
 __all__ = ["LIST_KINDS", "RELAY_QUEUE", "relay_listen", "serve_listen"]
@@ -58,7 +59,7 @@ async def relay_listen(
             try:
                 send.send_nowait(note)
             except trio.WouldBlock:
-                log.warning("downstream not reading: dropped %s", note.method)
+                log.warning("downstream not reading: dropped %s", loggable(note.method))
         if not started:
             task_status.started(None)
 

@@ -26,6 +26,7 @@ import trio
 
 from ._bridge_rounds import Forwarding
 from .client import Client, ClientError, Notification, PeerError
+from .framing import loggable
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL",
@@ -140,7 +141,7 @@ class PooledSession:
             if reason is None:
                 raise
             self.failure = f"cannot reach the remote MCP server: {reason}"
-            log.warning("an extra upstream session ended: %s", reason)
+            log.warning("an extra upstream session ended: %s", loggable(reason))
             if not started:
                 task_status.started()  # take() answers the forwarding with the failure
         finally:

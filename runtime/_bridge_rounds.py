@@ -35,6 +35,7 @@ import trio
 
 from ._context import LOG_LEVELS
 from .client import Notification, PeerError
+from .framing import loggable
 from .middleware import Request
 from .protocol import META_LOG_LEVEL
 
@@ -210,7 +211,7 @@ class Relay:
         try:
             self._send.send_nowait((method, params))
         except trio.WouldBlock:
-            log.warning("downstream request not reading: dropped %s", method)
+            log.warning("downstream request not reading: dropped %s", loggable(method))
         except trio.ClosedResourceError:
             pass
 
@@ -245,7 +246,9 @@ class Relay:
                 # reply's stream), at most RELAY_QUEUE (the oldest dropped past it).
                 while len(self.held) > RELAY_QUEUE:
                     dropped, _ = self.held.popleft()
-                    log.warning("no downstream request between rounds: dropped %s", dropped)
+                    log.warning(
+                        "no downstream request between rounds: dropped %s", loggable(dropped)
+                    )
                 continue
             await self.deliver(request)
 

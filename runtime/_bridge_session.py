@@ -23,6 +23,7 @@ from ._bridge_listen import LIST_KINDS, RELAY_QUEUE, relay_listen
 from ._bridge_pool import Connect, client_error
 from ._bridge_tasks import HandshakeClientTasks, related_task
 from .client import Client, ClientError, Notification, PeerError, TransportLost
+from .framing import loggable
 from .middleware import Request
 from .protocol import JSONRPCError
 
@@ -134,7 +135,7 @@ class UpstreamSession:
         try:
             self._send.send_nowait(note)
         except trio.WouldBlock:
-            log.warning("downstream session not reading: dropped %s", note.method)
+            log.warning("downstream session not reading: dropped %s", loggable(note.method))
 
     async def run(
         self, connect: Connect, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -150,7 +151,7 @@ class UpstreamSession:
             if reason is None:
                 raise
             # The remote is gone for this session; the downstream session lives on.
-            log.warning("an upstream session ended: %s", reason)
+            log.warning("an upstream session ended: %s", loggable(reason))
         finally:
             self.client = None
             self.ready.set()

@@ -8,12 +8,12 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import importlib
 import importlib.util
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from ._bind_error import bind_error as _bind_error
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -449,6 +450,11 @@ def _settings(args: argparse.Namespace | SimpleNamespace) -> dict[str, Any]:
         raise UsageError(f"--metrics {metrics!r}: expected a path such as /metrics")
     if values["metrics_token"] and metrics is None:
         raise UsageError("--metrics-token needs --metrics (the endpoint is off without it)")
+    if values["metrics_token"]:
+        from .auth import BEARER_TOKEN_SYNTAX, is_bearer_token
+
+        if not is_bearer_token(values["metrics_token"]):
+            raise UsageError(f"--metrics-token: {BEARER_TOKEN_SYNTAX}")
     return values
 
 
@@ -575,7 +581,41 @@ class _JsonFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         import json  # only for --log-format json (start-up time, issue 22)
 
-        return json.dumps(entry, ensure_ascii=False)
+        from .framing import escape_json_text
+
+        # The encoder escapes U+0000-U+001F only; U+2028 and the like would still break a
+        # line for some readers (``escape_json_text``).
+        return escape_json_text(json.dumps(entry, ensure_ascii=False))
+
+
+#: What a terminal or a line-oriented reader takes for a line break or a control sequence
+#: (str.splitlines' separators, C0 but the tab, DEL, C1).
+_BREAKS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape_break(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]  # "\\n", "\\x1b", "\\u2028"
+
+
+class _TextFormatter(logging.Formatter):
+    """``--log-format text``: a record's first line starts at column 0 and nothing else
+    does. A line break or control character in the message is escaped and a traceback is
+    indented, so that text in a log line, whoever chose it (the sites that log what a peer
+    sent escape it already: ``runtime.framing.loggable``; an exception's message may
+    carry it too), cannot start a line that reads as a record of its own."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return _BREAKS.sub(_escape_break, super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return _indent(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indent(super().formatStack(stack_info))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + _BREAKS.sub(_escape_break, line) for line in text.split("\n"))
 
 
 def _workers_refusal(settings: dict[str, Any], workers: int) -> str | None:
@@ -602,7 +642,7 @@ def _configure_logging(level: str, log_format: str) -> None:
         handler.setFormatter(_JsonFormatter())
     else:
         handler.setFormatter(
-            logging.Formatter("%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+            _TextFormatter("%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
         )
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
@@ -677,26 +717,6 @@ def _summary(server: Server) -> str:
     )
     parts = [f"{n} {name}{'' if n == 1 else 's'}" for n, name in counts]
     return f"{server.name} {server.version} ({', '.join(parts)})"
-
-
-def _bind_error(exc: OSError, transport: str, settings: dict[str, Any]) -> str:
-    """One line naming the address and the fix, for the usual reasons a server cannot start."""
-    if transport == "unix":
-        where = f"--socket {settings['socket']}"
-        if isinstance(exc, FileNotFoundError):
-            return f"cannot create {where}: its directory does not exist"
-        return f"cannot listen on {where}: {exc.strerror or exc}"
-    where = f"{settings['host']}:{settings['port']}"
-    if exc.errno == errno.EADDRINUSE:
-        return f"{where} is already in use: stop the other server or choose another --port"
-    if exc.errno == errno.EACCES:
-        return f"no permission to bind {where}: choose a --port above 1023"
-    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return (
-            f"cannot bind --host {settings['host']!r}: {exc.strerror or exc}; "
-            "use an address of this machine, e.g. 127.0.0.1"
-        )
-    return f"cannot serve on {where}: {exc.strerror or exc}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -125,7 +126,11 @@ def add_commands(commands: Any) -> None:
 
 
 def run_command(args: Any) -> int:
-    """Run ``dev`` or ``install``; usage errors are one line on stderr and exit code 2."""
+    """Run ``dev`` or ``install``; an error is one line on stderr: exit code 2 for a usage
+    error or a refusal (nothing changed), 1 when the system failed us (a file that cannot
+    be written, a port that cannot be bound)."""
+    from ._install import CannotWrite
+
     try:
         if args.command == "dev":
             return _dev(args)
@@ -133,12 +138,15 @@ def run_command(args: Any) -> int:
     except ValueError as exc:
         print(f"mcp-runtime: error: {exc}", file=sys.stderr)
         return 2
+    except CannotWrite as exc:
+        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _dev(args: Any) -> int:
     import trio
 
-    from ._dev import run_dev
+    from ._dev import bind_listener, run_dev
     from ._dev_stdio import run_stdio_dev
 
     options = {"watch": args.watch, "poll": args.poll, "log_level": args.log_level}
@@ -149,22 +157,24 @@ def _dev(args: Any) -> int:
     try:
         if args.transport == "stdio":
             trio.run(functools.partial(run_stdio_dev, args.target, **options))
-        else:
-            trio.run(
-                functools.partial(
-                    run_dev, args.target, host=args.host, port=args.port, path=args.path, **options
-                )
-            )
+            return 0
+        try:
+            sock = bind_listener(args.host, args.port)
+        except OSError as exc:
+            from ._bind_error import bind_error
+
+            # serve's line for the same failure, and its exit code
+            where = {"host": args.host, "port": args.port}
+            print(f"mcp-runtime: error: {bind_error(exc, 'http', where)}", file=sys.stderr)
+            return 1
+        trio.run(functools.partial(run_dev, args.target, sock, path=args.path, **options))
     except KeyboardInterrupt:
         return 0
-    except OSError as exc:
-        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
-        return 1
     return 0
 
 
 def _install(args: Any) -> int:
-    from ._install import entry_for, install
+    from ._install import check_name, entry_for, install, name_like
 
     if (args.target is None) == (args.url is None):
         raise ValueError("install needs a TARGET or --url (not both)")
@@ -179,6 +189,14 @@ def _install(args: Any) -> int:
         if args.url is not None:
             raise ValueError("--url needs --name")
         name = _server_name(args.target)
+        try:
+            check_name(name)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc}; this is the Server's own name: choose the entry's with --name, "
+                f"e.g. --name {name_like(name)}"
+            ) from None
+    check_name(name)
     entry = entry_for(args.client, args.target, url=args.url, env=env)
     written, text = install(
         args.client,
@@ -201,9 +219,10 @@ def _server_name(target: str) -> str:
     import subprocess
 
     # In a child process: the served file's import-time side effects stay out of ours.
+    # The name as JSON on the last line: any character it holds (a newline) comes through.
     code = (
-        "import sys\nfrom runtime._cli import load_target, UsageError\n"
-        "try:\n    print(load_target(sys.argv[1]).name)\n"
+        "import json, sys\nfrom runtime._cli import load_target, UsageError\n"
+        "try:\n    print(json.dumps(load_target(sys.argv[1]).name))\n"
         "except UsageError as exc:\n    print(exc, file=sys.stderr); sys.exit(2)\n"
     )
     done = subprocess.run(
@@ -212,4 +231,11 @@ def _server_name(target: str) -> str:
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
         raise ValueError(f"cannot load {target!r}: {reason}")
-    return done.stdout.strip().splitlines()[-1]
+    lines = done.stdout.strip().splitlines()
+    try:
+        name = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        name = None
+    if not isinstance(name, str):
+        raise ValueError(f"cannot read the server's name from {target!r}: use --name")
+    return name

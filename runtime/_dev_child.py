@@ -3,13 +3,22 @@
 ``python -m runtime._dev_child TARGET stdio LOG_LEVEL`` (stdio: runtime/_dev_stdio.py).
 Loads TARGET, says what it declares, serves HTTP on the inherited listening socket FD, and
 writes ``READY`` on stdout once it accepts (or serves stdio); SIGTERM drains it
-(``run_with_signals``). Exit code 2 when TARGET does not load (the reason on stderr)."""
+(``run_with_signals``). Exit code 2 when TARGET does not load (the reason on stderr).
+
+From its first instruction a thread watches the supervisor: one that died without ending
+us (SIGKILL) leaves no one to, so we end ourselves with SIGTERM, which drains a serving
+server and ends one still importing the target (a hung import included) at once.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +32,21 @@ from ._lifetime import run_with_signals
 ORPHAN_CHECK = 1.0
 
 
+def _watch_supervisor() -> None:
+    """End this process (SIGTERM) once its supervisor is gone (it is reparented)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK)
+        say("the supervisor is gone: shutting down")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="mcp-runtime-dev-orphan", daemon=True).start()
+
+
 def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
+    _watch_supervisor()
     _configure_logging(log_level, "text")
     sock = socket.socket(fileno=fd)
     try:
@@ -50,26 +73,13 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     shown = f"[{name[0]}]" if ":" in name[0] else name[0]
     say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")
 
-    parent = os.getppid()
-
     async def serve(
         task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED, **options: Any
     ) -> None:
         async with trio.open_nursery() as nursery:
-
-            async def serve_then_stop(task_status: trio.TaskStatus[Any]) -> None:
-                await server.serve_http(**options, task_status=task_status)
-                nursery.cancel_scope.cancel()  # served out: stop watching the parent
-
-            address = await nursery.start(serve_then_stop)
+            address = await nursery.start(functools.partial(server.serve_http, **options))
             task_status.started(address)
             os.write(sys.stdout.fileno(), READY)
-            # A supervisor that died without stopping us (SIGKILL) leaves no one to: we
-            # notice the reparenting and shut down rather than serve on as an orphan.
-            while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process this
-                await trio.sleep(ORPHAN_CHECK)
-            say("the supervisor is gone: shutting down")
-            server.shutdown()
 
     serve_fn: Callable[..., Any] = serve
     trio.run(
@@ -83,6 +93,7 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
 
 
 def main_stdio(target: str, log_level: str) -> int:
+    _watch_supervisor()
     _configure_logging(log_level, "text")
     try:
         server = load_target(target)

@@ -89,6 +89,7 @@ from .client import (
     TransportLost,
     open_client,
 )
+from .framing import loggable
 from .middleware import Middleware, Next, Request
 from .protocol import META_LOG_LEVEL, MISSING_CLIENT_CAPABILITY, JSONRPCError, overloaded
 
@@ -408,7 +409,7 @@ class Forward(Middleware):
         try:
             await client.set_logging_level(level)  # re-applied by the client on reconnect
         except PeerError as exc:
-            log.warning("the remote refused logging/setLevel %s: %s", level, exc)
+            log.warning("the remote refused logging/setLevel %s: %s", level, loggable(exc))
 
     async def _forward_rounds(
         self, client: Client, method: str, params: dict[str, Any], request: Request
@@ -468,7 +469,7 @@ class Forward(Middleware):
                 await pooled.client.set_logging_level(level)
                 pooled.level = level
         except PeerError as exc:
-            log.warning("the remote refused logging/setLevel %s: %s", level, exc)
+            log.warning("the remote refused logging/setLevel %s: %s", level, loggable(exc))
         except BaseException:
             self.pool.give_turn_back(pooled)
             raise

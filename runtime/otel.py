@@ -22,12 +22,17 @@ Metrics: ``mcp.server.operation.duration`` (histogram, s; the conventions' name)
 ``mcp.server.requests`` (counter), ``mcp.server.requests.in_flight``,
 ``mcp.server.overload.refusals`` (-32010 answers) and ``mcp.server.sessions.open``
 (up-down counters). Only the OpenTelemetry API is imported: bring an SDK to export.
+
+Names the client chose are never attribute values or span names as they are: a method, a
+tool, a prompt or a resource the server does not know is ``"unknown"``
+(``runtime.middleware.KnownNames``), so that the series of the metrics (and the span names
+a backend groups by) stay as many as the server has names, whatever clients send.
 """
 
 from __future__ import annotations
 
 from time import perf_counter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 from opentelemetry import metrics, propagate, trace
@@ -37,14 +42,24 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ._version import __version__
 from .core import Peer, RequestContext
-from .middleware import Middleware, Next, Request, SessionCounter
+from .middleware import (
+    KnownNames,
+    Middleware,
+    Next,
+    Request,
+    SessionCounter,
+    method_label,
+)
 from .protocol import SERVER_OVERLOADED, JSONRPCError, Refusal, RequestId
+
+if TYPE_CHECKING:
+    from .features import App
 
 __all__ = ["PROPAGATION_KEYS", "OpenTelemetry"]
 
 #: The ``_meta`` keys that carry trace context (W3C Trace Context and Baggage).
 PROPAGATION_KEYS: Final = ("traceparent", "tracestate", "baggage")
-#: Attributes of the metrics (low cardinality: no ids, no URIs).
+#: Attributes of the metrics (low cardinality: no ids, no URIs; names the server knows).
 _METRIC_KEYS: Final = ("mcp.method.name", "gen_ai.tool.name", "mcp.protocol.version")
 _TARGET: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 #: ``network.transport`` by the session's transport kind.
@@ -114,6 +129,7 @@ class OpenTelemetry(Middleware):
         propagator: TextMapPropagator | None = None,
     ) -> None:
         self.tracer = trace.get_tracer("mcp-runtime", __version__, tracer_provider)
+        self.names = KnownNames()
         meter = metrics.get_meter("mcp-runtime", __version__, meter_provider)
         self.propagator = propagator or propagate.get_global_textmap()
         self.duration = meter.create_histogram(
@@ -144,13 +160,16 @@ class OpenTelemetry(Middleware):
         )
         self.sessions = SessionCounter(lambda delta: sessions.add(delta))
 
+    def bind(self, app: App) -> None:
+        self.names.bind(app)
+
     def _parent(self, request: Request) -> Context:
         meta = request.meta
         carrier = {k: v for k in PROPAGATION_KEYS if isinstance(v := meta.get(k), str)}
         return self.propagator.extract(carrier) if carrier else Context()
 
     def _attributes(self, request: Request) -> tuple[str, dict[str, Any]]:
-        method = request.method
+        method = method_label(request.method)
         attributes: dict[str, Any] = {
             "mcp.method.name": method,
             "jsonrpc.protocol.version": "2.0",
@@ -167,14 +186,15 @@ class OpenTelemetry(Middleware):
         if target_key is not None:
             target = request.params.get("name")
             if isinstance(target, str):
-                attributes[target_key] = target
-                name = f"{method} {target}"
+                known = _tool_or_prompt(self.names, method, target)
+                attributes[target_key] = known
+                name = f"{method} {known}"
             if method == "tools/call":
                 attributes["gen_ai.operation.name"] = "execute_tool"
         elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
             uri = request.params.get("uri")
             if isinstance(uri, str):
-                attributes["mcp.resource.uri"] = uri
+                attributes["mcp.resource.uri"] = self.names.resource(uri)
         return name, attributes
 
     def on_refusal(self, refusal: Refusal) -> None:
@@ -214,7 +234,8 @@ class OpenTelemetry(Middleware):
             k: attributes[k] for k in _METRIC_KEYS if k in attributes
         }
         ctx: RequestContext = request.context
-        self.in_flight.add(1, {"mcp.method.name": request.method})
+        in_flight = {"mcp.method.name": attributes["mcp.method.name"]}
+        self.in_flight.add(1, in_flight)
         error_type: str | None = None
         with self.tracer.start_as_current_span(
             name,
@@ -253,9 +274,13 @@ class OpenTelemetry(Middleware):
                 if error_type is not None:
                     span.set_attribute("error.type", error_type)
                     metric_attributes["error.type"] = error_type
-                self.in_flight.add(-1, {"mcp.method.name": request.method})
+                self.in_flight.add(-1, in_flight)
                 self.requests.add(1, metric_attributes)
                 self.duration.record(perf_counter() - request.started, metric_attributes)
+
+
+def _tool_or_prompt(names: KnownNames, method: str, target: str) -> str:
+    return names.tool(target) if method == "tools/call" else names.prompt(target)
 
 
 def _refusal_error_type(refusal: Refusal) -> str:

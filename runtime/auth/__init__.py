@@ -27,7 +27,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._authenticate import AuthConfig, AuthError, authenticate, authorize
+from ._authenticate import (
+    BEARER_TOKEN_SYNTAX,
+    AuthConfig,
+    AuthError,
+    authenticate,
+    authorize,
+    is_bearer_token,
+    parse_authorization,
+)
 from ._metadata import WELL_KNOWN_PREFIX, ProtectedResourceMetadata, well_known_paths
 from ._token import AccessToken, TokenVerifier
 
@@ -36,6 +44,7 @@ if TYPE_CHECKING:
     from ._jwt import JWKSFetcher, JWTVerifier
 
 __all__ = [
+    "BEARER_TOKEN_SYNTAX",
     "WELL_KNOWN_PREFIX",
     "AccessToken",
     "AuthConfig",
@@ -48,6 +57,8 @@ __all__ = [
     "TokenVerifier",
     "authenticate",
     "authorize",
+    "is_bearer_token",
+    "parse_authorization",
     "well_known_paths",
 ]
 

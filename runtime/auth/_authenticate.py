@@ -36,7 +36,15 @@ import msgspec
 from ._metadata import ProtectedResourceMetadata
 from ._token import AccessToken, TokenVerifier, is_scope_token
 
-__all__ = ["AuthConfig", "AuthError", "authenticate", "authorize"]
+__all__ = [
+    "BEARER_TOKEN_SYNTAX",
+    "AuthConfig",
+    "AuthError",
+    "authenticate",
+    "authorize",
+    "is_bearer_token",
+    "parse_authorization",
+]
 
 log = logging.getLogger("mcp_runtime.auth")
 
@@ -151,7 +159,7 @@ async def authenticate(
         return _refuse(config, 400, "invalid_request", needed)
     if authorization_header is None:
         return _refuse(config, 401, None, needed)
-    kind, token = _parse_authorization(authorization_header)
+    kind, token = parse_authorization(authorization_header)
     if kind == "other":
         return _refuse(config, 401, None, needed)
     if kind == "malformed":
@@ -182,11 +190,14 @@ def authorize(
     return _refuse(config, 403, "insufficient_scope", needed)
 
 
-def _parse_authorization(value: str | bytes) -> tuple[str, str]:
+def parse_authorization(value: str | bytes) -> tuple[str, str]:
     """("token", token), ("other", "") for a non-Bearer scheme, or ("malformed", "").
 
-    Strict, per RFC 9110 section 11.4 and RFC 6750 section 2.1: the scheme compares
-    case-insensitively, then exactly one space, then one b64token and nothing else.
+    The one reading of an ``Authorization`` value (the OAuth resource server and the
+    ``/metrics`` token both use it). Strict, per RFC 9110 section 11.4 and RFC 6750
+    section 2.1: the scheme compares case-insensitively (RFC 9110 section 11.1: ``bearer``
+    and ``BEARER`` are ``Bearer``), then exactly one space, then one b64token and nothing
+    else.
     """
     if isinstance(value, bytes):
         try:
@@ -201,6 +212,18 @@ def _parse_authorization(value: str | bytes) -> tuple[str, str]:
     if not space or _B64TOKEN.fullmatch(rest) is None:
         return "malformed", ""
     return "token", rest
+
+
+#: What a token a server expects must look like to ever be presented (RFC 6750 section 2.1).
+BEARER_TOKEN_SYNTAX: Final = (
+    "a bearer token is letters, digits and -._~+/ (then optional trailing =), RFC 6750 section 2.1"
+)
+
+
+def is_bearer_token(token: str) -> bool:
+    """Whether ``Authorization: Bearer <token>`` reads back as ``token``: a secret a server
+    expects (``--metrics-token``) that is not is refused when configured, not never met."""
+    return parse_authorization("Bearer " + token) == ("token", token)
 
 
 def _has_query_token(query: str | bytes) -> bool:

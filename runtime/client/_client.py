@@ -8,6 +8,7 @@ after a reconnect. The link, the request table and the routing are the conversat
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import math
@@ -63,6 +64,7 @@ from ._wire import (
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
+    loggable,
 )
 
 __all__ = ["Client", "Era", "Notification", "RequestHandler"]
@@ -75,6 +77,12 @@ _DEFAULT: Final[Any] = object()
 #: Input rounds (2026-07-28 mrtr) one request may go through before the client stops: a
 #: server that keeps asking is looping, and each round costs the user an answer.
 MAX_INPUT_ROUNDS: Final = 10
+#: Pages and items one ``all_*`` listing follows before it stops with an error: a server that
+#: hands out a fresh ``nextCursor`` with every page would otherwise be followed without end
+#: (and every page kept). A thousand pages is what FastMCP's and the Ruby SDK's clients
+#: allow; 100,000 items is a thousand pages of a hundred, far past any real catalogue.
+MAX_LIST_PAGES: Final = 1000
+MAX_LIST_ITEMS: Final = 100_000
 _CANCEL_SEND_TIMEOUT: Final = 2.0
 
 
@@ -113,9 +121,16 @@ class Client:
         on_notification: Callable[[Notification], Any] | None = None,
         tasks: bool = True,
         handshake_version: str = LATEST_HANDSHAKE_VERSION,
+        max_list_pages: int = MAX_LIST_PAGES,
+        max_list_items: int = MAX_LIST_ITEMS,
     ) -> None:
         if era not in ("auto", "modern", "handshake"):
             raise ValueError(f"unknown era {era!r} (expected 'auto', 'modern' or 'handshake')")
+        if max_list_pages < 1 or max_list_items < 1:
+            raise ValueError("max_list_pages and max_list_items must be at least 1")
+        #: The most pages and items one ``all_*`` listing takes (see :meth:`all_tools`).
+        self.max_list_pages = max_list_pages
+        self.max_list_items = max_list_items
         if handshake_version not in HANDSHAKE_VERSIONS:
             raise ValueError(
                 f"unknown handshake version {handshake_version!r} "
@@ -321,7 +336,7 @@ class Client:
         if self.requested_era in ("auto", "modern"):
             respawn_for_probe = (
                 self.requested_era == "auto"
-                and getattr(self.connector, "spawns", False)
+                and getattr(self.connector, "restart_after_probe", False)
                 and not self.connector.reconnects
             )
             self._conversation.reopen_once = respawn_for_probe
@@ -333,11 +348,11 @@ class Client:
             except PeerError as exc:
                 if self.requested_era == "modern":
                     raise
-                log.info("server/discover refused (%s): falling back to initialize", exc)
+                log.info("server/discover refused (%s): falling back to initialize", loggable(exc))
             except TransportLost as exc:
                 if not respawn_for_probe or self._conversation.reopen_once:
                     raise  # not a stdio probe, or the link was not lost (a send failed)
-                log.info("the server exited at server/discover (%s): the handshake", exc)
+                log.info("the server exited at server/discover (%s): the handshake", loggable(exc))
             finally:
                 self._conversation.reopen_once = False
         self.era = "handshake"
@@ -406,7 +421,7 @@ class Client:
                 await self._request_raw("resources/subscribe", {"uri": uri}, early=True)
                 log.info("subscribed again to %s on the new session", uri)
         except ClientError as exc:
-            log.warning("could not renew the session's subscriptions: %s", exc)
+            log.warning("could not renew the session's subscriptions: %s", loggable(exc))
 
     async def aclose(self) -> None:
         """Stop: fail what still waits, close the link (a stdio server is stopped)."""
@@ -474,8 +489,11 @@ class Client:
         return page
 
     async def all_tools(self) -> list[Tool]:
-        """Every tool, following ``nextCursor`` page by page."""
-        return await self._all(self.list_tools, "tools")
+        """Every tool, following ``nextCursor`` page by page. Like every ``all_*`` method,
+        it stops with :class:`ClientError` past ``max_list_pages`` pages or
+        ``max_list_items`` items (naming the limit), and with :class:`BadMessage` when the
+        server hands out a cursor it gave before (it would loop)."""
+        return await self._all(self.list_tools, "tools", "tools/list")
 
     async def call_tool(
         self,
@@ -521,7 +539,7 @@ class Client:
         return await self._call("resources/list", _cursor(cursor), ListResourcesResult)
 
     async def all_resources(self) -> list[Resource]:
-        return await self._all(self.list_resources, "resources")
+        return await self._all(self.list_resources, "resources", "resources/list")
 
     async def list_resource_templates(
         self, cursor: str | None = None
@@ -531,7 +549,9 @@ class Client:
         )
 
     async def all_resource_templates(self) -> list[ResourceTemplate]:
-        return await self._all(self.list_resource_templates, "resource_templates")
+        return await self._all(
+            self.list_resource_templates, "resource_templates", "resources/templates/list"
+        )
 
     async def read_resource(
         self, uri: str, *, timeout: float | None = _DEFAULT
@@ -556,7 +576,7 @@ class Client:
         return await self._call("prompts/list", _cursor(cursor), ListPromptsResult)
 
     async def all_prompts(self) -> list[Prompt]:
-        return await self._all(self.list_prompts, "prompts")
+        return await self._all(self.list_prompts, "prompts", "prompts/list")
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None
@@ -741,7 +761,7 @@ class Client:
                             request_id=request_id,
                         )
                     except ClientError as exc:
-                        log.warning("subscriptions/listen ended: %s", exc)
+                        log.warning("subscriptions/listen ended: %s", loggable(exc))
                     send.close()
 
                 nursery.start_soon(hold)
@@ -751,19 +771,32 @@ class Client:
         finally:
             self._conversation.listeners.remove(listener)
 
-    async def _all(self, lister: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    async def _all(
+        self, lister: Callable[[str | None], Awaitable[Any]], field: str, method: str
+    ) -> list[Any]:
         items: list[Any] = []
         cursor: str | None = None
-        seen: set[str] = set()
-        while True:
+        # Digests, not the cursors: a cursor may be as long as a message (4 MiB), and a
+        # thousand of them kept would be the memory this bound is here to cap.
+        seen: set[bytes] = set()
+        for _page in range(self.max_list_pages):
             page = await lister(cursor)
             items.extend(getattr(page, field))
+            if len(items) > self.max_list_items:
+                raise ClientError(
+                    f"{method}: the server listed more than {self.max_list_items} items "
+                    "(max_list_items)"
+                )
             cursor = page.next_cursor
             if not cursor:
                 return items
-            if cursor in seen:
-                raise BadMessage(f"the server repeated the cursor {cursor[:50]!r}")
-            seen.add(cursor)
+            digest = hashlib.blake2b(cursor.encode(), digest_size=16).digest()
+            if digest in seen:
+                raise BadMessage(f"{method}: the server repeated the cursor {cursor[:50]!r}")
+            seen.add(digest)
+        raise ClientError(
+            f"{method}: the server offered more than {self.max_list_pages} pages (max_list_pages)"
+        )
 
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:

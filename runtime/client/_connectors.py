@@ -29,7 +29,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, single_errors
-from ._wire import make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
+from ._wire import loggable, make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "Connector",
@@ -58,9 +58,6 @@ class StdioConnector:
     """Spawn ``command`` with its stdin/stdout as the link (own process group)."""
 
     reconnects = False
-    #: A server of our own making: ``era="auto"`` may start it once more for the handshake
-    #: when it exits in answer to the ``server/discover`` probe (see ``Client._start``).
-    spawns = True
 
     def __init__(
         self,
@@ -73,9 +70,16 @@ class StdioConnector:
         max_frame_size: int = 4 * 1024 * 1024,
         read_timeout: float | None = 10.0,
         respawn: bool = False,
+        restart_after_probe: bool = True,
     ) -> None:
         if not command:
             raise ValueError("an empty server command")
+        #: ``era="auto"`` may start the server once more for the handshake when it exits in
+        #: answer to the ``server/discover`` probe, as a server that predates 2026-07-28 may
+        #: (see ``Client._start``). False for a server file, which ``mcp-runtime serve``
+        #: serves: it answers the probe, so an exit there is a failure to report, and a
+        #: second start would only fail again and repeat why.
+        self.restart_after_probe = restart_after_probe
         #: Start the server again after it exited or broke (only when asked: a respawn
         #: loses the server's state, and hides a crash unless the caller expects it).
         self.reconnects = respawn
@@ -104,11 +108,17 @@ class StdioConnector:
         detail = f"{error} (exit status {process.returncode}" + (
             f"; stderr: {tail})" if tail else ")"
         )
-        return TransportLost(detail, attempts=error.attempts)
+        return TransportLost(
+            detail,
+            attempts=error.attempts,
+            exit_status=process.returncode,
+            stderr=tuple(self.stderr_tail),
+        )
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
         framer = make_framer(self.framing, self.max_frame_size)
+        self.stderr_tail.clear()  # a new process: the tail explains this one only
         try:
             process = await trio.lowlevel.open_process(
                 self.command,
@@ -165,13 +175,13 @@ async def _forward_stderr(
                 end = cut if 0 <= cut < _STDERR_LINE else _STDERR_LINE
                 line = bytes(buffer[:end]).decode("utf-8", "replace").rstrip("\r")
                 del buffer[: end + 1 if end == cut else end]
-                server_log.info("pid=%d %s", pid, line)
+                server_log.info("pid=%d %s", pid, loggable(line))
                 tail.append(line)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     if buffer:
         line = bytes(buffer).decode("utf-8", "replace")
-        server_log.info("pid=%d %s", pid, line)
+        server_log.info("pid=%d %s", pid, loggable(line))
         tail.append(line)
 
 

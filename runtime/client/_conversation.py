@@ -33,7 +33,7 @@ from ._backoff import Backoff
 from ._connectors import Connector
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
 from ._link import Failed, Link, OnStream, Outgoing, ReportsUnreached
-from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming
+from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming, loggable
 
 __all__ = [
     "Conversation",
@@ -188,6 +188,7 @@ class Conversation:
         run = None
         while True:
             reason: str
+            lost: TransportLost
             try:
                 async with self.connector.open() as link:
                     self.link = link
@@ -217,6 +218,7 @@ class Conversation:
                         self.ready = trio.Event()
             except TransportLost as exc:
                 reason = str(exc)
+                lost = exc
                 if not started and not self.connector.reconnects:
                     raise
             if self.closing:
@@ -228,15 +230,17 @@ class Conversation:
                 log.warning(
                     "%s closed during the era probe (%s): starting it once more",
                     self.connector.description,
-                    reason,
+                    loggable(reason),
                 )
                 continue
             if not self.connector.reconnects:
-                self._die(TransportLost(f"{self.connector.description}: {reason}"))
+                self._die(lost.restated(f"{self.connector.description}: {reason}"))
                 return
             if run is None:
                 run = self.backoff.start(clock=trio.current_time())
-                log.warning("lost %s: %s; reconnecting", self.connector.description, reason)
+                log.warning(
+                    "lost %s: %s; reconnecting", self.connector.description, loggable(reason)
+                )
             delay = run.next_wait(trio.current_time())
             if delay is None:
                 error = TransportLost(
@@ -251,7 +255,7 @@ class Conversation:
             await trio.sleep(delay)
 
     def _die(self, error: TransportLost) -> None:
-        log.error("%s", error)
+        log.error("%s", loggable(error))
         self.dead = error
         self._fail_all(error)
         self.connected.set()  # wake waiters: they find _dead
@@ -286,7 +290,7 @@ class Conversation:
                     log.info("re-sending %s id=%r", pending.method, pending.out.request_id)
                     await self.send(pending.out)
         except ClientError as exc:
-            log.error("resuming after a reconnect failed: %s", exc)
+            log.error("resuming after a reconnect failed: %s", loggable(exc))
 
     async def send(self, out: Outgoing) -> None:
         link = self.link
@@ -301,14 +305,14 @@ class Conversation:
             except trio.EndOfChannel:
                 return
             except BadMessage as exc:
-                log.warning("bad message from the server: %s", exc)
+                log.warning("bad message from the server: %s", loggable(exc))
                 continue
             related: Any = None
             if isinstance(frame, OnStream):
                 related, frame = frame.request_id, frame.data
             if isinstance(frame, Failed):
                 if frame.request_id is None:  # the link's notification stream is gone
-                    log.error("%s", frame.error)
+                    log.error("%s", loggable(frame.error))
                     for listener in self.listeners:
                         listener.send.close()
                     continue
@@ -319,7 +323,7 @@ class Conversation:
             try:
                 items = decode_incoming(frame)
             except (msgspec.DecodeError, ValueError) as exc:
-                log.warning("bad message from the server: %s: %.200r", exc, frame)
+                log.warning("bad message from the server: %s: %.200r", loggable(exc), frame)
                 continue
             for item in items:
                 try:
@@ -381,7 +385,7 @@ class Conversation:
         if method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             logging.getLogger("mcp_runtime.client.server").log(
-                level, "%s %s", params.get("logger", ""), params.get("data")
+                level, "%s %s", loggable(params.get("logger", "")), loggable(params.get("data"))
             )
         meta = params.get("_meta")
         subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
@@ -394,14 +398,14 @@ class Conversation:
             try:
                 listener.send.send_nowait(note)
             except trio.WouldBlock:
-                log.warning("a listener is not keeping up: dropped %s", method)
+                log.warning("a listener is not keeping up: dropped %s", loggable(method))
             except trio.ClosedResourceError:
                 pass
         if self.on_notification is not None:
             try:
                 self.on_notification(note)
             except Exception:
-                log.exception("on_notification failed for %s", method)
+                log.exception("on_notification failed for %s", loggable(method))
         if related is not None and related.notified is not None:
             try:
                 related.notified(note)
@@ -432,12 +436,14 @@ class Conversation:
                         if exc.data is not None:
                             message["error"]["data"] = exc.data
                     except Exception:
-                        log.exception("the handler for %s failed", method)
+                        log.exception("the handler for %s failed", loggable(method))
                         message["error"] = {"code": INTERNAL_ERROR, "message": "Internal error"}
                 try:
                     await self.send(Outgoing(_encode(message)))
                 except TransportLost as exc:
-                    log.warning("could not answer the server's %s: %s", method, exc)
+                    log.warning(
+                        "could not answer the server's %s: %s", loggable(method), loggable(exc)
+                    )
             finally:
                 del self._serving[request_id]
 
@@ -446,7 +452,7 @@ class Conversation:
         itself); raise :class:`TransportLost` when the client died or closed."""
         while True:
             if self.dead is not None:
-                raise TransportLost(str(self.dead), attempts=self.dead.attempts)
+                raise self.dead.restated(str(self.dead))
             if self.closing:
                 raise TransportLost("the client is closed")
             event = self.connected if early else self.ready

@@ -26,11 +26,28 @@ class ClientError(Exception):
 
 class TransportLost(ClientError):
     """The transport failed. ``attempts`` counts the connection attempts the backoff policy
-    made before giving up (0 when it did not try to reconnect)."""
+    made before giving up (0 when it did not try to reconnect). A stdio server that ended
+    leaves its ``exit_status`` and its last ``stderr`` lines (None and () otherwise): a
+    server that could not start says why there (``mcp-runtime serve`` in one line)."""
 
-    def __init__(self, message: str, *, attempts: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int = 0,
+        exit_status: int | None = None,
+        stderr: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.exit_status = exit_status
+        self.stderr = stderr
+
+    def restated(self, message: str) -> TransportLost:
+        """The same loss in other words (the caller's context added), its details kept."""
+        return TransportLost(
+            message, attempts=self.attempts, exit_status=self.exit_status, stderr=self.stderr
+        )
 
 
 class RequestTimeout(ClientError):

@@ -13,7 +13,14 @@ from typing import Any
 import trio
 
 from ._backoff import Backoff
-from ._client import Client, Era, Notification, RequestHandler
+from ._client import (
+    MAX_LIST_ITEMS,
+    MAX_LIST_PAGES,
+    Client,
+    Era,
+    Notification,
+    RequestHandler,
+)
 from ._connectors import (
     Connector,
     PipeConnector,
@@ -28,7 +35,7 @@ from ._types import Implementation
 from ._websocket import WebSocketConnector
 from ._wire import LATEST_HANDSHAKE_VERSION
 
-__all__ = ["connector_for", "open_client", "server_command"]
+__all__ = ["connector_for", "is_server_file", "open_client", "server_command"]
 
 
 def server_command(target: str, framing: str = "ndjson") -> list[str]:
@@ -36,7 +43,9 @@ def server_command(target: str, framing: str = "ndjson") -> list[str]:
     return [sys.executable, "-m", "runtime", "serve", target, "--framing", framing]
 
 
-def _is_server_file(target: str) -> bool:
+def is_server_file(target: str) -> bool:
+    """Whether ``target`` names a server file ``path.py[:obj]`` (served by ``mcp-runtime
+    serve`` over stdio) rather than a command line."""
     path = target.split(":", 1)[0] if not os.path.exists(target) else target
     return path.endswith(".py") and " " not in target.strip()
 
@@ -128,7 +137,8 @@ def connector_for(
         )
     if not text:
         raise ValueError("an empty target")
-    command = server_command(text, framing) if _is_server_file(text) else shlex.split(text)
+    server_file = is_server_file(text)
+    command = server_command(text, framing) if server_file else shlex.split(text)
     return StdioConnector(
         command,
         framing=framing,
@@ -137,6 +147,7 @@ def connector_for(
         close_grace=close_grace,
         read_timeout=read_timeout,
         respawn=respawn,
+        restart_after_probe=not server_file,
     )
 
 
@@ -165,6 +176,8 @@ async def open_client(
     handshake_version: str | None = None,
     max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
     idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    max_list_pages: int = MAX_LIST_PAGES,
+    max_list_items: int = MAX_LIST_ITEMS,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -191,6 +204,9 @@ async def open_client(
     sit idle before it is closed rather than reused (keep it under the server's own idle
     timeout: ours closes after ``HttpLimits.keep_alive_timeout``, 30 s). Other transports
     ignore both. Out of range: ValueError, before anything is connected.
+    ``max_list_pages`` (default 1,000) and ``max_list_items`` (default 100,000): the most
+    pages and items one ``all_*`` listing follows before it stops with :class:`ClientError`
+    naming the limit (a server may hand out a fresh cursor forever).
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
@@ -232,6 +248,8 @@ async def open_client(
             roots=roots,
             on_notification=on_notification,
             handshake_version=handshake_version or LATEST_HANDSHAKE_VERSION,
+            max_list_pages=max_list_pages,
+            max_list_items=max_list_items,
         )
         if isinstance(connector, HttpConnector):
             connector.reinitialize = client.reinitialize

@@ -51,7 +51,7 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
-from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value
+from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value, loggable
 
 __all__ = ["HttpConnector", "StreamableLink"]
 
@@ -300,7 +300,7 @@ class StreamableLink:
             try:
                 if resume is not None:
                     self.resumed += 1
-                    log.info("resuming %s from event %s", out.method, resume)
+                    log.info("resuming %s from event %s", out.method, loggable(resume))
                     response = await self._exchange(
                         "GET", b"", accept="text/event-stream", last_event_id=resume
                     )
@@ -358,7 +358,11 @@ class StreamableLink:
                     attempts=run.attempts,
                 )
             log.info(
-                "retrying %s in %.3f s (attempt %d): %s", out.method, delay, run.attempts, reason
+                "retrying %s in %.3f s (attempt %d): %s",
+                out.method,
+                delay,
+                run.attempts,
+                loggable(reason),
             )
             await trio.sleep(delay)
 
@@ -421,7 +425,7 @@ class StreamableLink:
                 try:
                     event = decoder.next_event()
                 except FramingError as exc:  # an oversized event: the decoder skipped it
-                    log.warning("skipped an SSE event: %s", exc)
+                    log.warning("skipped an SSE event: %s", loggable(exc))
                     continue
                 if event is None:
                     break
@@ -507,7 +511,7 @@ class StreamableLink:
                         run = self.config.backoff.start(clock=trio.current_time())
                     delay = run.next_wait(trio.current_time(), hint)
                     if delay is None:
-                        log.error("gave up on the standing stream: %s", exc)
+                        log.error("gave up on the standing stream: %s", loggable(exc))
                         # Tell the client: its listeners hear nothing more from this session.
                         error = TransportLost(
                             f"the session's event stream is gone: gave up after "
@@ -518,7 +522,7 @@ class StreamableLink:
                         return
                     await trio.sleep(delay)
         except ClientError as exc:
-            log.error("the standing stream failed: %s", exc)
+            log.error("the standing stream failed: %s", loggable(exc))
         finally:
             self._standing = False
 

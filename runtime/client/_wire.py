@@ -25,6 +25,7 @@ from ..framing import (
     SSEDecoder,
     SSEEvent,
     escape_excerpt,
+    loggable,
 )
 from ..protocol import (
     HANDSHAKE_VERSIONS,
@@ -80,6 +81,7 @@ __all__ = [
     "encode_header_value",
     "escape_excerpt",
     "lifted",
+    "loggable",
     "make_framer",
     "open_fifo_pair",
     "pipe_client_lock",

@@ -10,6 +10,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ..framing import loggable
 from ..protocol import (
     Envelope,
     JSONRPCError,
@@ -142,14 +143,14 @@ class Dispatcher:
                     "params nested too deeply conn=%s id=%r method=%s",
                     ctx.peer.connection_id,
                     request_id,
-                    ctx.method,
+                    loggable(ctx.method),
                 )
                 return error_reply(invalid_params("nested too deeply"), request_id)
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
                 request_id,
-                ctx.method,
+                loggable(ctx.method),
             )
             return error_reply(internal_error(), request_id)
         except BaseException as exc:
@@ -161,7 +162,7 @@ class Dispatcher:
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,
                 request_id,
-                ctx.method,
+                loggable(ctx.method),
             )
             return error_reply(internal_error(), request_id)
 
@@ -175,7 +176,9 @@ class Dispatcher:
         handler = self.route_notification(ctx)
         if handler is None:
             log.debug(
-                "unhandled notification conn=%s method=%s", ctx.peer.connection_id, ctx.method
+                "unhandled notification conn=%s method=%s",
+                ctx.peer.connection_id,
+                loggable(ctx.method),
             )
             return
         try:
@@ -184,15 +187,17 @@ class Dispatcher:
             log.info(
                 "notification refused conn=%s method=%s reason=%s",
                 ctx.peer.connection_id,
-                ctx.method,
-                exc,
+                loggable(ctx.method),
+                loggable(exc),
             )
             if self.on_refusal is not None:
                 error = exc if isinstance(exc, JSONRPCError) else params_error(exc)
                 self._refused_notification(ctx, error)
         except Exception:
             log.exception(
-                "notification handler failed conn=%s method=%s", ctx.peer.connection_id, ctx.method
+                "notification handler failed conn=%s method=%s",
+                ctx.peer.connection_id,
+                loggable(ctx.method),
             )
 
     def _refused_notification(self, ctx: RequestContext, error: JSONRPCError) -> None:
@@ -264,7 +269,7 @@ class LoggedDispatcher(Dispatcher):
                 "request conn=%s id=%r method=%s era=%s duration_ms=%.3f outcome=%s",
                 ctx.peer.connection_id,
                 ctx.id,
-                ctx.method,
+                loggable(ctx.method),
                 "modern" if ctx.modern else "handshake",
                 (time.perf_counter() - started) * 1000,
                 outcome,

@@ -26,6 +26,7 @@ from collections.abc import Awaitable
 import trio
 
 from .. import eager
+from ..framing import loggable
 from ..protocol import Pieces, error_reply, internal_error, request_timeout, shutting_down
 from ._context import RequestContext
 from ._dispatch import Dispatcher
@@ -39,7 +40,10 @@ Suspended = eager.Suspended
 
 def _crashed(ctx: RequestContext) -> bytes:
     log.exception(
-        "request failed conn=%s id=%r method=%s", ctx.peer.connection_id, ctx.id, ctx.method
+        "request failed conn=%s id=%r method=%s",
+        ctx.peer.connection_id,
+        ctx.id,
+        loggable(ctx.method),
     )
     return error_reply(internal_error(), ctx.id)
 
@@ -77,7 +81,10 @@ def cancelled_reply(ctx: RequestContext, timeout: float | None) -> bytes | None:
     if ctx.cut_short:
         return shutting_down_reply(ctx)
     log.warning(
-        "request timed out conn=%s id=%r method=%s", ctx.peer.connection_id, ctx.id, ctx.method
+        "request timed out conn=%s id=%r method=%s",
+        ctx.peer.connection_id,
+        ctx.id,
+        loggable(ctx.method),
     )
     return error_reply(request_timeout(timeout), ctx.id)
 
@@ -89,7 +96,7 @@ def shutting_down_reply(ctx: RequestContext) -> bytes:
         "answering unfinished request conn=%s id=%r method=%s",
         ctx.peer.connection_id,
         ctx.id,
-        ctx.method,
+        loggable(ctx.method),
     )
     return error_reply(shutting_down(), ctx.id)
 

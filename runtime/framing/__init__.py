@@ -2,7 +2,7 @@
 
 NDJSON (MCP stdio), Content-Length (LSP base protocol) and server-sent events (WHATWG HTML).
 Every framer has a size cap and reports bad input as :class:`FramingError` with a byte offset
-and an excerpt for logs.
+and an excerpt for logs; :func:`loggable` renders any text a peer chose for a one-line log.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._errors import FramingError, escape_excerpt
+from ._logsafe import escape_json_text, loggable
 from ._ndjson import NdjsonFramer
 from ._protocol import DEFAULT_MAX_FRAME_SIZE, Framer
 
@@ -30,6 +31,8 @@ __all__ = [
     "encode_sse_comment",
     "encode_sse_event",
     "escape_excerpt",
+    "escape_json_text",
+    "loggable",
 ]
 
 #: Loaded on first use (PEP 562): an NDJSON server (stdio's default) never needs the

@@ -17,14 +17,26 @@ from ._chain import (
     ToolCall,
     as_middleware,
 )
+from ._labels import UNKNOWN, KnownNames, method_label
 from ._metrics import Metrics
-from ._observe import DEFAULT_REDACT, MethodTiming, RequestLogging, Timing, redact
+from ._observe import (
+    DEFAULT_LOG_FIELDS,
+    DEFAULT_REDACT,
+    MethodTiming,
+    RequestLogging,
+    Timing,
+    redact,
+    redact_url,
+)
 from ._ratelimit import RateLimit, TokenBucket
 from ._sessions import SessionCounter
 
 __all__ = [
+    "DEFAULT_LOG_FIELDS",
     "DEFAULT_REDACT",
+    "UNKNOWN",
     "Authorize",
+    "KnownNames",
     "MethodTiming",
     "Metrics",
     "Middleware",
@@ -42,6 +54,8 @@ __all__ = [
     "TokenBucket",
     "ToolCall",
     "as_middleware",
+    "method_label",
     "redact",
+    "redact_url",
     "scopes_of",
 ]

@@ -2,9 +2,9 @@
 
 ``Metrics`` is a middleware (add it first, so it sees what later middleware refuse) and the
 source of the ``/metrics`` endpoint of the HTTP transports (``serve_http(metrics=...)``,
-off by default). Label values are bounded: at most ``max_methods`` distinct method names,
-then ``"other"`` (a client chooses the method string; unbounded labels would be unbounded
-memory).
+off by default). A method label is an MCP method's name or ``"unknown"`` (a client chooses
+the method string: see ``_labels``), so the series are as many as MCP has methods, whatever
+clients send.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import trio
 
 from ..protocol import SERVER_OVERLOADED, JSONRPCError, Refusal
 from ._chain import Middleware, Next, Request
+from ._labels import method_label
 from ._sessions import SessionCounter
 
 __all__ = ["DEFAULT_BUCKETS", "Metrics"]
@@ -43,9 +44,8 @@ class Metrics(Middleware):
 
     content_type = CONTENT_TYPE
 
-    def __init__(self, *, buckets: tuple[float, ...] = DEFAULT_BUCKETS, max_methods: int = 64):
+    def __init__(self, *, buckets: tuple[float, ...] = DEFAULT_BUCKETS):
         self.bounds = tuple(sorted(buckets))
-        self.max_methods = max_methods
         self.requests: dict[tuple[str, str], int] = {}
         self.durations: dict[str, _Histogram] = {}
         self.in_flight = 0
@@ -54,11 +54,6 @@ class Metrics(Middleware):
         #: before the chain (``on_refusal``); the codes and statuses are the runtime's own.
         self.refusals: dict[tuple[str, str, str], int] = {}
         self.sessions = SessionCounter()
-
-    def _method(self, method: str) -> str:
-        if method in self.durations or len(self.durations) < self.max_methods:
-            return method
-        return "other"
 
     async def on_request(self, request: Request, call_next: Next) -> Any:
         self.sessions.saw(request)
@@ -80,7 +75,7 @@ class Metrics(Middleware):
         finally:
             self.in_flight -= 1
             elapsed = perf_counter() - request.started
-            method = self._method(request.method)
+            method = method_label(request.method)
             key = (method, outcome)
             self.requests[key] = self.requests.get(key, 0) + 1
             histogram = self.durations.get(method)

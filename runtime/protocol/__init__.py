@@ -91,6 +91,7 @@ from ._lifecycle import INITIALIZING, NEW, OPERATING, Lifecycle, batch_refusal
 from ._methods import (
     CACHEABLE_METHODS,
     CANCELLED,
+    CLIENT_METHODS,
     HANDSHAKE_ONLY,
     INITIALIZE,
     INITIALIZED,
@@ -120,6 +121,7 @@ __all__ = [
     "BATCH_REVISION",
     "CACHEABLE_METHODS",
     "CANCELLED",
+    "CLIENT_METHODS",
     "CONNECTION_CLOSED",
     "ERROR_STATUS",
     "FORBIDDEN",

@@ -7,6 +7,7 @@ from typing import Final
 __all__ = [
     "CACHEABLE_METHODS",
     "CANCELLED",
+    "CLIENT_METHODS",
     "HANDSHAKE_ONLY",
     "INITIALIZE",
     "INITIALIZED",
@@ -53,3 +54,38 @@ NAMED_METHODS: Final = {
     "tasks/update": "taskId",
     "tasks/cancel": "taskId",
 }
+#: Every method a client sends a server, in every revision this runtime speaks: the
+#: requests and notifications of ClientRequest and ClientNotification in schema.ts of
+#: 2024-11-05 through 2026-07-28, and those of the tasks extension (2025-11-25 tasks;
+#: io.modelcontextprotocol/tasks, SEP-2663). What a client may send under any other name is
+#: its own choice of string: metrics and traces label it as one "unknown" value
+#: (``runtime.middleware.method_label``), so a client cannot grow their label sets.
+CLIENT_METHODS: Final = frozenset(
+    {
+        INITIALIZE,
+        PING,
+        "server/discover",
+        SUBSCRIPTIONS_LISTEN,
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+        "logging/setLevel",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+        "tasks/update",
+        INITIALIZED,
+        CANCELLED,
+        "notifications/progress",
+        "notifications/roots/list_changed",
+        "notifications/tasks/status",
+    }
+)

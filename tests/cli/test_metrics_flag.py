@@ -118,3 +118,48 @@ async def test_metrics_usage_errors() -> None:
     assert b"--metrics does not apply to --transport stdio" in on_stdio.stderr
     assert bad_path.returncode == 2
     assert b"expected a path such as /metrics" in bad_path.stderr
+
+
+async def test_metrics_token_scheme_is_case_insensitive() -> None:
+    """RFC 9110 section 11.1: the scheme is case-insensitive, so ``bearer`` and ``BEARER``
+    scrape as ``Bearer`` does; the token itself is still compared exactly, and a value the
+    OAuth resource server would not read as a bearer token is refused here too."""
+    token = "s3cret-token"
+    with trio.fail_after(30):
+        async with serving("--metrics", "--metrics-token", token) as address:
+            answers = {}
+            for value in (
+                f"bearer {token}",
+                f"BEARER {token}",
+                f"bEaReR {token}",
+                f"Bearer {token.upper()}",
+                f"Bearer  {token}",
+                f"Basic {token}",
+                f"bearer {token}, Bearer {token}",
+            ):
+                scraped = await request(
+                    address, "GET", "/metrics", headers={"authorization": value}
+                )
+                answers[value] = scraped.status
+    assert answers == {
+        f"bearer {token}": 200,
+        f"BEARER {token}": 200,
+        f"bEaReR {token}": 200,
+        f"Bearer {token.upper()}": 401,
+        f"Bearer  {token}": 401,
+        f"Basic {token}": 401,
+        f"bearer {token}, Bearer {token}": 401,
+    }
+
+
+async def test_a_metrics_token_no_client_could_send_is_a_usage_error() -> None:
+    with trio.fail_after(30):
+        spaced = await trio.run_process(
+            cli(*SERVE_HTTP, "--metrics", "--metrics-token", "two words"),
+            cwd=ROOT,
+            capture_stderr=True,
+            check=False,
+        )
+    assert spaced.returncode == 2
+    assert b"--metrics-token: a bearer token is letters, digits" in spaced.stderr
+    assert b"Traceback" not in spaced.stderr

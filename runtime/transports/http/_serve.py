@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ...auth import AuthConfig
+from ...auth import BEARER_TOKEN_SYNTAX, AuthConfig, is_bearer_token, parse_authorization
 from ...protocol import Refusal
 from ...stores import EventStore, MemoryEventStore, Store
 from ._auth import Authenticate, Gate
@@ -96,11 +96,14 @@ async def serve_http(
 
     ``metrics``: when given, ``GET metrics_path`` answers what it returns, as the Prometheus
     text format (``runtime.middleware.Metrics.render``); off by default. With
-    ``metrics_token`` it needs ``Authorization: Bearer <metrics_token>`` (compared in
-    constant time; else 401 with ``WWW-Authenticate: Bearer``, RFC 6750 section 3); without
-    it, like the metadata documents, none (bind to loopback or filter it at the proxy).
+    ``metrics_token`` it needs ``Authorization: Bearer <metrics_token>`` (the scheme in any
+    case, RFC 9110 section 11.1; the token compared in constant time; else 401 with
+    ``WWW-Authenticate: Bearer``, RFC 6750 section 3); without it, like the metadata
+    documents, none (bind to loopback or filter it at the proxy).
     """
-    expected = f"Bearer {metrics_token}".encode() if metrics_token else None
+    if metrics_token and not is_bearer_token(metrics_token):
+        raise ValueError(f"metrics_token: {BEARER_TOKEN_SYNTAX}")
+    expected = metrics_token.encode() if metrics_token else None
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
@@ -158,8 +161,8 @@ async def serve_http(
                 if metrics is not None and target == metrics_path:
                     if request.method != "GET":
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
-                    if expected is not None and not hmac.compare_digest(
-                        (request.header("authorization") or "").encode(), expected
+                    if expected is not None and not _bearer_matches(
+                        request.header("authorization"), expected
                     ):
                         raise HttpError(
                             401,
@@ -256,6 +259,15 @@ def _observed(endpoint: Endpoint, observe: Callable[[Refusal], None]) -> Endpoin
             raise
 
     return call
+
+
+def _bearer_matches(authorization: str | None, expected: bytes) -> bool:
+    """Whether ``authorization`` is ``Bearer <expected>``, read as the OAuth resource server
+    reads it (``parse_authorization``), the token compared in constant time."""
+    if authorization is None:
+        return False
+    kind, token = parse_authorization(authorization)
+    return kind == "token" and hmac.compare_digest(token.encode(), expected)
 
 
 def _refusal_of(request: HttpRequest, exc: HttpError) -> Refusal:

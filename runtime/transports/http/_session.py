@@ -416,7 +416,7 @@ class HttpSession:
             if stream is None:
                 stream = self.standing
                 if is_response and not self.legacy:
-                    log.info("response without a POST stream session=%s id=%r", self.id, ref)
+                    log.info("response without a POST stream session=%s id=%r", self.id[:8], ref)
             if data[:1] == b"[" and stream.batch_errors and data[-1:] == b"]":
                 errors, stream.batch_errors = stream.batch_errors, []
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
