@@ -7,7 +7,7 @@ without a connection (``dispatch_single``: a 2026-07-28 POST). In one place it
 
 - admits the request, when it belongs to a connection (an assembler with a request table):
   refused when the lifecycle or the table says so (``RequestTable.refusal``: ``initialize``
-  inside a batch, a request before the handshake, an id already in flight, the in-flight cap),
+  inside a batch, an id already in flight, the in-flight cap),
   the refusal told to the dispatcher's observer (``Dispatcher.on_refusal``) and returned
   encoded. A lone request has nothing to collide with: its assembler has no table;
 - builds its context: method, id and raw params from the envelope, the session and peer it
@@ -25,9 +25,10 @@ request table (the reader's only once its first step suspended, since one that f
 has nothing to cancel; a request run whole by the caller before it starts), and how it runs
 (``engine.start`` eagerly, ``engine.run_in_scope``, ``engine.run``).
 
-It is one object per connection (and one for every lone request) rather than a function so
-that a request pays for no argument it does not vary: the reader's first step is the hot path
-(the guard's stdio_batch_item), and this call replaces the admission check it made before.
+It is one object per connection (and one shared by every lone request) rather than a
+function so that a request pays for no argument it does not vary: the reader's first step is
+the hot path (the guard's stdio_batch_item), and this call replaces the admission check it
+made before.
 """
 
 from __future__ import annotations
