@@ -96,15 +96,21 @@ class Assembler:
         request_id = env.id
         method = env.method
         if TYPE_CHECKING:
-            # ``classify`` judged it a request (callers assemble nothing else): said to mypy
-            # only, no test of it on the path every request takes (the guard's rows).
+            # ``classify`` judged it a request (callers assemble nothing else). Said to mypy
+            # only, as below: no test on the path every request takes (the guard's rows, the
+            # refusals of benchmarks/refusal.py).
             assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(method, str)
         table = self._table
         if table is not None:
-            assert isinstance(session, Session)  # (a connection's, made with it: no factory)
+            if TYPE_CHECKING:  # (a connection's session, made with it: never a factory)
+                assert isinstance(session, Session)
             refused = table.refusal(request_id, method, session.lifecycle, in_batch=in_batch)
             if refused is not None:
-                self.observe(refused, session, peer.connection_id, method, request_id)
+                # (Under overload most requests end here: nothing is built for an observer
+                # nobody set.)
+                dispatcher = self._dispatcher
+                if dispatcher is not None and dispatcher.on_refusal is not None:
+                    self.observe(refused, session, peer.connection_id, method, request_id)
                 return error_reply(refused, request_id)
         params = env.params
         ctx = RequestContext(
