@@ -155,11 +155,9 @@ def dispatch_single(
         if modern is None
         else functools.partial(Session, transport, principal),
         _SinglePeer(connection_id, send, send_now, idle),
-        None,
-        prepared,
-        False,
-        True,
-        modern,
+        prepared=prepared,
+        takes_pieces=True,
+        modern=modern,
     )
     # (Never bytes, a refusal: without a request table nothing refuses it here.)
     return engine.run(dispatcher, ctx, request_timeout)  # type: ignore[arg-type]
