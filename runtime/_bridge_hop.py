@@ -5,23 +5,31 @@ what a message carries is the sender's own for its hop and must not reach the ot
 our client's progress token and 2026-07-28 ``io.modelcontextprotocol/*`` ``_meta`` keys going
 up (:func:`strip_meta`); the remote's 2026-07-28 ``resultType``, cache hints and ``_meta``
 serverInfo coming down (:func:`per_hop_removed`), and the subscription id of an upstream
-listen (:func:`without_subscription`). Our own ``initialize``/``server/discover`` result
+listen (:func:`without_subscription`, replaced by ours with :func:`with_subscription`). Our
+own ``initialize``/``server/discover`` result
 declares the remote's features as it declares them (:func:`describe`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
-from ._bridge_tasks import LEGACY_TASKS_CAPABILITY
 from .client import Client
+from .protocol import INTERNAL_ERROR, JSONRPCError
 
 __all__ = [
+    "LEGACY_TASKS_CAPABILITY",
     "META_SUBSCRIPTION_ID",
     "TASKS_EXTENSION",
+    "declared",
     "describe",
     "per_hop_removed",
+    "remote_error",
+    "remote_tool_tasks",
     "strip_meta",
+    "task_error",
+    "with_subscription",
     "without_subscription",
 ]
 
@@ -33,9 +41,33 @@ _FEATURES: Final = ("tools", "resources", "prompts", "completions", "logging", "
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 #: The 2026-07-28 tasks extension (SEP-2663), as declared in ``capabilities.extensions``.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+#: The 2025-11-25 ``tasks`` server capability the proxy declares to a handshake-era client of a
+#: 2026-07-28 remote with the tasks extension (list, cancel, task-augmented tools/call: what
+#: ``runtime._bridge_tasks`` translates).
+LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"tools": {"call": {}}},
+}
 
 _PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
 _META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def remote_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
+    """The remote's JSON-RPC error, answered to our client with the same code, message and
+    data. JSON-RPC 2.0 (section 5.1) makes the code an integer: a remote's that is not one
+    (``true``, ``1.5``, a string; Python counts ``True`` as an int) is -32603 here, never
+    passed on."""
+    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
+
+
+def task_error(error: Any, status: Any) -> JSONRPCError:
+    """A remote task's ``error`` object (a failed or cancelled task, SEP-2663 DetailedTask)
+    as our answer's error."""
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message") or f"the remote's task {status}"
+    return remote_error(error.get("code"), message, error.get("data"))
 
 
 def strip_meta(params: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +113,35 @@ def without_subscription(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def with_subscription(params: dict[str, Any], subscription_id: Any) -> dict[str, Any]:
+    """The remote's listen notification as ours: its subscription id replaced by
+    ``subscription_id`` (our client's listen request), the rest of its ``_meta`` kept. A
+    ``_meta`` that is not an object (2026-07-28 basic: it must be one) is not passed on."""
+    params = without_subscription(params)
+    meta = params.get("_meta")
+    kept = meta if isinstance(meta, dict) else {}
+    return {**params, "_meta": {**kept, META_SUBSCRIPTION_ID: subscription_id}}
+
+
+def declared(capabilities: Mapping[str, Any], *path: str) -> Any:
+    """What the remote's capabilities say at ``path`` (``declared(caps, "tools",
+    "listChanged")``): None where a level is missing or is not an object. MCP's capabilities
+    are objects all the way down; a remote's other values declare nothing."""
+    value: Any = capabilities
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def remote_tool_tasks(capabilities: Mapping[str, Any]) -> bool:
+    """Whether the remote declares task-augmented ``tools/call`` (2025-11-25
+    ``tasks.requests.tools.call``)."""
+    tools = declared(capabilities, "tasks", "requests", "tools")
+    return isinstance(tools, Mapping) and "call" in tools
+
+
 def describe(result: Any, client: Client | None, *, modern: bool) -> Any:
     """Our ``initialize``/``server/discover`` result, with the remote's features as it
     declares them (so ``subscribe``, ``listChanged`` and tasks only where it has them)."""
@@ -90,22 +151,19 @@ def describe(result: Any, client: Client | None, *, modern: bool) -> Any:
     caps = dict(result.get("capabilities") or {})
     for feature in _FEATURES:
         caps.pop(feature, None)
-        if feature in remote.capabilities:
+        if isinstance(remote.capabilities.get(feature), dict):
             caps[feature] = remote.capabilities[feature]
     # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
     # declared in our client's protocol whenever the remote has tool-call tasks in its.
     same_era = client.era == ("modern" if modern else "handshake")
     extensions = remote.capabilities.get("extensions")
     remote_extension = isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-    remote_tasks = remote.capabilities.get("tasks")
-    remote_tool_tasks = isinstance(remote_tasks, dict) and "call" in (
-        (remote_tasks.get("requests") or {}).get("tools") or {}
-    )
+    tool_tasks = remote_tool_tasks(remote.capabilities)
     if not same_era:
         caps.pop("tasks", None)
         if not modern and remote_extension:
             caps["tasks"] = {key: dict(value) for key, value in LEGACY_TASKS_CAPABILITY.items()}
-    if modern and (remote_extension if same_era else remote_tool_tasks):
+    if modern and (remote_extension if same_era else tool_tasks):
         caps["extensions"] = {**(caps.get("extensions") or {}), TASKS_EXTENSION: {}}
     result["capabilities"] = caps
     if remote.instructions and "instructions" not in result:

@@ -10,16 +10,17 @@ holds (:func:`relay_listen`), relayed as handshake-era notifications.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, Final
 
 import trio
 
-from ._bridge_hop import META_SUBSCRIPTION_ID, without_subscription
+from ._bridge_hop import META_SUBSCRIPTION_ID, declared, with_subscription
 from .client import Client, Notification
 from .framing import loggable
 from .middleware import Request
 
-__all__ = ["LIST_KINDS", "RELAY_QUEUE", "relay_listen", "serve_listen"]
+__all__ = ["LIST_KINDS", "RELAY_QUEUE", "listen_filter", "relay_listen", "serve_listen"]
 
 log = logging.getLogger("mcp_runtime.bridge")
 
@@ -64,27 +65,36 @@ async def relay_listen(
             task_status.started(None)
 
 
-async def serve_listen(client: Client, request: Request) -> Any:
-    """2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions): one listen on
-    the shared client for each of ours, its notifications carrying our request's id."""
-    wanted = request.params.get("notifications")
+def listen_filter(
+    wanted: Any, capabilities: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a downstream listen asks (its ``notifications``) that the remote declares:
+    ``(honored, filter_)``, the acknowledgment's ``notifications`` and the arguments of the
+    listen on our client (basic/patterns/subscriptions)."""
     wanted = wanted if isinstance(wanted, dict) else {}
-    caps = client.description.capabilities if client.description else {}
     honored: dict[str, Any] = {}
     filter_: dict[str, Any] = {}
     for kind in LIST_KINDS:
         field = f"{kind}ListChanged"
-        if wanted.get(field) and (caps.get(kind) or {}).get("listChanged"):
+        if wanted.get(field) and declared(capabilities, kind, "listChanged"):
             honored[field] = True
             filter_[kind] = True
     uris = wanted.get("resourceSubscriptions")
-    if isinstance(uris, list) and (caps.get("resources") or {}).get("subscribe"):
+    if isinstance(uris, list) and declared(capabilities, "resources", "subscribe"):
         honored["resourceSubscriptions"] = [str(u) for u in uris]
         filter_["resource_uris"] = honored["resourceSubscriptions"]
     task_ids = wanted.get("taskIds")
     if isinstance(task_ids, list):
         honored["taskIds"] = [str(t) for t in task_ids]
         filter_["task_ids"] = honored["taskIds"]
+    return honored, filter_
+
+
+async def serve_listen(client: Client, request: Request) -> Any:
+    """2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions): one listen on
+    the shared client for each of ours, its notifications carrying our request's id."""
+    caps = client.description.capabilities if client.description else {}
+    honored, filter_ = listen_filter(request.params.get("notifications"), caps)
     meta = {META_SUBSCRIPTION_ID: request.id}
     peer = request.context.peer
 
@@ -112,8 +122,8 @@ async def serve_listen(client: Client, request: Request) -> Any:
         upstream_honored = await nursery.start(listen)
         await acknowledge(upstream_honored if upstream_honored is not None else honored)
         async for note in receive:
-            params = without_subscription(note.params)
-            params["_meta"] = {**(params.get("_meta") or {}), **meta}
-            await peer.notify(note.method, params, related=request.id)
+            await peer.notify(
+                note.method, with_subscription(note.params, request.id), related=request.id
+            )
     # The remote ended its listen: so do we ("Graceful Closure").
     return {"_meta": dict(meta)}

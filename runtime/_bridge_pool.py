@@ -13,6 +13,10 @@ once idle for ``idle_timeout`` seconds. The same holds for a 2026-07-28 remote's
 (2026-07-28 server/utilities/logging: they name no request over such a link): a request that
 carries a log level gets them from its own session. Past ``size`` forwardings in flight, a
 request waits for a turn. Subscriptions, list changes and tasks stay on the shared session.
+
+Where each upstream session is a process (a stdio remote), a :class:`ProcessBudget` counts
+them all (the shared session's, each handshake-era session's, the pool's extras): past it an
+extra session is not opened, and the forwarding waits for the shared session's turn instead.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
     "Connect",
     "PooledSession",
+    "ProcessBudget",
     "UpstreamPool",
     "client_error",
 ]
@@ -66,6 +71,29 @@ def client_error(exc: BaseException) -> ClientError | None:
     return None
 
 
+class ProcessBudget:
+    """Upstream processes held at once, where each upstream session with the remote is a
+    process of its own (a stdio remote: ``max_upstream_processes``). Taken when a session
+    is opened, given back once it is closed (its process gone)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("max_upstream_processes must be at least 1")
+        self.limit = limit
+        self.used = 0
+
+    def try_take(self) -> bool:
+        """One more process, if the budget has one (no waiting: a session is long-lived,
+        so whoever asks is answered at once, refused or served)."""
+        if self.used >= self.limit:
+            return False
+        self.used += 1
+        return True
+
+    def give_back(self) -> None:
+        self.used -= 1
+
+
 class PooledSession:
     """One extra upstream session: the remote's questions and log messages on it go to the
     one forwarding it carries (``forwarding``)."""
@@ -81,6 +109,8 @@ class PooledSession:
         self.failure: str | None = None
         #: Taken by a forwarding (from ``UpstreamPool.take`` to ``give_back``).
         self.busy = False
+        #: Holds one process of the pool's budget (given back when discarded).
+        self.budgeted = False
         self._scope = trio.CancelScope()
         self.idle_since = trio.current_time()
         self._changed = trio.Event()
@@ -166,7 +196,7 @@ class UpstreamPool:
     first on the proxy's shared session (its ``lane``), the others on extra sessions opened
     lazily and closed after ``idle_timeout`` seconds unused."""
 
-    def __init__(self, size: int, idle_timeout: float) -> None:
+    def __init__(self, size: int, idle_timeout: float, budget: ProcessBudget | None = None) -> None:
         if size < 1:
             raise ValueError("max_parallel must be at least 1")
         if not idle_timeout > 0:
@@ -181,11 +211,16 @@ class UpstreamPool:
         self.idle: list[PooledSession] = []
         #: Extra sessions open now.
         self.open: set[PooledSession] = set()
+        #: Where a session is a process: the proxy's budget of them (None: not counted).
+        self.budget = budget
 
     def discard(self, session: PooledSession) -> None:
         self.open.discard(session)
         if session in self.idle:
             self.idle.remove(session)
+        if session.budgeted and self.budget is not None:
+            session.budgeted = False
+            self.budget.give_back()
 
     async def take(self, connect: Connect, nursery: trio.Nursery) -> PooledSession:
         """An extra session for one forwarding (the caller holds a turn and the shared
@@ -196,8 +231,13 @@ class UpstreamPool:
             return session
         session = PooledSession()
         session.busy = True
+        session.budgeted = self.budget is not None  # take_turn took it
         self.open.add(session)
-        await nursery.start(session.run, connect, self)
+        try:
+            await nursery.start(session.run, connect, self)
+        except BaseException:
+            self.discard(session)  # did not run: give its process back
+            raise
         if session.client is None:
             raise ClientError(session.failure or "the extra upstream session ended")
         return session
@@ -209,6 +249,10 @@ class UpstreamPool:
         try:
             if self.lane.value:
                 self.lane.acquire_nowait()
+                return None
+            if not self.idle and self.budget is not None and not self.budget.try_take():
+                # No process left for another session: queue for the shared one.
+                await self.lane.acquire()
                 return None
             return await self.take(connect, nursery)
         except BaseException:

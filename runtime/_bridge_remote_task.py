@@ -15,10 +15,9 @@ from typing import Any
 
 import trio
 
-from ._bridge_hop import per_hop_removed
-from ._bridge_tasks import CANCEL_WAIT
+from ._bridge_hop import per_hop_removed, remote_error, task_error
+from ._bridge_tasks import CANCEL_WAIT, poll_wait
 from .client import Client, ClientError, PeerError
-from .protocol import JSONRPCError
 
 __all__ = ["await_remote_task"]
 
@@ -39,23 +38,16 @@ async def await_remote_task(
     answered: set[str] = set()
     try:
         while True:
-            wait = interval if isinstance(interval, int | float) and interval >= 0 else 200
-            await trio.sleep(min(wait / 1000, max_poll_interval))
+            await trio.sleep(poll_wait(interval, max_poll_interval))
             try:
                 task = await client.get_task(task_id)
             except PeerError as exc:
-                raise JSONRPCError(exc.code, exc.message, exc.data) from None
+                raise remote_error(exc.code, exc.message, exc.data) from None
             interval = task.poll_interval_ms or task.poll_interval or interval
             if task.status == "completed":
                 return per_hop_removed(task.result)
             if task.status in ("failed", "cancelled"):
-                error = task.error if isinstance(task.error, dict) else {}
-                code = error.get("code")
-                raise JSONRPCError(
-                    code if isinstance(code, int) else -32603,
-                    str(error.get("message") or f"the remote's task {task.status}"),
-                    error.get("data"),
-                )
+                raise task_error(task.error, task.status)
             fresh = {
                 key: asked
                 for key, asked in (task.input_requests or {}).items()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ._bridge_hop import without_subscription
+from ._bridge_hop import declared, without_subscription
 from ._bridge_listen import LIST_KINDS, RELAY_QUEUE, relay_listen
 from ._bridge_pool import Connect, client_error
 from ._bridge_tasks import HandshakeClientTasks, related_task
@@ -214,7 +214,7 @@ class UpstreamSession:
         """A 2026-07-28 remote sends list changes only on a listen: hold one for the kinds
         it declares, relayed to the session as handshake-era notifications."""
         caps = client.description.capabilities if client.description else {}
-        kinds = {k: bool((caps.get(k) or {}).get("listChanged")) for k in LIST_KINDS}
+        kinds = {k: bool(declared(caps, k, "listChanged")) for k in LIST_KINDS}
         if not any(kinds.values()):
             return
         await relay_listen(client, self._send, kinds)

@@ -50,31 +50,24 @@ from typing import Any, Final
 
 import trio
 
+from ._bridge_hop import per_hop_removed, remote_error, task_error
 from .client import Client, ClientError, PeerError
 from .protocol import JSONRPCError, overloaded
 
 __all__ = [
     "CANCEL_WAIT",
-    "LEGACY_TASKS_CAPABILITY",
     "MAX_BRIDGED_TASKS",
     "RELATED_TASK",
     "HandshakeClientTasks",
     "ModernClientTasks",
     "detailed_task",
     "legacy_task",
+    "poll_wait",
     "related_task",
 ]
 
 #: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to a task.
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
-
-#: The 2025-11-25 ``tasks`` server capability the proxy declares to a handshake-era client of a
-#: 2026-07-28 remote with the tasks extension (list, cancel, task-augmented tools/call).
-LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
-    "list": {},
-    "cancel": {},
-    "requests": {"tools": {"call": {}}},
-}
 
 #: How long a cancellation may take to show on the remote before the 2025-11-25 answer (which
 #: must be the cancelled task) gives up with -32603; also the bound on cancelling a remote
@@ -85,6 +78,11 @@ CANCEL_WAIT: Final = 2.0
 #: also the tasks a handshake-era session made on a 2026-07-28 remote that we keep track of
 #: (tasks/list; past it the oldest is forgotten, then an unknown task through us).
 MAX_BRIDGED_TASKS: Final = 256
+
+#: Pages of the remote's tools/list read at most to learn a tool's task support (a cursor
+#: seen before ends it too): a remote handing out a new cursor with every page would hold the
+#: forwarded call, and our memory, forever. Far past real servers' tool lists.
+_MAX_TOOL_PAGES: Final = 100
 
 #: Our own ids (a call the remote answered at once) start with this.
 _INLINE_PREFIX: Final = "mcp-runtime-bridge-task:"
@@ -110,7 +108,16 @@ def _task_id(params: dict[str, Any]) -> str:
 
 
 def _peer(exc: PeerError) -> JSONRPCError:
-    return JSONRPCError(exc.code, exc.message, exc.data)
+    return remote_error(exc.code, exc.message, exc.data)
+
+
+def poll_wait(interval_ms: Any, cap: float) -> float:
+    """Seconds before the next poll of a remote's task: its poll interval (milliseconds) up
+    to ``cap`` seconds, 0.2 s when it gives none that can be one. Compared before it is
+    divided: a remote may send any JSON integer (``10**400`` does not fit a float)."""
+    if not isinstance(interval_ms, int | float) or interval_ms < 0:
+        return min(0.2, cap)
+    return min(interval_ms, cap * 1000) / 1000
 
 
 def related_task(params: Any) -> str | None:
@@ -160,24 +167,19 @@ def detailed_task(task: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _with_related(result: Any, task_id: str) -> Any:
-    """2025-11-25 ``tasks/result``: the result carries the related-task ``_meta``."""
-    if not isinstance(result, dict):
-        return result
-    meta = dict(result.get("_meta") or {})
-    meta[RELATED_TASK] = {"taskId": task_id}
-    return {**result, "_meta": meta}
+def _with_related(message: Any, task_id: str) -> dict[str, Any]:
+    """2025-11-25 ``tasks/result`` and the requests of its task: the result (or request
+    params) carry the related-task ``_meta``. Params the remote gave that are not an object
+    (MCP's params are) become an empty object carrying it; so does a ``_meta`` that is not
+    an object."""
+    out = dict(message) if isinstance(message, dict) else {}
+    meta = out.get("_meta")
+    out["_meta"] = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task_id}}
+    return out
 
 
 def _error_of(task: dict[str, Any]) -> JSONRPCError:
-    error = task.get("error") if isinstance(task.get("error"), dict) else {}
-    assert isinstance(error, dict)
-    code = error.get("code")
-    return JSONRPCError(
-        code if isinstance(code, int) else _INTERNAL_ERROR,
-        str(error.get("message") or f"the remote's task {task.get('status')}"),
-        error.get("data"),
-    )
+    return task_error(task.get("error"), task.get("status"))
 
 
 async def _request(client: Client, method: str, params: dict[str, Any], **kw: Any) -> Any:
@@ -209,7 +211,12 @@ class HandshakeClientTasks:
         sent = {k: v for k, v in params.items() if k != "task"}
         result = await forward(sent)
         if isinstance(result, dict) and result.get("resultType") == "task":
-            task_id = str(result.get("taskId"))
+            task_id = result.get("taskId")
+            if not isinstance(task_id, str):
+                # A task our client could never name again (SEP-2663: taskId is a string).
+                raise JSONRPCError(
+                    _INTERNAL_ERROR, "the remote MCP server answered a task without a taskId"
+                )
             self.made[task_id] = None
             while len(self.made) > MAX_BRIDGED_TASKS:
                 del self.made[next(iter(self.made))]  # the oldest: Unknown task through us
@@ -246,9 +253,12 @@ class HandshakeClientTasks:
         if method == "tasks/get":
             return dict(inline[0]) if inline else legacy_task(await self._get(task_id))
         if method == "tasks/result":
-            if inline is not None:
-                return _with_related(inline[1], task_id)
-            return _with_related(await self._result(task_id, ask), task_id)
+            result = inline[1] if inline is not None else await self._result(task_id, ask)
+            if not isinstance(result, dict):  # 2025-11-25: the result is the call's, an object
+                raise JSONRPCError(
+                    _INTERNAL_ERROR, "the remote MCP server's task result is not an object"
+                )
+            return _with_related(result, task_id)
         if method == "tasks/cancel":
             if inline is not None:
                 raise JSONRPCError(
@@ -259,8 +269,14 @@ class HandshakeClientTasks:
 
     async def _get(self, task_id: str) -> dict[str, Any]:
         task = await _request(self.client, "tasks/get", {"taskId": task_id})
-        if not isinstance(task, dict):
-            raise JSONRPCError(_INTERNAL_ERROR, "the remote's tasks/get answered no task")
+        # What our client gets is built from it: a Task names itself and its status
+        # (SEP-2663 DetailedTask, 2025-11-25 Task: both required strings).
+        if (
+            not isinstance(task, dict)
+            or task.get("taskId") != task_id
+            or not isinstance(task.get("status"), str)
+        ):
+            raise JSONRPCError(_INTERNAL_ERROR, "the remote's tasks/get answered no such task")
         return task
 
     async def _result(self, task_id: str, ask: Ask) -> Any:
@@ -285,19 +301,14 @@ class HandshakeClientTasks:
             if status == "input_required" and fresh:
                 responses: dict[str, Any] = {}
                 for key, request in fresh.items():
-                    inner = dict(request.get("params") or {})
-                    meta = dict(inner.get("_meta") or {})
-                    meta[RELATED_TASK] = {"taskId": task_id}
-                    inner["_meta"] = meta
+                    inner = _with_related(request.get("params"), task_id)
                     responses[key] = await ask(str(request.get("method")), inner)
                 answered.update(responses)
                 await _request(
                     self.client, "tasks/update", {"taskId": task_id, "inputResponses": responses}
                 )
             else:
-                interval = task.get("pollIntervalMs")
-                wait = interval / 1000 if isinstance(interval, int | float) else 0.2
-                await trio.sleep(min(max(wait, 0.0), self.max_poll_interval))
+                await trio.sleep(poll_wait(task.get("pollIntervalMs"), self.max_poll_interval))
             task = await self._get(task_id)
 
     async def _cancel(self, task_id: str) -> dict[str, Any]:
@@ -400,17 +411,30 @@ class ModernClientTasks:
         if name not in self.support:
             self.support.clear()
             cursor: str | None = None
-            while True:
+            seen: set[str] = set()
+            for _page in range(_MAX_TOOL_PAGES):
                 page = await _request(
                     client, "tools/list", {} if cursor is None else {"cursor": cursor}
                 )
-                for tool in page.get("tools") or []:
-                    execution = tool.get("execution") if isinstance(tool, dict) else None
+                page = page if isinstance(page, dict) else {}
+                tools = page.get("tools")
+                # What is not a tool (2025-11-25 server/tools: an object with a string name)
+                # tells nothing about task support: skipped, as a tool without it.
+                for tool in tools if isinstance(tools, list) else []:
+                    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                        continue
+                    execution = tool.get("execution")
                     support = execution.get("taskSupport") if isinstance(execution, dict) else None
-                    self.support[str(tool.get("name"))] = support
+                    self.support[tool["name"]] = support if isinstance(support, str) else None
                 cursor = page.get("nextCursor")
-                if not isinstance(cursor, str):
+                if not isinstance(cursor, str) or cursor in seen:
                     break
+                seen.add(cursor)
+            else:
+                raise JSONRPCError(
+                    _INTERNAL_ERROR,
+                    f"the remote's tools/list did not end within {_MAX_TOOL_PAGES} pages",
+                )
         return self.support.get(name)
 
     async def call(
@@ -429,11 +453,12 @@ class ModernClientTasks:
             del self.tasks[ended[0].task_id]
         self._creating += 1
         try:
-            created = await _request(client, "tools/call", {**params, "task": {}}, timeout=None)
+            created = await _request(client, "tools/call", {**params, "task": {}})
             task = created.get("task") if isinstance(created, dict) else None
             if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
-                # The remote ran it at once after all: its result is the answer.
-                return created if isinstance(created, dict) else {}
+                # The remote ran it at once after all: its result is the answer, without
+                # what belongs to the remote's hop (a resultType "task" with no task, say).
+                return per_hop_removed(created) if isinstance(created, dict) else {}
             bridged = _Bridged(task["taskId"])
             self.tasks[bridged.task_id] = bridged
             nursery.start_soon(self._watch, client, bridged)
@@ -461,9 +486,10 @@ class ModernClientTasks:
                         del bridged.result["_meta"]
             bridged.status = "completed"
         except PeerError as exc:
-            bridged.error = {"code": exc.code, "message": exc.message}
-            if exc.data is not None:
-                bridged.error["data"] = exc.data
+            error = _peer(exc)
+            bridged.error = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                bridged.error["data"] = error.data
             bridged.status = "failed"
             with contextlib.suppress(ClientError):
                 task = await client.request("tasks/get", {"taskId": bridged.task_id})

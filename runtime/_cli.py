@@ -162,6 +162,14 @@ _FLAGS = (
         transports=_WEB,
     ),
     _Flag(
+        "max-connections-per-address",
+        "concurrent HTTP/WebSocket connections from one client address; past it, 503 "
+        "(default: half of --max-connections; behind a proxy, set it to --max-connections)",
+        type=_positive_int,
+        metavar="N",
+        transports=_WEB,
+    ),
+    _Flag(
         "sse-retry-ms",
         "the SSE retry interval sent to HTTP clients (default 1000)",
         type=_positive_int,
@@ -281,6 +289,20 @@ _FLAGS = (
         type=_positive_float,
         metavar="SECONDS",
     ),
+    _Flag(
+        "upstream-call-timeout",
+        "a remote TARGET: how long the proxy waits for its answer to a request before "
+        "cancelling it there and answering -32001 (default 300)",
+        type=_positive_float,
+        metavar="SECONDS",
+    ),
+    _Flag(
+        "max-upstream-processes",
+        "a stdio: TARGET: its processes running at once, one per upstream session; past it "
+        "a new session is refused with -32010 (default 16)",
+        type=_positive_int,
+        metavar="N",
+    ),
 )
 
 #: The flags that configure the proxy of a remote TARGET (bridge.proxy_server's arguments).
@@ -294,6 +316,8 @@ _UPSTREAM_FLAGS = (
     "upstream_poll_max",
     "upstream_max_parallel",
     "upstream_parallel_idle",
+    "upstream_call_timeout",
+    "max_upstream_processes",
 )
 
 
@@ -494,6 +518,10 @@ def _proxy_options(upstream: Mapping[str, Any]) -> dict[str, Any]:
         options["max_parallel"] = upstream["upstream_max_parallel"]
     if upstream.get("upstream_parallel_idle") is not None:
         options["parallel_idle_timeout"] = upstream["upstream_parallel_idle"]
+    if upstream.get("upstream_call_timeout") is not None:
+        options["call_timeout"] = upstream["upstream_call_timeout"]
+    if upstream.get("max_upstream_processes") is not None:
+        options["max_upstream_processes"] = upstream["max_upstream_processes"]
     policy: dict[str, Any] = {}
     if upstream.get("upstream_retries") is not None:
         policy["max_attempts"] = upstream["upstream_retries"]
@@ -866,8 +894,9 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
         if value is not None:
             options[name] = [item.strip() for item in value.split(",") if item.strip()]
     http_changes: dict[str, Any] = {}
-    if settings["max_connections"] is not None:
-        http_changes["max_connections"] = int(settings["max_connections"])
+    for name in ("max_connections", "max_connections_per_address"):
+        if settings[name] is not None:
+            http_changes[name] = int(settings[name])
     if settings["sse_retry_ms"] is not None:
         http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
     if http_changes:

@@ -3,8 +3,9 @@
 through the store's bus, the ``requestState`` sealing secret (2026-07-28 MRTR: state sealed
 on one replica opens on another), and tasks of both protocols (2026-07-28 SEP-2663, and
 2025-11-25 tasks of a shared handshake session, owned by its session id): each replica
-writes its tasks' snapshots to the store (on every status change, and a lease renewed every
-``LEASE_RENEW`` seconds) and announces each change on ``TASKS_CHANNEL`` (for listens
+writes its tasks' snapshots to the store (on every status change, and a lease of
+``Store.lease`` seconds renewed every third of it) and announces each change on
+``TASKS_CHANNEL`` (for listens
 elsewhere); answers ``tasks/get``, ``tasks/list`` and ``tasks/result`` for another
 replica's task from the store, and sends ``tasks/update`` and ``tasks/cancel`` to the
 replica that runs it; a task whose lease ran out (its replica died) reads as ``failed``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -33,8 +35,8 @@ from .features import (
     TaskTable,
     legacy_wire,
 )
-from .protocol import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError
-from .stores import Store, StoreUnavailable, TaskSnapshot
+from .protocol import INVALID_PARAMS, JSONRPCError, replica_gone, store_unavailable
+from .stores import RENEWALS_PER_LEASE, Store, StoreUnavailable, TaskSnapshot
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -47,9 +49,6 @@ log = logging.getLogger("mcp_runtime.stores")
 #: level-triggered ("read it again"), so a burst says no more than its last item.
 RELAY_QUEUE = 1024
 CHANGES_CHANNEL = "changes"
-#: Seconds between lease renewals of the tasks a replica runs; a lease lasts three of them.
-LEASE_RENEW = 2.0
-LEASE = 3 * LEASE_RENEW
 #: Task status changes are announced to the other replicas' listens on this channel.
 TASKS_CHANNEL = "task-changes"
 #: Other replicas' tasks whose last status a replica remembers (for its listens).
@@ -150,7 +149,11 @@ def _shareable(record: TaskRecord) -> bool:
 
 
 def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
-    return JSONRPCError(INTERNAL_ERROR, f"Task store unavailable: {exc}")
+    """The client's error for a task the store could not serve: what failed (the store's
+    address, its exception) goes to the log only, under a correlation id the client gets."""
+    correlation = secrets.token_hex(8)
+    log.warning("task store unavailable correlation=%s: %s", correlation, exc)
+    return store_unavailable("Task", correlation)
 
 
 def _unknown(task_id: str) -> JSONRPCError:
@@ -236,7 +239,7 @@ class _TaskMirror:
             task=record.wire(legacy=False),
             owner=owner,
             replica=self.replica,
-            lease_until=time.time() + LEASE,
+            lease_until=time.time() + self.store.lease,
         )
         return record.task_id, snap, ttl
 
@@ -261,16 +264,16 @@ class _TaskMirror:
 
     async def settle(self, task_id: str, snap: TaskSnapshot) -> TaskSnapshot:
         """``snap``, or, when its replica stopped renewing its lease (it died, or lost the
-        store for ``LEASE`` seconds) before the task ended, the task failed with a status
-        saying so (written back, so every replica reads the same)."""
+        store for ``Store.lease`` seconds) before the task ended, the task failed with a
+        status saying so (written back, so every replica reads the same)."""
         if snap.task.get("status") in TERMINAL or time.time() <= snap.lease_until:
             return snap
-        message = "the replica running this task stopped (its lease expired)"
+        gone = replica_gone("task")
         task = {k: v for k, v in snap.task.items() if k not in ("inputRequests", "result")}
         task.update(
             status="failed",
-            statusMessage=message,
-            error={"code": INTERNAL_ERROR, "message": message},
+            statusMessage=gone.message,
+            error={"code": gone.code, "message": gone.message},
         )
         snap = TaskSnapshot(task=task, owner=snap.owner, replica=snap.replica, lease_until=0)
         ttl = (snap.task.get("ttlMs") or self.table.default_ttl_ms) / 1000
@@ -380,12 +383,12 @@ class _TaskMirror:
     async def _rechecking(self) -> None:
         # Apart from _renew: a slow store here must not delay this replica's leases.
         while True:
-            await trio.sleep(LEASE_RENEW)
+            await trio.sleep(self.store.lease / RENEWALS_PER_LEASE)
             await self._recheck()
 
     async def _renew(self) -> None:
         while True:
-            await trio.sleep(LEASE_RENEW)
+            await trio.sleep(self.store.lease / RENEWALS_PER_LEASE)
             live = [
                 self.snapshot(record)
                 for record in self.table.owned_by_anyone()

@@ -29,7 +29,12 @@ gets an upstream client of its own (:class:`UpstreamSession`), opened by its ``i
 and closed when the session ends, so what the remote keeps per session (log level,
 subscriptions, roots, tasks, who answers its elicitations) is never shared between our
 clients; at most ``max_upstream_sessions`` at once. Stateless 2026-07-28 requests share one
-client, opened when serving starts.
+client, opened when serving starts. Where every upstream session is a process (a stdio
+remote), at most ``max_upstream_processes`` run at once (:class:`ProcessBudget`): past it a
+new session's ``initialize`` is refused. Every request to the remote has a deadline,
+``call_timeout`` (a remote's task held by ``tasks/result`` excepted: the task bounds it):
+past it the request is cancelled upstream (``notifications/cancelled``) and ours answered
+-32001 naming the limit.
 
 Which request a message of the remote belongs to: over Streamable HTTP, the request on whose
 response stream it arrives; progress, by its token; a question naming a task (2025-11-25
@@ -64,13 +69,21 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._bridge_hop import TASKS_EXTENSION, describe, per_hop_removed, strip_meta
+from ._bridge_hop import (
+    TASKS_EXTENSION,
+    describe,
+    per_hop_removed,
+    remote_error,
+    remote_tool_tasks,
+    strip_meta,
+)
 from ._bridge_listen import serve_listen
 from ._bridge_pool import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_PARALLEL_IDLE_TIMEOUT,
     Connect,
     PooledSession,
+    ProcessBudget,
     UpstreamPool,
     client_error,
 )
@@ -86,19 +99,28 @@ from .client import (
     ClientError,
     Notification,
     PeerError,
+    RequestTimeout,
     TransportLost,
     open_client,
 )
 from .framing import loggable
 from .middleware import Middleware, Next, Request
-from .protocol import META_LOG_LEVEL, MISSING_CLIENT_CAPABILITY, JSONRPCError, overloaded
+from .protocol import (
+    META_LOG_LEVEL,
+    MISSING_CLIENT_CAPABILITY,
+    REQUEST_TIMEOUT,
+    JSONRPCError,
+    overloaded,
+)
 
 if TYPE_CHECKING:
     from ._server import Server
 
 __all__ = [
+    "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MAX_PARALLEL",
     "DEFAULT_MAX_POLL_INTERVAL",
+    "DEFAULT_MAX_UPSTREAM_PROCESSES",
     "DEFAULT_MAX_UPSTREAM_SESSIONS",
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
     "DEFAULT_ROUND_TIMEOUT",
@@ -133,6 +155,17 @@ FORWARDED_METHODS: Final = frozenset(
 
 #: Upstream sessions held at once (one per downstream handshake-era session).
 DEFAULT_MAX_UPSTREAM_SESSIONS: Final = 64
+
+#: Upstream processes held at once where each upstream session is one (a stdio remote):
+#: the shared session's, one per downstream handshake-era session, the pool's extras. A
+#: Python server of ours holds about 29 MiB after ``initialize`` (benchmarks' rss_init row),
+#: so 16 of them about half a GiB, where the session cap of 64 would let them take 1.9 GiB.
+DEFAULT_MAX_UPSTREAM_PROCESSES: Final = 16
+
+#: Seconds the proxy waits for the remote's answer to one request (``call_timeout``,
+#: ``--upstream-call-timeout``): as long as ``round_timeout``, since a remote's question to
+#: our client (answered by a person, perhaps) is part of its request's time.
+DEFAULT_CALL_TIMEOUT: Final = 300.0
 
 _SESSION_KEY: Final = "mcp.bridge.upstream"
 
@@ -171,12 +204,20 @@ class Forward(Middleware):
         max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
         max_parallel: int = 1,
         parallel_idle_timeout: float = DEFAULT_PARALLEL_IDLE_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_upstream_processes: int | None = None,
     ) -> None:
         self.client: Client | None = None
         self.connect: Connect | None = None
         self.max_upstream_sessions = max_upstream_sessions
         self.round_timeout = round_timeout
         self.max_poll_interval = max_poll_interval
+        #: The deadline of each request to the remote (``tasks/result`` excepted).
+        self.call_timeout = call_timeout
+        #: Where each upstream session is a process (a stdio remote): how many may run.
+        self.processes = (
+            ProcessBudget(max_upstream_processes) if max_upstream_processes is not None else None
+        )
         #: 2026-07-28 clients' tasks on a handshake-era remote, translated (_bridge_tasks).
         self.tasks = ModernClientTasks(round_timeout=round_timeout)
         #: The upstream sessions open now (one per downstream handshake-era session).
@@ -196,7 +237,7 @@ class Forward(Middleware):
         #: held until the remote's request ends, input rounds included); up to
         #: ``max_parallel`` at once, the first on the shared session (the pool's lane), each
         #: other on an extra upstream session of its own (runtime._bridge_pool).
-        self.pool = UpstreamPool(max_parallel, parallel_idle_timeout)
+        self.pool = UpstreamPool(max_parallel, parallel_idle_timeout, self.processes)
         #: 2026-07-28 requests being forwarded through the shared client that carry a log
         #: level, and the relay passing the remote's log messages on to each.
         self.relays: dict[Request, Relay] = {}
@@ -220,6 +261,15 @@ class Forward(Middleware):
                     limit="max_upstream_sessions",
                     max=self.max_upstream_sessions,
                 )
+            processes = self.processes
+            if processes is not None and not processes.try_take():
+                # Refused, not queued: a session holds its process until it ends (DELETE,
+                # expiry, a closed connection), which may be half an hour away.
+                raise overloaded(
+                    f"the proxy runs {processes.used} upstream processes (max_upstream_processes)",
+                    limit="max_upstream_processes",
+                    max=processes.limit,
+                )
             caps = request.session.client_capabilities
             if request.method == "initialize":
                 asked = request.params.get("capabilities")
@@ -232,16 +282,20 @@ class Forward(Middleware):
 
             async def hold() -> None:
                 try:
-                    await upstream.run(connect)
+                    await upstream.run(connect)  # returns once its process is gone
                 finally:
                     self.sessions.discard(upstream)
                     state.pop(_SESSION_KEY, None)
+                    if processes is not None:
+                        processes.give_back()
 
             try:
                 request.context.peer.start_soon(hold, name="bridge upstream session")
             except RuntimeError:
                 self.sessions.discard(upstream)
                 state.pop(_SESSION_KEY, None)
+                if processes is not None:
+                    processes.give_back()
                 raise
         await upstream.ready.wait()
         if upstream.client is None:
@@ -327,6 +381,14 @@ class Forward(Middleware):
             ) from None
         except PeerError:
             raise
+        except RequestTimeout as exc:
+            # The client cancelled it upstream (notifications/cancelled) when it expired.
+            raise JSONRPCError(
+                REQUEST_TIMEOUT,
+                f"Request timed out: the remote MCP server did not answer {exc.method} "
+                f"within {exc.timeout:g} s (call_timeout)",
+                {"timeoutSeconds": exc.timeout, "limit": "call_timeout"},
+            ) from None
         except ClientError as exc:
             raise JSONRPCError(-32603, f"the remote MCP server: {exc}") from None
 
@@ -356,8 +418,7 @@ class Forward(Middleware):
         if method.startswith("tasks/"):
             return await self.tasks.handle(client, method, params)
         caps = client.description.capabilities if client.description else {}
-        remote_tasks = ((caps.get("tasks") or {}).get("requests") or {}).get("tools") or {}
-        if "call" not in remote_tasks:
+        if not remote_tool_tasks(caps):
             return _NOT_A_TASK
         support = await self.tasks.task_support(client, str(params.get("name")))
         if support not in ("optional", "required"):
@@ -396,7 +457,7 @@ class Forward(Middleware):
                 await upstream.unsubscribe(client, uri)
             return {}
         except PeerError as exc:
-            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+            raise remote_error(exc.code, exc.message, exc.data) from None
 
     async def _lower_shared_level(self, client: Client, level: str) -> None:
         """A handshake-era remote logs at its session's level: the shared client's session
@@ -444,7 +505,7 @@ class Forward(Middleware):
         try:
             finished, value = await forwarding.outcome(request)
         except PeerError as exc:
-            raise JSONRPCError(exc.code, exc.message, exc.data) from None
+            raise remote_error(exc.code, exc.message, exc.data) from None
         if finished:
             return per_hop_removed(value)
         self.parked[forwarding.state] = forwarding
@@ -496,7 +557,9 @@ class Forward(Middleware):
             return await client.request(
                 method,
                 params,
-                timeout=None,  # bounded by the downstream requests and input_timeout
+                # The whole forwarding, input rounds included; a round nobody comes back to
+                # ends sooner (round_timeout).
+                timeout=self.call_timeout,
                 progress=relay.progress,
                 on_notification=relay.note,
                 on_request=forwarding.ask,
@@ -543,11 +606,13 @@ class Forward(Middleware):
         ask = _asking(request, self.round_timeout)
         for _round in range(MAX_INPUT_ROUNDS + 1):
             try:
-                # No timeout of our own: the downstream request's cancel scope bounds it.
+                # The downstream request's cancel scope bounds it too. A 2025-11-25
+                # tasks/result waits for its task to end, however long it runs: the task's
+                # ttl bounds it, not our deadline.
                 result = await client.request(
                     method,
                     params,
-                    timeout=None,
+                    timeout=None if method == "tasks/result" else self.call_timeout,
                     progress=progress,
                     on_notification=on_notification,
                     # A question on this request's own stream (Streamable HTTP) is this
@@ -555,7 +620,7 @@ class Forward(Middleware):
                     on_request=ask if request.era == "handshake" else None,
                 )
             except PeerError as exc:
-                raise JSONRPCError(exc.code, exc.message, exc.data) from None
+                raise remote_error(exc.code, exc.message, exc.data) from None
             kind = result.get("resultType") if isinstance(result, dict) else None
             if kind == "task" and (request.era == "modern" or keep_task):
                 # 2026-07-28 tasks extension: the remote made a task; its id is the
@@ -703,6 +768,8 @@ def proxy_server(
     max_poll_interval: float = DEFAULT_MAX_POLL_INTERVAL,
     max_parallel: int | None = None,
     parallel_idle_timeout: float = DEFAULT_PARALLEL_IDLE_TIMEOUT,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    max_upstream_processes: int = DEFAULT_MAX_UPSTREAM_PROCESSES,
 ) -> Server:
     """A :class:`runtime.Server` serving the MCP server at ``target`` (any target
     :func:`runtime.client.open_client` takes). A shared client is connected when serving
@@ -716,7 +783,12 @@ def proxy_server(
     an extra upstream session of its own (default :data:`DEFAULT_MAX_PARALLEL` over TCP,
     Unix, WebSocket and legacy SSE; 1, one at a time, over stdio and pipes, where a session
     is a process); an extra session is closed after ``parallel_idle_timeout`` seconds
-    unused."""
+    unused. ``call_timeout``: seconds the proxy waits for the remote's answer to a request
+    before cancelling it upstream and answering -32001 (a remote's task waited for by
+    ``tasks/result`` excepted). ``max_upstream_processes``: where every upstream session is
+    a process (a command run over stdio, a server file), how many may run at once (the
+    shared session's included); past it a new session's ``initialize`` is refused with
+    -32010, and a parallel forwarding waits for the shared session."""
     from ._server import Server
 
     if max_upstream_sessions < 1:
@@ -725,6 +797,10 @@ def proxy_server(
         raise ValueError("round_timeout must be a positive number of seconds")
     if not max_poll_interval > 0:
         raise ValueError("max_poll_interval must be a positive number of seconds")
+    if not call_timeout > 0:
+        raise ValueError("call_timeout must be a positive number of seconds")
+    if max_upstream_processes < 1:
+        raise ValueError("max_upstream_processes must be at least 1")
     if max_parallel is None:
         max_parallel = DEFAULT_MAX_PARALLEL if _sessions_cheap(target) else 1
     forward = Forward(
@@ -733,6 +809,8 @@ def proxy_server(
         max_poll_interval=max_poll_interval,
         max_parallel=max_parallel,
         parallel_idle_timeout=parallel_idle_timeout,
+        call_timeout=call_timeout,
+        max_upstream_processes=max_upstream_processes if _spawns(target) else None,
     )
     forward.streams_per_request = _streams_per_request(target)
 
@@ -744,7 +822,9 @@ def proxy_server(
             headers=headers,
             bearer_token=bearer_token,
             backoff=backoff,
-            timeout=None,
+            # Every request to the remote unless it says otherwise (the initialize, polls,
+            # log levels, subscriptions); a listen is held open regardless.
+            timeout=call_timeout,
             **handlers,
         )
 
@@ -755,6 +835,11 @@ def proxy_server(
             app.middleware_chain.remove(forward)
         app.middleware_chain.append(forward)
         async with contextlib.AsyncExitStack() as stack:
+            processes = forward.processes
+            if processes is not None:
+                # The shared session's process, given back once it is closed (LIFO).
+                processes.try_take()  # always there: the budget is at least 1
+                stack.callback(processes.give_back)
             try:
                 client = await stack.enter_async_context(
                     connect(
@@ -797,6 +882,14 @@ def _streams_per_request(target: str | Sequence[str]) -> bool:
     if not isinstance(target, str) or not target.startswith(("http://", "https://")):
         return False
     return not urlsplit(target).path.rstrip("/").endswith("/sse")
+
+
+def _spawns(target: str | Sequence[str]) -> bool:
+    """Whether each session with ``target`` is a process of its own: a command (stdio) or a
+    server file, anything that is not a URL, a socket or a FIFO pair."""
+    return not _sessions_cheap(target) and not (
+        isinstance(target, str) and target.startswith("pipe:")
+    )
 
 
 def _sessions_cheap(target: str | Sequence[str]) -> bool:

@@ -27,6 +27,7 @@ import trio
 
 from ._backoff import Backoff
 from ._client import Client, Era
+from ._conversation import RAISED
 from ._errors import ClientError, PeerError, TransportLost
 from ._open import is_server_file, open_client
 from ._types import (
@@ -115,16 +116,9 @@ class _SafeFormatter(logging.Formatter):
 
 
 def _not_the_outcome(record: logging.LogRecord) -> bool:
-    """Drop the client's error record of a failure it also raises to the waiting request
-    (a dead link: ``log.error("%s", error)``): the CLI prints that failure once, as its
-    one line, with its exit status."""
-    return not (
-        record.levelno >= logging.ERROR
-        and record.name.startswith("mcp_runtime.client")
-        and isinstance(record.args, tuple)
-        and len(record.args) == 1
-        and isinstance(record.args[0], ClientError)
-    )
+    """Drop the client's record of a failure it also raises to the waiting request (a dead
+    link): the CLI prints that failure once, as its one line, with its exit status."""
+    return not getattr(record, RAISED, False)
 
 
 def _configure_logging(level: str) -> None:

@@ -24,6 +24,7 @@ from ._answers import Answers, RequestHandler
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._conversation import (
+    DEFAULT_MAX_SERVER_REQUESTS,
     Conversation,
     Listener,
     Notification,
@@ -64,6 +65,7 @@ from ._wire import (
     NAMED_METHODS,
     REPEATABLE_METHODS,
     TASKS_EXTENSION,
+    decode_value,
     loggable,
 )
 
@@ -93,7 +95,6 @@ class _ResultProbe(msgspec.Struct):
 
 
 _encode: Final = msgspec.json.encode
-_probe_decoder: Final = msgspec.json.Decoder(_ResultProbe)
 
 
 class Client:
@@ -123,6 +124,7 @@ class Client:
         handshake_version: str = LATEST_HANDSHAKE_VERSION,
         max_list_pages: int = MAX_LIST_PAGES,
         max_list_items: int = MAX_LIST_ITEMS,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
     ) -> None:
         if era not in ("auto", "modern", "handshake"):
             raise ValueError(f"unknown era {era!r} (expected 'auto', 'modern' or 'handshake')")
@@ -167,6 +169,7 @@ class Client:
             on_reconnect=self._after_reconnect,
             answer=self.answers.server_request,
             on_notification=on_notification,
+            max_server_requests=max_server_requests,
         )
 
     # -- the conversation's hooks ---------------------------------------------------------------
@@ -280,7 +283,11 @@ class Client:
             raw = await self._request_raw(
                 method, body, timeout=timeout, progress=progress, on_notification=on_notification
             )
-            probe = _probe_decoder.decode(raw) if b"resultType" in bytes(raw) else _ResultProbe()
+            probe = (
+                _decode(raw, _ResultProbe, method)
+                if b"resultType" in bytes(raw)
+                else _ResultProbe()
+            )
             if probe.result_type == "task" and result_type is not Task:
                 # 2026-07-28 tasks extension: the server chose to run it as a task.
                 task = _decode(raw, Task, method)
@@ -363,7 +370,7 @@ class Client:
         raw = await self._request_raw(
             "server/discover", {}, modern=True, repeatable=repeatable, early=True
         )
-        data = msgspec.json.decode(raw)
+        data = decode_value(raw, "server/discover")
         if not isinstance(data, dict):
             raise BadMessage("server/discover: the result is not an object")
         supported = data.get("supportedVersions") or []
@@ -464,7 +471,7 @@ class Client:
             on_notification=on_notification,
             on_request=on_request,
         )
-        return msgspec.json.decode(raw)
+        return decode_value(raw, method)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -620,7 +627,7 @@ class Client:
         if self.era == "handshake":
             params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
         raw = await self._request_raw("tools/call", params)
-        data = msgspec.json.decode(raw)
+        data = decode_value(raw, "tools/call")
         if isinstance(data, dict) and isinstance(data.get("task"), dict):
             return _convert(data["task"], Task, "tools/call")
         if isinstance(data, dict) and data.get("resultType") == "task":
@@ -804,10 +811,10 @@ def _cursor(cursor: str | None) -> dict[str, Any] | None:
 
 
 def _decode(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
-    try:
-        return msgspec.json.decode(raw, type=result_type)
-    except msgspec.DecodeError as exc:
-        raise BadMessage(f"{method}: the result does not match the schema: {exc}") from None
+    """``raw`` as ``result_type``; :class:`BadMessage` when it does not match, or is nested
+    deeper than the decoder follows (``decode_value``)."""
+    decoded: T = decode_value(raw, method, result_type)
+    return decoded
 
 
 def _convert(data: Any, result_type: type[T], method: str) -> T:

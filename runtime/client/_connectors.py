@@ -6,11 +6,14 @@ Unix sockets, WebSocket and named pipes (the server is still there, listening), 
 spawned stdio server (re-spawning a process behind the caller's back would hide a crash;
 ``open_client(..., respawn=True)`` asks for it explicitly).
 
-Process hygiene for stdio (issue 18, and a long-standing complaint about other SDKs): the
-server runs in its own process group (``start_new_session``); closing the link closes its
-stdin, waits ``close_grace`` seconds for it to exit, then sends SIGTERM to the whole group,
-waits again, and finally SIGKILLs the group, so no process it started survives the client.
-Its stderr goes line by line to the ``mcp_runtime.client.server`` logger.
+Process hygiene for stdio: the server runs in its own process group
+(``start_new_session``); closing the link closes its stdin, waits ``close_grace`` seconds for
+it to exit, then sends SIGTERM to the whole group, waits again, and finally SIGKILLs the
+group. On Linux the server is started under the reaper (``runtime.client._reaper``), a small
+process that is a child subreaper: a descendant that left the group (``setsid()``) is still
+below it, and it ends the whole tree on SIGTERM or when the client lets go, so no process the
+server started survives the client; elsewhere the group is what is ended. Its stderr goes
+line by line to the ``mcp_runtime.client.server`` logger.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Final, Protocol
@@ -29,6 +34,7 @@ import trio
 
 from ._errors import TransportLost
 from ._link import FramedLink, Link, single_errors
+from ._unreached import connect_failure
 from ._wire import loggable, make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
@@ -46,6 +52,21 @@ _STDERR_TAIL: Final = 5
 #: Longest stderr line forwarded to the log as one record (longer lines are split).
 _STDERR_LINE: Final = 8192
 
+#: The reaper script (see its module), run by this interpreter: Linux only (a child
+#: subreaper is a Linux feature), and not from a frozen application, whose executable is not
+#: a Python interpreter that can run a script.
+_REAPER: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
+REAPER_AVAILABLE: Final = (
+    sys.platform.startswith("linux")
+    and bool(sys.executable)
+    and not getattr(sys, "frozen", False)
+    and os.path.isfile(_REAPER)
+)
+
+#: How long the reaper may take to say whether the server started (an interpreter's start
+#: and one posix_spawn: tens of milliseconds; the bound is for a machine under heavy load).
+_REAPER_REPORT: Final = 30.0
+
 
 class Connector(Protocol):
     reconnects: bool
@@ -55,7 +76,8 @@ class Connector(Protocol):
 
 
 class StdioConnector:
-    """Spawn ``command`` with its stdin/stdout as the link (own process group)."""
+    """Spawn ``command`` with its stdin/stdout as the link (own process group; on Linux,
+    under the reaper unless ``reaper=False``: see the module docstring)."""
 
     reconnects = False
 
@@ -71,6 +93,7 @@ class StdioConnector:
         read_timeout: float | None = 10.0,
         respawn: bool = False,
         restart_after_probe: bool = True,
+        reaper: bool = True,
     ) -> None:
         if not command:
             raise ValueError("an empty server command")
@@ -90,8 +113,11 @@ class StdioConnector:
         self.close_grace = close_grace
         self.max_frame_size = max_frame_size
         self.read_timeout = read_timeout
+        #: Whether the server runs under the reaper (where it can: ``REAPER_AVAILABLE``).
+        self.reaper = reaper and REAPER_AVAILABLE
         self.description = " ".join(self.command)
-        #: The process of the last ``open()`` (tests check its group after close).
+        #: The process of the last ``open()``: the reaper where it runs, else the server
+        #: (tests check its group after close).
         self.process: trio.Process | None = None
         #: Its last stderr lines: a server that dies at start-up says why in them.
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -119,18 +145,36 @@ class StdioConnector:
     async def open(self) -> AsyncIterator[Link]:
         framer = make_framer(self.framing, self.max_frame_size)
         self.stderr_tail.clear()  # a new process: the tail explains this one only
+        argv, control, theirs = self.command, None, None
+        if self.reaper:
+            control, theirs = socket.socketpair()
+            argv = [
+                sys.executable,
+                "-I",  # isolated: no user site, no PYTHON* variables, no script dir
+                "-S",  # no site: the reaper needs the standard library only
+                _REAPER,
+                str(theirs.fileno()),
+                repr(self.close_grace),
+                *self.command,
+            ]
         try:
             process = await trio.lowlevel.open_process(
-                self.command,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,  # its own process group: we can signal all of it
+                pass_fds=(theirs.fileno(),) if theirs is not None else (),
             )
         except OSError as exc:
+            if control is not None:
+                control.close()
             raise TransportLost(f"cannot start {self.description!r}: {exc}") from None
+        finally:
+            if theirs is not None:
+                theirs.close()  # the reaper's end: its EOF must mean the reaper is gone
         self.process = process
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
@@ -145,17 +189,41 @@ class StdioConnector:
             async with single_errors(), trio.open_nursery() as nursery:
                 nursery.start_soon(_forward_stderr, process.stderr, process.pid, self.stderr_tail)
                 try:
+                    if control is not None:
+                        await self._started(control)
                     yield link
                 except TransportLost as exc:
                     raise await self._explain(exc, process) from None
                 finally:
                     with trio.CancelScope(shield=True):
-                        await _stop_process(process, link, self.close_grace)
+                        await _stop_process(process, link, self.close_grace, control)
                     # stderr ends when the group is gone; don't wait on a stray holder of it.
                     nursery.cancel_scope.cancel()
         finally:
+            if control is not None:
+                control.close()
             with trio.CancelScope(shield=True), contextlib.suppress(OSError):
                 await process.stderr.aclose()
+
+    async def _started(self, control: socket.socket) -> None:
+        """Wait for the reaper's line: ``ok``, or why the command could not start (raised as
+        :class:`TransportLost`, as a failed spawn without the reaper is; ``open`` then stops
+        the reaper as it stops any server)."""
+        sock = trio.socket.from_stdlib_socket(control)
+        report = b""
+        with trio.move_on_after(_REAPER_REPORT):
+            while not report.endswith(b"\n"):
+                data = await sock.recv(4096)
+                if not data:
+                    break
+                report += data
+        line = report.decode("utf-8", "replace").strip()
+        if line == "ok":
+            return
+        reason = (
+            line[len("error ") :] if line.startswith("error ") else "the reaper did not start it"
+        )
+        raise TransportLost(f"cannot start {self.description!r}: {reason}")
 
 
 async def _forward_stderr(
@@ -205,10 +273,19 @@ async def _group_gone(pgid: int, timeout: float) -> bool:
     return False
 
 
-async def _stop_process(process: trio.Process, link: FramedLink, grace: float) -> None:
-    """Close stdin, wait ``grace``; SIGTERM the group, wait ``grace``; SIGKILL the group."""
+async def _stop_process(
+    process: trio.Process, link: FramedLink, grace: float, control: socket.socket | None = None
+) -> None:
+    """Close stdin, wait ``grace``; SIGTERM the group, wait ``grace``; SIGKILL the group.
+
+    Under the reaper, ``process`` is the reaper: it exits once the server's whole tree is
+    gone, and ends that tree itself when SIGTERM reaches it (within ``grace``), so the
+    group's SIGKILL is only a backstop should it not; ``control`` (the reaper's socket) is
+    closed with stdin: the client has let go."""
     pgid = process.pid  # start_new_session: the leader's pid is the group id
     await link.aclose()  # closes its stdin: a well-behaved server exits on EOF
+    if control is not None:
+        control.close()
     with trio.move_on_after(grace):
         await process.wait()
     if process.returncode is None:
@@ -259,7 +336,10 @@ class SocketConnector:
                     assert self.host is not None and self.port is not None
                     stream = await trio.open_tcp_stream(self.host, self.port)
         except (OSError, trio.TooSlowError) as exc:
-            raise TransportLost(f"cannot connect to {self.description}: {exc}") from None
+            reason, refused = connect_failure(exc, self.connect_timeout)
+            raise TransportLost(
+                f"cannot connect to {self.description}: {reason}", refused=refused
+            ) from None
         link = FramedLink(
             stream,
             stream,
@@ -304,7 +384,9 @@ class PipeConnector:
         to_server, from_server = pipe_paths(self.directory)
         for path in (to_server, from_server):
             if not os.path.exists(path):  # noqa: ASYNC240 - a stat of a local path
-                raise TransportLost(f"cannot connect to {self.description}: no FIFO {path}")
+                raise TransportLost(
+                    f"cannot connect to {self.description}: no FIFO {path}", refused=True
+                )
         async with contextlib.AsyncExitStack() as stack:
             try:
                 with trio.fail_after(self.connect_timeout):
@@ -312,7 +394,8 @@ class PipeConnector:
                     await stack.enter_async_context(pipe_client_lock(self.directory))
                     read_fd, write_fd = await open_fifo_pair(from_server, to_server)
             except (OSError, trio.TooSlowError) as exc:
-                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+                reason, _refused = connect_failure(exc, self.connect_timeout)
+                raise TransportLost(f"cannot connect to {self.description}: {reason}") from None
             link = FramedLink(
                 trio.lowlevel.FdStream(read_fd),
                 trio.lowlevel.FdStream(write_fd),

@@ -6,7 +6,8 @@ Task tree (in the nursery ``open_client`` opens)::
     ├── Conversation.maintain   opens the link (and re-opens it after a loss, with backoff),
     │   └── reads it            routes responses to waiting requests, notifications to
     │                           listeners and callbacks, server requests to handler tasks
-    ├── one task per server-to-client request (sampling, elicitation, roots, ping)
+    ├── one task per server-to-client request (sampling, elicitation, roots, ping), at
+    │   most ``max_server_requests`` at once
     ├── Conversation._resume    after a reconnect: the client's step (a new handshake-era
     │                           session), then re-send the requests safe to repeat
     └── (HTTP link) its POST and GET tasks
@@ -16,6 +17,22 @@ for its outcome under its own timeout. Cancelling the caller (or the timeout) se
 ``notifications/cancelled`` (MCP 2025-11-25 basic/utilities/cancellation; over 2026-07-28
 HTTP the link closes the POST's response stream instead, which is how that revision cancels).
 This object knows JSON-RPC and links; the MCP surface and the eras are :class:`Client`'s.
+
+What the server sends is read by the server's own rules (``_wire.decode_incoming``), and
+nothing it sends ends the conversation:
+
+- A message that cannot be read (not JSON, nested deeper than the decoder follows, not
+  JSON-RPC 2.0, over the size cap) is logged and dropped, and the answer that follows it
+  still arrives. Which request it answered cannot be told (its id is inside what could not
+  be read), so a request that then times out says what was dropped meanwhile
+  (``RequestTimeout.dropped``). Over HTTP each answer comes on its request's own response,
+  so there such an answer fails its request with :class:`BadMessage` (``_streamable``).
+- A server-to-client request is admitted, or refused at once by the reader with a JSON-RPC
+  error (the reader waits for that answer to go out: a flood is slowed to the pace at which
+  the server takes the answers, and nothing queues): an id already being served
+  (JSON-RPC 2.0 section 4: ids correlate, so a duplicate could not be told apart; the
+  server's own -32600 "Duplicate request id"), more than ``max_server_requests`` served at
+  once (-32010, ``data.maxServerRequests``), params nested too deeply (-32602).
 """
 
 from __future__ import annotations
@@ -32,10 +49,26 @@ import trio
 from ._backoff import Backoff
 from ._connectors import Connector
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
-from ._link import Failed, Link, OnStream, Outgoing, ReportsUnreached
-from ._wire import INTERNAL_ERROR, META_SUBSCRIPTION_ID, Incoming, decode_incoming, loggable
+from ._link import Failed, Link, MessageTooLarge, OnStream, Outgoing, ReportsUnreached
+from ._wire import (
+    INTERNAL_ERROR,
+    META_SUBSCRIPTION_ID,
+    SERVER_OVERLOADED,
+    Envelope,
+    JSONRPCError,
+    Unreadable,
+    decode_incoming,
+    decode_value,
+    escape_excerpt,
+    id_key,
+    invalid_params,
+    invalid_request,
+    loggable,
+)
 
 __all__ = [
+    "DEFAULT_MAX_SERVER_REQUESTS",
+    "RAISED",
     "Conversation",
     "Listener",
     "Notification",
@@ -47,6 +80,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_runtime.client")
+#: A log record attribute, True on the record of a failure that is also raised to the
+#: requests waiting on it (``logging.LogRecord``; ``extra={RAISED: True}``).
+RAISED = "mcp_runtime_raised"
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 #: Per request: the server's notifications that arrived on that request's response stream.
@@ -54,6 +90,11 @@ NotificationCallback = Callable[["Notification"], Any]
 #: Per request: answers the server's requests that arrived on that request's response stream.
 ServerRequestHandler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 _CANCEL_SEND_TIMEOUT: Final = 2.0
+#: Server-to-client requests served at once (``open_client(max_server_requests=)``): the
+#: server's own bound on a connection's requests in flight (``Limits.max_in_flight``, 64),
+#: from the other side. Sampling and elicitation wait on a model or a person, so a server
+#: has few out at a time; a flood of pings is refused past it, not queued.
+DEFAULT_MAX_SERVER_REQUESTS: Final = 64
 #: MCP logging levels (RFC 5424 severities, 2025-11-25 server/utilities/logging) -> Python's.
 _LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -77,7 +118,8 @@ class Notification(msgspec.Struct, frozen=True):
 
 class _Outcome(msgspec.Struct):
     result: msgspec.Raw | None = None
-    error: Any = None
+    #: The error object as sent (decoded when the caller takes it).
+    error: msgspec.Raw | None = None
 
 
 class Pending:
@@ -149,7 +191,14 @@ class Conversation:
         on_reconnect: Callable[[], Awaitable[None]],
         answer: Callable[[str, dict[str, Any]], Awaitable[Any]],
         on_notification: Callable[[Notification], Any] | None = None,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
     ) -> None:
+        if isinstance(max_server_requests, bool) or not isinstance(max_server_requests, int):
+            raise ValueError(
+                f"max_server_requests must be an int >= 1, not {max_server_requests!r}"
+            )
+        if max_server_requests < 1:
+            raise ValueError(f"max_server_requests must be >= 1, not {max_server_requests}")
         self.connector = connector
         self._nursery = nursery
         self.backoff = backoff
@@ -161,7 +210,21 @@ class Conversation:
         self.requests: dict[Any, Pending] = {}
         self._by_token: dict[str, Pending] = {}
         self.listeners: list[Listener] = []
-        self._serving: dict[Any, trio.CancelScope] = {}
+        #: The server's requests being served, by ``id_key`` of their id.
+        self._serving: dict[tuple[type, Any], trio.CancelScope] = {}
+        self.max_server_requests = max_server_requests
+        #: The most server requests served at once (diagnostics and the tests).
+        self.most_serving = 0
+        self._overloaded = JSONRPCError(
+            SERVER_OVERLOADED,
+            f"Client overloaded: {max_server_requests} server-to-client requests are being "
+            "answered (max_server_requests)",
+            {"maxServerRequests": max_server_requests},
+        )
+        #: Whether the refusals of the current burst past ``max_server_requests`` were logged.
+        self._overload_logged = False
+        #: (when, why) of the last message dropped unread that named no request.
+        self._dropped: tuple[float, str] | None = None
         self.link: Link | None = None
         #: Counts links opened: a request remembers the generation it was sent on.
         self.generation = 0
@@ -219,11 +282,14 @@ class Conversation:
             except TransportLost as exc:
                 reason = str(exc)
                 lost = exc
-                if not started and not self.connector.reconnects:
+                too_large = isinstance(exc, MessageTooLarge)
+                if not started and (not self.connector.reconnects or exc.refused):
                     raise
             if self.closing:
                 self._fail_all(TransportLost("the client is closed"))
                 return
+            if too_large:
+                self._fail_sent(BadMessage(reason))
             self._fail_unrepeatable(reason)
             if not self.connector.reconnects and self.reopen_once:
                 self.reopen_once = False
@@ -255,7 +321,9 @@ class Conversation:
             await trio.sleep(delay)
 
     def _die(self, error: TransportLost) -> None:
-        log.error("%s", loggable(error))
+        # Also raised to every waiting request: RAISED lets a program that reports those
+        # (the CLI) leave this record out rather than say the same thing twice.
+        log.error("%s", loggable(error), extra={RAISED: True})
         self.dead = error
         self._fail_all(error)
         self.connected.set()  # wake waiters: they find _dead
@@ -266,6 +334,12 @@ class Conversation:
             pending.deliver(error)
         for listener in self.listeners:
             listener.send.close()
+
+    def _fail_sent(self, error: ClientError) -> None:
+        """Fail every request sent on a link (it answers none of them any more)."""
+        for pending in list(self.requests.values()):
+            if pending.generation >= 0:
+                pending.deliver(error)
 
     def _fail_unrepeatable(self, reason: str) -> None:
         for pending in list(self.requests.values()):
@@ -285,6 +359,8 @@ class Conversation:
             self.ready.set()
             generation = self.generation
             for pending in list(self.requests.values()):
+                if pending.done.is_set():
+                    continue  # failed with the lost link (its caller has not woken yet)
                 if pending.repeatable and pending.generation < generation:
                     pending.generation = generation
                     log.info("re-sending %s id=%r", pending.method, pending.out.request_id)
@@ -304,8 +380,9 @@ class Conversation:
                 frame = await link.receive()
             except trio.EndOfChannel:
                 return
-            except BadMessage as exc:
+            except BadMessage as exc:  # a frame the link skipped (over the size cap)
                 log.warning("bad message from the server: %s", loggable(exc))
+                self._dropped = (trio.current_time(), str(exc))
                 continue
             related: Any = None
             if isinstance(frame, OnStream):
@@ -320,25 +397,31 @@ class Conversation:
                 if pending is not None:
                     pending.deliver(frame.error)
                 continue
-            try:
-                items = decode_incoming(frame)
-            except (msgspec.DecodeError, ValueError) as exc:
-                log.warning("bad message from the server: %s: %.200r", loggable(exc), frame)
-                continue
-            for item in items:
+            for item in decode_incoming(frame):
+                if isinstance(item, Unreadable):
+                    self._unreadable(item, frame)
+                    continue
                 try:
-                    self._route(item, related)
+                    await self._route(item, related)
                 except Exception:  # one odd message must not end the conversation
-                    log.exception("could not handle a message from the server: %.200r", frame)
+                    log.exception(
+                        "could not handle a message from the server: %s", escape_excerpt(frame)
+                    )
 
-    def _route(self, item: Incoming, related: Any = None) -> None:
+    def _unreadable(self, item: Unreadable, frame: bytes) -> None:
+        log.warning(
+            "bad message from the server: %s: %s", loggable(item.reason), escape_excerpt(frame)
+        )
+        self._dropped = (trio.current_time(), item.reason)
+
+    async def _route(self, item: Envelope, related: Any = None) -> None:
         """``related``: the request on whose response stream ``item`` arrived, if known."""
-        if item.method is msgspec.UNSET:
+        if item.method is msgspec.UNSET:  # a response (``classify``: it has an id)
             pending = self.requests.get(item.id)
             if pending is None:
                 log.debug("a response for no waiting request id=%r (late or cancelled)", item.id)
                 return
-            if item.error is not msgspec.UNSET:
+            if isinstance(item.error, msgspec.Raw):
                 pending.deliver(_Outcome(error=item.error))
             else:
                 result = item.result
@@ -346,22 +429,59 @@ class Conversation:
                     _Outcome(result=result if isinstance(result, msgspec.Raw) else None)
                 )
             return
-        params: dict[str, Any] = {}
-        if isinstance(item.params, msgspec.Raw):
-            try:
-                decoded = msgspec.json.decode(item.params)
-            except msgspec.DecodeError:
-                decoded = None
-            if isinstance(decoded, dict):
-                params = decoded
         pending = self.requests.get(related) if related is not None else None
-        if item.id is not msgspec.UNSET and item.id is not None:
-            answer = pending.answer if pending is not None else None
-            self._nursery.start_soon(
-                self._serve_request, item.id, item.method, params, answer or self._answer
-            )
+        params = _params(item.params)
+        if item.id is msgspec.UNSET:
+            if params is None:
+                log.warning(
+                    "dropped the server's %s: its params are nested too deeply",
+                    loggable(item.method),
+                )
+                return
+            self._notification(Notification(str(item.method), params), pending)
             return
-        self._notification(Notification(str(item.method), params), pending)
+        await self._admit(item, params, pending)
+
+    async def _admit(
+        self, item: Envelope, params: dict[str, Any] | None, related: Pending | None
+    ) -> None:
+        """Serve the server's request ``item`` in a task of its own, or refuse it at once."""
+        request_id = item.id
+        method = str(item.method)
+        key = id_key(request_id)  # type: ignore[arg-type]  # (``classify``: an id, not null)
+        refusal: JSONRPCError | None = None
+        if key in self._serving:
+            refusal = invalid_request(f"Duplicate request id {request_id!r} is in flight")
+        elif len(self._serving) >= self.max_server_requests:
+            refusal = self._overloaded
+            if not self._overload_logged:
+                self._overload_logged = True
+                log.warning(
+                    "the server sent more than %d requests at once (max_server_requests): "
+                    "refusing the excess with %d",
+                    self.max_server_requests,
+                    SERVER_OVERLOADED,
+                )
+        elif params is None:
+            refusal = invalid_params("nested too deeply")
+        if refusal is not None:
+            log.debug(
+                "refused the server's %s id=%r: %s", loggable(method), request_id, refusal.message
+            )
+            error: dict[str, Any] = {"code": refusal.code, "message": refusal.message}
+            if refusal.data is not None:
+                error["data"] = refusal.data
+            await self._send_answer({"jsonrpc": "2.0", "id": request_id, "error": error}, method)
+            return
+        assert params is not None
+        scope = trio.CancelScope()
+        # Registered before the task starts: a duplicate in the same read is refused too.
+        self._serving[key] = scope
+        self.most_serving = max(self.most_serving, len(self._serving))
+        answer = related.answer if related is not None else None
+        self._nursery.start_soon(
+            self._serve_request, key, scope, request_id, method, params, answer or self._answer
+        )
 
     def _notification(self, note: Notification, related: Pending | None = None) -> None:
         method = note.method
@@ -378,7 +498,11 @@ class Conversation:
             return
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
-            scope = self._serving.get(request_id) if isinstance(request_id, (int, str)) else None
+            scope = (
+                self._serving.get(id_key(request_id))
+                if isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+                else None
+            )
             if scope is not None:
                 scope.cancel()
             return
@@ -414,23 +538,24 @@ class Conversation:
 
     async def _serve_request(
         self,
+        key: tuple[type, Any],
+        scope: trio.CancelScope,
         request_id: Any,
-        method: Any,
+        method: str,
         params: dict[str, Any],
         answer: ServerRequestHandler,
     ) -> None:
         """Answer a server-to-client request (handshake era) with ``answer``: the handler of
         the request on whose stream it arrived (``Client.request(on_request=...)``), else
-        the client's."""
-        with trio.CancelScope() as scope:
-            self._serving[request_id] = scope
+        the client's. ``scope`` is what ``notifications/cancelled`` cancels (no answer then)."""
+        with scope:
             try:
-                message = {"jsonrpc": "2.0", "id": request_id}
+                message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
                 if method == "ping":
                     message["result"] = {}
                 else:
                     try:
-                        message["result"] = await answer(str(method), params)
+                        message["result"] = await answer(method, params)
                     except PeerError as exc:
                         message["error"] = {"code": exc.code, "message": exc.message}
                         if exc.data is not None:
@@ -438,14 +563,25 @@ class Conversation:
                     except Exception:
                         log.exception("the handler for %s failed", loggable(method))
                         message["error"] = {"code": INTERNAL_ERROR, "message": "Internal error"}
-                try:
-                    await self.send(Outgoing(_encode(message)))
-                except TransportLost as exc:
-                    log.warning(
-                        "could not answer the server's %s: %s", loggable(method), loggable(exc)
-                    )
+                await self._send_answer(message, method)
             finally:
-                del self._serving[request_id]
+                if self._serving.get(key) is scope:
+                    del self._serving[key]
+                if len(self._serving) < self.max_server_requests:
+                    self._overload_logged = False
+
+    async def _send_answer(self, message: dict[str, Any], method: str) -> None:
+        try:
+            data = _encode(message)
+        except (TypeError, ValueError):  # msgspec.EncodeError is a ValueError
+            log.exception("the answer to the server's %s is not JSON", loggable(method))
+            message.pop("result", None)
+            message["error"] = {"code": INTERNAL_ERROR, "message": "Internal error"}
+            data = _encode(message)
+        try:
+            await self.send(Outgoing(data))
+        except ClientError as exc:  # the link is gone, or (HTTP) the server refused the POST
+            log.warning("could not answer the server's %s: %s", loggable(method), loggable(exc))
 
     async def wait_usable(self, early: bool = False) -> None:
         """Wait until requests may be sent (``early``: the link is up, for the handshake
@@ -483,6 +619,7 @@ class Conversation:
         if token is not None:
             self._by_token[token] = pending
         sent = False
+        sent_at = math.inf
         try:
             with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
                 while True:
@@ -493,6 +630,7 @@ class Conversation:
                         try:
                             await self.send(out)
                             sent = True
+                            sent_at = min(sent_at, trio.current_time())
                         except TransportLost:
                             if not safe:
                                 raise
@@ -516,7 +654,12 @@ class Conversation:
                     )
                 if sent:
                     await self._cancel_remote(out, "timeout")
-                raise RequestTimeout(method, float(timeout))  # type: ignore[arg-type]
+                dropped = self._dropped
+                raise RequestTimeout(
+                    method,
+                    float(timeout),  # type: ignore[arg-type]
+                    dropped=dropped[1] if dropped is not None and dropped[0] >= sent_at else None,
+                )
         except trio.Cancelled:
             if sent and not pending.done.is_set():
                 with trio.CancelScope(shield=True):
@@ -531,7 +674,7 @@ class Conversation:
             raise outcome
         assert outcome is not None
         if outcome.error is not None:
-            raise peer_error(outcome.error)
+            raise peer_error(decode_value(outcome.error, f"{method}: the error"))
         if outcome.result is None:
             raise BadMessage(f"{method}: a response with neither result nor error")
         return outcome.result
@@ -541,7 +684,8 @@ class Conversation:
     ) -> list[Any]:
         """Send ``items`` ((request id, method, encoded request), ...) as one JSON-RPC batch
         and wait for every answer: each item's result (decoded) or its error
-        (:class:`PeerError`, or :class:`TransportLost` for one the link gave up on), in order.
+        (:class:`PeerError`, :class:`BadMessage` for an answer the client cannot read, or
+        :class:`TransportLost` for one the link gave up on), in order.
         A batch is never re-sent (its items are not all safe to repeat). On timeout or
         cancellation the items still unanswered are cancelled at the server."""
         entries: list[Pending] = []
@@ -575,12 +719,19 @@ class Conversation:
         results: list[Any] = []
         for pending in entries:
             outcome = pending.outcome
-            if isinstance(outcome, ClientError):
-                results.append(outcome)
-            elif outcome is None or outcome.error is not None:
-                results.append(peer_error(outcome.error if outcome else None))
-            else:
-                results.append(msgspec.json.decode(outcome.result) if outcome.result else None)
+            try:
+                if isinstance(outcome, ClientError):
+                    results.append(outcome)
+                elif outcome is None or outcome.error is not None:
+                    error = outcome.error if outcome else None
+                    what = f"{pending.method}: the error"
+                    results.append(peer_error(decode_value(error, what) if error else None))
+                else:
+                    result = outcome.result
+                    what = f"{pending.method}: the result"
+                    results.append(decode_value(result, what) if result else None)
+            except BadMessage as exc:
+                results.append(exc)
         return results
 
     async def _cancel_unanswered(self, entries: list[Pending], reason: str) -> None:
@@ -617,3 +768,16 @@ def peer_error(error: Any) -> PeerError:
         str(error.get("message", "")),
         error.get("data"),
     )
+
+
+def _params(params: msgspec.Raw | msgspec.UnsetType) -> dict[str, Any] | None:
+    """A server message's params as a dict ({} for none, or for an array); None when they
+    are nested deeper than the decoder follows (the envelope was read with less of the
+    stack in use, so the depth is checked again)."""
+    if not isinstance(params, msgspec.Raw):
+        return {}
+    try:
+        decoded = decode_value(params, "params")
+    except BadMessage:
+        return None
+    return decoded if isinstance(decoded, dict) else {}

@@ -12,6 +12,13 @@ before its end (an SSE stream the client stopped reading, a cancelled request) c
 connection: what remains of it cannot be told apart from the next response. One exchange at a
 time per connection (no pipelining); concurrent requests use parallel connections.
 
+A pool holds at most ``max_connections`` connections (busy and idle). Exchanges that may
+stream (a request's POST, whose answer can be an SSE stream held open for as long as the
+request runs; a GET stream) take at most ``max_connections - 1`` of them, waiting for one
+to come free past that; the last one is kept for the short exchanges such a stream may be
+waiting on (``reserved``: the client's answer to the server's question, a cancellation), so
+that a full pool can always make progress.
+
 A server may close an idle connection at any time (RFC 9112 9.5). Before reusing one the pool
 checks, without blocking, that the server has not closed it (a readable idle socket is either
 EOF or bytes nobody asked for; either way it is dropped) and opens a fresh one instead: the
@@ -35,11 +42,13 @@ from typing import Final
 
 import trio
 
-from ._errors import TransportLost
+from ._errors import BadMessage, TransportLost
+from ._unreached import connect_failure
 from ._wire import lifted, socket_of
 
 __all__ = [
     "DEFAULT_IDLE_CONNECTION_TIMEOUT",
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_IDLE_CONNECTIONS",
     "HttpPool",
     "HttpResponse",
@@ -55,10 +64,28 @@ DEFAULT_MAX_IDLE_CONNECTIONS: Final = 4
 #: under our server's 30 s ``HttpLimits.keep_alive_timeout``, so the client drops a connection
 #: before the server does rather than racing its close with a new request.
 DEFAULT_IDLE_CONNECTION_TIMEOUT: Final = 20.0
+#: Connections a pool holds at once, busy and idle (``open_client(max_connections=)``):
+#: httpx's default for its pool. A client's concurrent requests each hold one while their
+#: answer streams, so this bounds them too; a server flooding the client with requests to
+#: answer cannot make it open more (each answer is a POST of its own).
+DEFAULT_MAX_CONNECTIONS: Final = 100
+#: The fewest ``max_connections`` that can work: a handshake-era session's standing GET
+#: stream, one request, and the connection kept for answers.
+MIN_CONNECTIONS: Final = 3
 
 
-def check_pool_limits(max_idle_connections: int, idle_connection_timeout: float) -> None:
+def check_pool_limits(
+    max_idle_connections: int,
+    idle_connection_timeout: float,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> None:
     """Raise ValueError naming the argument when a pool limit is out of range."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise ValueError(
+            f"max_connections must be an int >= {MIN_CONNECTIONS}, not {max_connections!r}"
+        )
+    if max_connections < MIN_CONNECTIONS:
+        raise ValueError(f"max_connections must be >= {MIN_CONNECTIONS}, not {max_connections}")
     if isinstance(max_idle_connections, bool) or not isinstance(max_idle_connections, int):
         raise ValueError(f"max_idle_connections must be an int >= 0, not {max_idle_connections!r}")
     if max_idle_connections < 0:
@@ -288,20 +315,21 @@ class ResponseParser:
 class HttpResponse:
     """A response whose body is read as it arrives. ``receive_some()`` returns body bytes,
     ``b""`` at the end. Raises :class:`TransportLost` when the connection breaks (a stalled
-    read past ``read_timeout`` included). ``aclose()`` hands a connection whose response was
-    read to its end back to its pool, and closes any other."""
+    read past ``read_timeout`` included). ``aclose()`` hands the connection to ``finish``
+    with whether it may carry another exchange (the response was read to its end), or
+    closes it when there is no ``finish``."""
 
     def __init__(
         self,
         stream: trio.abc.Stream,
         parser: ResponseParser,
         read_timeout: float | None,
-        release: Callable[[trio.abc.Stream], Awaitable[None]] | None = None,
+        finish: Callable[[trio.abc.Stream, bool], Awaitable[None]] | None = None,
     ) -> None:
         self._stream: trio.abc.Stream | None = stream
         self._parser = parser
         self._read_timeout = read_timeout
-        self._release = release
+        self._finish = finish
         self.status = parser.status
         self.headers = parser.headers
 
@@ -329,19 +357,25 @@ class HttpResponse:
             )
 
     async def read_all(self, limit: int) -> bytes:
+        """The whole body. Past ``limit`` bytes: :class:`BadMessage` (the server sent more
+        than the client takes, which no retry changes), at once when ``Content-Length``
+        announces it, before any of the body is read."""
+        length = self.headers.get("content-length", "")
+        if length.isascii() and length.isdigit() and int(length) > limit:
+            raise BadMessage(f"the response body is larger than {limit} bytes ({length})")
         body = bytearray()
         while chunk := await self.receive_some():
             body += chunk
             if len(body) > limit:
-                raise TransportLost(f"HTTP response body exceeds {limit} bytes")
+                raise BadMessage(f"the response body is larger than {limit} bytes")
         return bytes(body)
 
     async def aclose(self) -> None:
         stream, self._stream = self._stream, None
         if stream is None:
             return
-        if self._release is not None and self._parser.reusable:
-            await self._release(stream)
+        if self._finish is not None:
+            await self._finish(stream, self._parser.reusable)
             return
         await _close(stream)
 
@@ -399,8 +433,10 @@ class HttpPool:
     ``max_idle``: idle connections kept per origin (more are closed when released).
     ``idle_timeout``: an idle connection older than this is closed rather than reused (servers
     close idle connections too: ours after ``HttpLimits.keep_alive_timeout``, 30 s).
-    ``aclose()`` closes every idle connection; one still carrying a response is closed when
-    that response is. ``opened`` counts the connections made (diagnostics and the tests).
+    ``max_connections``: connections open at once, busy and idle (see the module docstring
+    for the one kept for ``reserved`` exchanges). ``aclose()`` closes every idle connection;
+    one still carrying a response is closed when that response is. ``opened`` counts the
+    connections made, ``most_open`` the most open at once (diagnostics and the tests).
     """
 
     def __init__(
@@ -411,16 +447,24 @@ class HttpPool:
         ssl_context: ssl.SSLContext | None = None,
         max_idle: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
-        check_pool_limits(max_idle, idle_timeout)
+        check_pool_limits(max_idle, idle_timeout, max_connections)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.ssl_context = ssl_context
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
         self.opened = 0
+        self.most_open = 0
         self._idle: dict[tuple[str, str, int], list[_Idle]] = {}
         self._closed = False
+        #: Connections open (busy or idle), and those carrying exchanges that may stream.
+        self._open = 0
+        self._streaming = 0
+        #: Where exchanges wait for a connection to come free.
+        self._room = trio.lowlevel.ParkingLot()
 
     async def _connect(self, url: Url) -> trio.abc.Stream:
         try:
@@ -432,7 +476,10 @@ class HttpPool:
                     await tls.do_handshake()
                     stream = tls
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
-            raise ConnectFailed(f"cannot connect to {url.authority}: {exc!r}") from None
+            reason, refused = connect_failure(exc, self.connect_timeout)
+            raise ConnectFailed(
+                f"cannot connect to {url.authority}: {reason}", refused=refused
+            ) from None
         self.opened += 1
         return stream
 
@@ -444,20 +491,62 @@ class HttpPool:
             entry = idle.pop()  # the most recently used: the least likely to be closed
             if now - entry.since <= self.idle_timeout and not _closed_by_peer(entry.stream):
                 return entry.stream
-            await _close(entry.stream)
+            await self._discard(entry.stream)
         return None
 
-    def _releaser(self, url: Url) -> Callable[[trio.abc.Stream], Awaitable[None]]:
+    async def _discard(self, stream: trio.abc.Stream) -> None:
+        """Close a connection of the pool and make its room available."""
+        self._open -= 1
+        self._room.unpark_all()
+        await _close(stream)
+
+    async def _acquire(self, url: Url, *, fresh: bool = False) -> tuple[trio.abc.Stream, bool]:
+        """A connection to ``url``'s origin: an idle one (True: reused; not when ``fresh``),
+        else a new one once the pool has room for it (an idle connection is closed to make
+        room; else this waits for one to be released or closed)."""
+        while True:
+            stream = None if fresh else await self._take(url)
+            if stream is not None:
+                return stream, True
+            if self._open < self.max_connections:
+                self._open += 1
+                self.most_open = max(self.most_open, self._open)
+                try:
+                    return await self._connect(url), False
+                except BaseException:
+                    self._open -= 1
+                    self._room.unpark_all()
+                    raise
+            oldest = min(
+                (entries[0] for entries in self._idle.values() if entries),
+                key=lambda entry: entry.since,
+                default=None,
+            )
+            if oldest is None:
+                await self._room.park()
+                continue
+            for entries in self._idle.values():
+                if oldest in entries:
+                    entries.remove(oldest)
+            await self._discard(oldest.stream)
+
+    def _finisher(
+        self, url: Url, streaming: bool
+    ) -> Callable[[trio.abc.Stream, bool], Awaitable[None]]:
         key = (url.scheme, url.host, url.port)
 
-        async def release(stream: trio.abc.Stream) -> None:
+        async def finish(stream: trio.abc.Stream, reusable: bool) -> None:
+            if streaming:
+                self._streaming -= 1
+                self._room.unpark_all()
             idle = self._idle.setdefault(key, [])
-            if self._closed or len(idle) >= self.max_idle:
-                await _close(stream)
+            if not reusable or self._closed or len(idle) >= self.max_idle:
+                await self._discard(stream)
             else:
                 idle.append(_Idle(stream, trio.current_time()))
+                self._room.unpark_all()
 
-        return release
+        return finish
 
     async def exchange(
         self,
@@ -465,8 +554,15 @@ class HttpPool:
         method: str,
         headers: Sequence[tuple[str, str]],
         body: bytes = b"",
+        *,
+        reserved: bool = False,
     ) -> HttpResponse:
         """Send one request and return the response with its head read (body still to read).
+
+        ``reserved``: a short exchange (an answer to the server, a notification, a DELETE)
+        that may use the connection kept for such; any other waits while ``max_connections
+        - 1`` connections carry exchanges like it. The wait counts against the caller's
+        own timeout.
 
         Raises :class:`ConnectFailed` when no connection was made (nothing was sent) and
         :class:`TransportLost` when the connection broke after the request was (maybe) sent.
@@ -479,17 +575,35 @@ class HttpPool:
         if body or method == "POST":
             lines.append(f"Content-Length: {len(body)}")
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-        stream = await self._take(url)
-        if stream is not None:
-            try:
-                return await self._send(url, stream, method, request, reused=True)
-            except _Stale:
-                if method not in _IDEMPOTENT:
-                    raise
-        return await self._send(url, await self._connect(url), method, request, reused=False)
+        streaming = not reserved
+        if streaming:
+            while self._streaming >= self.max_connections - 1:
+                await self._room.park()
+            self._streaming += 1
+        try:
+            stream, reused = await self._acquire(url)
+            if reused:
+                try:
+                    return await self._send(url, stream, method, request, True, streaming)
+                except _Stale:
+                    if method not in _IDEMPOTENT:
+                        raise
+                stream, reused = await self._acquire(url, fresh=True)
+            return await self._send(url, stream, method, request, reused, streaming)
+        except BaseException:
+            if streaming:
+                self._streaming -= 1
+                self._room.unpark_all()
+            raise
 
     async def _send(
-        self, url: Url, stream: trio.abc.Stream, method: str, request: bytes, *, reused: bool
+        self,
+        url: Url,
+        stream: trio.abc.Stream,
+        method: str,
+        request: bytes,
+        reused: bool,
+        streaming: bool,
     ) -> HttpResponse:
         parser = ResponseParser(head_request=method == "HEAD")
         lost = _Stale if reused else TransportLost
@@ -519,9 +633,9 @@ class HttpPool:
                         raise _Stale(str(exc)) from None
                     raise
         except BaseException:
-            await _close(stream)
+            await self._discard(stream)
             raise
-        return HttpResponse(stream, parser, self.read_timeout, self._releaser(url))
+        return HttpResponse(stream, parser, self.read_timeout, self._finisher(url, streaming))
 
     async def aclose(self) -> None:
         """Close every idle connection; later releases close theirs. Idempotent."""
@@ -529,4 +643,4 @@ class HttpPool:
         idle, self._idle = self._idle, {}
         for entries in idle.values():
             for entry in entries:
-                await _close(entry.stream)
+                await self._discard(entry.stream)

@@ -20,6 +20,7 @@ import trio
 from ._errors import BadMessage, PeerError, TransportLost
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_IDLE_CONNECTIONS,
     HttpPool,
     HttpResponse,
@@ -27,7 +28,8 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Link, Outgoing
-from ._wire import FramingError, SSEDecoder
+from ._unreached import refused_status
+from ._wire import FramingError, SSEDecoder, redact_url
 
 __all__ = ["LegacySseConnector", "is_legacy_sse_url"]
 
@@ -55,8 +57,9 @@ class LegacySseConnector:
         ssl_context: ssl.SSLContext | None = None,
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
-        check_pool_limits(max_idle_connections, idle_connection_timeout)
+        check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.connect_timeout = connect_timeout
@@ -65,7 +68,9 @@ class LegacySseConnector:
         self.ssl_context = ssl_context
         self.max_idle_connections = max_idle_connections
         self.idle_connection_timeout = idle_connection_timeout
-        self.description = url
+        self.max_connections = max_connections
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
@@ -77,6 +82,7 @@ class LegacySseConnector:
             ssl_context=self.ssl_context,
             max_idle=self.max_idle_connections,
             idle_timeout=self.idle_connection_timeout,
+            max_connections=self.max_connections,
         )
         try:
             response = await pool.exchange(
@@ -87,9 +93,12 @@ class LegacySseConnector:
             raise
         try:
             if response.status != 200 or response.media_type != "text/event-stream":
+                # A 4xx says no (404: nothing here; 401/403: not for us): waiting cannot
+                # change it, but 408 and 429 ask for a later try, and a 5xx may pass.
                 raise TransportLost(
                     f"{self.description}: not an SSE endpoint (HTTP {response.status}, "
-                    f"{response.media_type or 'no content type'})"
+                    f"{response.media_type or 'no content type'})",
+                    refused=refused_status(response.status),
                 )
             link = _LegacyLink(self, response, pool)
             with trio.fail_after(_ENDPOINT_TIMEOUT):
@@ -154,11 +163,14 @@ class _LegacyLink:
 
     async def send(self, out: Outgoing) -> None:
         assert self.endpoint is not None
+        # Short (202, the answer comes on the stream): the pool's reserved lane, so that
+        # the client's answer to the server's question never waits behind requests.
         response = await self._pool.exchange(
             self.endpoint,
             "POST",
             [("Content-Type", "application/json"), *self.config.headers.items()],
             out.data,
+            reserved=True,
         )
         try:
             body = await response.read_all(64 * 1024)  # read to its end: the connection is reused

@@ -12,7 +12,10 @@ Contract of every link (``Link``):
   arrived on a request's own response stream, when the link has such streams) or a
   :class:`Failed` record for one request the link gave up on; raises ``trio.EndOfChannel``
   on a clean end of input and :class:`TransportLost` when the link broke (a stalled partial
-  frame included).
+  frame included), :class:`MessageTooLarge` when what broke it was a message over the size
+  cap that could not be skipped (a WebSocket closes with 1009: the requests in flight on it
+  are not sent again, one of them would bring it back), :class:`BadMessage` for a frame
+  skipped as oversized or unreadable while the link goes on.
 - ``aclose()`` releases everything; idempotent; never raises for an already broken link.
 """
 
@@ -33,6 +36,7 @@ __all__ = [
     "Failed",
     "FramedLink",
     "Link",
+    "MessageTooLarge",
     "OnStream",
     "Outgoing",
     "ReportsUnreached",
@@ -59,6 +63,10 @@ class Outgoing:
     expects_response: bool = False
     #: Extra HTTP headers for this message (2026-07-28 ``Mcp-Param-*``).
     headers: Sequence[tuple[str, str]] = ()
+
+
+class MessageTooLarge(TransportLost):
+    """The link broke because the server sent a message larger than the client takes."""
 
 
 @dataclasses.dataclass(slots=True)

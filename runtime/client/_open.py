@@ -27,7 +27,13 @@ from ._connectors import (
     SocketConnector,
     StdioConnector,
 )
-from ._http import DEFAULT_IDLE_CONNECTION_TIMEOUT, DEFAULT_MAX_IDLE_CONNECTIONS, check_pool_limits
+from ._conversation import DEFAULT_MAX_SERVER_REQUESTS
+from ._http import (
+    DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_IDLE_CONNECTIONS,
+    check_pool_limits,
+)
 from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
 from ._streamable import HttpConnector
@@ -35,7 +41,18 @@ from ._types import Implementation
 from ._websocket import WebSocketConnector
 from ._wire import LATEST_HANDSHAKE_VERSION
 
-__all__ = ["connector_for", "is_server_file", "open_client", "server_command"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "connector_for",
+    "is_server_file",
+    "open_client",
+    "server_command",
+]
+
+#: The largest message the client takes from a server (``open_client(max_message_size=)``):
+#: the server's own ``Limits.max_frame_size`` default, so that what our server may send, our
+#: client reads. A bigger answer fails its request with ``BadMessage`` naming this limit.
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 
 
 def server_command(target: str, framing: str = "ndjson") -> list[str]:
@@ -65,9 +82,15 @@ def connector_for(
     respawn: bool = False,
     max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
     idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
 ) -> Connector:
     """The connector for a target (see :func:`open_client`)."""
-    check_pool_limits(max_idle_connections, idle_connection_timeout)
+    check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
+    if isinstance(max_message_size, bool) or not isinstance(max_message_size, int):
+        raise ValueError(f"max_message_size must be an int >= 1, not {max_message_size!r}")
+    if max_message_size < 1:
+        raise ValueError(f"max_message_size must be >= 1, not {max_message_size}")
     if not isinstance(target, str):
         return StdioConnector(
             list(target),
@@ -75,6 +98,7 @@ def connector_for(
             env=env,
             cwd=cwd,
             close_grace=close_grace,
+            max_frame_size=max_message_size,
             read_timeout=read_timeout,
             respawn=respawn,
         )
@@ -85,9 +109,11 @@ def connector_for(
             headers=headers,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout if read_timeout is not None else 30.0,
+            max_message_size=max_message_size,
             ssl_context=ssl_context,
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
+            max_connections=max_connections,
         )
     if text.startswith(("http://", "https://")):
         return HttpConnector(
@@ -96,14 +122,17 @@ def connector_for(
             backoff=backoff,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout if read_timeout is not None else 30.0,
+            max_message_size=max_message_size,
             ssl_context=ssl_context,
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
+            max_connections=max_connections,
         )
     if text.startswith(("ws://", "wss://")):
         return WebSocketConnector(
             text,
             headers=headers,
+            max_message_size=max_message_size,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             ssl_context=ssl_context,
@@ -116,6 +145,7 @@ def connector_for(
             host=host.strip("[]"),
             port=int(port),
             framing=framing,
+            max_frame_size=max_message_size,
             read_timeout=read_timeout,
             connect_timeout=connect_timeout,
         )
@@ -126,12 +156,17 @@ def connector_for(
         if not path:
             raise ValueError(f"invalid Unix target {target!r}: expected unix:PATH")
         return SocketConnector(
-            path=path, framing=framing, read_timeout=read_timeout, connect_timeout=connect_timeout
+            path=path,
+            framing=framing,
+            max_frame_size=max_message_size,
+            read_timeout=read_timeout,
+            connect_timeout=connect_timeout,
         )
     if text.startswith("pipe:"):
         return PipeConnector(
             text[len("pipe:") :],
             framing=framing,
+            max_frame_size=max_message_size,
             read_timeout=read_timeout,
             connect_timeout=connect_timeout,
         )
@@ -145,6 +180,7 @@ def connector_for(
         env=env,
         cwd=cwd,
         close_grace=close_grace,
+        max_frame_size=max_message_size,
         read_timeout=read_timeout,
         respawn=respawn,
         restart_after_probe=not server_file,
@@ -178,6 +214,9 @@ async def open_client(
     idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     max_list_pages: int = MAX_LIST_PAGES,
     max_list_items: int = MAX_LIST_ITEMS,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -203,10 +242,17 @@ async def open_client(
     HTTP+SSE): how many idle keep-alive connections it keeps per origin, and how long one may
     sit idle before it is closed rather than reused (keep it under the server's own idle
     timeout: ours closes after ``HttpLimits.keep_alive_timeout``, 30 s). Other transports
-    ignore both. Out of range: ValueError, before anything is connected.
-    ``max_list_pages`` (default 1,000) and ``max_list_items`` (default 100,000): the most
-    pages and items one ``all_*`` listing follows before it stops with :class:`ClientError`
-    naming the limit (a server may hand out a fresh cursor forever).
+    ignore both. ``max_list_pages`` (default 1,000) and ``max_list_items`` (default 100,000):
+    the most pages and items one ``all_*`` listing follows before it stops with
+    :class:`ClientError` naming the limit (a server may hand out a fresh cursor forever).
+    ``max_connections`` (default 100, >= 3): connections the HTTP pool holds at
+    once, busy and idle (requests beyond wait for one; the last is kept for the client's
+    answers to the server, which a request's stream may be waiting on).
+    ``max_message_size`` (bytes, default 4 MiB): the largest message taken from the server,
+    every transport; a bigger answer fails its request with :class:`BadMessage` naming it.
+    ``max_server_requests`` (default 64, >= 1): the server's requests (sampling,
+    elicitation, roots, ping) served at once; more are refused at once with -32010.
+    Out of range: ValueError, before anything is connected.
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
@@ -230,6 +276,8 @@ async def open_client(
         respawn=respawn,
         max_idle_connections=max_idle_connections,
         idle_connection_timeout=idle_connection_timeout,
+        max_connections=max_connections,
+        max_message_size=max_message_size,
     )
     if isinstance(connector, LegacySseConnector):
         if era == "modern":
@@ -250,6 +298,7 @@ async def open_client(
             handshake_version=handshake_version or LATEST_HANDSHAKE_VERSION,
             max_list_pages=max_list_pages,
             max_list_items=max_list_items,
+            max_server_requests=max_server_requests,
         )
         if isinstance(connector, HttpConnector):
             connector.reinitialize = client.reinitialize

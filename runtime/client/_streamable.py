@@ -16,9 +16,17 @@ when something goes wrong, per the policy in ``docs/client.md``:
   only when it is safe to repeat (lists, reads, discover, ``tasks/get``, listen), else it
   fails with :class:`TransportLost`.
 - 404 on a request carrying our ``Mcp-Session-Id``: the session is gone; the link asks the
-  client to initialize a new one and sends the request again, once.
+  client to initialize a new one and sends the request again, once. Any other 404 that does
+  not answer the request says there is no MCP endpoint at the URL: a refusal.
+- A refusal (``TransportLost.refused``: connection refused, an unknown host, that 404) while
+  the link has never reached the server fails at once: no retry makes a wrong URL right.
+- An answer the client cannot take (over ``max_message_size``, nested deeper than the
+  decoder follows, not JSON-RPC) fails its request with :class:`BadMessage`, never a retry
+  (it would bring the same answer back): a JSON body at once; on an SSE stream such an
+  event is skipped (it may be a notification, and the answer may follow), and a stream that
+  then ends or breaks without the answer fails the request, naming what was skipped.
 
-Event ids already delivered are remembered (the last ``_SEEN_IDS``), so a replay never
+Event ids already delivered are remembered (the last ``SEEN_IDS``), so a replay never
 delivers an event twice. Handshake era: after ``initialize`` a GET opens the session's
 standing stream (405: the server has none), re-opened with ``Last-Event-ID`` when cut; the
 session is ended with DELETE on close. 2026-07-28: each request carries
@@ -41,8 +49,10 @@ import trio
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
+from ._events import SEEN_IDS, EventReading, SeenIds, answered
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_IDLE_CONNECTIONS,
     ConnectFailed,
     HttpPool,
@@ -51,37 +61,30 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
-from ._wire import MODERN_VERSION, FramingError, SSEDecoder, encode_header_value, loggable
+from ._wire import MODERN_VERSION, encode_header_value, loggable, redact_url
 
 __all__ = ["HttpConnector", "StreamableLink"]
 
 log = logging.getLogger("mcp_runtime.client")
 
-#: Event ids remembered for de-duplication of replayed events.
-_SEEN_IDS: Final = 4096
 _BATCH_REVISION: Final = "2025-03-26"
 #: Seconds an SSE answer's stream may take to end after the answer, so that its connection
 #: can be reused (2025-11-25: the server SHOULD close the stream after the response); a
 #: stream still open then is closed with its connection. The caller has its answer already.
 _DRAIN_WAIT: Final = 1.0
-
-
-class _Probe(msgspec.Struct):
-    id: int | str | float | None = None
-    method: str | None = None
-
-
-_probe: Final = msgspec.json.Decoder(_Probe | list[_Probe])
-
-
-def _answers(data: bytes, ids: set[Any]) -> set[Any]:
-    """The request ids among ``ids`` that the message ``data`` answers."""
-    try:
-        message = _probe.decode(data)
-    except msgspec.DecodeError:
-        return set()
-    items = message if isinstance(message, list) else [message]
-    return {item.id for item in items if item.method is None and item.id in ids}
+#: Messages read off the HTTP streams and not yet taken by the client's reader. Bounded, so
+#: that a server sending faster than the client takes its messages (a flood of requests the
+#: client must answer, each answer a POST) is held back by TCP flow control on its own
+#: streams rather than queued here.
+_INBOX: Final = 64
+#: Seconds an answered exchange must stay open, when it delivers no message, to count as the
+#: end of an outage (a fresh retry budget for the next one): a stream held that long was up,
+#: as a quiet stream cut by a proxy's idle timeout is. A server that answers 200 and cuts at
+#: once (or sends only what the client must refuse) stays within one budget instead of
+#: being retried at the first backoff step until the request's timeout.
+_SETTLED: Final = 2.0
+#: Hint for a 404 at a URL whose path does not end the way MCP endpoints usually do.
+_ENDPOINT_HINT: Final = "MCP endpoints usually end in /mcp"
 
 
 class _Retry(Exception):
@@ -110,18 +113,21 @@ class HttpConnector:
         ssl_context: ssl.SSLContext | None = None,
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
-        check_pool_limits(max_idle_connections, idle_connection_timeout)
+        check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
         self.backoff = backoff or Backoff()
         self.max_idle_connections = max_idle_connections
         self.idle_connection_timeout = idle_connection_timeout
+        self.max_connections = max_connections
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
         self.ssl_context = ssl_context
-        self.description = url
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
         #: Set by open_client: how the link asks the client for a new session.
         self.reinitialize: Callable[[], Awaitable[None]] | None = None
 
@@ -146,28 +152,27 @@ class StreamableLink:
             ssl_context=config.ssl_context,
             max_idle=config.max_idle_connections,
             idle_timeout=config.idle_connection_timeout,
+            max_connections=config.max_connections,
         )
-        self._send_inbox, self._inbox = trio.open_memory_channel[bytes | OnStream | Failed](
-            math.inf
-        )
+        self._send_inbox, self._inbox = trio.open_memory_channel[bytes | OnStream | Failed](_INBOX)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._posts: dict[Any, trio.CancelScope] = {}
-        self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._seen = SeenIds()
         self._standing = False
         self._reinit_lock = trio.Lock()
         self._closed = False
-        #: The last event id and ``retry:`` hint of each SSE stream being read, keyed by
-        #: ``id(out)`` of its request (0: the standing GET stream).
-        self._last_ids: dict[int, str] = {}
+        #: What the SSE streams answering each request have delivered (its last event id,
+        #: its ``retry:`` hint, what was skipped), keyed by ``id(out)`` of its request (0:
+        #: the standing GET stream).
+        self._readings: dict[int, EventReading] = {}
         #: Answers resumed with Last-Event-ID (a GET after a cut POST stream).
         self.resumed = 0
         #: (session id, event id) of the last events delivered, oldest first: what the
         #: de-duplication let through (for diagnostics and the tests).
         self.delivered: collections.deque[tuple[str | None, str]] = collections.deque(
-            maxlen=_SEEN_IDS
+            maxlen=SEEN_IDS
         )
-        self._retry_hints: dict[int, float] = {}
         #: The last connection failure of each request not sent yet (``unreached``).
         self._unreached: dict[Any, str] = {}
 
@@ -218,7 +223,7 @@ class StreamableLink:
             # 2025-11-25 "Session Management": clients SHOULD end a session with DELETE.
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 try:
-                    response = await self._exchange("DELETE", b"", accept=None)
+                    response = await self._exchange("DELETE", b"", accept=None, reserved=True)
                     await response.aclose()
                 except ClientError:
                     pass
@@ -256,15 +261,17 @@ class StreamableLink:
         out: Outgoing | None = None,
         accept: str | None = "application/json, text/event-stream",
         last_event_id: str | None = None,
+        reserved: bool = False,
     ) -> HttpResponse:
         headers = self._headers(out if method == "POST" else None, accept)
         if last_event_id is not None:
             headers.append(("Last-Event-ID", last_event_id))
-        return await self.pool.exchange(self.config.url, method, headers, body)
+        return await self.pool.exchange(self.config.url, method, headers, body, reserved=reserved)
 
     async def _post_message(self, out: Outgoing) -> None:
-        """A notification or a response: the server answers 202 Accepted (or an error)."""
-        response = await self._exchange("POST", out.data, out=out)
+        """A notification or a response: the server answers 202 Accepted (or an error).
+        Short, and a request's stream may be waiting on it: the pool's reserved lane."""
+        response = await self._exchange("POST", out.data, out=out, reserved=True)
         try:
             body = await response.read_all(64 * 1024)  # read to its end: the connection is reused
             if response.status >= 400:
@@ -283,19 +290,20 @@ class StreamableLink:
                 await self._deliver_request(out, ids)
         except ClientError as exc:
             for request_id in ids:
-                self._send_inbox.send_nowait(Failed(request_id, exc))
+                await self._push(Failed(request_id, exc))
         finally:
             for request_id in ids:
                 self._posts.pop(request_id, None)
                 self._unreached.pop(request_id, None)
             # Keyed by id(out): never let a later request inherit this one's position.
-            self._last_ids.pop(id(out), None)
-            self._retry_hints.pop(id(out), None)
+            self._readings.pop(id(out), None)
 
     async def _deliver_request(self, out: Outgoing, ids: set[Any]) -> None:
         run: BackoffRun | None = None
         resume: str | None = None
         reinitialized = False
+        reading = self._reading(id(out), ids)
+        delivered = 0
         while ids:
             try:
                 if resume is not None:
@@ -308,12 +316,16 @@ class StreamableLink:
                     response = await self._exchange("POST", out.data, out=out)
                 for request_id in ids:
                     self._unreached.pop(request_id, None)  # connected: it was sent
-                if response.status < 300:
-                    run = None  # it got through: a later outage gets a fresh budget
+                answered_at = trio.current_time()
                 try:
                     await self._read_answer(out, response, ids, resume is not None)
                 finally:
                     await response.aclose()
+                    if reading.delivered > delivered or (
+                        response.status < 300 and trio.current_time() - answered_at >= _SETTLED
+                    ):
+                        delivered = reading.delivered
+                        run = None  # it got through: a later outage gets a fresh budget
                 if ids:  # the stream ended cleanly without the answer: a cut stream
                     raise TransportLost("the response stream ended before the answer")
                 return
@@ -336,18 +348,31 @@ class StreamableLink:
             except _Retry as retry:
                 reason, hint, resume = str(retry), retry.hint, retry.resume
             except ConnectFailed as exc:
+                if exc.refused and not self.pool.opened:
+                    # Never reached: a wrong port or host, not an outage to wait out.
+                    raise TransportLost(str(exc), refused=True) from None
                 reason, hint = str(exc), None  # nothing was sent: any method may retry
                 if resume is None:
                     for request_id in ids:
                         self._unreached[request_id] = reason
             except TransportLost as exc:
+                if exc.refused:  # no MCP endpoint at the URL: nothing to wait out
+                    raise
+                skipped = reading.skipped
+                if skipped is not None:
+                    # What the client dropped may have been the answer: a retry would bring
+                    # it back, so the request ends with its stream.
+                    raise BadMessage(
+                        f"{out.method}: no answer the client could take on its stream "
+                        f"(it skipped {skipped})"
+                    ) from None
                 if self._resumable(out):
-                    resume = self._last_ids.get(id(out)) or resume
+                    resume = reading.last_id or resume
                 if resume is None and not out.repeatable:
                     raise TransportLost(
                         f"{out.method}: {exc}; not re-sent, it is not safe to repeat"
                     ) from None
-                reason, hint = str(exc), self._retry_hints.get(id(out))
+                reason, hint = str(exc), reading.retry
             if run is None:
                 run = self.config.backoff.start(clock=trio.current_time())
             delay = run.next_wait(trio.current_time(), hint)
@@ -390,13 +415,26 @@ class StreamableLink:
             if not ids:
                 await _drain(response)
             return
-        body = await response.read_all(self.config.max_message_size)
+        limit = self.config.max_message_size
+        try:
+            body = await response.read_all(limit)
+        except BadMessage:
+            raise BadMessage(
+                f"{out.method}: the server's answer is larger than the client's "
+                f"max_message_size ({limit} bytes)"
+            ) from None
         if media == "application/json" and body:
-            answered = _answers(body, ids)
-            if answered:
+            found = answered(body, ids)
+            if isinstance(found, str):
+                if status < 300:
+                    raise BadMessage(f"{out.method}: the server's answer: {found}")
+                found = set()  # an error status with a body that is not ours to read
+            if found:
                 await self._push(body)
-                ids.difference_update(answered)
+                ids.difference_update(found)
                 return
+            if status == 404:
+                raise self._no_endpoint()
             error = _error_of(body)
             if error is not None:  # an error for no id of ours (id null): e.g. a 401, a 400
                 code = error.get("code")
@@ -407,54 +445,67 @@ class StreamableLink:
                 )
         if 200 <= status < 300:
             raise BadMessage(f"{out.method}: HTTP {status} without an answer")
+        if status == 404:
+            raise self._no_endpoint()
         raise PeerError(
             -32000,
             f"HTTP {status}: {body[:300].decode('utf-8', 'replace').strip()}",
             {"status": status},
         )
 
+    def _no_endpoint(self) -> TransportLost:
+        """A 404 that answers no request: nothing at this URL speaks MCP."""
+        url = self.config.url
+        path = url.target.split("?", 1)[0].rstrip("/")
+        hint = "" if path.endswith("/mcp") else f" ({_ENDPOINT_HINT})"
+        return TransportLost(
+            f"{self.config.description}: HTTP 404 Not Found: no MCP endpoint at this URL{hint}",
+            refused=True,
+        )
+
+    def _reading(self, key: int, awaiting: set[Any] | None) -> EventReading:
+        reading = self._readings.get(key)
+        if reading is None:
+            reading = self._readings[key] = EventReading(
+                self.config.max_message_size, self._seen, awaiting
+            )
+        return reading
+
     async def _read_events(
         self, response: HttpResponse, out: Outgoing | None, ids: set[Any], timeout: float
     ) -> None:
-        decoder = SSEDecoder(max_frame_size=self.config.max_message_size)
+        """Deliver the messages of an SSE stream: a request's answer stream (``out``), or
+        the session's standing stream (``out`` None); see :class:`EventReading` for what
+        is delivered. What it skipped on a request's stream fails the request if the answer
+        does not follow (``_deliver_request``)."""
         key = id(out) if out is not None else 0
+        reading = self._reading(key, ids if out is not None else None)
+        reading.begin()
+        on_stream = out is not None and not out.batch_ids and out.request_id is not None
         while True:
             chunk = await response.receive_some(timeout=timeout)
-            decoder.feed(chunk)
+            reading.feed(chunk)
             while True:
-                try:
-                    event = decoder.next_event()
-                except FramingError as exc:  # an oversized event: the decoder skipped it
-                    log.warning("skipped an SSE event: %s", loggable(exc))
-                    continue
-                if event is None:
+                skips = reading.skips
+                data = reading.next_message()
+                if reading.skips > skips:
+                    log.warning("skipped an SSE event: %s", loggable(reading.skipped))
+                if data is None:
                     break
-                if decoder.retry is not None:
-                    self._retry_hints[key] = decoder.retry / 1000
-                if event.id:
-                    self._last_ids[key] = event.id
-                    if event.id in self._seen:
-                        continue  # a replayed event we already delivered
-                    self._seen[event.id] = None
-                    if len(self._seen) > _SEEN_IDS:
-                        self._seen.popitem(last=False)
-                    if event.data:
-                        self.delivered.append((self.session_id, event.id))
-                if not event.data or event.event != "message":
-                    continue  # a priming event
-                data = event.data.encode("utf-8")
+                if reading.last_delivered_id is not None:
+                    self.delivered.append((self.session_id, reading.last_delivered_id))
                 # On one request's own stream: what the server sends there relates to it.
-                if out is not None and not out.batch_ids and out.request_id is not None:
+                if on_stream:
+                    assert out is not None
                     await self._push(OnStream(out.request_id, data))
                 else:
                     await self._push(data)
-                ids.difference_update(_answers(data, ids))
                 if out is not None and not ids:
                     return
             if not chunk:
                 return
 
-    async def _push(self, data: bytes | OnStream) -> None:
+    async def _push(self, data: bytes | OnStream | Failed) -> None:
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send_inbox.send(data)
 
@@ -471,7 +522,8 @@ class StreamableLink:
             await reinitialize()
             # Event ids are unique within a session only (2025-11-25 "Resumability"): the
             # new session's ids start over, so forget the old session's.
-            self._last_ids.clear()
+            for reading in self._readings.values():
+                reading.last_id = None
             self._seen.clear()
 
     async def _standing_stream(self) -> None:
@@ -499,14 +551,23 @@ class StreamableLink:
                         if response.media_type != "text/event-stream":
                             log.warning("the standing stream got HTTP %d", response.status)
                             return
-                        run = None
-                        await self._read_events(response, None, set(), math.inf)
+                        delivered = self._reading(0, None).delivered
+                        opened_at = trio.current_time()
+                        try:
+                            await self._read_events(response, None, set(), math.inf)
+                        finally:
+                            if (
+                                self._reading(0, None).delivered > delivered
+                                or trio.current_time() - opened_at >= _SETTLED
+                            ):
+                                run = None  # it was up: the next cut gets a fresh budget
                     finally:
                         await response.aclose()
                     raise TransportLost("the standing stream ended")
                 except TransportLost as exc:
-                    last_id = self._last_ids.get(0, last_id)
-                    hint = hint if hint is not None else self._retry_hints.get(0)
+                    standing = self._reading(0, None)
+                    last_id = standing.last_id or last_id
+                    hint = hint if hint is not None else standing.retry
                     if run is None:
                         run = self.config.backoff.start(clock=trio.current_time())
                     delay = run.next_wait(trio.current_time(), hint)
@@ -518,7 +579,7 @@ class StreamableLink:
                             f"{run.attempts} attempt(s) in {run.elapsed:.1f} s: {exc}",
                             attempts=run.attempts,
                         )
-                        self._send_inbox.send_nowait(Failed(None, error))
+                        await self._push(Failed(None, error))
                         return
                     await trio.sleep(delay)
         except ClientError as exc:
@@ -543,7 +604,7 @@ def _error_of(body: bytes) -> dict[str, Any] | None:
     """The ``error`` object of a JSON-RPC error response body, else None."""
     try:
         message = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # (nesting: the server's TOO_DEEP rule)
         return None
     error = message.get("error") if isinstance(message, dict) else None
     return error if isinstance(error, dict) else None

@@ -9,6 +9,18 @@ partly received, each read must bring more bytes within ``read_timeout``, else t
 breaks the stream and the link reports :class:`TransportLost` ("stalled mid-message"), as
 the framed links do. Between messages there is no read timeout (the per-request timeouts
 cover a silent server).
+
+Closing (RFC 6455 7.1.2): the client sends its Close frame and waits for the server's, at
+most ``_DISCONNECT_TIMEOUT``, then closes the TCP connection. Only trio-websocket's reader
+task can see the server's Close frame, and a client is usually closed by cancelling the
+scope around it, so that task runs shielded from outside cancellation and is ended here
+once the handshake is over: a client closes as soon as the server answers, and a server
+that never does costs the timeout, never more.
+
+A message over ``max_message_size`` makes trio-websocket close the connection (1009,
+RFC 6455 7.4.1). The link reports it as :class:`MessageTooLarge`: the requests in flight
+on it fail with :class:`BadMessage` rather than being sent again after the reconnect,
+since one of them would only bring the same answer back.
 """
 
 from __future__ import annotations
@@ -23,12 +35,18 @@ from typing import Any, Final
 import trio
 
 from ._errors import TransportLost
-from ._link import Link, Outgoing, single_errors
+from ._link import Link, MessageTooLarge, Outgoing, single_errors
+from ._unreached import connect_failure, refused_status
+from ._wire import redact_url
 
 __all__ = ["FrameTracker", "StallGuard", "WebSocketConnector"]
 
-#: Seconds the closing handshake may take when the client closes.
+#: Seconds the closing handshake may take when the client closes (the server's Close frame
+#: normally comes within a round trip).
 _DISCONNECT_TIMEOUT: Final = 2.0
+#: How trio-websocket's reason starts when it closed the connection (1009) because a
+#: message from the server exceeded ``max_message_size`` (trio_websocket._impl).
+_TOO_BIG_REASON: Final = "Exceeded maximum message size"
 _HANDSHAKE_END: Final = b"\r\n\r\n"
 
 
@@ -157,7 +175,8 @@ class WebSocketConnector:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.ssl_context = ssl_context
-        self.description = url
+        # What logs and errors name it by: never a password or a key in the URL.
+        self.description = redact_url(url)
 
     async def _connect(self) -> trio.abc.Stream:
         try:
@@ -171,52 +190,89 @@ class WebSocketConnector:
                     )
                 return await trio.open_tcp_stream(self._host, self._port)
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
-            raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
+            reason, refused = connect_failure(exc, self.connect_timeout)
+            raise TransportLost(
+                f"cannot connect to {self.description}: {reason}", refused=refused
+            ) from None
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Link]:
-        from trio_websocket import wrap_client_stream
+        from trio_websocket import ConnectionRejected, HandshakeError, wrap_client_stream
 
         guard = StallGuard(await self._connect(), self.read_timeout)
         extra_headers = [(k.encode(), v.encode()) for k, v in self.headers.items()]
         try:
             async with single_errors(), trio.open_nursery() as nursery:
+                background, reader_scope = await nursery.start(_shielded_nursery)
                 try:
-                    with trio.fail_after(self.connect_timeout):
-                        ws = await wrap_client_stream(
-                            nursery,
-                            guard,  # type: ignore[arg-type]  # any trio Stream does
-                            self._host_header,
-                            self._resource,
-                            subprotocols=["mcp"],
-                            extra_headers=extra_headers,
-                            max_message_size=self.max_message_size,
-                        )
-                except trio.TooSlowError:
-                    raise TransportLost(
-                        f"cannot connect to {self.description}: no handshake answer in "
-                        f"{self.connect_timeout:g} s"
-                    ) from None
-                try:
-                    yield _WebSocketLink(ws, self.description, guard)
+                    try:
+                        with trio.fail_after(self.connect_timeout):
+                            ws = await wrap_client_stream(
+                                background,
+                                guard,  # type: ignore[arg-type]  # any trio Stream does
+                                self._host_header,
+                                self._resource,
+                                subprotocols=["mcp"],
+                                extra_headers=extra_headers,
+                                max_message_size=self.max_message_size,
+                            )
+                    except trio.TooSlowError:
+                        raise TransportLost(
+                            f"cannot connect to {self.description}: no handshake answer in "
+                            f"{self.connect_timeout:g} s"
+                        ) from None
+                    try:
+                        yield _WebSocketLink(ws, self.description, guard, self.max_message_size)
+                    finally:
+                        with (
+                            trio.CancelScope(shield=True),
+                            trio.move_on_after(_DISCONNECT_TIMEOUT),
+                        ):
+                            await ws.aclose()
                 finally:
-                    with trio.CancelScope(shield=True), trio.move_on_after(_DISCONNECT_TIMEOUT):
-                        await ws.aclose()
+                    reader_scope.cancel()
                     nursery.cancel_scope.cancel()
-        except Exception as exc:
-            if type(exc).__name__ in ("HandshakeError", "ConnectionRejected"):
-                raise TransportLost(f"cannot connect to {self.description}: {exc!r}") from None
-            raise
+        except ConnectionRejected as exc:
+            raise TransportLost(
+                f"cannot connect to {self.description}: {_rejection(exc.status_code)}",
+                refused=refused_status(exc.status_code),
+            ) from None
+        except HandshakeError as exc:
+            raise TransportLost(
+                f"cannot connect to {self.description}: the WebSocket handshake failed "
+                f"({exc or type(exc).__name__})"
+            ) from None
         finally:
             with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
                 await guard.aclose()
 
 
+def _rejection(status: int) -> str:
+    if status == 404:
+        return (
+            "the server has no WebSocket endpoint at this path (HTTP 404; MCP endpoints "
+            "usually end in /mcp)"
+        )
+    return f"the server refused the WebSocket handshake (HTTP {status})"
+
+
+async def _shielded_nursery(
+    *, task_status: trio.TaskStatus[tuple[trio.Nursery, trio.CancelScope]]
+) -> None:
+    """A nursery whose tasks outside cancellation does not reach, and the scope that ends
+    them (trio-websocket's reader: see the module docstring)."""
+    with trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as nursery:
+            task_status.started((nursery, scope))
+            await trio.sleep_forever()
+
+
 class _WebSocketLink:
-    def __init__(self, ws: Any, name: str, guard: StallGuard) -> None:
+    def __init__(self, ws: Any, name: str, guard: StallGuard, max_message_size: int) -> None:
         self._ws = ws
         self._name = name
         self._guard = guard
+        self._max_message_size = max_message_size
 
     def _lost(self, reason: object) -> TransportLost:
         if self._guard.stalled is not None:
@@ -240,6 +296,12 @@ class _WebSocketLink:
             code = getattr(exc.reason, "code", None)
             if code in (1000, 1001) and self._guard.stalled is None:
                 raise trio.EndOfChannel from None
+            text = getattr(exc.reason, "reason", None) or ""
+            if code == 1009 and text.startswith(_TOO_BIG_REASON):
+                raise MessageTooLarge(
+                    f"{self._name}: a message from the server is larger than the client's "
+                    f"max_message_size ({self._max_message_size} bytes)"
+                ) from None
             raise self._lost(exc.reason) from None
         return message.encode("utf-8") if isinstance(message, str) else bytes(message)
 

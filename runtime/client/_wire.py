@@ -10,12 +10,13 @@ bottom layers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import Raw
 
 from ..framing import (
     ContentLengthFramer,
@@ -26,6 +27,7 @@ from ..framing import (
     SSEEvent,
     escape_excerpt,
     loggable,
+    redact_url,
 )
 from ..protocol import (
     HANDSHAKE_VERSIONS,
@@ -44,7 +46,17 @@ from ..protocol import (
     NAMED_METHODS,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
+    SERVER_OVERLOADED,
+    TOO_DEEP,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Envelope,
+    JSONRPCError,
+    classify,
+    decode_frame,
+    decode_item,
+    id_key,
+    invalid_params,
+    invalid_request,
 )
 from ..transports import lifted, open_fifo_pair, pipe_client_lock, pipe_paths
 
@@ -68,28 +80,38 @@ __all__ = [
     "PARSE_ERROR",
     "REPEATABLE_METHODS",
     "REQUEST_TIMEOUT",
+    "SERVER_OVERLOADED",
     "TASKS_EXTENSION",
+    "TOO_DEEP",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "ContentLengthFramer",
+    "Envelope",
     "Framer",
     "FramingError",
-    "Incoming",
+    "JSONRPCError",
     "NdjsonFramer",
     "SSEDecoder",
     "SSEEvent",
+    "Unreadable",
     "decode_incoming",
+    "decode_value",
     "encode_header_value",
     "escape_excerpt",
+    "id_key",
+    "invalid_params",
+    "invalid_request",
     "lifted",
     "loggable",
     "make_framer",
     "open_fifo_pair",
     "pipe_client_lock",
     "pipe_paths",
+    "redact_url",
     "socket_of",
 ]
 
 from .. import __version__ as CLIENT_VERSION
+from ._errors import BadMessage
 
 #: The stateless revision (2026-07-28) this client speaks: no handshake, per-request ``_meta``.
 MODERN_VERSION: Final = MODERN_VERSIONS[0]
@@ -128,34 +150,62 @@ def make_framer(framing: str, max_frame_size: int) -> Framer:
     raise ValueError(f"unknown framing {framing!r} (expected 'ndjson' or 'content-length')")
 
 
-class Incoming(msgspec.Struct):
-    """One JSON-RPC message from the server, decoded once; ``params`` and ``result`` stay raw
-    until the method that asked decodes them into its own result type."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A message from the server that the client cannot take, and why (``reason``)."""
 
-    jsonrpc: str | UnsetType = UNSET
-    id: int | str | float | UnsetType | None = UNSET
-    method: str | UnsetType = UNSET
-    params: Raw | UnsetType = UNSET
-    result: Raw | UnsetType = UNSET
-    error: dict[str, Any] | UnsetType = UNSET
+    reason: str
 
 
-_incoming: Final = msgspec.json.Decoder(Incoming | list[Incoming])
+def decode_incoming(data: bytes | memoryview) -> list[Envelope | Unreadable]:
+    """One frame from the server as its messages (a batch gives several, each judged on its
+    own): an :class:`Envelope` (``params``, ``result`` and ``error`` still raw) or an
+    :class:`Unreadable` saying why not. Never raises.
 
-
-def decode_incoming(data: bytes) -> list[Incoming]:
-    """One frame from the server as its messages (a batch reply gives several).
-
-    Raises ``msgspec.DecodeError`` / ``ValueError`` for anything that is not JSON-RPC 2.0.
-    """
-    decoded = _incoming.decode(data)
-    items = decoded if isinstance(decoded, list) else [decoded]
-    for item in items:
-        if item.jsonrpc != "2.0":
-            raise ValueError("not a JSON-RPC 2.0 message (jsonrpc is not '2.0')")
-        if item.method is UNSET and item.result is UNSET and item.error is UNSET:
-            raise ValueError("neither a request, a notification nor a response")
+    The server's own validator decides (``runtime.protocol``: :func:`decode_frame`,
+    :func:`decode_item`, :func:`classify`), so a peer's message is held to one rule in both
+    directions, the bound on nesting included: msgspec follows nesting on the C stack, and
+    past the interpreter's recursion limit the JSON is answered as ``TOO_DEEP`` (-32700),
+    never a ``RecursionError`` out of the reader."""
+    try:
+        decoded = decode_frame(data)
+    except JSONRPCError as exc:
+        return [Unreadable(exc.message)]
+    if isinstance(decoded, Envelope):
+        return [_judged(decoded)]
+    if not decoded:
+        return [Unreadable("an empty batch")]
+    items: list[Envelope | Unreadable] = []
+    for raw in decoded:
+        try:
+            items.append(_judged(decode_item(raw)))
+        except JSONRPCError as exc:
+            items.append(Unreadable(exc.message))
     return items
+
+
+def _judged(envelope: Envelope) -> Envelope | Unreadable:
+    try:
+        classify(envelope)
+    except JSONRPCError as exc:
+        return Unreadable(exc.message)
+    return envelope
+
+
+def decode_value(data: Raw | bytes, what: str, type: Any = Any) -> Any:
+    """A value the server sent (a result, an error object, params) decoded as ``type``.
+
+    Raises :class:`BadMessage` naming ``what``: for JSON that does not match ``type``, and
+    for nesting deeper than the decoder follows (the server's rule, ``TOO_DEEP``: the value
+    is decoded deeper in the stack than its envelope was, so its depth is checked again)."""
+    try:
+        return msgspec.json.decode(data, type=type)
+    except RecursionError:
+        raise BadMessage(f"{what}: {TOO_DEEP}") from None
+    except msgspec.ValidationError as exc:
+        raise BadMessage(f"{what}: the result does not match the schema: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise BadMessage(f"{what}: {exc}") from None
 
 
 # RFC 9110 field values the 2026-07-28 spec lets through unencoded: visible ASCII, space, tab

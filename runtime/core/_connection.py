@@ -348,14 +348,19 @@ class Connection:
             # is shielded anyway); issue 22 item 4, memory per idle connection.
             try:
                 idle = await self._serve_requests(started)
+            except Exception:
+                self._broke = "crashed"  # (stdio serves on with a new connection: _server)
+                log.exception("connection crashed conn=%s", self._id)
+                # What the fault cut short gets -32603, in the flush below.
+                self._reader.answer_cut_short()
             finally:
                 if not idle:
                     self._cancel_outside_requests()
                     self._fail_pending()
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
-        except Exception:
-            self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
+        except Exception:  # (a fault in the ending itself)
+            self._broke = "crashed"
             log.exception("connection crashed conn=%s", self._id)
         finally:
             if not idle:

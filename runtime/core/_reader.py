@@ -19,14 +19,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from ..framing import FramingError, escape_excerpt
 from ..protocol import (
     INVALID_REQUEST,
     ONE_PASS_OVER,
+    REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
     Kind,
@@ -37,6 +39,7 @@ from ..protocol import (
     decode_item,
     error_reply,
     framing_error,
+    internal_error,
     invalid_request,
 )
 from . import _engine as engine
@@ -84,6 +87,7 @@ class Reader:
         "_assemble",
         "_assembler",
         "_channel",
+        "_cut_short",
         "_dispatcher",
         "_ended",
         "_id",
@@ -170,6 +174,8 @@ class Reader:
         #: Set by the connection when its grace ran out: requests cut short from then on are
         #: answered -32000 "Server is shutting down" (issue 16 item 4).
         self.ending = False
+        #: Requests cut short without a reply (``_abandon``), for ``answer_cut_short``.
+        self._cut_short: list[_Running] | None = None
 
     # -- control (from the connection) -------------------------------------------------------
 
@@ -295,7 +301,13 @@ class Reader:
                 # out): the frame goes to a fresh generation, which stops reading after it.
                 self._next_generation(frame=frame)
                 return None
-            running = await self._on_frame(scope, frame)
+            try:
+                running = await self._on_frame(scope, frame)
+            except Exception:  # a fault of ours costs this frame, never the connection
+                await self._fault(frame)
+                if self._scope is not scope:  # (reading was handed on before the fault)
+                    return None
+                running = None
             if running is not None or self._scope is not scope:
                 return running
             frame = None
@@ -445,6 +457,26 @@ class Reader:
             self._on_response(message)
         return None
 
+    async def _fault(self, frame: bytes) -> None:
+        """Handling ``frame`` raised: a bug of ours, since everything a peer may send has its
+        answer. Logged with its traceback (never on the wire); a request is answered -32603
+        under its id, a frame whose id cannot be read under id null (JSON-RPC 2.0 section
+        5), a notification or response not at all; reading goes on. (Its requests already
+        running, if any, go on too.)"""
+        log.exception("fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(frame))
+        request_id: Any = None
+        try:
+            message = decode_frame(frame)
+        except Exception:  # (unreadable, or the fault was in the reading itself)
+            message = None
+        if isinstance(message, Envelope):
+            # (Read here with nothing between, not through ``classify``, where the fault may
+            # have been: a method and an id make a request.)
+            if not (isinstance(message.method, str) and message.id is not UNSET):
+                return  # a notification or a response: nothing to answer
+            request_id = message.id if isinstance(message.id, REQUEST_ID_TYPES) else None
+        await self._out.answer(error_reply(internal_error(), request_id))
+
     def _observe(self, error: JSONRPCError) -> None:
         """Tell the dispatcher's refusal observer (only called when there is one)."""
         self._assembler.observe(error, self._session, self._id)
@@ -576,8 +608,13 @@ class Reader:
 
     def _abandon(self, running: _Running, reply: bytes | Pieces | None) -> None:
         """Bookkeeping for a request cut short from outside (the connection is ending);
-        ``reply``, when given, is held for the outbox's last flush (in its batch's reply)."""
+        ``reply``, when given, is held for the outbox's last flush (in its batch's reply).
+        One cut short without a reply is remembered for ``answer_cut_short``."""
         self._table.leave(running.ctx)
+        if reply is None:
+            if self._cut_short is None:
+                self._cut_short = []
+            self._cut_short.append(running)
         batch = running.batch
         if batch is None:
             if reply is not None:
@@ -591,6 +628,29 @@ class Reader:
                 self._out.hold(whole)
             if batch.counted:
                 self._task_done()
+
+    def answer_cut_short(self) -> None:
+        """The connection failed on a fault of ours: each request that cut short, and its
+        client did not cancel, is answered -32603 (held for the outbox's last flush; batch
+        items inside their batch's reply), as a handler's own failure would be."""
+        done: list[Batch] = []
+        for running in self._cut_short or ():
+            ctx = running.ctx
+            if ctx.no_reply:
+                continue
+            reply = error_reply(internal_error(), ctx.id)
+            batch = running.batch
+            if batch is None:
+                self._out.hold(reply, ctx.id)
+                continue
+            batch.replies[running.index] = reply
+            if batch.unfinished == 0 and batch not in done:  # (its walk had ended)
+                done.append(batch)
+        for batch in done:
+            whole = batch.reply()
+            if whole is not None:
+                self._out.hold(whole)
+        self._cut_short = None
 
     async def _batch_item_done(self, batch: Batch, *, in_reader: bool) -> None:
         """One suspended item (or the walk) finished; the last one sends the batch reply."""

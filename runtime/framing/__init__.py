@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._errors import FramingError, escape_excerpt
-from ._logsafe import escape_json_text, loggable
+from ._logsafe import REDACTED, escape_json_text, loggable, redact_url
 from ._ndjson import NdjsonFramer
 from ._protocol import DEFAULT_MAX_FRAME_SIZE, Framer
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_HEADER_SIZE",
+    "REDACTED",
     "ContentLengthFramer",
     "Framer",
     "FramingError",
@@ -33,6 +34,7 @@ __all__ = [
     "escape_excerpt",
     "escape_json_text",
     "loggable",
+    "redact_url",
 ]
 
 #: Loaded on first use (PEP 562): an NDJSON server (stdio's default) never needs the

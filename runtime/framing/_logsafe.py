@@ -20,7 +20,7 @@ from typing import Final
 
 from ._errors import EXCERPT_LIMIT
 
-__all__ = ["escape_json_text", "loggable"]
+__all__ = ["REDACTED", "escape_json_text", "loggable", "redact_url"]
 
 #: A value that passes unchanged: printable ASCII but for the space, the double quote and
 #: the backslash (the characters that delimit or escape a field). Method names, tool names,
@@ -29,6 +29,10 @@ _PLAIN: Final = re.compile(r"[!#-\[\]-~]+")
 #: What a quoted value must escape: its quote and backslash, and anything not printable
 #: ASCII (the printable rest of Unicode is kept, and checked one character at a time).
 _SPECIAL: Final = re.compile(r'["\\]|[^ -~]')
+#: What a masked value is shown as.
+REDACTED: Final = "[REDACTED]"
+#: ``scheme:`` (RFC 3986 section 3.1), then ``//userinfo@`` when the URI has one.
+_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://([^/?#]*@))?")
 _SHORT: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -95,3 +99,24 @@ def escape_json_text(text: str) -> str:
     if text.isascii():
         return text.replace("\x7f", "\\u007f")
     return _NOT_ASCII.sub(_json_escape, text.replace("\x7f", "\\u007f"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with what may be a credential masked: the userinfo (``user:password@``,
+    RFC 3986 section 3.2.1, which RFC 9110 section 4.2.4 forbids senders to use) is
+    dropped, each query parameter's value and the fragment are ``[REDACTED]`` (API keys,
+    signatures and OAuth codes travel there). A string without a scheme is returned as it
+    is."""
+    match = _URL.match(url)
+    if match is None:
+        return url
+    if match.group(1) is not None:
+        url = url[: match.start(1)] + url[match.end(1) :]
+    head, hash_, _ = url.partition("#")
+    head, question, query = head.partition("?")
+    if question:
+        head += "?" + "&".join(
+            f"{name}={REDACTED}" if eq else REDACTED
+            for name, eq, _ in (part.partition("=") for part in query.split("&"))
+        )
+    return head + ("#" + REDACTED if hash_ else "")

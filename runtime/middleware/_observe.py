@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from time import perf_counter
@@ -13,7 +12,7 @@ import msgspec
 import trio
 
 from ..features import principal_key
-from ..framing import escape_json_text, loggable
+from ..framing import REDACTED, escape_json_text, loggable, redact_url
 from ..protocol import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
@@ -75,36 +74,12 @@ DEFAULT_REDACT: Final = (
     "session",
     "signature",
 )
-_MASK: Final = "[REDACTED]"
 #: Characters of a request id kept on a log line (a peer chooses its length).
 _ID_CHARS: Final = 200
-#: ``scheme:`` (RFC 3986 section 3.1), then ``//userinfo@`` when the URI has one.
-_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://([^/?#]*@))?")
 
 Fields = Iterable["str | tuple[str, ...]"]
 #: A compiled allow-list: key -> True (the value is logged) or a deeper tree.
 _Tree = dict[str, "_Tree | bool"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` with what may be a credential masked: the userinfo (``user:password@``,
-    RFC 3986 section 3.2.1, which RFC 9110 section 4.2.4 forbids senders to use) is
-    dropped, each query parameter's value and the fragment are ``[REDACTED]`` (API keys,
-    signatures and OAuth codes travel there). A string without a scheme is returned as it
-    is."""
-    match = _URL.match(url)
-    if match is None:
-        return url
-    if match.group(1) is not None:
-        url = url[: match.start(1)] + url[match.end(1) :]
-    head, hash_, _ = url.partition("#")
-    head, question, query = head.partition("?")
-    if question:
-        head += "?" + "&".join(
-            f"{name}={_MASK}" if eq else _MASK
-            for name, eq, _ in (part.partition("=") for part in query.split("&"))
-        )
-    return head + ("#" + _MASK if hash_ else "")
 
 
 def _compile(fields: Fields) -> _Tree:
@@ -129,7 +104,7 @@ def _shown(value: Any, needles: tuple[str, ...]) -> Any:
     """A value inside a logged field: every key matching ``needles`` masked, URLs redacted."""
     if isinstance(value, dict):
         return {
-            k: _MASK if any(n in str(k).lower() for n in needles) else _shown(v, needles)
+            k: REDACTED if any(n in str(k).lower() for n in needles) else _shown(v, needles)
             for k, v in value.items()
         }
     if isinstance(value, list):
@@ -147,7 +122,7 @@ def _walk(value: Any, node: _Tree | bool | None, needles: tuple[str, ...]) -> An
         return {k: _walk(v, tree.get(str(k)) if tree else None, needles) for k, v in value.items()}
     if isinstance(value, list):
         return [_walk(v, node, needles) for v in value]
-    return _MASK
+    return REDACTED
 
 
 def redact(

@@ -59,6 +59,7 @@ from ._errors import (
     parse_error,
     peer_timeout,
     rate_limited,
+    replica_gone,
     request_timeout,
     shutting_down,
     store_unavailable,
@@ -66,6 +67,7 @@ from ._errors import (
 )
 from ._jsonrpc import (
     REQUEST_ID_TYPES,
+    TOO_DEEP,
     BatchItems,
     Envelope,
     ErrorReply,
@@ -156,6 +158,7 @@ __all__ = [
     "SERVER_OVERLOADED",
     "SUBSCRIPTIONS_LISTEN",
     "SUPPORTED_VERSIONS",
+    "TOO_DEEP",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "BatchItems",
     "Envelope",
@@ -202,6 +205,7 @@ __all__ = [
     "prepare_error",
     "probe",
     "rate_limited",
+    "replica_gone",
     "request_timeout",
     "retry_after",
     "select_era",

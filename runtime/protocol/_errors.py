@@ -47,6 +47,7 @@ __all__ = [
     "parse_error",
     "peer_timeout",
     "rate_limited",
+    "replica_gone",
     "request_timeout",
     "shutting_down",
     "store_unavailable",
@@ -166,10 +167,22 @@ def shutting_down() -> JSONRPCError:
     return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
 
 
-def store_unavailable() -> JSONRPCError:
+def store_unavailable(what: str = "Session", correlation_id: str | None = None) -> JSONRPCError:
     """-32603 for a request the shared store (``runtime.stores``) could not serve: the state
-    it needs is unreachable for now (the detail goes to the log)."""
-    return JSONRPCError(INTERNAL_ERROR, "Session store unavailable")
+    it needs (``what``: sessions, tasks) is unreachable for now. The detail (the store's
+    address, its exception) goes to the log only, under ``correlation_id``, which the
+    client gets as ``data.correlationId`` to quote."""
+    data = None if correlation_id is None else {"correlationId": correlation_id}
+    return JSONRPCError(INTERNAL_ERROR, f"{what} store unavailable", data)
+
+
+def replica_gone(what: str) -> JSONRPCError:
+    """-32603 for a request or task (``what``) whose replica stopped before it ended: its
+    lease in the shared store ran out (``runtime.stores``, ``Store.lease``), so no answer
+    will come from it."""
+    return JSONRPCError(
+        INTERNAL_ERROR, f"the replica running this {what} stopped (its lease expired)"
+    )
 
 
 def request_timeout(timeout_seconds: float | None) -> JSONRPCError:

@@ -13,12 +13,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._contracts import (
+    RENEWALS_PER_LEASE,
     Bus,
     EventStore,
     SessionRecord,
     SessionStore,
     Store,
     StoreUnavailable,
+    StreamState,
     TaskSnapshot,
     TaskStore,
     split_event_id,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from ._unix import UnixStore, serve_store
 
 __all__ = [
+    "RENEWALS_PER_LEASE",
     "Bus",
     "EventStore",
     "MemoryBus",
@@ -49,6 +52,7 @@ __all__ = [
     "SessionStore",
     "Store",
     "StoreUnavailable",
+    "StreamState",
     "TaskSnapshot",
     "TaskStore",
     "UnixStore",

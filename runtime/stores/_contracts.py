@@ -11,35 +11,63 @@ promises the same three things, so callers can rely on them without knowing the 
   into ``503 Service Unavailable`` with a JSON-RPC error body.
 - **Recovering**: after a failure the next call tries again (after a short backoff); nothing
   needs a restart once the backend is back.
+
+A replica that runs something others may come to read (a task, the answer of a POST stream)
+vouches for it with a **lease** of ``Store.lease`` seconds, renewed every third of it; when
+the lease runs out before the work ended, the others know its replica is gone (killed, or
+cut off from the store for that long) and end it for the client with an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
 __all__ = [
+    "RENEWALS_PER_LEASE",
     "Bus",
     "EventStore",
     "SessionRecord",
     "SessionStore",
     "Store",
     "StoreUnavailable",
+    "StreamState",
     "TaskSnapshot",
     "TaskStore",
     "split_event_id",
 ]
 
 
+#: A lease (``Store.lease``) is renewed this many times within its length: a replica misses
+#: as many renewals in a row (a slow store, a long pause) before the others take it for gone.
+RENEWALS_PER_LEASE: Final = 3
+#: The most digits an event number has: the counters are 64-bit (Redis ``HINCRBY`` stops at
+#: 9,223,372,036,854,775,807, 19 digits), so a longer number names no event. The bound also
+#: keeps ``int`` off a client's digits: past 4,300 of them CPython refuses the conversion
+#: (``ValueError``, its guard against quadratic-time parsing), and below that it is slow.
+MAX_EVENT_NUMBER_DIGITS: Final = 19
+#: The longest event id read: ids are a stream id of a few characters (``g0``, ``p12``, or
+#: ``p12-<replica>`` on a shared store), "_" and a number. ``Last-Event-ID`` is a client's
+#: header (up to the head's 16 KiB): a longer one names no stream and is not looked up.
+MAX_EVENT_ID_LENGTH: Final = 256
+
+
 def split_event_id(event_id: str) -> tuple[str, int] | None:
     """``<stream>_<n>``, the form ``EventStore.append`` gives ids, as (stream, n); None when
     ``event_id`` is not of that form (``n`` ASCII digits: ``"\u00b2".isdigit()`` is True,
-    but ``int`` refuses it)."""
+    but ``int`` refuses it) or longer than any id given (``MAX_EVENT_ID_LENGTH``,
+    ``MAX_EVENT_NUMBER_DIGITS``): such an id is unknown, as one of another session is."""
+    if len(event_id) > MAX_EVENT_ID_LENGTH:
+        return None
     stream_id, _, number = event_id.rpartition("_")
-    if not stream_id or not (number.isascii() and number.isdigit()):
+    if (
+        not stream_id
+        or len(number) > MAX_EVENT_NUMBER_DIGITS
+        or not (number.isascii() and number.isdigit())
+    ):
         return None
     return stream_id, int(number)
 
@@ -82,6 +110,19 @@ class SessionStore(Protocol):
         ...
 
 
+class StreamState(msgspec.Struct):
+    """A POST's response stream as a replica that does not hold it reads it
+    (``EventStore.follow``): what it answers, whether its producer still vouches for it,
+    and its stored events after a point."""
+
+    #: The JSON array of the ids of the requests the stream answers (None: not recorded).
+    requests: bytes | None
+    #: Its producer's lease has not run out (``EventStore.open_stream``, ``renew``).
+    held: bool
+    #: Its stored events after the number asked for, in order.
+    events: list[tuple[str, bytes]]
+
+
 class EventStore(Protocol):
     """Where SSE events wait for a client that may resume with ``Last-Event-ID`` (MCP
     2025-11-25 basic/transports, "Resumability and Redelivery"); the HTTP transport's, with
@@ -105,6 +146,26 @@ class EventStore(Protocol):
         """The number of the latest id given to ``stream_id`` (0 when none was): where a
         stream stands when a reader starts from "now" rather than from a ``Last-Event-ID``
         (a handshake-era GET stream fed by several replicas). Reads only; one round trip."""
+        ...
+
+    async def open_stream(
+        self, session_id: str, stream_id: str, requests: bytes, lease: float
+    ) -> str:
+        """The priming event of a POST's response stream (as ``append(session_id,
+        stream_id, None)``), recording the requests it answers (``requests``: the JSON array
+        of their ids) and that its producer holds it for ``lease`` seconds, in the same
+        write: an id the client may resume from is never known without them."""
+        ...
+
+    async def renew(self, streams: list[tuple[str, str]], lease: float) -> None:
+        """The producer still holds these POST streams (``(session, stream)`` pairs): each
+        is held ``lease`` more seconds. One round trip."""
+        ...
+
+    async def follow(self, session_id: str, stream_id: str, after: int) -> StreamState | None:
+        """POST stream ``stream_id`` as another replica sees it: its events numbered above
+        ``after``, the requests it answers and whether it is held; None when the session
+        has no such stream. One round trip (a resumed stream polls it)."""
         ...
 
     async def forget(self, session_id: str) -> None:
@@ -175,6 +236,9 @@ class Store(Protocol):
     replica: str
     #: The bound of every call, in seconds.
     timeout: float
+    #: How long a replica vouches for its running tasks and POST streams, in seconds
+    #: (renewed every third of it): how soon the others know that it is gone.
+    lease: float
     sessions: SessionStore
     events: EventStore
     bus: Bus

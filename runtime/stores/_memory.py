@@ -15,6 +15,7 @@ from ._contracts import (
     EventStore,
     SessionRecord,
     SessionStore,
+    StreamState,
     TaskSnapshot,
     TaskStore,
     split_event_id,
@@ -47,6 +48,9 @@ class MemoryEventStore:
         #: session -> stream -> its last event number (per session, so that ``forget`` is
         #: one pop, not a scan of every session's streams)
         self._counters: dict[str, dict[str, int]] = {}
+        #: session -> POST stream -> (the requests it answers, its lease's end on the trio
+        #: clock); only a shared store's (``open_stream``: another process holds this one)
+        self._streams: dict[str, dict[str, tuple[bytes, float]]] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
         return self.append_now(session_id, stream_id, data)
@@ -85,9 +89,35 @@ class MemoryEventStore:
     async def last_number(self, session_id: str, stream_id: str) -> int:
         return self._counters.get(session_id, {}).get(stream_id, 0)
 
+    async def open_stream(
+        self, session_id: str, stream_id: str, requests: bytes, lease: float
+    ) -> str:
+        streams = self._streams.setdefault(session_id, {})
+        streams[stream_id] = (requests, trio.current_time() + lease)
+        return self.append_now(session_id, stream_id, None)
+
+    async def renew(self, streams: list[tuple[str, str]], lease: float) -> None:
+        until = trio.current_time() + lease
+        for session_id, stream_id in streams:
+            held = self._streams.get(session_id, {})
+            if stream_id in held:
+                held[stream_id] = (held[stream_id][0], until)
+
+    async def follow(self, session_id: str, stream_id: str, after: int) -> StreamState | None:
+        if stream_id not in self._counters.get(session_id, ()):
+            return None
+        found = await self.replay(session_id, f"{stream_id}_{after}")
+        opened = self._streams.get(session_id, {}).get(stream_id)
+        return StreamState(
+            requests=None if opened is None else opened[0],
+            held=opened is not None and opened[1] > trio.current_time(),
+            events=[] if found is None else found[1],
+        )
+
     async def forget(self, session_id: str) -> None:
         self._events.pop(session_id, None)
         self._counters.pop(session_id, None)
+        self._streams.pop(session_id, None)
 
 
 class MemorySessionStore:
@@ -176,8 +206,9 @@ class MemoryStore:
     shared: bool = False
     timeout: float = math.inf
 
-    def __init__(self, max_events: int = 1000) -> None:
+    def __init__(self, max_events: int = 1000, *, lease: float = 6.0) -> None:
         self.replica = secrets.token_urlsafe(4)
+        self.lease = lease
         self.sessions: SessionStore = MemorySessionStore()
         self.events: EventStore = MemoryEventStore(max_events)
         self.bus: Bus = MemoryBus()

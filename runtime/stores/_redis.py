@@ -3,25 +3,31 @@
 Keys (all under ``prefix``, default ``mcp:``):
 
 - ``s:<session>``: the session record (msgspec JSON), with the idle timeout as its TTL;
-- ``ec:<session>`` (hash stream -> counter) and ``ev:<session>`` (list of ``<id> <data>``,
-  trimmed to ``max_events``): the replay store, expiring with ``event_ttl``;
+- ``ec:<session>`` (hash stream -> counter), ``ev:<session>`` (list of ``<id> <data>``,
+  trimmed to ``max_events``) and ``er:<session>`` (hash POST stream -> the JSON array of the
+  request ids it answers): the replay store, expiring with the session's record (its TTL is
+  copied on every write and set with the record's; ``event_ttl`` before the record exists);
+- ``el:<session>:<stream>``: a POST stream's lease, held by the replica that produces it
+  (``PX``: the store's ``lease``, renewed every third of it);
 - ``t:<task>``: a task's snapshot (TTL: the task's), ``to:<owner>``: the set of an owner's
   task ids (a handshake session's, for ``tasks/list``);
 - ``secret:<name>``: shared secrets (``SET NX``: the first replica's wins);
 - pub/sub channels ``<prefix><channel>``.
 
-Round trips: ``append`` and ``replay`` are one each (a script, a pipeline); ``load`` and
-``last_number`` one.
+Round trips: ``append``, ``open_stream``, ``replay`` and ``follow`` are one each (a script,
+a pipeline); ``load`` and ``last_number`` one; a session's ``save`` and ``touch`` one each
+(a pipeline that sets its events' TTL with the record's).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import msgspec
 import trio
@@ -32,6 +38,7 @@ from ._contracts import (
     SessionRecord,
     SessionStore,
     StoreUnavailable,
+    StreamState,
     TaskSnapshot,
     TaskStore,
     split_event_id,
@@ -45,18 +52,52 @@ log = logging.getLogger("mcp_runtime.stores")
 _record_decoder = msgspec.json.Decoder(SessionRecord)
 _task_decoder = msgspec.json.Decoder(TaskSnapshot)
 
-# KEYS: counters, events; ARGV: stream, has-data, data, max events, ttl seconds.
-_APPEND = """
+
+# A session's events expire with its record: each write gives them the record's remaining
+# TTL (PTTL: -2 without a record, as for initialize's stream before the record is saved;
+# then ``event_ttl``, until the record's save sets theirs).
+def _session_ttl(ttl_arg: int) -> str:
+    """Lua: ``ttl``, in ms, from the record at KEYS[3], else ``ARGV[ttl_arg]`` seconds."""
+    return f"""
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl <= 0 then ttl = tonumber(ARGV[{ttl_arg}]) * 1000 end
+"""
+
+
+# KEYS: counters, events, session record; ARGV: stream, has-data, data, max events, ttl
+# seconds.
+_APPEND = (
+    _session_ttl(5)
+    + """
 local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 local id = ARGV[1] .. '_' .. n
 if ARGV[2] == '1' then
   redis.call('RPUSH', KEYS[2], id .. ' ' .. ARGV[3])
   redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
-  redis.call('EXPIRE', KEYS[2], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ttl)
 end
-redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ttl)
 return id
 """
+)
+
+# KEYS: counters, requests, session record, lease; ARGV: stream, requests, lease ms, ttl
+# seconds. The priming event, what the stream answers and its lease in one step.
+_OPEN = (
+    _session_ttl(4)
+    + """
+local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[4], '1', 'PX', ARGV[3])
+return ARGV[1] .. '_' .. n
+"""
+)
+
+
+#: What a ``redis://`` URL's query may set (``RedisStore.from_url``), in seconds.
+_URL_OPTIONS = ("timeout", "lease")
 
 
 def _seconds(ttl: float) -> int:
@@ -74,12 +115,14 @@ class RedisEventStore:
         self.ttl = ttl
 
     async def append(self, session_id: str, stream_id: str, data: bytes | None) -> str:
-        keys = (self.prefix + "ec:" + session_id, self.prefix + "ev:" + session_id)
+        prefix = self.prefix
         reply = await self.client.call(
             "EVAL",
             _APPEND,
-            2,
-            *keys,
+            3,
+            prefix + "ec:" + session_id,
+            prefix + "ev:" + session_id,
+            prefix + "s:" + session_id,
             stream_id,
             "0" if data is None else "1",
             data or b"",
@@ -87,6 +130,59 @@ class RedisEventStore:
             _seconds(self.ttl),
         )
         return bytes(reply).decode()
+
+    async def open_stream(
+        self, session_id: str, stream_id: str, requests: bytes, lease: float
+    ) -> str:
+        prefix = self.prefix
+        reply = await self.client.call(
+            "EVAL",
+            _OPEN,
+            4,
+            prefix + "ec:" + session_id,
+            prefix + "er:" + session_id,
+            prefix + "s:" + session_id,
+            self._lease_key(session_id, stream_id),
+            stream_id,
+            requests,
+            _milliseconds(lease),
+            _seconds(self.ttl),
+        )
+        return bytes(reply).decode()
+
+    async def renew(self, streams: list[tuple[str, str]], lease: float) -> None:
+        if not streams:
+            return
+        ms = _milliseconds(lease)
+        commands: list[list[Any]] = [
+            ["SET", self._lease_key(session_id, stream_id), "1", "PX", ms]
+            for session_id, stream_id in streams
+        ]
+        for reply in await self.client.pipeline(commands):
+            if isinstance(reply, RedisError):
+                raise StoreUnavailable(f"redis refused a lease renewal: {reply}")
+
+    async def follow(self, session_id: str, stream_id: str, after: int) -> StreamState | None:
+        prefix = self.prefix
+        exists, entries, requests, held = await self.client.pipeline(
+            [
+                ["HEXISTS", prefix + "ec:" + session_id, stream_id],
+                ["LRANGE", prefix + "ev:" + session_id, 0, -1],
+                ["HGET", prefix + "er:" + session_id, stream_id],
+                ["EXISTS", self._lease_key(session_id, stream_id)],
+            ]
+        )
+        for reply in (exists, entries, requests, held):
+            if isinstance(reply, RedisError):
+                raise StoreUnavailable(f"redis error on follow: {reply}")
+        if not exists:
+            return None
+        return StreamState(
+            requests=requests, held=bool(held), events=_after(entries, stream_id, after)
+        )
+
+    def _lease_key(self, session_id: str, stream_id: str) -> str:
+        return self.prefix + "el:" + session_id + ":" + stream_id
 
     async def replay(
         self, session_id: str, last_event_id: str
@@ -105,32 +201,57 @@ class RedisEventStore:
             raise StoreUnavailable(f"redis error on replay: {exists!r} {entries!r}")
         if not exists:
             return None
-        found: list[tuple[str, bytes]] = []
-        for entry in entries:
-            event_id, _, data = bytes(entry).partition(b" ")
-            stream, _, n = event_id.decode().rpartition("_")
-            if stream == stream_id and int(n) > after:
-                found.append((event_id.decode(), data))
-        return stream_id, found
+        return stream_id, _after(entries, stream_id, after)
 
     async def last_number(self, session_id: str, stream_id: str) -> int:
         number = await self.client.call("HGET", self.prefix + "ec:" + session_id, stream_id)
         return 0 if number is None else int(bytes(number))
 
     async def forget(self, session_id: str) -> None:
-        await self.client.call(
-            "DEL", self.prefix + "ec:" + session_id, self.prefix + "ev:" + session_id
-        )
+        await self.client.call("DEL", *_event_keys(self.prefix, session_id))
+
+
+def _after(entries: list[Any], stream_id: str, after: int) -> list[tuple[str, bytes]]:
+    """The events of ``stream_id`` numbered above ``after`` in an ``LRANGE`` of ``ev:``."""
+    found: list[tuple[str, bytes]] = []
+    for entry in entries:
+        event_id, _, data = bytes(entry).partition(b" ")
+        stream, _, n = event_id.decode().rpartition("_")
+        if stream == stream_id and int(n) > after:
+            found.append((event_id.decode(), data))
+    return found
+
+
+def _event_keys(prefix: str, session_id: str) -> tuple[str, str, str]:
+    """What ``RedisEventStore`` keeps for a session (its streams' leases expire alone)."""
+    return (prefix + "ec:" + session_id, prefix + "ev:" + session_id, prefix + "er:" + session_id)
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
 
 
 class RedisSessionStore:
+    """Session records; each write of a record's TTL sets its events' too (they expire with
+    the session: a client may resume an event only while its session lives)."""
+
     def __init__(self, client: RedisClient, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
 
+    async def _with_events(self, command: list[Any], session_id: str, seconds: int) -> None:
+        commands: list[list[Any]] = [command]
+        commands += [["EXPIRE", key, seconds] for key in _event_keys(self.prefix, session_id)]
+        for reply in await self.client.pipeline(commands):
+            if isinstance(reply, RedisError):
+                raise StoreUnavailable(f"redis refused a session write: {reply}")
+
     async def save(self, session_id: str, record: SessionRecord, ttl: float) -> None:
         data = msgspec.json.encode(record)
-        await self.client.call("SET", self.prefix + "s:" + session_id, data, "EX", _seconds(ttl))
+        seconds = _seconds(ttl)
+        await self._with_events(
+            ["SET", self.prefix + "s:" + session_id, data, "EX", seconds], session_id, seconds
+        )
 
     async def load(self, session_id: str) -> SessionRecord | None:
         data = await self.client.call("GET", self.prefix + "s:" + session_id)
@@ -143,7 +264,10 @@ class RedisSessionStore:
             return None
 
     async def touch(self, session_id: str, ttl: float) -> None:
-        await self.client.call("EXPIRE", self.prefix + "s:" + session_id, _seconds(ttl))
+        seconds = _seconds(ttl)
+        await self._with_events(
+            ["EXPIRE", self.prefix + "s:" + session_id, seconds], session_id, seconds
+        )
 
     async def delete(self, session_id: str) -> None:
         await self.client.call("DEL", self.prefix + "s:" + session_id)
@@ -351,9 +475,13 @@ class RedisStore:
         max_events: int = 1000,
         event_ttl: float = 30 * 60.0,
         health_interval: float = 1.0,
+        lease: float = 6.0,
     ) -> None:
+        if not lease > 0:
+            raise ValueError(f"lease must be a positive number of seconds, not {lease!r}")
         self.replica = secrets.token_urlsafe(4).replace("_", "")
         self.timeout = timeout
+        self.lease = lease
         self.prefix = prefix
         self.health_interval = health_interval
         self.client = RedisClient(host, port, db, password, timeout=timeout)
@@ -365,7 +493,8 @@ class RedisStore:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
-        """``redis://[:password@]host[:port][/db]``."""
+        """``redis://[:password@]host[:port][/db][?timeout=S&lease=S]``: the query sets
+        ``timeout`` and ``lease`` (seconds; ``options`` given here win)."""
         parts = urlsplit(url)
         if parts.scheme != "redis":
             raise ValueError(f"not a redis:// URL: {url!r}")
@@ -373,12 +502,25 @@ class RedisStore:
         if not (db_text.isascii() and db_text.isdigit()):
             raise ValueError(f"bad database number in {url!r}")
         password = unquote(parts.password) if parts.password else None
+        query: dict[str, Any] = {}
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name not in _URL_OPTIONS:
+                raise ValueError(
+                    f"unknown option {name!r} in the store URL (known: {', '.join(_URL_OPTIONS)})"
+                )
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = math.nan
+            if not (seconds > 0 and math.isfinite(seconds)):
+                raise ValueError(f"{name} in the store URL: expected seconds > 0, not {value!r}")
+            query[name] = seconds
         return cls(
             parts.hostname or "127.0.0.1",
             parts.port or 6379,
             int(db_text),
             password=password,
-            **options,
+            **{**query, **options},
         )
 
     def __repr__(self) -> str:

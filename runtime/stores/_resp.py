@@ -23,6 +23,9 @@ log = logging.getLogger("mcp_runtime.stores")
 
 Arg = bytes | str | int | float
 
+#: Error replies that say the server cannot serve now rather than that the command is wrong.
+_UNAVAILABLE = ("LOADING", "BUSY", "MASTERDOWN")
+
 
 class RedisError(Exception):
     """An error reply (``-ERR ...``): the command was wrong, the server is fine."""
@@ -190,6 +193,11 @@ class RedisClient:
             if conn is not None:  # cancelled mid-reply: the connection is out of step
                 await conn.aclose()
             raise
+        for reply in replies:
+            # A Redis still reading its data at start-up (``-LOADING``), or stuck in a
+            # script (``-BUSY``), is unavailable for now, not refusing the command.
+            if isinstance(reply, RedisError) and str(reply).startswith(_UNAVAILABLE):
+                raise self._failed(conn, str(reply))
         self._idle.append(conn)
         if not self.up:
             log.info("redis is reachable again at %s:%s", self.host, self.port)

@@ -29,7 +29,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._contracts import SessionRecord, StoreUnavailable, TaskSnapshot
+from ._contracts import SessionRecord, StoreUnavailable, StreamState, TaskSnapshot
 from ._memory import MemoryStore
 
 __all__ = ["MAX_FRAME", "UnixStore", "serve_store"]
@@ -49,6 +49,9 @@ _OPS: Final[dict[str, tuple[Any, Any]]] = {
     "events.append": (tuple[str, str, bytes | None], str),
     "events.replay": (tuple[str, str], tuple[str, list[tuple[str, bytes]]] | None),
     "events.last_number": (tuple[str, str], int),
+    "events.open_stream": (tuple[str, str, bytes, float], str),
+    "events.renew": (tuple[list[tuple[str, str]], float], None),
+    "events.follow": (tuple[str, str, int], StreamState | None),
     "events.forget": (tuple[str], None),
     "tasks.put": (tuple[str, TaskSnapshot, float], None),
     "tasks.put_many": (tuple[list[tuple[str, TaskSnapshot, float]]], None),
@@ -244,9 +247,10 @@ class UnixStore:
 
     shared: bool = True
 
-    def __init__(self, path: str, *, timeout: float = 5.0) -> None:
+    def __init__(self, path: str, *, timeout: float = 5.0, lease: float = 6.0) -> None:
         self.path = path
         self.timeout = timeout
+        self.lease = lease
         self.replica = secrets.token_urlsafe(4)
         self.sessions: Any = _Part(self, "sessions")
         self.events: Any = _Part(self, "events")

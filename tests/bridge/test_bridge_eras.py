@@ -147,7 +147,10 @@ async def test_an_unreachable_remote_is_one_clear_error() -> None:
     while isinstance(crashed, BaseExceptionGroup) and len(crashed.exceptions) == 1:
         crashed = crashed.exceptions[0]
     assert isinstance(crashed, ServerCrashed)
-    assert str(crashed).startswith("cannot reach the remote MCP server: tcp://127.0.0.1:")
+    assert str(crashed) == (
+        f"cannot reach the remote MCP server: cannot connect to tcp://127.0.0.1:{port}: "
+        "connection refused (is the server running, and on this port?)"
+    )
 
 
 @pytest.mark.parametrize("downstream_era", ["handshake", "modern"])

@@ -323,18 +323,37 @@ async def test_stream_transports_reconnect_and_resend_what_is_safe(
             await _kill(server)
 
 
-async def test_gives_up_with_a_clear_error_when_the_server_never_comes() -> None:
-    port = free_port()
+async def test_gives_up_with_a_clear_error_when_the_server_does_not_come_back() -> None:
+    """Connected once, then the server is gone for good: the client reconnects per its
+    policy and then gives up, naming the attempts. (A server never reached is a refusal,
+    which fails at once: tests/client/test_unreachable.py.)"""
+    server = trio.CancelScope()
+
+    async def answer_discover(stream: trio.SocketStream) -> None:
+        request = json.loads(await stream.receive_some(65536))
+        result = {"supportedVersions": ["2026-07-28"], "capabilities": {}}
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        await stream.send_all(json.dumps(reply).encode() + b"\n")
+        server.cancel()  # then the server goes away: this connection and its port
+
+    async def serve(*, task_status: trio.TaskStatus[list[trio.SocketListener]]) -> None:
+        with server:
+            await trio.serve_tcp(answer_discover, 0, host="127.0.0.1", task_status=task_status)
+
     policy = Backoff(initial=0.05, cap=0.2, max_attempts=5, max_elapsed=10)
-    with trio.fail_after(20):
-        started = trio.current_time()
-        with pytest.raises(
-            TransportLost, match=r"gave up reconnecting after 5 attempt\(s\)"
-        ) as caught:
-            async with open_client(f"tcp://127.0.0.1:{port}", backoff=policy):
-                pass
-        assert caught.value.attempts == 5
-        assert trio.current_time() - started < 2.0  # five waits of at most 0.2 s
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(serve)
+        port = listeners[0].socket.getsockname()[1]
+        with trio.fail_after(20):
+            async with open_client(f"tcp://127.0.0.1:{port}", era="modern", backoff=policy) as c:
+                lost = trio.current_time()
+                with pytest.raises(
+                    TransportLost, match=r"gave up reconnecting after 5 attempt\(s\)"
+                ) as caught:
+                    await c.list_tools()
+                assert caught.value.attempts == 5
+                assert "connection refused" in str(caught.value)
+                assert trio.current_time() - lost < 2.0  # five waits of at most 0.2 s
 
 
 # -- stalled and silent peers -----------------------------------------------------------------

@@ -21,8 +21,12 @@ ROOT = HERE.parents[1]
 
 
 class Cluster:
-    def __init__(self, redis_url: str, replicas: int = 3) -> None:
+    """``store_options``: a query for the replicas' ``--store`` URL (``?lease=1.5``: a short
+    lease, so that a test sees a dead replica's work end within seconds)."""
+
+    def __init__(self, redis_url: str, replicas: int = 3, store_options: str = "") -> None:
         self.redis_url = redis_url
+        self.store_options = store_options
         self.ports = [free_port() for _ in range(replicas)]
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * replicas
         self.haproxy_binary = find("haproxy", "haproxy")
@@ -42,7 +46,7 @@ class Cluster:
             [
                 sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
                 "--transport", "http", "--port", str(self.ports[i]),
-                "--store", self.redis_url,
+                "--store", self.redis_url + self.store_options,
                 "--log-level", os.environ.get("CLUSTER_LOG_LEVEL", "info"),
             ],
             env=env,

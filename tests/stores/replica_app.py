@@ -139,3 +139,13 @@ async def steps(n: int, ctx: Context) -> str:
         await ctx.report_progress(k, n, f"step {k} on {REPLICA}")
         await trio.sleep(0.05)
     return f"{n} steps on {REPLICA}"
+
+
+@app.tool
+async def crawl(steps: int, delay: float, ctx: Context) -> str:
+    """Report progress ``steps`` times, ``delay`` apart, naming this replica (a long call
+    whose answer streams: the replica running it may be killed meanwhile)."""
+    for k in range(1, steps + 1):
+        await ctx.report_progress(k, steps, f"step {k} on {REPLICA}")
+        await trio.sleep(delay)
+    return f"crawled {steps} on {REPLICA}"

@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,12 +41,19 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
+#: The Redis configuration docs/deploy.md gives (persistence: the append-only file).
+REDIS_CONF = Path(__file__).parents[2] / "examples/deploy/redis.conf"
+
+
 class RedisServer:
-    """One redis-server: no persistence, loopback only; ``stop``/``start`` on the same port."""
+    """One redis-server as docs/deploy.md runs it (``examples/deploy/redis.conf``), on a
+    loopback port, its append-only file in a directory of its own: ``stop`` (kill -9) and
+    ``start`` again on the same port and directory are a restart that keeps what it held."""
 
     def __init__(self, port: int | None = None) -> None:
         self.binary = find("redis-server", "redis-server")
         self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="mcp-redis-")
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -55,24 +63,35 @@ class RedisServer:
     def start(self) -> RedisServer:
         self.process = subprocess.Popen(
             [
-                self.binary,
+                self.binary, str(REDIS_CONF),
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--protected-mode", "yes",
+                "--dir", self.dir,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_port(self.port)
+        deadline = time.monotonic() + 10
+        while self.command("PING") != b"+PONG\r\n":  # (-LOADING while it reads its file)
+            assert time.monotonic() < deadline, "redis-server did not load its data in 10 s"
+            time.sleep(0.02)
         return self
 
     def stop(self) -> None:
+        """Kill -9: what Redis acknowledged must be in its append-only file already."""
         if self.process is not None:
             self.process.kill()
             self.process.wait(10)
             self.process = None
+
+    def command(self, *args: str) -> bytes:
+        """One command on a connection of its own (the first reply line)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
+            sock.sendall(b"*%d\r\n" % len(args))
+            for arg in args:
+                sock.sendall(b"$%d\r\n%b\r\n" % (len(arg.encode()), arg.encode()))
+            return sock.recv(1000)
 
     def flush(self) -> None:
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:

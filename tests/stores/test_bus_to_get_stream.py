@@ -20,7 +20,7 @@ import msgspec
 import trio
 
 from runtime import Context, Server
-from runtime.stores import EventStore, MemoryEventStore, RedisStore
+from runtime.stores import EventStore, MemoryEventStore, RedisStore, StreamState
 
 from ..transports.app import serving, until
 from ..transports.http_client import HttpConn, connect, open_raw_session, request
@@ -54,6 +54,17 @@ class Held:
 
     async def last_number(self, session_id: str, stream_id: str) -> int:
         return await self.inner.last_number(session_id, stream_id)
+
+    async def open_stream(
+        self, session_id: str, stream_id: str, requests: bytes, lease: float
+    ) -> str:
+        return await self.inner.open_stream(session_id, stream_id, requests, lease)
+
+    async def renew(self, streams: list[tuple[str, str]], lease: float) -> None:
+        await self.inner.renew(streams, lease)
+
+    async def follow(self, session_id: str, stream_id: str, after: int) -> StreamState | None:
+        return await self.inner.follow(session_id, stream_id, after)
 
     async def forget(self, session_id: str) -> None:
         await self.inner.forget(session_id)

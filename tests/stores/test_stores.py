@@ -15,6 +15,7 @@ from runtime.stores import (
     SessionRecord,
     Store,
     StoreUnavailable,
+    StreamState,
     TaskSnapshot,
     open_store,
 )
@@ -60,6 +61,19 @@ async def test_events_replay_after_last_event_id(store: Store) -> None:
         assert await store.events.replay("s1", "g0_\u00b2") is None  # isdigit, not int()
 
 
+async def test_an_event_id_longer_than_any_given_is_unknown(store: Store) -> None:
+    """A ``Last-Event-ID`` numbered with 5,000 digits (past CPython's 4,300-digit ``int``
+    guard) raised ValueError out of the replay: a 500 and a traceback. Numbers past 19
+    digits (a 64-bit counter) and ids past 256 characters name no event: unknown (None)."""
+    with trio.fail_after(5):
+        await store.events.append("s1", "g0", None)
+        await store.events.append("s1", "g0", b"x")
+        assert await store.events.replay("s1", "g0_" + "9" * 5000) is None
+        assert await store.events.replay("s1", "g0_" + "0" * 20) is None
+        assert await store.events.replay("s1", "g0_" + "0" * 19) == ("g0", [("g0_2", b"x")])
+        assert await store.events.replay("s1", "g" * 300 + "_1") is None
+
+
 async def test_last_number_is_where_a_stream_stands(store: Store) -> None:
     """The number of a stream's latest id, priming events counted; 0 before its first."""
     with trio.fail_after(5):
@@ -73,6 +87,42 @@ async def test_last_number_is_where_a_stream_stands(store: Store) -> None:
         assert await store.events.last_number("s2", "g0") == 0
         await store.events.forget("s1")
         assert await store.events.last_number("s1", "g0") == 0
+
+
+async def test_a_post_stream_is_followed_by_its_lease(store: Store) -> None:
+    """``open_stream`` primes a POST stream with the requests it answers and a lease;
+    ``follow`` reads its events after a point and whether the lease still holds; ``renew``
+    extends it; a lease not renewed runs out (the producer is gone)."""
+    with trio.fail_after(5):
+        prime = await store.events.open_stream("s1", "p1-r", b'[7,"x"]', 0.4)
+        await store.events.append("s1", "p1-r", b'{"n":1}')
+        await store.events.append("s1", "g0", b'{"other":1}')
+        second = await store.events.append("s1", "p1-r", b'{"n":2}')
+        assert (prime, second) == ("p1-r_1", "p1-r_3")
+        state = await store.events.follow("s1", "p1-r", 1)
+        assert state == StreamState(
+            requests=b'[7,"x"]', held=True, events=[("p1-r_2", b'{"n":1}'), (second, b'{"n":2}')]
+        )
+        following = await store.events.follow("s1", "p1-r", 3)
+        assert following is not None and following.events == []
+        assert await store.events.follow("s1", "p9-r", 0) is None
+        assert await store.events.follow("s2", "p1-r", 0) is None
+        # A stream primed without open_stream (the GET stream) is followed, unrecorded.
+        await store.events.append("s1", "p2-r", None)
+        assert await store.events.follow("s1", "p2-r", 0) == StreamState(
+            requests=None, held=False, events=[]
+        )
+        await trio.sleep(0.25)
+        await store.events.renew([("s1", "p1-r"), ("s1", "nope")], 0.4)
+        await trio.sleep(0.25)  # past the first lease, within the renewed one
+        renewed = await store.events.follow("s1", "p1-r", 3)
+        assert renewed is not None and renewed.held
+        await trio.sleep(0.3)
+        expired = await store.events.follow("s1", "p1-r", 3)
+        assert expired is not None and not expired.held
+        assert expired.requests == b'[7,"x"]'  # still known: its errors answer them
+        await store.events.forget("s1")
+        assert await store.events.follow("s1", "p1-r", 0) is None
 
 
 async def test_events_bounded_per_session(store: Store) -> None:
@@ -100,6 +150,33 @@ async def test_session_records(store: Store) -> None:
         await store.sessions.touch("x", 60)
         await store.sessions.delete("x")
         assert await store.sessions.load("x") is None
+
+
+async def test_a_sessions_events_expire_with_its_record(redis_url: str) -> None:
+    """Redis: a session's events, counters and stream records take the TTL of its record
+    when written and when the record is saved or touched (without a record yet, as for
+    ``initialize``'s stream, ``event_ttl``), so they never outlive the session."""
+    store = RedisStore.from_url(redis_url, event_ttl=600)
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    client = RedisClient("127.0.0.1", port)
+
+    async def ttls(session: str) -> list[int]:
+        keys = [f"mcp:{kind}:{session}" for kind in ("s", "ev", "ec", "er")]
+        return [await client.call("TTL", key) for key in keys]
+
+    with trio.fail_after(5):
+        async with store.running():
+            await store.events.open_stream("x", "p1-r", b"[1]", 5)
+            await store.events.append("x", "p1-r", b"{}")
+            assert [t > 500 for t in await ttls("x")] == [False, True, True, True]
+            await store.sessions.save("x", SessionRecord(version="2025-11-25"), 30)
+            assert all(0 < t <= 30 for t in await ttls("x")), await ttls("x")
+            await store.sessions.touch("x", 20)
+            assert all(0 < t <= 20 for t in await ttls("x")), await ttls("x")
+            await store.events.append("x", "g0", b"{}")  # takes the record's, not event_ttl
+            await store.events.open_stream("x", "p2-r", b"[2]", 5)
+            assert all(0 < t <= 20 for t in await ttls("x")), await ttls("x")
+    await client.aclose()
 
 
 async def test_shared_secret_is_stable(store: Store) -> None:
@@ -174,7 +251,8 @@ async def test_unreachable_redis_fails_fast_and_recovers() -> None:
             server.start()
             while True:
                 try:
-                    assert await client.call("GET", "k") is None  # a fresh, empty server
+                    # Restarted as documented (examples/deploy/redis.conf): it kept it.
+                    assert await client.call("GET", "k") == b"v"
                     break
                 except StoreUnavailable:
                     await trio.sleep(0.05)
@@ -228,6 +306,15 @@ def test_open_store_urls() -> None:
         open_store("postgres://x")
     with pytest.raises(ValueError, match="bad database"):
         open_store("redis://localhost/x")
+    assert (made.lease, made.timeout) == (6.0, 1.0)  # the defaults
+    tuned = open_store("redis://localhost/0?lease=1.5&timeout=0.25")
+    assert isinstance(tuned, RedisStore)
+    assert (tuned.lease, tuned.timeout, tuned.client.timeout) == (1.5, 0.25, 0.25)
+    with pytest.raises(ValueError, match=r"unknown option 'leese' .*known: timeout, lease"):
+        open_store("redis://localhost/0?leese=1")
+    for bad in ("0", "-1", "nan", "inf", "x", ""):
+        with pytest.raises(ValueError, match="lease in the store URL: expected seconds > 0"):
+            open_store(f"redis://localhost/0?lease={bad}")
 
 
 async def test_task_snapshots(store: Store) -> None:

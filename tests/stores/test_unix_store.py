@@ -15,6 +15,7 @@ from runtime.stores import (
     MemoryStore,
     SessionRecord,
     StoreUnavailable,
+    StreamState,
     TaskSnapshot,
     UnixStore,
     open_store,
@@ -46,6 +47,14 @@ async def test_two_processes_share_sessions_events_tasks_secrets_and_the_bus(
                 assert await one.events.replay("s1", first) == ("st", [("st_2", b"data: x")])
                 assert await one.events.replay("s1", "nope_1") is None
                 assert await one.events.last_number("s1", "st") == 2
+                # A POST stream one process produces, followed by the other.
+                opened = await one.events.open_stream("s1", "p1", b"[3]", 60.0)
+                await one.events.append("s1", "p1", b'{"n":1}')
+                await one.events.renew([("s1", "p1")], 60.0)
+                assert await two.events.follow("s1", "p1", 1) == StreamState(
+                    requests=b"[3]", held=True, events=[("p1_2", b'{"n":1}')]
+                )
+                assert opened == "p1_1" and await two.events.follow("s1", "p9", 0) is None
                 await two.events.forget("s1")
                 assert await one.events.replay("s1", first) is None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 from typing import Any, Final
 
 import trio
@@ -31,10 +32,11 @@ from ...protocol import (
     split_batch,
     store_unavailable,
 )
-from ...stores import StoreUnavailable
+from ...stores import StoreUnavailable, split_event_id
 from ._auth import Gate
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._follow import follow
 from ._in_order import InOrder, seq_of
 from ._session import Hooks, HttpSession, SessionRegistry
 from ._streams import ResponseStream, answer, pump, sse_event
@@ -102,10 +104,15 @@ class HandshakeEra:
             # Keep the shared record alive (its TTL is the idle timeout), not on every POST.
             if now - session.shared_touched > min(60.0, self.limits.session_idle_timeout / 4):
                 session.shared_touched = now
+                # In use across the round trip: not evicted under the request that found it
+                # (``SessionRegistry._evict``).
+                session.in_use += 1
                 try:
                     await shared.sessions.touch(session.id, self.limits.session_idle_timeout)
                 except StoreUnavailable as exc:
                     raise store_refusal(exc) from None
+                finally:
+                    session.in_use -= 1
         return session
 
     async def initialize(
@@ -468,6 +475,10 @@ class HandshakeEra:
         session.get_streams += 1
         session.in_use += 1
         try:
+            if last is not None and stream is None and session.holds is not None:
+                # A POST stream this replica does not produce: followed in the store.
+                await self._follow(exchange, session, last, headers)
+                return
             replay: list[tuple[str, bytes]] = []
             skip = 0
             if last is not None:
@@ -528,6 +539,26 @@ class HandshakeEra:
             session.in_use -= 1
             session.touch()
 
+    async def _follow(
+        self, exchange: Exchange, session: HttpSession, last: str, headers: list[tuple[str, str]]
+    ) -> None:
+        """Resume, from ``last``, a shared session's POST stream that another replica
+        produces (or produced): ``_follow``."""
+        split = split_event_id(last)
+        if split is None:
+            raise refusal(400, "Bad Request: unknown Last-Event-ID")
+        stream_id, after = split
+        try:
+            state = await session.store.follow(session.id, stream_id, after)
+        except StoreUnavailable as exc:
+            raise store_refusal(exc) from None
+        if state is None:
+            raise refusal(400, "Bad Request: unknown Last-Event-ID")
+        await exchange.start_stream(200, "text/event-stream", headers)
+        await exchange.write(b"retry: %d\n\n" % self.limits.sse_retry_ms)
+        if await follow(exchange, session, stream_id, state, after, self.limits.sse_keepalive):
+            await exchange.end()
+
     async def delete(self, request: HttpRequest, exchange: Exchange) -> None:
         if request.header("mcp-session-id") is None:
             raise HttpError(405, "Method Not Allowed", headers=[("Allow", "POST")])
@@ -546,10 +577,12 @@ class HandshakeEra:
 
 def store_refusal(exc: StoreUnavailable) -> HttpError:
     """The shared store did not answer in time: 503 with a JSON-RPC error, at once (the
-    detail goes to the log, not the wire)."""
-    log.warning("session store unavailable: %s", exc)
+    detail goes to the log, not the wire, under the correlation id the error carries)."""
+    correlation = secrets.token_hex(8)
+    log.warning("session store unavailable correlation=%s: %s", correlation, exc)
     reason = "Service Unavailable: session store unavailable"
-    return HttpError(503, reason, error_reply(store_unavailable()), [("Retry-After", "1")])
+    body = error_reply(store_unavailable("Session", correlation))
+    return HttpError(503, reason, body, [("Retry-After", "1")])
 
 
 #: The longest wait for the shared store's events in a GET stream's gap (``_in_order``).

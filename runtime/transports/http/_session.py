@@ -34,8 +34,16 @@ from ...protocol import (
     probe,
     store_unavailable,
 )
-from ...stores import EventStore, MemoryEventStore, SessionRecord, Store, StoreUnavailable
+from ...stores import (
+    RENEWALS_PER_LEASE,
+    EventStore,
+    MemoryEventStore,
+    SessionRecord,
+    Store,
+    StoreUnavailable,
+)
 from ._edge import HttpLimits
+from ._exchange import HttpError
 from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
@@ -237,6 +245,9 @@ class HttpSession:
         self.unsubscribe: Callable[[], None] | None = None
         #: Ended by DELETE (not by this replica's idle expiry or shutdown).
         self.deleted = False
+        #: With a shared store, the registry's POST streams whose leases this replica renews
+        #: (``SessionRegistry.renew_leases``), keyed by (session, stream).
+        self.holds: dict[tuple[str, str], ResponseStream] | None = None
         # Handlers may end their own POST's SSE stream early (Context.close_sse_stream).
         core.close_stream = self.cut_stream
 
@@ -339,10 +350,22 @@ class HttpSession:
 
     async def prime(self, stream: ResponseStream) -> str | None:
         """The priming event of ``stream`` (allocated once, before its other events); None
-        while a shared store is unreachable (the stream is then not resumable)."""
+        while a shared store is unreachable (the stream is then not resumable). A shared
+        session's POST stream records with it the requests it answers and this replica's
+        lease on it: a client that resumes it on another replica gets its answer from the
+        store, or an error once the lease ran out (``_follow``)."""
         if stream.prime_id is None:
             try:
-                stream.prime_id = await self.store.append(self.id, stream.id, None)
+                holds = self.holds
+                if holds is None or stream.standing:
+                    stream.prime_id = await self.store.append(self.id, stream.id, None)
+                else:
+                    assert self.shared is not None  # (holds are given to shared sessions)
+                    requests = msgspec.json.encode([key[1] for key in stream.pending])
+                    stream.prime_id = await self.store.open_stream(
+                        self.id, stream.id, requests, self.shared.lease
+                    )
+                    holds[(self.id, stream.id)] = stream
             except StoreUnavailable as exc:
                 log.warning("event not stored session=%s: %s", self.id[:8], exc)
                 return None
@@ -421,7 +444,7 @@ class HttpSession:
                 errors, stream.batch_errors = stream.batch_errors, []
                 data = data[:-1] + b"," + b",".join(errors) + b"]"
             if is_response and self.shared is not None and self.saved is None:
-                data = await self._first_save(data, ref)
+                data = await self._first_save(data, ref, stream)
             event_id: str | None = None
             if not (is_response and stream.json_first and stream.prime_id is None):
                 # (Else the POST's JSON answer, first on its stream: nobody could resume it,
@@ -516,16 +539,28 @@ class HttpSession:
             with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
                 await self.store.forget(self.id)
 
-    async def _first_save(self, data: bytes, ref: Any) -> bytes:
+    async def _first_save(self, data: bytes, ref: Any, stream: ResponseStream) -> bytes:
         """Before the ``initialize`` response leaves, save the session for the other
-        replicas; if the store is unreachable, answer with an error and end the session
-        (a session the others cannot see would 404 on its next POST)."""
+        replicas. If the store cannot (unreachable, too slow), end the session and refuse
+        its POST (``ResponseStream.refusal``: 503 + Retry-After, the JSON-RPC error as the
+        body) rather than hand out the id of a session no other replica can find (404 on
+        its next POST); the error reply goes on the stream for a response already under way."""
         try:
             await self.sync()
         except StoreUnavailable as exc:
-            log.warning("session not saved session=%s: %s", self.id[:8], exc)
+            correlation = secrets.token_hex(8)
+            log.warning(
+                "session not saved session=%s correlation=%s: %s", self.id[:8], correlation, exc
+            )
             self.end()
-            return error_reply(store_unavailable(), ref)
+            error = store_unavailable("Session", correlation)
+            stream.refusal = HttpError(
+                503,
+                "Service Unavailable: session store unavailable",
+                error_reply(error, ref),
+                [("Retry-After", "1")],
+            )
+            return error_reply(error, ref)
         return data
 
     def _started(self, connection: Any) -> None:
@@ -569,7 +604,11 @@ class SessionRegistry:
         #: A shared store (``Store.shared``): handshake sessions are saved there and any
         #: replica adopts a session it has not seen (``find``).
         self.shared = shared if shared is not None and shared.shared else None
+        #: Shared sessions' POST streams this replica produces (``HttpSession.prime``).
+        self.holds: dict[tuple[str, str], ResponseStream] = {}
         nursery.start_soon(self._stop_at_shutdown)
+        if self.shared is not None:
+            nursery.start_soon(self.renew_leases, self.shared.lease)
 
     async def _stop_at_shutdown(self) -> None:
         """One watcher for every session: at shutdown each stops reading and drains."""
@@ -577,6 +616,29 @@ class SessionRegistry:
         for session in list(self._sessions.values()):
             if session.connection is not None:
                 session.connection.stop_reading()
+
+    async def renew_leases(self, lease: float) -> None:
+        """Renew this replica's lease on each POST stream it still produces, every third of
+        ``lease`` (``Store.lease``), in one round trip; ends after shutdown once none is
+        left. A stream that ended is let go: a replica following it knows from its stored
+        answer, or, without one (cancelled, its session ended here), once the lease ran out."""
+        holds = self.holds
+        while True:
+            await trio.sleep(lease / RENEWALS_PER_LEASE)
+            live: list[tuple[str, str]] = []
+            for key, stream in list(holds.items()):
+                if stream.done:
+                    del holds[key]
+                else:
+                    live.append(key)
+            if not live:
+                if self._shutdown.is_set():
+                    return
+                continue
+            try:
+                await self.store.renew(live, lease)
+            except StoreUnavailable as exc:
+                log.warning("stream leases not renewed streams=%d: %s", len(live), exc)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -601,8 +663,8 @@ class SessionRegistry:
             return None
         if principal is not None and record.principal != principal_key(principal):
             return None  # bound to someone else: it does not exist for this caller
-        if len(self._sessions) >= self.limits.max_sessions:
-            return None
+        if len(self._sessions) >= self.limits.max_sessions and not self._evict():
+            return None  # (a 404: the client initializes again)
         core = self.hooks.import_session("http", token, record)
         session = self.create(principal, token=token, core=core, session_id=session_id)
         assert session is not None
@@ -631,9 +693,10 @@ class SessionRegistry:
         core: Any = None,
         session_id: str | None = None,
     ) -> HttpSession | None:
-        """Start a new session, or None when ``max_sessions`` are alive. ``principal`` is
-        the key the session is bound to; ``token`` what handlers see as ``ctx.principal``."""
-        if len(self._sessions) >= self.limits.max_sessions:
+        """Start a new session, or None when ``max_sessions`` are alive and none can make
+        room (``_evict``). ``principal`` is the key the session is bound to; ``token`` what
+        handlers see as ``ctx.principal``."""
+        if len(self._sessions) >= self.limits.max_sessions and not self._evict():
             return None
         # 128 bits from the OS CSPRNG, visible ASCII
         session_id = session_id or secrets.token_hex(16)
@@ -647,6 +710,7 @@ class SessionRegistry:
         )
         if self.shared is not None and transport == "http":
             session.shared = self.shared
+            session.holds = self.holds
             session.export = self.hooks.export_session
             # Stream ids unique across replicas (event ids name their stream).
             session.stream_suffix = "-" + self.shared.replica
@@ -659,6 +723,38 @@ class SessionRegistry:
         log.info("session started session=%s", session_id[:8])
         return session
 
+    def _evict(self) -> bool:
+        """At ``max_sessions`` with ``session_eviction="lru"``: end the least recently used
+        idle session (``HttpLimits.session_eviction``) and free its place now; False when
+        none is idle (or the policy is "refuse"). Idle: no POST or GET being answered
+        (``in_use``: a GET stream counts for its whole life), no round serving its
+        connection (a request or task running there), no request in flight. Not one of a
+        shared store's sessions is lost: only this process's copy ends (as when it expires
+        here), and the next request naming it adopts it again (``find``).
+
+        A scan of the sessions, at the cap only (about 1 ms at 10,000): keeping them in use
+        order instead would cost every POST a move."""
+        if self.limits.session_eviction != "lru":
+            return False
+        victim: HttpSession | None = None
+        for session in self._sessions.values():
+            if (
+                session.in_use
+                or session.in_round
+                or session.ended
+                or (session.connection is not None and session.connection.in_flight)
+            ):
+                continue
+            if victim is None or session.last_seen < victim.last_seen:
+                victim = session
+        if victim is None:
+            return False
+        idle = trio.current_time() - victim.last_seen
+        log.info("session evicted session=%s reason=max-sessions idle=%.0fs", victim.id[:8], idle)
+        del self._sessions[victim.id]  # (its round, ending it, finds it gone)
+        victim.end()
+        return True
+
     def start_round(self, session: HttpSession) -> None:
         """Serve a round of ``session`` in the registry's nursery (the first starts it)."""
         self._nursery.start_soon(self._run, session)
@@ -669,7 +765,9 @@ class SessionRegistry:
             ended = await session.run(self.hooks, self._shutdown)
         finally:
             if ended:
-                self._sessions.pop(session.id, None)
+                # (Unless evicted already: its id may name a new copy by now, ``find``.)
+                if self._sessions.get(session.id) is session:
+                    del self._sessions[session.id]
                 log.info("session ended session=%s", session.id[:8])
 
     async def reap(self) -> None:

@@ -19,7 +19,7 @@ import trio
 
 from ...framing import encode_sse_comment
 from ...protocol import Pieces, retry_after
-from ._exchange import Exchange
+from ._exchange import Exchange, HttpError
 from ._in_order import DROP, FILL, InOrder, seq_of
 
 __all__ = [
@@ -55,6 +55,11 @@ class ResponseStream:
     Messages are queued (bounded) for whichever HTTP response is attached; when the queue
     overflows the attached response is cut (the client may resume from the store).
     """
+
+    #: Set when the POST must be refused instead of answered from the stream: a new
+    #: session that could not be saved to the shared store (``HttpSession.route``) gets
+    #: this (503 + Retry-After, no ``Mcp-Session-Id``), not its ``initialize`` answer.
+    refusal: HttpError | None = None
 
     def __init__(self, stream_id: str, keys: Sequence[Key] = (), *, queue_size: int = 1024):
         self.id = stream_id
@@ -239,6 +244,8 @@ async def answer(
         finally:
             exchange.forget(scope)
     stream._cut_scope = None
+    if stream.refusal is not None:
+        raise stream.refusal
     if first is None and stream.cut_requested:
         # Cut before the first message: the priming event alone, so the client holds an
         # event id to resume from.
