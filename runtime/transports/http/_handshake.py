@@ -23,6 +23,7 @@ from ...protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    ToolCall,
     batch_refusal,
     cancelled_id,
     error_reply,
@@ -149,7 +150,7 @@ class HandshakeEra:
         kind: int | None,
         accept_json: bool,
         accept_sse: bool,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
     ) -> None:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
         envelope of ``kind`` (already classified) or a batch (judged here, item by item);
@@ -305,7 +306,7 @@ class HandshakeEra:
         accept_json: bool,
         accept_sse: bool,
         headers: list[tuple[str, str]],
-        prepared: object,
+        prepared: ToolCall | None,
     ) -> None:
         """Run one request POSTed to ``session`` in this task (``Hooks.run_in_session``): no
         batch to judge, and its body is not copied, since nothing feeds it to the session's

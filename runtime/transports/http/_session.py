@@ -24,9 +24,11 @@ import trio
 
 from ... import eager
 from ...protocol import (
+    Envelope,
     ModernRequest,
     Pieces,
     Refusal,
+    ToolCall,
     error_reply,
     id_key,
     probe,
@@ -72,8 +74,9 @@ class Hooks:
     #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
     #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
     #: ``modern`` is the era the transport read from its ``_meta``
-    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
-    #: ``read_call`` gave for its params, or None; ``send_now(data, related=None) -> bool``, or
+    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` the
+    #: reading of its params (``read_call``, ``read_frame``), or None; ``send_now(data,
+    #: related=None) -> bool``, or
     #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher);
     #: ``idle(wake)``, or None, the calling task's wait while the request idles (a listen
     #: served in its connection's one task, ``runtime.core.dispatch_single``).
@@ -85,7 +88,7 @@ class Hooks:
                 str,
                 Any,
                 ModernRequest | None,
-                object,
+                ToolCall | None,
                 Callable[[bytes, Any], bool] | None,
                 Callable[[trio.CancelScope], Awaitable[object]] | None,
             ],
@@ -94,26 +97,18 @@ class Hooks:
         | None
     ) = None
     #: ``read_call(params)``: a ``tools/call``'s raw params read in the handler's own typed
-    #: pass, arguments included (issue 22: a 1 MiB argument read once, not once for the
-    #: header rules and again for the tool), as ``(meta, name, prepared)``: its ``_meta``
-    #: (a dict, or None when absent), the tool's name, and the reading to hand to
-    #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
-    #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
-    read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
-    #: ``read_modern_call(params)``: a small ``tools/call``'s raw params read once for the
-    #: 2026-07-28 rules and the handler (its ``_meta`` decoded, its arguments typed), or None
-    #: (read them the general way). The reading has ``meta`` (a dict, or None when absent)
-    #: and ``name`` (the tool's), and goes to ``dispatch_one`` as ``prepared`` for a request
-    #: served at the modern revision only.
-    read_modern_call: Callable[[Any], Any] | None = None
+    #: pass, ``_meta`` and arguments included, once for the 2026-07-28 era and header rules
+    #: (which read its ``meta`` and ``name``) and the handler (``dispatch_one`` and
+    #: ``run_in_session`` take it as ``prepared``). None when that pass does not apply (an
+    #: unknown tool, arguments or a ``_meta`` that need the general reading): read the
+    #: params the general way, which answers exactly as always.
+    read_call: Callable[[msgspec.Raw], ToolCall | None] | None = None
     #: ``read_frame(body)``: a POST's body (one message) over ``ONE_PASS_OVER`` bytes read whole
-    #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
-    #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
-    #: body, so that the arguments' bytes are read once, by the typed pass (issue 22 target
-    #: 2). None: decode the body the general way (``runtime.protocol.decode_frame``).
-    read_frame: (
-        Callable[[Any], tuple[Any, tuple[dict[str, Any] | None, str, object]] | None] | None
-    ) = None
+    #: when it is such a ``tools/call``: ``(envelope, reading)``, the envelope read from the
+    #: members around its params and its ``params`` a ``msgspec.Raw`` view of the body (the
+    #: reading's ``raw``), so that the arguments' bytes are read once, by the typed pass.
+    #: None: decode the body the general way (``runtime.protocol.decode_frame``).
+    read_frame: Callable[[bytes | memoryview], tuple[Envelope, ToolCall] | None] | None = None
     #: The fast path for one request POSTed to a session: ``run_in_session(connection,
     #: envelope)`` runs it in the calling task as that session connection's own request
     #: (in flight there, cancellable, its notifications sent through the connection) and
@@ -122,8 +117,8 @@ class Hooks:
     #: under that cancel scope, entered already (``Exchange.request_scope``), instead of one
     #: of its own; cancelled through it, ``on_cancelled(reply)`` gets what to answer and
     #: ``trio.Cancelled`` propagates (``Connection.run_request``). Optional ``prepared``
-    #: (fifth): the reading of its params that ``read_frame`` or ``read_call`` made, for the
-    #: handler (its params are not read again).
+    #: (fifth, a ``ToolCall``): the reading of its params that ``read_frame`` or
+    #: ``read_call`` made, for the handler (its params are not read again).
     run_in_session: Callable[..., Awaitable[bytes | None]] | None = None
     #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
     start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
