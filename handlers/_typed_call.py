@@ -37,7 +37,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
-from runtime.protocol import ONE_PASS_OVER, Envelope, split_batch_params, split_params
+from runtime.protocol import ONE_PASS_OVER, TOOLS_CALL, Envelope, split_batch_params, split_params
 
 from ._common import InputFields
 
@@ -189,7 +189,7 @@ class TypedCalls:
             if split is None:
                 return None
             envelope, span = split
-        if envelope.method != "tools/call":
+        if envelope.method != TOOLS_CALL:
             return None
         raw = Raw(span)
         call = self.read(raw)

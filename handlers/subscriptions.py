@@ -28,26 +28,34 @@ import trio
 from runtime.core import Handler, NotificationHandler, Peer, RequestContext, Session
 from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
 from runtime.protocol import (
+    INITIALIZED,
     INVALID_PARAMS,
-    MISSING_CLIENT_CAPABILITY,
-    RESOURCE_NOT_FOUND,
+    LIST_CHANGED,
+    META_SUBSCRIPTION_ID,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+    RESOURCES_UPDATED,
+    SUBSCRIPTIONS_ACKNOWLEDGED,
+    SUBSCRIPTIONS_LISTEN,
+    TASK_NOTIFICATION,
+    TASKS_EXTENSION,
     JSONRPCError,
     encode_notification,
+    missing_capability,
+    resource_not_found,
+    unknown_task,
 )
 
 from ._common import decode_params
 from .lifecycle import capabilities
-from .tasks import EXTENSION as TASKS_EXTENSION
 from .tasks import owner as task_owner
 
 __all__ = [
     "MAX_RESOURCE_SUBSCRIPTIONS",
-    "META_SUBSCRIPTION_ID",
     "methods",
     "open_session_feed",
 ]
 
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 #: Resource URIs one handshake session, or one listen request, may watch. The spec sets no
 #: number; this caps the watch set and with it the subscriber's coalescing mailbox (which
 #: holds at most one pending change per watched URI). Past it: -32602 with ``maxSubscriptions``.
@@ -94,12 +102,12 @@ def _notification(
         # A task here, or (shared store) the last state heard from the replica running it.
         task = server.tasks.latest(key)
         if task is None:
-            raise JSONRPCError.invalid_params("Unknown task", {"taskId": key})
-        return "notifications/tasks", {**task, **params}
+            raise unknown_task(key)
+        return TASK_NOTIFICATION, {**task, **params}
     if what == "updated":
         params["uri"] = key
-        return "notifications/resources/updated", params
-    return f"notifications/{key}/list_changed", params or None
+        return RESOURCES_UPDATED, params
+    return LIST_CHANGED[key], params or None
 
 
 #: Stands for a listen's id while its notification is encoded once for every listen.
@@ -252,7 +260,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # Same answer as resources/read of that URI (2025-11-25 server/resources
             # "Error Handling"); the spec does not say subscribe must check, we do so that a
             # typo fails loudly instead of never firing.
-            raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise resource_not_found(uri)
         # A replica's copy of a session another replica initialized: that one delivers the
         # session's list changes; this copy only its resource updates (runtime.stores).
         feed = session_feed(ctx, lists=REPLICA_COPY not in ctx.session.state)
@@ -298,10 +306,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         if wanted.task_ids is not None:
             extensions = ctx.client_capabilities.get("extensions")
             if not (isinstance(extensions, dict) and TASKS_EXTENSION in extensions):
-                raise JSONRPCError(
-                    MISSING_CLIENT_CAPABILITY,
-                    "Missing required client capability",
-                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                raise missing_capability(
+                    "Missing required client capability", {"extensions": {TASKS_EXTENSION: {}}}
                 )
             who = task_owner(ctx)
             asked = list(dict.fromkeys(wanted.task_ids))
@@ -320,7 +326,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # Subscribed before acknowledging, so nothing published in between is lost;
             # nothing is delivered before the acknowledgment (basic/patterns/subscriptions).
             await peer.notify(
-                "notifications/subscriptions/acknowledged",
+                SUBSCRIPTIONS_ACKNOWLEDGED,
                 {"_meta": meta, "notifications": honored},
                 related=ctx.id,
             )
@@ -393,9 +399,9 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
 
     return (
         {
-            "resources/subscribe": subscribe,
-            "resources/unsubscribe": unsubscribe,
-            "subscriptions/listen": listen,
+            RESOURCES_SUBSCRIBE: subscribe,
+            RESOURCES_UNSUBSCRIBE: unsubscribe,
+            SUBSCRIPTIONS_LISTEN: listen,
         },
-        {"notifications/initialized": initialized},
+        {INITIALIZED: initialized},
     )

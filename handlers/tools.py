@@ -31,7 +31,7 @@ from runtime.features import (
     ToolDef,
     enc_hook,
 )
-from runtime.protocol import JSONRPCError, ToolError
+from runtime.protocol import TOOLS_CALL, TOOLS_LIST, JSONRPCError, ToolError
 
 from . import tasks
 from ._common import (
@@ -303,4 +303,4 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
             return False, _failed(ctx, tool, exc)
         return False, shape(tool, value)
 
-    return {"tools/list": list_tools, "tools/call": call_tool}
+    return {TOOLS_LIST: list_tools, TOOLS_CALL: call_tool}

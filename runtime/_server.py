@@ -65,6 +65,7 @@ from .features import (
     inspect_signature,
     output_spec,
 )
+from .protocol import RESOURCES_READ
 
 __all__ = ["Lifespan", "Server"]
 
@@ -388,7 +389,7 @@ class Server:
             )
         cache: tuple[int, str] | None = None
         if ttl_ms is not None or cache_scope is not None:
-            default_ttl, default_scope = self.cache_hint("resources/read")
+            default_ttl, default_scope = self.cache_hint(RESOURCES_READ)
             cache = (
                 default_ttl if ttl_ms is None else ttl_ms,
                 default_scope if cache_scope is None else cache_scope,

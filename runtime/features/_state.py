@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..protocol import INVALID_PARAMS, JSONRPCError
+from ..protocol import bad_request_state
 
 __all__ = ["SealedRound", "StateSealer", "params_digest", "principal_key"]
 
@@ -155,12 +155,12 @@ class StateSealer:
                 raise ValueError("bad mac")
             payload = _decoder.decode(_unb64(payload_text))
         except (ValueError, binascii.Error, msgspec.DecodeError):
-            raise JSONRPCError(INVALID_PARAMS, "Invalid requestState") from None
+            raise bad_request_state("Invalid requestState") from None
         if payload.expires < time.time():
-            raise JSONRPCError(INVALID_PARAMS, "requestState has expired")
+            raise bad_request_state("requestState has expired")
         if payload.method != method or payload.digest != digest:
-            raise JSONRPCError(INVALID_PARAMS, "requestState was issued for a different request")
+            raise bad_request_state("requestState was issued for a different request")
         if payload.principal != principal:
             # 2026-07-28 mrtr: reject state presented by a different principal.
-            raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
+            raise bad_request_state("requestState was issued to another principal")
         return payload

@@ -35,7 +35,14 @@ import msgspec
 import trio
 
 from ..core import Dispatcher, Handler, NotificationHandler, RequestContext, Session
-from ..protocol import JSONRPCError, Refusal, method_not_found
+from ..protocol import (
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    JSONRPCError,
+    Refusal,
+    method_not_found,
+)
 
 if TYPE_CHECKING:
     from ..features import App
@@ -309,9 +316,9 @@ def _run(hooks: Sequence[_Hook], index: int, subject: Any, last: Next) -> Awaita
 
 
 _OPERATIONS: Final = {
-    "tools/call": (ToolCall, "on_call_tool"),
-    "resources/read": (ResourceRead, "on_read_resource"),
-    "prompts/get": (PromptGet, "on_get_prompt"),
+    TOOLS_CALL: (ToolCall, "on_call_tool"),
+    RESOURCES_READ: (ResourceRead, "on_read_resource"),
+    PROMPTS_GET: (PromptGet, "on_get_prompt"),
 }
 
 

@@ -14,14 +14,14 @@ from time import monotonic
 from typing import Any, Final
 
 from ..features import principal_key
-from ..protocol import rate_limited
+from ..protocol import INITIALIZE, PING, rate_limited
 from ._chain import Middleware, Next, Request
 
 __all__ = ["RateLimit", "TokenBucket"]
 
 #: Never limited: the handshake and liveness checks (a client must be able to connect and
 #: to learn that it is limited).
-_EXEMPT: Final = frozenset({"initialize", "ping"})
+_EXEMPT: Final = frozenset({INITIALIZE, PING})
 
 
 class TokenBucket:
