@@ -203,8 +203,8 @@ class TypedCalls:
         before (``ctx.prepared``) when it is this reader's, of these very params and for the
         tool still registered under its name; else a fresh :meth:`read`, kept in
         ``ctx.prepared`` for whoever asks next. None: read the params the general way. Small
-        params nobody read before are left to the general reading, which runs fewer
-        bytecodes for them (the guard's stdio_tools_call)."""
+        params nobody read before are left to the general reading, which is cheaper for
+        them (``benchmarks/README.md``, "Features and handlers")."""
         call = ctx.prepared
         if call is None:
             raw = ctx.params

@@ -118,7 +118,7 @@ _SPLICE_JSON: Final = msgspec.json.encode(_SPLICE)
 @functools.lru_cache(maxsize=256)
 def _encoded(change: Change) -> bytes:
     """A list change or resource update as a handshake session gets it: encoded once for
-    all of them (issue 22 item 3)."""
+    all of them, however many sessions watch."""
     return encode_notification(*_notification(change, None))
 
 
@@ -164,11 +164,11 @@ def _offered(server: App) -> set[ListKind]:
 class _SessionDelivery:
     """A handshake session's delivery of unsolicited notifications (``related=None``, the
     session's standalone stream on HTTP): a task only while there is something to deliver,
-    started by the first change offered (an idle session holds none; issue 22 item 4).
+    started by the first change offered (an idle session holds none: memory at rest).
     Waiting on a full write queue only delays this session; its changes coalesce meanwhile
     (runtime.features). The subscriber ends when the connection does. One slotted object
-    with bound methods, not four closures and their cells (about 600 bytes less per idle
-    session, issue 22 item 4)."""
+    with bound methods, not four closures and their cells: it is held by every idle
+    session (``benchmarks/README.md``, "Features and handlers")."""
 
     __slots__ = ("delivering", "peer", "send_nowait", "subscriber")
 
@@ -177,7 +177,7 @@ class _SessionDelivery:
         self.peer = peer
         self.delivering = False
         # A peer that can write without waiting (runtime.core Connection) takes a change
-        # straight from the publisher while no delivery task runs (issue 22 item 3).
+        # straight from the publisher while no delivery task runs (no task switch).
         self.send_nowait: Callable[[bytes], bool] | None = getattr(peer, "send_nowait", None)
         subscriber.on_offer = self.offered
         if self.send_nowait is not None:
@@ -282,7 +282,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     ) -> tuple[Subscriber, list[str]]:
         """A listen's subscriber, acknowledged, and the task ids it watches: all that the
         waiting listen keeps of its filter (the filter's readings end with this frame, so
-        an idle listen does not hold them: issue 22 item 4)."""
+        an idle listen does not hold them)."""
         wanted = decode_params(ctx, _listen_decoder, b"{}").notifications
         offered = _offered(server)
         requested: dict[ListKind, bool] = {
@@ -352,11 +352,12 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                 method, params = _notification(("task", task_id), meta, server)
                 await peer.notify(method, params, related=request_id)
             # While this task waits, the publisher writes a change straight to the stream
-            # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
+            # (``take``): no task switch per listen in a fan-out; what cannot be written
             # at once queues for this task as before.
             send_nowait: Callable[[bytes, Any], bool] | None = getattr(peer, "send_nowait", None)
             # A peer that serves the listen in its connection's own task (2026-07-28 HTTP)
-            # waits there while nothing comes, instead of this task parking (issue 22 item 4).
+            # waits there while nothing comes, instead of this task parking (one task per
+            # idle listen, not two).
             idle: Callable[[trio.CancelScope], Awaitable[object]] | None = getattr(
                 peer, "idle", None
             )

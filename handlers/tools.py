@@ -157,7 +157,7 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
     bad = _non_finite(structured, "")
     if bad is not None:
         # JSON has no infinity or NaN; msgspec would write null, which the tool's own output
-        # schema forbids. Tell the tool's author instead (issue 16 item 6).
+        # schema forbids. Tell the tool's author instead.
         log.warning("tool returned a non-finite number tool=%s path=%s", tool.name, bad)
         return _error_result(
             f"Tool {tool.name} returned a non-finite number at `{bad}`, which JSON cannot carry"

@@ -66,7 +66,7 @@ class InputRound:
     ``state`` is the handler's own data (``Context.request_state``), sealed into the next
     requestState. ``keys`` are the keys given to unkeyed asks so far, in call order (from
     the sealed state): a rerun handler's n-th ask gets the n-th again; a new ask gets a random
-    one, so a client cannot answer a question before it is asked (issue 16 item 5)."""
+    one, so a client cannot answer a question before it is asked (and skip a round)."""
 
     __slots__ = ("calls", "keys", "responses", "state")
 

@@ -41,7 +41,7 @@ class SealedRound(msgspec.Struct, forbid_unknown_fields=True):
     #: What the handler keeps between rounds (``Context.request_state``).
     data: dict[str, Any] = {}
     #: The keys of the input requests this state answers: a retry may answer only these
-    #: (issue 16 item 5: answers to questions never asked would skip a round).
+    #: (answers to questions never asked would skip a round).
     asked: list[str] = msgspec.field(default_factory=list)
     #: The random keys given so far to the handler's unkeyed asks, in call order, so that
     #: each ask gets the same key again when the handler reruns (unguessable, not a count).

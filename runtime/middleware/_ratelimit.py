@@ -93,7 +93,7 @@ class RateLimit(Middleware):
 
     def check(self, request: Request) -> None:
         """Charge ``request`` to its buckets; raises the -32010 refusal when one is dry."""
-        now = monotonic()  # a C call; trio.current_time() costs ~57 bytecodes a request
+        now = monotonic()  # a C call, far cheaper per request than trio.current_time()
         if self.per_principal is not None:
             key = principal_key(request.principal) or f"anonymous:{request.transport}"
             bucket = self._bucket(key, now)
