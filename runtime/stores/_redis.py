@@ -356,8 +356,14 @@ class RedisBus:
             self._commands_send.send_nowait(["SUBSCRIBE", name])
         confirmed = self._confirmed.get(name)
         if confirmed is not None and not confirmed.is_set():
-            with trio.move_on_after(self.client.timeout):
-                await confirmed.wait()
+            try:
+                with trio.move_on_after(self.client.timeout):
+                    await confirmed.wait()
+            except BaseException:
+                # Cancelled: the caller never gets the unsubscribe function, so nothing of
+                # this subscription may stay.
+                self._unsubscribe(name, deliver)
+                raise
             if not confirmed.is_set():
                 self._unsubscribe(name, deliver)
                 raise StoreUnavailable(f"redis did not confirm SUBSCRIBE {channel} in time")
