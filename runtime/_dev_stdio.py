@@ -42,7 +42,15 @@ from ._dev import (
     signal_group,
     watcher,
 )
-from .protocol import INTERNAL_ERROR, encode_error
+from .protocol import (
+    INITIALIZE,
+    INITIALIZED,
+    INTERNAL_ERROR,
+    LIST_CHANGED,
+    PING,
+    encode_error,
+    encode_notification,
+)
 
 __all__ = ["MAX_LINE", "run_stdio_dev", "serve_stdio_dev"]
 
@@ -50,7 +58,12 @@ __all__ = ["MAX_LINE", "run_stdio_dev", "serve_stdio_dev"]
 #: ``Limits.max_frame_size``); a longer line ends the session with a logged reason.
 MAX_LINE: Final = 4 * 1024 * 1024
 _PRIVATE: Final = "mcp-runtime-dev:"
-_LIST_KINDS: Final = ("tools", "prompts", "resources")
+#: Sent to the session's client after a reload, once: the new version's lists may differ.
+_LIST_CHANGED: Final = {
+    kind: encode_notification(method) + b"\n" for kind, method in LIST_CHANGED.items()
+}
+#: Sent to a new version when the session's client had sent it to the old one.
+_INITIALIZED: Final = encode_notification(INITIALIZED) + b"\n"
 
 
 async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
@@ -244,17 +257,17 @@ class _Relay:
         child = _Child(process, self.children)
         try:
             self.nursery.start_soon(self.pump, child)
-            if await child.call("ping") is None:
+            if await child.call(PING) is None:
                 await child.kill()
                 return None
             if self.initialize is not None and self.handshake_delivered:
-                answer = await child.call("initialize", self.initialize.get("params"))
+                answer = await child.call(INITIALIZE, self.initialize.get("params"))
                 if answer is None or "result" not in answer:
                     say(f"the new version refused the session's initialize: {answer!r}")
                     await child.kill()
                     return None
                 if self.initialized:
-                    await child.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+                    await child.send(_INITIALIZED)
                 self.capabilities = answer["result"].get("capabilities", {})
         except BaseException:
             await child.kill()
@@ -273,9 +286,9 @@ class _Relay:
                 continue
             message = _decode(line)
             if isinstance(message, dict):
-                if message.get("method") == "initialize" and "id" in message:
+                if message.get("method") == INITIALIZE and "id" in message:
                     self.initialize = message
-                elif message.get("method") == "notifications/initialized":
+                elif message.get("method") == INITIALIZED:
                     self.initialized = True
             if current is None:
                 self.held.append(line)  # the first version is loading
@@ -337,12 +350,9 @@ class _Relay:
             say("reloaded: the session goes on with the new version")
             if self.initialized:
                 caps = self.capabilities
-                for kind in _LIST_KINDS:
+                for kind, notification in _LIST_CHANGED.items():
                     if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged"):
-                        await self.to_client(
-                            b'{"jsonrpc":"2.0","method":"notifications/%b/list_changed"}\n'
-                            % kind.encode()
-                        )
+                        await self.to_client(notification)
 
 
 async def serve_stdio_dev(

@@ -37,6 +37,16 @@ import msgspec
 from ._mount import Mount, prefixed_name, prefixed_uri, unprefixed_uri
 from .core import Dispatcher, RequestContext
 from .middleware import Middleware, MiddlewareDispatcher, Next, Request
+from .protocol import (
+    COMPLETION_COMPLETE,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    TOOLS_CALL,
+    TOOLS_LIST,
+)
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -55,10 +65,10 @@ _Rewrite = Callable[[dict[str, Any]], None]
 
 #: list method -> (the mount's kind, the result's key, the item's identifying field)
 _LISTS: Final = {
-    "tools/list": ("tools", "tools", "name"),
-    "prompts/list": ("prompts", "prompts", "name"),
-    "resources/list": ("resources", "resources", "uri"),
-    "resources/templates/list": ("templates", "resourceTemplates", "uriTemplate"),
+    TOOLS_LIST: ("tools", "tools", "name"),
+    PROMPTS_LIST: ("prompts", "prompts", "name"),
+    RESOURCES_LIST: ("resources", "resources", "uri"),
+    RESOURCES_TEMPLATES_LIST: ("templates", "resourceTemplates", "uriTemplate"),
 }
 
 
@@ -86,17 +96,17 @@ def _target(parent: Server, method: str, params: dict[str, Any]) -> tuple[Mount,
     """The mount whose feature the request names, and the rewrite back to the parent's
     name; ``params`` is rewritten to the child's name in place."""
     holder: dict[str, Any] = params
-    if method == "completion/complete":
+    if method == COMPLETION_COMPLETE:
         ref = params.get("ref")
         if not isinstance(ref, dict):
             return None
         holder = ref
         kind, key = ("prompts", "name") if ref.get("type") == "ref/prompt" else ("templates", "uri")
-    elif method == "tools/call":
+    elif method == TOOLS_CALL:
         kind, key = "tools", "name"
-    elif method == "prompts/get":
+    elif method == PROMPTS_GET:
         kind, key = "prompts", "name"
-    elif method == "resources/read":
+    elif method == RESOURCES_READ:
         kind, key = "resources", "uri"
     else:
         return None
@@ -112,7 +122,7 @@ def _target(parent: Server, method: str, params: dict[str, Any]) -> tuple[Mount,
                 holder[key] = item.name
 
                 def back(p: dict[str, Any], prefix: str = prefix) -> None:
-                    h = p.get("ref", p) if method == "completion/complete" else p
+                    h = p.get("ref", p) if method == COMPLETION_COMPLETE else p
                     if isinstance(h, dict) and isinstance(h.get(key), str):
                         h[key] = prefixed_name(prefix, h[key])
 
@@ -126,7 +136,7 @@ def _target(parent: Server, method: str, params: dict[str, Any]) -> tuple[Mount,
             continue
 
         def back_uri(p: dict[str, Any], prefix: str = prefix) -> None:
-            h = p.get("ref", p) if method == "completion/complete" else p
+            h = p.get("ref", p) if method == COMPLETION_COMPLETE else p
             if isinstance(h, dict) and isinstance(h.get(key), str):
                 h[key] = prefixed_uri(prefix, h[key])
 

@@ -66,6 +66,7 @@ from .features import (
     inspect_signature,
     output_spec,
 )
+from .protocol import RESOURCES_READ
 
 __all__ = ["Lifespan", "Server"]
 
@@ -87,7 +88,7 @@ _FAULT_AGAIN: Final = 1.0
 def _template_of(uri: str) -> UriTemplate | None:
     """The RFC 6570 template ``uri`` is, or None for a plain URI. Only a ``{`` opens an
     expression, so a server without templates never imports the template module (start-up
-    time, issue 22)."""
+    time)."""
     if "{" not in uri:
         return None
     from .features import UriTemplate, is_template
@@ -222,7 +223,8 @@ class Server:
         self.store = store
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
-        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
+        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (abandoned calls
+        #: must not starve other clients: runtime.features._threads).
         self.worker_threads = WorkerThreads(lambda: self.limits)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
@@ -389,7 +391,7 @@ class Server:
             )
         cache: tuple[int, str] | None = None
         if ttl_ms is not None or cache_scope is not None:
-            default_ttl, default_scope = self.cache_hint("resources/read")
+            default_ttl, default_scope = self.cache_hint(RESOURCES_READ)
             cache = (
                 default_ttl if ttl_ms is None else ttl_ms,
                 default_scope if cache_scope is None else cache_scope,
@@ -647,7 +649,8 @@ class Server:
         """The Implementation object (serverInfo): name, version, title, icons, websiteUrl.
 
         Made once and again only after one of its fields is set (the ``_InfoField``s below): every
-        2026-07-28 result carries it (issue 22 target 1). Callers must not change it."""
+        2026-07-28 result carries it, so it is not rebuilt per request. Callers must not change
+        it."""
         info = self._server_info
         if info is None:
             info = {"name": self.name, "version": self.version}
@@ -813,7 +816,7 @@ class Server:
     ) -> None:
         """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
         ``directory``), one client at a time, until cancelled or shut down."""
-        from .transports import serve_pipe  # on first use (start-up time, issue 22)
+        from .transports import serve_pipe  # on first use (start-up time)
 
         limits = self.limits
         with self._lifetime.shutdown_signal() as shutdown:
@@ -996,7 +999,7 @@ class Server:
 
         # One task watches shutdown for every connection (stop_accepting), and connections
         # are served directly (this serve already holds the server running): an idle
-        # connection costs no watcher task and no context manager (issue 22 item 4).
+        # connection costs no watcher task and no context manager (memory at rest).
         live: set[Connection] = set()
 
         def started(connection: Connection) -> None:

@@ -35,7 +35,7 @@ from .features import (
     TaskTable,
     legacy_wire,
 )
-from .protocol import INVALID_PARAMS, JSONRPCError, replica_gone, store_unavailable
+from .protocol import JSONRPCError, replica_gone, store_unavailable, unknown_task
 from .stores import RENEWALS_PER_LEASE, Store, StoreUnavailable, TaskSnapshot
 
 if TYPE_CHECKING:
@@ -156,10 +156,6 @@ def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
     return store_unavailable("Task", correlation)
 
 
-def _unknown(task_id: str) -> JSONRPCError:
-    return JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
-
-
 class _RemoteTask:
     """A task another replica runs, as the task methods see it (``TaskHandle``)."""
 
@@ -203,7 +199,7 @@ class _RemoteTask:
         except StoreUnavailable as exc:
             raise _unavailable(exc) from None
         if snap is None:
-            raise _unknown(self.task_id)  # expired meanwhile
+            raise unknown_task(self.task_id)  # expired meanwhile
         self._snapshot = await self._mirror.settle(self.task_id, snap)
 
 

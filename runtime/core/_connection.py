@@ -53,7 +53,6 @@ from msgspec import Raw
 
 from ..protocol import (
     CANCELLED,
-    INVALID_REQUEST,
     Envelope,
     JSONRPCError,
     RequestId,
@@ -61,7 +60,9 @@ from ..protocol import (
     connection_closed,
     encode_notification,
     encode_request,
+    malformed_error_object,
     peer_timeout,
+    relayed_error,
 )
 from . import _engine as engine
 from ._assembler import Assembler
@@ -573,9 +574,9 @@ class Connection:
         if isinstance(env.error, Raw):
             try:
                 err = _error_decoder.decode(env.error)
-                waiter.error = JSONRPCError(err.code, err.message, err.data)
+                waiter.error = relayed_error(err.code, err.message, err.data)
             except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
-                waiter.error = JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
+                waiter.error = malformed_error_object("client")
         else:
             assert isinstance(env.result, Raw)
             waiter.result = env.result

@@ -26,7 +26,6 @@ from msgspec import UNSET, Raw
 
 from ..framing import FramingError, escape_excerpt
 from ..protocol import (
-    INVALID_REQUEST,
     ONE_PASS_OVER,
     REQUEST_ID_TYPES,
     Envelope,
@@ -34,6 +33,7 @@ from ..protocol import (
     Kind,
     Pieces,
     ToolCall,
+    batch_forbidden,
     classify,
     decode_frame,
     decode_item,
@@ -514,7 +514,7 @@ class Reader:
             return invalid_request("empty batch")
         forbidden = self._dispatcher.batch_policy(self._session)
         if forbidden is not None:
-            return JSONRPCError(INVALID_REQUEST, forbidden)
+            return batch_forbidden(forbidden)
         limit = self._limits.max_batch_size
         if len(items) > limit:
             return invalid_request(

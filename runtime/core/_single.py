@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from ..protocol import (
+    CANCELLED,
     Envelope,
     ModernRequest,
     Pieces,
@@ -110,7 +111,7 @@ class _SinglePeer:
         request_id = next(self._next_request_id)
         await self._send(encode_request(request_id, method, params))
         await trio.sleep(timeout)
-        await self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
+        await self.notify(CANCELLED, {"requestId": request_id, "reason": "timeout"})
         raise peer_timeout(method)
 
 

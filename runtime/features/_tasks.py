@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
 
-from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
+from ..protocol import JSONRPCError, internal_error, overloaded, unknown_task
 from ._input import check_response
 
 __all__ = ["TERMINAL", "TaskHandle", "TaskMirror", "TaskRecord", "TaskTable", "legacy_wire"]
@@ -315,7 +315,7 @@ class TaskTable:
         particular), and a foreign task looks exactly like an unknown one."""
         record = self.peek(task_id)
         if record is None or record.owner != owner:
-            raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+            raise unknown_task(task_id)
         return record
 
     def latest(self, task_id: str) -> dict[str, Any] | None:

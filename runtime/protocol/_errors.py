@@ -34,6 +34,8 @@ __all__ = [
     "JSONRPCError",
     "ResourceNotFoundError",
     "ToolError",
+    "bad_request_state",
+    "batch_forbidden",
     "cancellation_unconfirmed",
     "connection_closed",
     "forbidden",
@@ -42,6 +44,7 @@ __all__ = [
     "internal_error",
     "invalid_params",
     "invalid_request",
+    "malformed_error_object",
     "method_not_found",
     "missing_capability",
     "overloaded",
@@ -51,6 +54,7 @@ __all__ = [
     "relayed_error",
     "replica_gone",
     "request_timeout",
+    "resource_not_found",
     "shutting_down",
     "store_unavailable",
     "task_cancelled",
@@ -125,6 +129,7 @@ class ResourceNotFoundError(JSONRPCError):
 
     def __init__(self, uri: str, message: str = "Resource not found") -> None:
         super().__init__(RESOURCE_NOT_FOUND, message, {"uri": uri})
+        self.uri = uri
 
 
 # -- builders: one per error, so a message and its data are spelled in one place -----------
@@ -156,6 +161,45 @@ def invalid_params(detail: str, path: str | None = None, **data: Any) -> JSONRPC
     if path is not None:
         data = {"path": path, **data}
     return JSONRPCError(INVALID_PARAMS, f"Invalid params: {detail}", data or None)
+
+
+def batch_forbidden(reason: str) -> JSONRPCError:
+    """-32600 with ``reason`` as the whole message: a batch the connection's or session's
+    revision does not allow, refused whole before any item is read (``batch_refusal``
+    words the reason)."""
+    return JSONRPCError(INVALID_REQUEST, reason)
+
+
+def malformed_error_object(peer: str) -> JSONRPCError:
+    """-32600: ``peer`` answered one of our requests with an ``error`` member that is not a
+    JSON-RPC error object (JSON-RPC 2.0 section 5.1: ``code`` an integer, ``message`` a
+    string); the request it answers fails with this instead."""
+    return JSONRPCError(INVALID_REQUEST, f"Malformed error object from {peer}")
+
+
+def relayed_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
+    """A peer's JSON-RPC error answered on as the peer gave it (a client's answer to a
+    server-to-client request, a task's recorded failure, a proxy's remote): the same code,
+    message and data. JSON-RPC 2.0 section 5.1 makes the code an integer: one that is not
+    (``true``, ``1.5``, a string; Python counts ``True`` as an int) is -32603 here, never
+    passed on."""
+    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
+
+
+def resource_not_found(
+    uri: str, message: str = "Resource not found", *, modern: bool = False
+) -> JSONRPCError:
+    """A URI that names no resource: -32002 in the handshake era (2025-11-25
+    server/resources, "Error Handling"), -32602 from 2026-07-28 on (its changelog, minor
+    change 6), with the URI in ``data``."""
+    return JSONRPCError(INVALID_PARAMS if modern else RESOURCE_NOT_FOUND, message, {"uri": uri})
+
+
+def bad_request_state(reason: str) -> JSONRPCError:
+    """-32602 with ``reason`` as the whole message: a multi-round-trip request's
+    ``requestState`` this server cannot take (forged, expired, issued for another request or
+    to another principal; 2026-07-28 basic/patterns/mrtr)."""
+    return JSONRPCError(INVALID_PARAMS, reason)
 
 
 def internal_error() -> JSONRPCError:
@@ -249,8 +293,8 @@ def unsupported_version(requested: str, supported: list[str] | tuple[str, ...]) 
 
 
 def unknown_task(task_id: str) -> JSONRPCError:
-    """-32602 ``Unknown task``: no task has this id (never made, or expired). The id is
-    echoed in ``data``, cut to 100 characters: the peer chose it."""
+    """-32602 ``Unknown task``: no task has this id (never made, or expired), or none the
+    caller may see. The id is echoed in ``data``, cut to 100 characters: the peer chose it."""
     return JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
 
 
@@ -275,14 +319,6 @@ def cancellation_unconfirmed(task_id: str, by: str) -> JSONRPCError:
 
 
 # -- a proxy's errors: what went wrong beyond this server ------------------------------------
-
-
-def relayed_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
-    """A peer's JSON-RPC error answered on as the peer gave it (a proxy passing on its
-    remote's): the same code, message and data. JSON-RPC 2.0 section 5.1 makes the code an
-    integer: one that is not (``true``, ``1.5``, a string; Python counts ``True`` as an int)
-    is -32603 here, never passed on."""
-    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
 
 
 def upstream_error(message: str, data: Any = None) -> JSONRPCError:

@@ -17,6 +17,7 @@ __all__ = [
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
     "META_MCP_PREFIX",
+    "META_PROGRESS_TOKEN",
     "META_PROTOCOL_VERSION",
     "META_RELATED_TASK",
     "META_SERVER_INFO",
@@ -51,10 +52,13 @@ META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 #: The prefix of every ``_meta`` key MCP defines (basic/index, "_meta", since 2025-06-18:
 #: prefixes naming ``modelcontextprotocol`` or ``mcp`` are reserved for MCP's own use).
 META_MCP_PREFIX: Final = "io.modelcontextprotocol/"
-#: 2026-07-28 basic/patterns/subscriptions: the ``_meta`` key naming the listen request a
-#: notification belongs to.
+#: 2026-07-28 basic/utilities/subscriptions: each notification of a ``subscriptions/listen``
+#: stream names its subscription (the listen request's id) under this ``_meta`` key.
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: basic/utilities/progress (every revision): the token a request's progress notifications
+#: carry, under ``params._meta``.
+META_PROGRESS_TOKEN: Final = "progressToken"
+#: The tasks extension's identifier (SEP-2663), a key of ``capabilities.extensions``.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
 META_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
-#: The 2026-07-28 tasks extension (SEP-2663), as named in ``capabilities.extensions``.
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"

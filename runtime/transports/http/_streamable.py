@@ -22,10 +22,13 @@ from msgspec import UNSET
 from ...protocol import (
     HANDSHAKE_VERSIONS,
     INITIALIZE,
+    META_LOG_LEVEL,
+    META_PROGRESS_TOKEN,
     META_PROTOCOL_VERSION,
     MODERN_MARKER,
     ONE_PASS_OVER,
     SUBSCRIPTIONS_LISTEN,
+    TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION,
     Envelope,
     ErrorReply,
@@ -498,7 +501,7 @@ class _PostChannel:
 
 #: ``_meta`` keys that make a handler send notifications on the request's stream
 #: (2026-07-28 basic/utilities/progress, server/utilities/logging).
-_STREAMING_META: Final = frozenset({"progressToken", "io.modelcontextprotocol/logLevel"})
+_STREAMING_META: Final = frozenset({META_PROGRESS_TOKEN, META_LOG_LEVEL})
 
 
 def _json_status(reply: bytes) -> int:
@@ -562,7 +565,7 @@ def _modern_params(
     raw = message.params
     if raw is UNSET:
         return None, None
-    if message.method == "tools/call" and hooks.read_call is not None:
+    if message.method == TOOLS_CALL and hooks.read_call is not None:
         # One pass gives the era rules their ``_meta`` and the handler its tool and typed
         # arguments, instead of a pass here that skips the arguments and the handler's two.
         call = hooks.read_call(raw) if called is None else called
