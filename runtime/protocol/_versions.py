@@ -16,10 +16,13 @@ __all__ = [
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
+    "META_PROGRESS_TOKEN",
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
+    "META_SUBSCRIPTION_ID",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
+    "TASKS_EXTENSION",
 ]
 
 #: Handshake-era revisions this server speaks, newest first. basic/lifecycle (2025-11-25):
@@ -44,3 +47,11 @@ META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 #: ... and of a result's ``_meta`` (every modern result names the server).
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+#: 2026-07-28 basic/utilities/subscriptions: each notification of a ``subscriptions/listen``
+#: stream names its subscription (the listen request's id) under this ``_meta`` key.
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: basic/utilities/progress (every revision): the token a request's progress notifications
+#: carry, under ``params._meta``.
+META_PROGRESS_TOKEN: Final = "progressToken"
+#: The tasks extension's identifier (SEP-2663), a key of ``capabilities.extensions``.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
