@@ -6,7 +6,10 @@
   ``runtime._handlers`` (``runtime/_handlers`` links to the top-level ``handlers/`` folder), by
   an ordinary import; nothing imports a top-level ``handlers``;
 - no module reaches into another package's private (``_``) modules;
-- no import cycles among the modules of ``runtime/`` and ``handlers/``.
+- no import cycles among the modules of ``runtime/`` and ``handlers/``;
+- the client (``runtime/client/``) writes no wire name or code of its own: no JSON-RPC error
+  code, no MCP method name, no ``io.modelcontextprotocol/`` string, no JSON-RPC envelope
+  of its own; it imports them from ``runtime.protocol``.
 
 Imports under ``if TYPE_CHECKING:`` are type annotations, not dependencies at run time: they
 count for the direction rules but not for cycles.
@@ -65,9 +68,8 @@ FORBIDDEN = {
         "runtime.features",
     ),
 }
-#: runtime.client: the one module that may import other runtime packages (see its docstring).
-CLIENT_GATEWAY = "runtime/client/_wire.py"
-#: What that module may import from the rest of the runtime: public package names only.
+#: What the client may import from the rest of the runtime: the public names of the layers it
+#: builds on (the wire rules, the framers, the FIFO helpers of transports) and the version.
 CLIENT_MAY_IMPORT = (
     "runtime.framing",
     "runtime.protocol",
@@ -338,17 +340,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
+def test_the_client_imports_only_the_public_names_of_the_layers_it_builds_on() -> None:
     violations = []
     for path in [p for n, p in MODULES.items() if _within(n, "runtime.client")]:
         relative = str(path.relative_to(ROOT))
         for name in _imports(path):
             if not name.startswith("runtime.") or name.startswith("runtime.client"):
                 continue
-            if relative != CLIENT_GATEWAY:
-                violations.append(f"{relative} imports {name} (only {CLIENT_GATEWAY} may)")
-            elif name not in CLIENT_MAY_IMPORT:
-                violations.append(f"{relative} imports {name} (not a public package name)")
+            if name not in CLIENT_MAY_IMPORT:
+                violations.append(f"{relative} imports {name} (not a public name it builds on)")
     assert not violations, violations
     # And nothing of the server side imports the client (it is a peer, not a layer below).
     for layer in ("runtime.core", "runtime.transports", "runtime.framing", HANDLERS):
@@ -359,3 +359,123 @@ def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
 def test_the_checker_sees_relative_imports() -> None:
     names = _imports(ROOT / "runtime" / "core" / "_connection.py")
     assert "runtime.protocol" in names and "runtime.core._engine" in names
+
+
+# -- the client's wire names and codes come from runtime.protocol ------------------------------
+
+#: The JSON-RPC 2.0 range of reserved error codes (section 5.1).
+ERROR_CODES = range(-32768, -32000 + 1)
+#: Every MCP method name (both directions): ``runtime.protocol.MCP_METHODS``, read from its
+#: source so that this test imports nothing of the runtime.
+_METHODS_SOURCE = ROOT / "runtime" / "protocol" / "_methods.py"
+
+
+def _mcp_methods() -> frozenset[str]:
+    names = set()
+    for node in ast.walk(ast.parse(_METHODS_SOURCE.read_text())):
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                names.add(value.value)
+    return frozenset(name for name in names if name in ("initialize", "ping") or "/" in name)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string constants that are docstrings (not code)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def _wire_literals(path: Path, methods: frozenset[str]) -> list[str]:
+    """The error codes, MCP method names and ``io.modelcontextprotocol/`` strings written as
+    literals in ``path``'s code (comments and docstrings are not code)."""
+    tree = ast.parse(path.read_text())
+    docstrings = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = node.operand
+            number = operand.value if isinstance(operand, ast.Constant) else None
+            if type(number) is int and -number in ERROR_CODES:
+                found.append(f"line {node.lineno}: error code -{number}")
+        elif isinstance(node, ast.Constant) and id(node) not in docstrings:
+            value = node.value
+            if type(value) is int and value in ERROR_CODES:
+                found.append(f"line {node.lineno}: error code {value}")
+            elif isinstance(value, str) and value in methods:
+                found.append(f"line {node.lineno}: method name {value!r}")
+            elif isinstance(value, str) and "io.modelcontextprotocol/" in value:
+                # (An f-string's literal parts are constants of their own.)
+                found.append(f"line {node.lineno}: {value!r}")
+    return found
+
+
+CLIENT_FILES = sorted((ROOT / "runtime" / "client").rglob("*.py"))
+
+
+def test_the_client_writes_no_error_code_method_name_or_extension_string() -> None:
+    """``runtime/client/`` takes every JSON-RPC error code, MCP method name and
+    ``io.modelcontextprotocol/`` string from ``runtime.protocol``: one home for each."""
+    methods = _mcp_methods()
+    assert {"tools/call", "notifications/cancelled", "ping", "sampling/createMessage"} <= methods
+    violations = [
+        f"{path.relative_to(ROOT)} {found}"
+        for path in CLIENT_FILES
+        for found in _wire_literals(path, methods)
+    ]
+    assert not violations, violations
+
+
+def test_the_client_defines_no_wire_type_of_its_own() -> None:
+    """The client uses the protocol layer's envelope and wire shapes: no class of
+    ``runtime/client/`` is named as one of ``runtime.protocol``'s exports (a second
+    ``TextContent``, a second ``Envelope``), and no msgspec struct there has a ``jsonrpc``
+    field (an envelope of its own)."""
+    protocol_init = ast.parse((ROOT / "runtime" / "protocol" / "__init__.py").read_text())
+    exported = {
+        alias.name
+        for node in protocol_init.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert {"Envelope", "TextContent", "CallToolResult", "JSONRPCError"} <= exported
+    violations = []
+    for path in CLIENT_FILES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            where = f"{path.relative_to(ROOT)} line {node.lineno}: class {node.name}"
+            if node.name in exported:
+                violations.append(f"{where} repeats runtime.protocol.{node.name}")
+            fields = {
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+            if "jsonrpc" in fields:
+                violations.append(f"{where} is a JSON-RPC envelope of its own")
+    assert not violations, violations
+
+
+def test_the_literal_finder_finds_literals_and_skips_docstrings(tmp_path: Path) -> None:
+    source = tmp_path / "sample.py"
+    source.write_text(
+        '''"""Module: "tools/call" and -32600 here are prose."""
+CODE = -32602
+NAME = "tools/call"
+KEY = f"io.modelcontextprotocol/{CODE}"
+OK = "tools"
+
+
+def f() -> None:
+    """-32603 and "ping" in a docstring."""
+    return "ping"
+'''
+    )
+    found = _wire_literals(source, _mcp_methods())
+    assert [line.split(":")[0] for line in found] == ["line 2", "line 3", "line 4", "line 10"]
