@@ -13,6 +13,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import math
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -21,6 +22,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Concatenate,
+    Final,
     Generic,
     Literal,
     ParamSpec,
@@ -76,6 +78,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 V = TypeVar("V")
 _stream_ids = itertools.count(1)
+#: Seconds after serving stdio on past a fault within which another fault ends the server
+#: (``serve_stdio``): a fault that comes back at once would otherwise be served on in a loop.
+_FAULT_AGAIN: Final = 1.0
 
 
 def _template_of(uri: str) -> UriTemplate | None:
@@ -719,18 +724,35 @@ class Server:
                 idle_timeout=limits.idle_timeout,
             ) as channel:
                 task_status.started()
-                served: list[Connection] = []
-                await self.serve_connection(
-                    channel,
-                    session=Session("stdio"),
-                    connection_id="stdio",
-                    shutdown=shutdown,
-                    started=served.append,
-                )
-        # The one connection is the server: when it crashed (logged with its traceback),
-        # the process must not look like it ended well.
-        if served and served[0].close_reason == "crashed":
-            raise ServerCrashed("the stdio connection crashed (see the log above)")
+                session = Session("stdio")
+                last_fault = -math.inf
+                while True:
+                    served: list[Connection] = []
+                    try:
+                        await self.serve_connection(
+                            channel,
+                            session=session,
+                            connection_id="stdio",
+                            shutdown=shutdown,
+                            started=served.append,
+                        )
+                    except Exception:  # a fault of ours the connection did not catch itself
+                        log.exception("stdio connection failed")
+                    else:
+                        if not served or served[0].close_reason != "crashed":
+                            break  # the end of input, shutdown, a read timeout...
+                    # The one connection is the server. As a TCP, WebSocket or HTTP
+                    # connection's fault costs that connection, this one's costs the
+                    # connection (logged with its traceback, requests it cut short answered
+                    # -32603), and a new one serves on over the same pipes and session. A
+                    # fault again within a second is one that serving on cannot get past
+                    # (the same input, the same start): the process must then not look like
+                    # it ended well.
+                    now = trio.current_time()
+                    if shutdown.is_set() or now - last_fault < _FAULT_AGAIN:
+                        raise ServerCrashed("the stdio connection crashed (see the log above)")
+                    last_fault = now
+                    log.warning("serving stdio on after a fault (see the log above)")
 
     @_holding_running
     async def serve_tcp(
