@@ -6,7 +6,10 @@
   ``runtime._handlers`` (``runtime/_handlers`` links to the top-level ``handlers/`` folder), by
   an ordinary import; nothing imports a top-level ``handlers``;
 - no module reaches into another package's private (``_``) modules;
-- no import cycles among the modules of ``runtime/`` and ``handlers/``.
+- no import cycles among the modules of ``runtime/`` and ``handlers/``;
+- the client (``runtime/client/``) writes no wire name or code of its own: no JSON-RPC error
+  code, no MCP method name, no ``io.modelcontextprotocol/`` string, no JSON-RPC envelope
+  of its own; it imports them from ``runtime.protocol``.
 
 Imports under ``if TYPE_CHECKING:`` are type annotations, not dependencies at run time: they
 count for the direction rules but not for cycles.
@@ -89,9 +92,8 @@ BRIDGE_MAY_IMPORT = (
     "runtime.middleware",
     "runtime.protocol",
 )
-#: runtime.client: the one module that may import other runtime packages (see its docstring).
-CLIENT_GATEWAY = "runtime/client/_wire.py"
-#: What that module may import from the rest of the runtime: public package names only.
+#: What the client may import from the rest of the runtime: the public names of the layers it
+#: builds on (the wire rules, the framers, the FIFO helpers of transports) and the version.
 CLIENT_MAY_IMPORT = (
     "runtime.framing",
     "runtime.protocol",
@@ -362,17 +364,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
+def test_the_client_imports_only_the_public_names_of_the_layers_it_builds_on() -> None:
     violations = []
     for path in [p for n, p in MODULES.items() if _within(n, "runtime.client")]:
         relative = str(path.relative_to(ROOT))
         for name in _imports(path):
             if not name.startswith("runtime.") or name.startswith("runtime.client"):
                 continue
-            if relative != CLIENT_GATEWAY:
-                violations.append(f"{relative} imports {name} (only {CLIENT_GATEWAY} may)")
-            elif name not in CLIENT_MAY_IMPORT:
-                violations.append(f"{relative} imports {name} (not a public package name)")
+            if name not in CLIENT_MAY_IMPORT:
+                violations.append(f"{relative} imports {name} (not a public name it builds on)")
     assert not violations, violations
     # And nothing of the server side imports the client (it is a peer, not a layer below).
     for layer in ("runtime.core", "runtime.transports", "runtime.framing", HANDLERS):
@@ -396,6 +396,37 @@ def test_the_bridge_imports_public_package_names_only() -> None:
 def test_the_checker_sees_relative_imports() -> None:
     names = _imports(ROOT / "runtime" / "core" / "_connection.py")
     assert "runtime.protocol" in names and "runtime.core._engine" in names
+
+
+def test_the_client_defines_no_wire_type_of_its_own() -> None:
+    """The client uses the protocol layer's envelope and wire shapes: no class of
+    ``runtime/client/`` is named as one of ``runtime.protocol``'s exports (a second
+    ``TextContent``, a second ``Envelope``), and no msgspec struct there has a ``jsonrpc``
+    field (an envelope of its own)."""
+    protocol_init = ast.parse((ROOT / "runtime" / "protocol" / "__init__.py").read_text())
+    exported = {
+        alias.name
+        for node in protocol_init.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert {"Envelope", "TextContent", "CallToolResult", "JSONRPCError"} <= exported
+    violations = []
+    for path in sorted((ROOT / "runtime" / "client").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            where = f"{path.relative_to(ROOT)} line {node.lineno}: class {node.name}"
+            if node.name in exported:
+                violations.append(f"{where} repeats runtime.protocol.{node.name}")
+            fields = {
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+            if "jsonrpc" in fields:
+                violations.append(f"{where} is a JSON-RPC envelope of its own")
+    assert not violations, violations
 
 
 #: The seam a ``tools/call``'s one typed reading travels through (``runtime.protocol.ToolCall``):
@@ -485,9 +516,6 @@ def test_the_seam_check_sees_untyped_readings() -> None:
 
 # -- Wire names and codes have one home: runtime.protocol ------------------------------------
 
-#: Modules that still write wire names of their own: the client moves its own to
-#: ``runtime.protocol`` on its own branch. Remove this set once it has landed.
-WIRE_NAMES_NOT_YET_FROM_PROTOCOL = ("runtime.client",)
 #: JSON-RPC 2.0 section 5.1: -32768..-32000 is reserved for pre-defined errors.
 RESERVED_CODES = range(-32768, -32000 + 1)
 #: What every name MCP defines for ``_meta`` keys and extensions starts with.
@@ -564,9 +592,7 @@ def test_wire_names_and_codes_live_in_protocol() -> None:
     checked = 0
     violations = []
     for name, path in MODULES.items():
-        if _within(name, "runtime.protocol") or any(
-            _within(name, pending) for pending in WIRE_NAMES_NOT_YET_FROM_PROTOCOL
-        ):
+        if _within(name, "runtime.protocol"):
             continue
         checked += 1
         for found in _wire_literals(path.read_text(), methods):

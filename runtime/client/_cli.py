@@ -25,6 +25,7 @@ from typing import Any, Final, NoReturn, TextIO
 import msgspec
 import trio
 
+from ..protocol import METHOD_NOT_FOUND
 from ._backoff import Backoff
 from ._client import Client, Era
 from ._conversation import RAISED
@@ -40,7 +41,6 @@ from ._types import (
     TextContent,
     Tool,
 )
-from ._wire import METHOD_NOT_FOUND
 
 __all__ = ["COMMANDS", "check_arguments", "coerce_arguments", "main", "signature"]
 

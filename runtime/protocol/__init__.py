@@ -5,8 +5,9 @@ One home for what every transport and handler must agree on:
 - ``_jsonrpc``: the envelope, decoded once; the one classifier and ``Kind``; ``id_key``;
   encoders of whole messages from pre-encoded pieces.
 - ``_errors``: every error code as a named constant, one builder per error.
-- ``_versions``: the protocol revisions of both eras and the ``_meta`` keys.
-- ``_methods``: method names and the per-era method sets.
+- ``_versions``: the protocol revisions of both eras, the ``_meta`` keys and the tasks
+  extension's name.
+- ``_methods``: every MCP method name as a constant, and the per-era method sets.
 - ``_era``: ``select_era``, which tells the era of a request from its ``_meta``.
 - ``_lifecycle``: the handshake-era lifecycle state machine.
 - ``_logging``: MCP's log levels, in order.
@@ -19,10 +20,26 @@ One home for what every transport and handler must agree on:
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
   its ``params``, not from them (a big ``tools/call`` read in one pass), and
   ``split_batch_params``, the same for such a request inside a batch.
+- ``_content``: the content blocks and resource contents, one definition that servers
+  write and clients read; ``_results``: the wire shapes of results, as clients read them.
 
 ``tests/test_layers.py`` keeps this package free of every other import of ours.
 """
 
+from ._content import (
+    Annotations,
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceContents,
+    ResourceLink,
+    Role,
+    TextContent,
+    TextResourceContents,
+)
 from ._era import (
     MODERN_MARKER,
     ModernRequest,
@@ -50,10 +67,13 @@ from ._errors import (
     bad_request_state,
     batch_forbidden,
     cancellation_unconfirmed,
+    client_overloaded,
     connection_closed,
+    duplicate_request,
     forbidden,
     framing_error,
     header_mismatch,
+    http_failure,
     internal_error,
     invalid_params,
     invalid_request,
@@ -89,6 +109,7 @@ from ._jsonrpc import (
     classify,
     decode_frame,
     decode_item,
+    decode_messages,
     encode,
     encode_error,
     encode_notification,
@@ -152,6 +173,24 @@ from ._methods import (
 )
 from ._pieces import Pieces, encode_result_pieces
 from ._refusal import Refusal
+from ._results import (
+    CallToolResult,
+    CompleteResult,
+    Completion,
+    GetPromptResult,
+    Implementation,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    Prompt,
+    PromptArgument,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Task,
+    Tool,
+)
 from ._split_params import split_batch_params, split_params
 from ._status import ERROR_STATUS, http_status, retry_after, status_of
 from ._tool_call import ONE_PASS_OVER, ToolCall
@@ -256,17 +295,45 @@ __all__ = [
     "TOOLS_LIST_CHANGED",
     "TOO_DEEP",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "Annotations",
+    "AudioContent",
     "BatchItems",
+    "BlobResourceContents",
+    "CallToolResult",
+    "CompleteResult",
+    "Completion",
+    "ContentBlock",
+    "EmbeddedResource",
     "Envelope",
     "ErrorReply",
+    "GetPromptResult",
+    "ImageContent",
+    "Implementation",
     "JSONRPCError",
     "Kind",
     "Lifecycle",
+    "ListPromptsResult",
+    "ListResourceTemplatesResult",
+    "ListResourcesResult",
+    "ListToolsResult",
     "ModernRequest",
     "Pieces",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "ReadResourceResult",
     "Refusal",
     "RequestId",
+    "Resource",
+    "ResourceContents",
+    "ResourceLink",
     "ResourceNotFoundError",
+    "ResourceTemplate",
+    "Role",
+    "Task",
+    "TextContent",
+    "TextResourceContents",
+    "Tool",
     "ToolCall",
     "ToolError",
     "bad_request_state",
@@ -275,9 +342,12 @@ __all__ = [
     "cancellation_unconfirmed",
     "cancelled_id",
     "classify",
+    "client_overloaded",
     "connection_closed",
     "decode_frame",
     "decode_item",
+    "decode_messages",
+    "duplicate_request",
     "encode",
     "encode_error",
     "encode_notification",
@@ -288,6 +358,7 @@ __all__ = [
     "forbidden",
     "framing_error",
     "header_mismatch",
+    "http_failure",
     "http_status",
     "id_key",
     "internal_error",

@@ -37,10 +37,13 @@ __all__ = [
     "bad_request_state",
     "batch_forbidden",
     "cancellation_unconfirmed",
+    "client_overloaded",
     "connection_closed",
+    "duplicate_request",
     "forbidden",
     "framing_error",
     "header_mismatch",
+    "http_failure",
     "internal_error",
     "invalid_params",
     "invalid_request",
@@ -152,6 +155,13 @@ def invalid_request(reason: str, request_id: Any = None, data: Any = None) -> JS
     return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", data, request_id=request_id)
 
 
+def duplicate_request(request_id: Any) -> JSONRPCError:
+    """-32600 for a request whose id is already in flight on the connection: ids correlate
+    answers with requests (JSON-RPC 2.0 section 4), so a second one could not be told apart.
+    Either side refuses it so (the server's request table, the client's)."""
+    return invalid_request(f"Duplicate request id {request_id!r} is in flight", request_id)
+
+
 def method_not_found(method: str) -> JSONRPCError:
     return JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
 
@@ -258,6 +268,13 @@ def overloaded(reason: str, **data: Any) -> JSONRPCError:
     return JSONRPCError(SERVER_OVERLOADED, f"Server overloaded: {reason}", data or None)
 
 
+def client_overloaded(reason: str, **data: Any) -> JSONRPCError:
+    """-32010 ``Client overloaded: reason``, the client's side of :func:`overloaded`: the
+    server sent more requests (sampling, elicitation, roots, ping) than the client serves at
+    once; ``data`` names the limit."""
+    return JSONRPCError(SERVER_OVERLOADED, f"Client overloaded: {reason}", data or None)
+
+
 def rate_limited(retry_after_seconds: float, limit: str) -> JSONRPCError:
     """-32010 for a request refused by a rate limit (``runtime.middleware.RateLimit``):
     ``data.retryAfterMs`` says when a token is back, ``data.limit`` which bucket ran dry.
@@ -268,6 +285,15 @@ def rate_limited(retry_after_seconds: float, limit: str) -> JSONRPCError:
         "Server overloaded: rate limit exceeded",
         {"limit": limit, "retryAfterMs": retry_ms},
     )
+
+
+def http_failure(status: int, detail: str, data: Any = None) -> JSONRPCError:
+    """-32000 ``HTTP status: detail``: how a client reports an HTTP answer that carries no
+    JSON-RPC error of its own (a 500 with an HTML page, a 401 from a proxy), as the first code
+    of the implementation-defined range (JSON-RPC 2.0 section 5.1), the code the official
+    SDKs give a failed transport. ``detail`` is the start of the body, or the message of a
+    JSON-RPC error sent for no request of ours (id null)."""
+    return JSONRPCError(CONNECTION_CLOSED, f"HTTP {status}: {detail}", data)
 
 
 def header_mismatch(reason: str) -> JSONRPCError:

@@ -32,6 +32,7 @@ __all__ = [
     "classify",
     "decode_frame",
     "decode_item",
+    "decode_messages",
     "encode",
     "encode_error",
     "encode_notification",
@@ -166,6 +167,40 @@ def classify(env: Envelope) -> int:
     if (env.result is UNSET) == (env.error is UNSET):
         raise invalid_request('a response carries exactly one of "result" and "error"', request_id)
     return Kind.RESPONSE
+
+
+def decode_messages(frame: bytes | memoryview) -> list[Envelope | JSONRPCError]:
+    """Every message of a frame from a peer, each judged on its own: an :class:`Envelope`
+    that :func:`classify` accepts (``params``, ``result`` and ``error`` still raw), or the
+    :class:`JSONRPCError` this validator gives it (one for the whole frame when it is not
+    JSON, or a batch that is empty). Never raises.
+
+    For a reader that answers no refusal (a client reading its server, which must not reply
+    to a response or a notification): the same rules as :func:`decode_frame`,
+    :func:`decode_item` and :func:`classify` give a server, the bound on nesting included."""
+    try:
+        decoded = decode_frame(frame)
+    except JSONRPCError as exc:
+        return [exc]
+    if isinstance(decoded, Envelope):
+        return [_judged(decoded)]
+    if not decoded:
+        return [invalid_request("empty batch")]
+    items: list[Envelope | JSONRPCError] = []
+    for raw in decoded:
+        try:
+            items.append(_judged(decode_item(raw)))
+        except JSONRPCError as exc:
+            items.append(exc)
+    return items
+
+
+def _judged(envelope: Envelope) -> Envelope | JSONRPCError:
+    try:
+        classify(envelope)
+    except JSONRPCError as exc:
+        return exc
+    return envelope
 
 
 def id_key(request_id: RequestId) -> tuple[type, RequestId]:
