@@ -428,7 +428,7 @@ class Connection:
                     grace,
                 )
         # The grace ran out: what is cut short now is still answered, -32000 "Server is
-        # shutting down" (every accepted request gets one reply; issue 16 item 4).
+        # shutting down" (every accepted request gets one reply).
         self._reader.ending = True
         self._cancel_outside_requests()
         requests.cancel_scope.cancel()
@@ -494,7 +494,8 @@ class Connection:
 
         ``scope``, when given, is a cancel scope the caller has entered already and runs
         request after request under (a generation, as the stdio reader's): a scope of the
-        request's own costs about 550 bytecodes to make, enter and leave (issue 22 target 1).
+        request's own is a large part of a session POST's cost (benchmarks/README.md, "A
+        caller's cancel scope").
         Cancelling the request then cancels that scope: ``on_cancelled(reply)`` is called
         with what the request is answered (None: nothing; -32001 when its timeout passed;
         -32000 when the end of the connection cut it short) and ``trio.Cancelled`` propagates
