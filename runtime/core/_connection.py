@@ -145,6 +145,7 @@ class Connection:
             intake=self._intake,
             outbox=self._out,
             replies=self._replies,
+            server_requests=self._server_requests,
             table=self._table,
             assembler=self._assembler,
             dispatcher=dispatcher,
@@ -152,7 +153,6 @@ class Connection:
             peer=self,
             limits=limits,
             connection_id=self._id,
-            on_response=self._server_requests.answer,
         )
         self._drained: trio.Event | None = None
         #: The nursery of the requests (and of ``start_soon`` tasks) while serving.

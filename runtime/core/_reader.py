@@ -4,22 +4,22 @@ A reader generation is one task under its own cancel scope that reads frames and
 request's first step itself (the request engine, ``_engine``). A request that finishes there
 costs no task and no cancel scope. A request that suspends makes the generation its task (the
 scope becomes the request's scope: in flight, cancellable, timed) and a new generation reads
-on; batch items run the same way. Only the current generation calls ``channel.receive``; a
-generation hands reading (and the rest of a batch it was walking) to the next one before it
+on; batch items run the same way. Only the current generation takes frames (``Intake.next``);
+a generation hands reading (and the rest of a batch it was walking) to the next one before it
 finishes its request. See ``_connection`` for the whole task tree.
 
 The reader owns the generations (the current one's scope, the nursery they run in) and what
 is done with each message. What it needs of the rest of the connection it is given: the
 ``Intake`` (the channel's frames and how reading ends), the ``Replies`` (where the replies of
-suspended requests and batches go), the outbox, the request table, the request assembler,
-the dispatcher, and the connection's handling of notifications and responses.
+suspended requests and batches go), the ``ServerRequests`` (which the client's responses
+answer), the outbox, the request table, the request assembler and the dispatcher.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import trio
@@ -53,6 +53,7 @@ from ._limits import Limits
 from ._outbox import Outbox
 from ._replies import Replies, Running
 from ._requests import Batch, RequestTable
+from ._server_requests import ServerRequests
 from ._session import Session
 
 __all__ = ["Reader"]
@@ -61,10 +62,7 @@ log = logging.getLogger("mcp_runtime.connection")
 
 
 class Reader:
-    """Reads one channel in generations and runs what it reads through the request engine.
-
-    ``on_response(env)`` takes the client's responses to the server's own requests.
-    """
+    """Reads one channel in generations and runs what it reads through the request engine."""
 
     __slots__ = (
         "_assemble",
@@ -74,12 +72,12 @@ class Reader:
         "_intake",
         "_limits",
         "_nursery",
-        "_on_response",
         "_out",
         "_peer",
         "_pre_read",
         "_replies",
         "_scope",
+        "_server_requests",
         "_session",
         "_table",
         "_takes_pieces",
@@ -93,6 +91,7 @@ class Reader:
         intake: Intake,
         outbox: Outbox,
         replies: Replies,
+        server_requests: ServerRequests,
         table: RequestTable[Any],
         assembler: Assembler,
         dispatcher: Dispatcher,
@@ -100,7 +99,6 @@ class Reader:
         peer: Peer,
         limits: Limits,
         connection_id: str,
-        on_response: Callable[[Envelope], None],
     ) -> None:
         # Channels that write a reply given as runtime.protocol.Pieces as its parts
         # (FramedChannel): a request's reply may come so (not a batch item's: they are joined).
@@ -108,6 +106,7 @@ class Reader:
         self._intake = intake
         self._out = outbox
         self._replies = replies
+        self._server_requests = server_requests
         self._table = table
         self._assembler = assembler
         self._assemble = assembler.assemble
@@ -117,7 +116,6 @@ class Reader:
         self._peer = peer
         self._limits = limits
         self._id = connection_id
-        self._on_response = on_response
         self._nursery: trio.Nursery | None = None
         # The current generation's scope; ``stop`` cancels it only while the intake waits
         # for input, never while the generation runs a request.
@@ -303,7 +301,7 @@ class Reader:
             finally:
                 intake.waiting = False
         else:
-            self._on_response(message)
+            self._server_requests.answer(message)
         return None
 
     async def _on_notification(self, env: Envelope) -> None:
@@ -433,7 +431,7 @@ class Reader:
             if kind == Kind.NOTIFICATION:
                 await self._on_notification(env)
             else:
-                self._on_response(env)
+                self._server_requests.answer(env)
         await self._replies.batch_item_done(batch, in_reader=True)
         return None
 
