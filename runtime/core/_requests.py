@@ -76,10 +76,10 @@ class Batch:
 
 @functools.lru_cache(maxsize=16)
 def _overloaded(max_in_flight: int) -> JSONRPCError:
-    """Built once per cap, shared by every connection (about 400 bytes each, issue 22 item
-    4): a full table refuses every request with the same error (only the id differs), which
-    under overload is most of what the connection does (issue 22). Returned, never raised,
-    so it is never changed."""
+    """Built once per cap, shared by every connection (each idle session would hold its
+    own): a full table refuses every request with the same error (only the id differs),
+    which under overload is most of what the connection does. Returned, never raised, so it
+    is never changed."""
     return prepare_error(
         overloaded("too many requests in flight on this connection", maxInFlight=max_in_flight)
     )

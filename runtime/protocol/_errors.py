@@ -224,7 +224,7 @@ def connection_closed() -> JSONRPCError:
 
 def shutting_down() -> JSONRPCError:
     """-32000 for a request the server's shutdown cut short after its grace period: every
-    accepted request gets one reply (DESIGN.md; issue 16 item 4)."""
+    accepted request gets one reply (DESIGN.md)."""
     return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
 
 

@@ -218,7 +218,7 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
     """A whole response; ``result`` may be a msgspec.Raw that is already encoded.
 
     One encode of the whole response: splicing a separately encoded result into the envelope
-    copied it once more (a 1 MiB resources/read: 7.37M -> 6.3M instructions, callgrind).
+    would copy it once more (benchmarks/README.md, "One encode per response").
     """
     return encode(_Result("2.0", request_id, result))
 
@@ -234,8 +234,8 @@ class ErrorReply(bytes):
     """A whole JSON-RPC error response as this runtime encodes it (:func:`encode_error`,
     :func:`error_reply`): its type says it is an error, so a transport that must tell a
     result from an error (a 2026-07-28 HTTP status, ``status_of``) need not read a reply it
-    was handed as it left the dispatcher (issue 22 target 1: no re-parsing of our own
-    replies). Only errors pay for it: one copy of a small body."""
+    was handed as it left the dispatcher (our own replies are never parsed again). Only
+    errors pay for it: one copy of a small body."""
 
     __slots__ = ()
 
@@ -252,7 +252,7 @@ def encode_error(
 def prepare_error(exc: JSONRPCError) -> JSONRPCError:
     """``exc`` with its error object encoded once (``exc.encoded``), for an error answered
     many times: :func:`error_reply` then only encodes the id (the in-flight cap's -32010,
-    which under overload is most of what a connection answers: issue 22). ``exc`` must not
+    which under overload is most of what a connection answers). ``exc`` must not
     change afterwards."""
     exc.encoded = encode(_error_object(exc.code, exc.message, exc.data))
     return exc
@@ -298,7 +298,7 @@ def probe(data: bytes) -> tuple[bool, RequestId | None]:
     if data.startswith(_NOTIFICATION_HEAD):
         # A notification (MCP: every ``notifications/`` method is one; JSON-RPC 2.0 section
         # 4.1: no id), as ``encode_notification`` writes it: no decode, which one change to
-        # 1,000 subscribers would otherwise pay per subscriber (issue 22 item 3).
+        # 1,000 subscribers would otherwise pay per subscriber.
         return False, None
     try:
         message = _outgoing_probe.decode(data)
@@ -367,7 +367,7 @@ def cancelled_id(params: Raw | None) -> RequestId | None:
         return None
     try:
         return _cancelled_decoder.decode(params).requestId
-    except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
+    except (msgspec.DecodeError, RecursionError):  # (too deeply nested is malformed too)
         raise invalid_request("malformed notifications/cancelled params") from None
 
 

@@ -38,8 +38,9 @@ MODERN_VERSIONS: Final = ("2026-07-28",)
 #: and the ``supported`` list of -32022).
 SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 #: The one revision that allows JSON-RPC batches over HTTP: 2025-03-26 added them and
-#: 2025-06-18 removed them again (changelog item 1). Streams accept batches in every
-#: revision (DESIGN.md "Batches": a batch costs the peer nothing it did not ask for).
+#: 2025-06-18 removed them again (its changelog: "Remove support for JSON-RPC batching").
+#: Streams accept batches in every revision (DESIGN.md "Batches": a batch costs the peer
+#: nothing it did not ask for).
 BATCH_REVISION: Final = "2025-03-26"
 
 # 2026-07-28 basic/index, "Request Metadata": reserved keys of ``params._meta``.
