@@ -34,8 +34,8 @@ import trio
 from ._compose import build_dispatcher
 from ._context import LOG_LEVELS, Context
 from ._lifetime import Lifetime, ServerCrashed, run_with_signals
-from ._mount import Mount, MountLifespans, complete_through_mounts
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
+from .ensemble import Mount, Mounts
 from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ _stream_ids = itertools.count(1)
 def _template_of(uri: str) -> UriTemplate | None:
     """The RFC 6570 template ``uri`` is, or None for a plain URI. Only a ``{`` opens an
     expression, so a server without templates never imports the template module (start-up
-    time, issue 22)."""
+    time)."""
     if "{" not in uri:
         return None
     from .features import UriTemplate, is_template
@@ -216,14 +216,15 @@ class Server:
         self.store = store
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
-        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
+        #: Worker threads for plain ``def`` handlers, bounded by ``limits``.
         self.worker_threads = WorkerThreads(lambda: self.limits)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
+        # Typed by application, not annotation: mypy checks the bound once Server is whole.
+        self._mounts = Mounts[Server](lambda: self.tasks.nursery)
         #: Mounted servers by prefix (``mount``; docs/composition.md).
-        self.mounts: dict[str, Mount] = {}
-        self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
+        self.mounts = self._mounts.by_prefix
         #: The servers this one was mounted in (weakly: an unmounted one checks its mounts).
         self.mounted_in: weakref.WeakSet[Server] = weakref.WeakSet()
         #: Set by ``mcp-runtime dev`` in each version it runs: the one process serving the
@@ -249,10 +250,7 @@ class Server:
 
     def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
         own = None if self._lifespan is None else self._lifespan(self)
-        if not self.mounts:
-            return own
-        # The mounted children's lifespans, and a place for those mounted while serving.
-        return self._mount_lifespans.serving(self.mounts, own)
+        return self._mounts.lifespan(own)
 
     def _set_state(self, state: Any) -> None:
         self.state = state
@@ -478,11 +476,9 @@ class Server:
 
     @property
     def completer(self) -> Completer | None:
-        if not self.mounts:
-            return self._completer
         # A mounted server's prompts and templates are completed by its own completer,
         # under its own names (docs/composition.md).
-        return functools.partial(complete_through_mounts, self)
+        return self._mounts.completer(self._completer)
 
     def completion(self, fn: C) -> C:
         """Register the server's completer for ``completion/complete``:
@@ -556,48 +552,35 @@ class Server:
         """
         if other is self:
             raise ValueError("a server cannot mount itself")
-        if prefix in self.mounts:
-            raise ValueError(f"prefix {prefix!r} is already mounted")
-        mount = Mount(self, other, prefix)
+        self._mounts.check_free(prefix)
+        mount = Mount(self.registry, other, prefix, other._open_lifespan)
         self._keep_mounted_middleware(other)
-        if not self._mount_lifespans.open:
-            mount.attach()
-            self.mounts[prefix] = mount
-            other.mounted_in.add(self)
-            return
-        taken = mount.collisions()
-        if taken:
-            raise ValueError(f"mount {prefix}: the parent already has {', '.join(taken)}")
+        self._mounts.add(mount)  # while serving, after its lifespan is entered
         other.mounted_in.add(self)
-        # Serving: the child's lifespan is entered first, in a task of its own; its
-        # features appear (with list-changed) once it is.
-        self.mounts[prefix] = mount
-        self._mount_lifespans.mount_while_serving(self, prefix, mount)
 
     def _keep_mounted_middleware(self, other: Server) -> None:
-        """A dispatcher built before ``other`` (with middleware) was mounted lacks the chain
+        """A dispatcher built before ``other`` (mounted here) had middleware lacks the chain
         that runs it: rebuilt before serving; changed in place while serving (connections
         keep it)."""
         dispatcher = self._dispatcher
         if dispatcher is None:
             return
-        from ._mount_chain import has_mounted_middleware, install_mounted_chains, routes_mounts
+        from .ensemble import keep_mounted_chains
 
-        if not (other.middleware_chain or has_mounted_middleware(other)):
-            return
-        if routes_mounts(dispatcher):
-            return
-        if self._lifetime.serving:
-            install_mounted_chains(self, dispatcher)  # in place: connections hold it
-            return
-        self._dispatcher = None
+        if not keep_mounted_chains(self, dispatcher, other, serving=self._lifetime.serving):
+            self._dispatcher = None
+
+    def _middleware_changed(self) -> None:
+        """This server got middleware: each server it is mounted in (and theirs, up the tree)
+        runs it from the next request on."""
+        for parent in list(self.mounted_in):
+            if any(mount.child is self for mount in parent.mounts.values()):
+                parent._keep_mounted_middleware(self)
+                parent._middleware_changed()
 
     def unmount(self, prefix: str) -> Server:
         """Remove what ``mount(..., prefix)`` added (sends list-changed); returns the server."""
-        mount = self.mounts.pop(prefix)
-        mount.detach()
-        self._mount_lifespans.release(prefix)  # while serving: its lifespan exits
-        return mount.child
+        return self._mounts.remove(prefix).child  # while serving: its lifespan exits
 
     # -- middleware -------------------------------------------------------------------------
 
@@ -617,9 +600,7 @@ class Server:
         self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
         self._dispatcher = None
         if self.mounted_in:
-            from ._mount_chain import middleware_changed
-
-            middleware_changed(self)
+            self._middleware_changed()
 
     def middleware(self, fn: M) -> M:
         """Decorator form of :meth:`add_middleware` for a plain function."""
@@ -640,8 +621,8 @@ class Server:
     def server_info(self) -> dict[str, Any]:
         """The Implementation object (serverInfo): name, version, title, icons, websiteUrl.
 
-        Made once and again only after one of its fields is set (the ``_InfoField``s below): every
-        2026-07-28 result carries it (issue 22 target 1). Callers must not change it."""
+        Made once and again only after one of its fields is set (the ``_InfoField``s below),
+        since every 2026-07-28 result carries it. Callers must not change it."""
         info = self._server_info
         if info is None:
             info = {"name": self.name, "version": self.version}
@@ -790,7 +771,7 @@ class Server:
     ) -> None:
         """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
         ``directory``), one client at a time, until cancelled or shut down."""
-        from .transports import serve_pipe  # on first use (start-up time, issue 22)
+        from .transports import serve_pipe  # on first use (start-up time)
 
         limits = self.limits
         with self._lifetime.shutdown_signal() as shutdown:
@@ -863,7 +844,7 @@ class Server:
         it is not there yet. ``metrics_token``: GET ``metrics_path`` then needs
         ``Authorization: Bearer <metrics_token>`` (else 401).
         """
-        from ._shared import sharing
+        from .ensemble import sharing
         from .stores import open_store
 
         if metrics is not None and metrics not in self.middleware_chain:
@@ -934,7 +915,7 @@ class Server:
         ``sock``: a listening socket to accept on instead (``--workers``). With a shared
         ``store``, list changes, resource updates, sealing keys and 2026-07-28 tasks are
         shared with the other workers and replicas (each connection is its own session)."""
-        from ._shared import sharing
+        from .ensemble import sharing
         from .stores import open_store
 
         with self._lifetime.shutdown_signal() as shutdown:
@@ -973,7 +954,7 @@ class Server:
 
         # One task watches shutdown for every connection (stop_accepting), and connections
         # are served directly (this serve already holds the server running): an idle
-        # connection costs no watcher task and no context manager (issue 22 item 4).
+        # connection costs no watcher task and no context manager.
         live: set[Connection] = set()
 
         def started(connection: Connection) -> None:
@@ -1004,7 +985,7 @@ class Server:
             finally:
                 live.discard(connection)
 
-        from ._shared import sharing
+        from .ensemble import sharing
         from .stores import open_store
 
         try:

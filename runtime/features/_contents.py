@@ -57,7 +57,7 @@ ENCODE_PIECE: Final = 4 << 20
 #: the payload (issue 22: at most 3x), and, past glibc's trim threshold (twice the largest
 #: block freed), 3,727 page faults per read: server CPU 13.6 ms against 7.4 in one go.
 #: (Measured under glibc's default thresholds, which an embedding program keeps; ``mcp-runtime
-#: serve`` fixes them, runtime/_heap.py, and the memory bound alone then makes the choice.)
+#: serve`` fixes them, runtime/cli/_heap.py, and the memory bound alone then makes the choice.)
 ONE_GO_BLOB: Final = 4 << 20
 
 #: The piece size of a blob over ONE_GO_BLOB, and the size over which a blob's one-go encode
