@@ -1,42 +1,45 @@
 """``Server``: the user's app object: decorators to register features, ``serve_*`` to run.
 
-A facade over its collaborators: the ``Registry`` (what is registered, ``runtime.features``),
-the ``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``), the dispatcher built by
-the composition root (``_compose``, which joins the MCP handlers to it) and the transports
-(``runtime.transports``), each wired here in one ``serve_*`` method. See
-docs/architecture.md.
+A facade over collaborators with one job each: the ``Registry`` (what is registered,
+``runtime.features``) fed by ``_definitions`` (a function read into a definition); the
+``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``); the dispatcher built by the
+composition root (``_compose``, which joins the MCP handlers to it); ``Serving`` (each
+transport wired to the server, ``_serving``); ``Mounts`` (the servers mounted in this one,
+``runtime.ensemble``). Each receives what it needs as values or a small Protocol, never the
+``Server`` class. See docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import itertools
-import logging
-import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Concatenate,
-    Generic,
-    Literal,
-    ParamSpec,
-    TypeVar,
-    cast,
-    overload,
-)
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar, cast, overload
 
 import trio
 
 from ._compose import build_dispatcher
-from ._context import LOG_LEVELS, Context
-from ._lifetime import Lifetime, ServerCrashed, run_with_signals
+from ._context import LOG_LEVELS
+from ._definitions import (
+    check_resource_uri,
+    prompt_definition,
+    resource_cache,
+    resource_definition,
+    tool_definition,
+)
+from ._lifetime import Lifetime, run_with_signals
+from ._serving import Serving
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
 from .ensemble import Mount, Mounts
-from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
+from .features import (
+    Completer,
+    CursorCodec,
+    Registry,
+    StateSealer,
+    TaskTable,
+    TemplateDef,
+    WorkerThreads,
+)
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
@@ -44,68 +47,28 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .auth import AuthConfig
-    from .features import UriTemplate
     from .middleware import Metrics, Middleware, RequestMiddleware
     from .stores import Store
-    from .transports import EventStore, HttpLimits
-from .features import (
-    Completer,
-    CursorCodec,
-    PromptDef,
-    Registry,
-    ResourceDef,
-    StateSealer,
-    TaskTable,
-    TemplateDef,
-    ToolDef,
-    WorkerThreads,
-    doc_summary,
-    inspect_signature,
-    output_spec,
-)
+    from .transports import EventStore, FramingName, HttpLimits
 
 __all__ = ["Lifespan", "Server"]
 
-log = logging.getLogger("mcp_runtime.server")
 F = TypeVar("F", bound=Callable[..., Any])
 #: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 C = TypeVar("C", bound=Completer)
 M = TypeVar("M", bound=Callable[..., Any])
-P = ParamSpec("P")
-R = TypeVar("R")
 V = TypeVar("V")
-_stream_ids = itertools.count(1)
-
-
-def _template_of(uri: str) -> UriTemplate | None:
-    """The RFC 6570 template ``uri`` is, or None for a plain URI. Only a ``{`` opens an
-    expression, so a server without templates never imports the template module (start-up
-    time)."""
-    if "{" not in uri:
-        return None
-    from .features import UriTemplate, is_template
-
-    return UriTemplate(uri) if is_template(uri) else None
-
-
-def _holding_running(
-    method: Callable[Concatenate[Server, P], Awaitable[R]],
-) -> Callable[Concatenate[Server, P], Awaitable[R]]:
-    """Run a ``serve_*`` method inside the server's ``Lifetime.running`` (lifespan, count)."""
-
-    @functools.wraps(method)
-    async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        lifetime = self._lifetime
-        if lifetime.hold():  # nested in a running serve (each connection): a count only
-            try:
-                return await method(self, *args, **kwargs)
-            finally:
-                lifetime.release()
-        async with lifetime.running():
-            return await method(self, *args, **kwargs)
-
-    return serve
+#: ``run(transport)``: the serve method each transport name runs.
+_RUN: Final = {
+    "stdio": "serve_stdio",
+    "tcp": "serve_tcp",
+    "unix": "serve_unix",
+    "http": "serve_http",
+    "sse": "serve_sse",
+    "ws": "serve_websocket",
+    "pipe": "serve_pipe",
+}
 
 
 class _InfoField(Generic[V]):
@@ -240,6 +203,7 @@ class Server:
         self._lifetime = Lifetime(
             self.tasks, self.registry.changes, self._open_lifespan, self._set_state
         )
+        self._serving = Serving(self, self._lifetime)
 
     def __repr__(self) -> str:
         reg = self.registry
@@ -322,31 +286,20 @@ class Server:
         """
 
         def register(func: F) -> F:
-            tool_name = name or func.__name__
-            sig = inspect_signature(func, name=tool_name, context_type=Context)
-            output = None
-            if structured_output is not False and output_schema is None:
-                output = output_spec(func, name=tool_name, required=bool(structured_output))
-            if structured_output and output is None and output_schema is None:
-                raise TypeError(
-                    f"{tool_name}: structured_output=True needs a data return annotation "
-                    "or output_schema"
-                )
             self.registry.add_tool(
-                ToolDef(
-                    name=tool_name,
-                    fn=func,
-                    signature=sig,
+                tool_definition(
+                    func,
+                    name=name,
                     title=title,
-                    description=description or doc_summary(func),
-                    input_schema=input_schema,
+                    description=description,
                     annotations=annotations,
                     icons=icons,
-                    meta=meta,
-                    output=output,
+                    input_schema=input_schema,
                     output_schema=output_schema,
-                    task_support=task,
+                    structured_output=structured_output,
+                    task=task,
                     defer_task=defer_task,
+                    meta=meta,
                 )
             )
             return func
@@ -373,63 +326,24 @@ class Server:
         ``BlobResourceContents`` or a list of those, or any JSON-encodable value.
         ``ttl_ms``/``cache_scope`` set this resource's 2026-07-28 cache hints.
         """
-        if not isinstance(uri, str):
-            # ``@app.resource`` without a URI would silently register nothing.
-            raise TypeError(
-                "@app.resource needs the resource's URI: @app.resource('config://app') "
-                "(or a template such as @app.resource('notes://{name}'))"
-            )
-        cache: tuple[int, str] | None = None
-        if ttl_ms is not None or cache_scope is not None:
-            default_ttl, default_scope = self.cache_hint("resources/read")
-            cache = (
-                default_ttl if ttl_ms is None else ttl_ms,
-                default_scope if cache_scope is None else cache_scope,
-            )
+        check_resource_uri(uri)
+        cache = resource_cache(ttl_ms, cache_scope, self.cache_hint("resources/read"))
 
         def register(func: F) -> F:
-            res_name = name or func.__name__
-            sig = inspect_signature(func, name=res_name, context_type=Context, lax=True)
-            desc = description or doc_summary(func)
-            template = _template_of(uri)
-            if template is not None:
-                missing = set(sig.required) - set(template.variable_names)
-                if missing:
-                    raise TypeError(
-                        f"{res_name}: parameters {sorted(missing)} are not variables of {uri!r}"
-                    )
-                self.registry.add_template(
-                    TemplateDef(
-                        template=template,
-                        name=res_name,
-                        fn=func,
-                        signature=sig,
-                        title=title,
-                        description=desc,
-                        mime_type=mime_type,
-                        icons=icons,
-                        cache=cache,
-                    )
-                )
+            definition = resource_definition(
+                func,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                icons=icons,
+                cache=cache,
+            )
+            if isinstance(definition, TemplateDef):
+                self.registry.add_template(definition)
             else:
-                if sig.required:
-                    raise TypeError(
-                        f"{res_name}: a static resource takes no arguments "
-                        f"(got {list(sig.required)}); use a URI template"
-                    )
-                self.registry.add_resource(
-                    ResourceDef(
-                        uri=uri,
-                        name=res_name,
-                        fn=func,
-                        signature=sig,
-                        title=title,
-                        description=desc,
-                        mime_type=mime_type,
-                        icons=icons,
-                        cache=cache,
-                    )
-                )
+                self.registry.add_resource(definition)
             return func
 
         return register
@@ -465,10 +379,10 @@ class Server:
         """
 
         def register(func: F) -> F:
-            prompt_name = name or func.__name__
-            sig = inspect_signature(func, name=prompt_name, context_type=Context, lax=True)
             self.registry.add_prompt(
-                PromptDef(prompt_name, func, sig, title, description or doc_summary(func), icons)
+                prompt_definition(
+                    func, name=name, title=title, description=description, icons=icons
+                )
             )
             return func
 
@@ -652,7 +566,6 @@ class Server:
         """
         self._lifetime.shutdown()
 
-    @_holding_running
     async def serve_connection(
         self,
         channel: MessageChannel,
@@ -678,9 +591,8 @@ class Server:
             connection_id=connection_id,
             drain_on_eof=drain_on_eof,
         )
-        await connection.serve(started=started)
+        await self._lifetime.serve_connection(connection, started)
 
-    @_holding_running
     async def serve_stdio(
         self,
         *,
@@ -691,29 +603,8 @@ class Server:
 
         While serving, anything else written to stdout (``print``) goes to stderr.
         """
-        limits = self.limits
-        with self._lifetime.shutdown_signal() as shutdown:
-            async with open_stdio_channel(
-                framing=framing,
-                max_frame_size=limits.max_frame_size,
-                read_timeout=limits.read_timeout,
-                idle_timeout=limits.idle_timeout,
-            ) as channel:
-                task_status.started()
-                served: list[Connection] = []
-                await self.serve_connection(
-                    channel,
-                    session=Session("stdio"),
-                    connection_id="stdio",
-                    shutdown=shutdown,
-                    started=served.append,
-                )
-        # The one connection is the server: when it crashed (logged with its traceback),
-        # the process must not look like it ended well.
-        if served and served[0].close_reason == "crashed":
-            raise ServerCrashed("the stdio connection crashed (see the log above)")
+        await self._serving.stdio(framing, task_status)
 
-    @_holding_running
     async def serve_tcp(
         self,
         port: int = 0,
@@ -729,14 +620,8 @@ class Server:
         ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port. ``sock``: an
         already listening socket to accept on instead of binding (``--workers``).
         """
-        if sock is not None:
-            listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
-        else:
-            listeners = await trio.open_tcp_listeners(port, host=host)
-        address = listeners[0].socket.getsockname()
-        await self._serve_listeners(listeners, framing, "tcp", address, task_status)
+        await self._serving.tcp(port, host, framing, sock, task_status)
 
-    @_holding_running
     async def serve_unix(
         self,
         path: str,
@@ -748,20 +633,8 @@ class Server:
         """Accept connections on a Unix socket at ``path`` (removed again on exit).
         ``sock``: the socket already listening at ``path`` (``--workers``: its supervisor
         bound it and removes it, so a worker leaves the path alone)."""
-        if sock is not None:
-            shared = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-            await self._serve_listeners([shared], framing, "unix", path, task_status)
-            return
-        from .transports import open_unix_listener  # on first use (start-up time)
+        await self._serving.unix(path, framing, sock, task_status)
 
-        listener = await open_unix_listener(path)
-        try:
-            await self._serve_listeners([listener], framing, "unix", path, task_status)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-    @_holding_running
     async def serve_pipe(
         self,
         directory: str,
@@ -771,38 +644,8 @@ class Server:
     ) -> None:
         """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
         ``directory``), one client at a time, until cancelled or shut down."""
-        from .transports import serve_pipe  # on first use (start-up time)
+        await self._serving.pipe(directory, framing, task_status)
 
-        limits = self.limits
-        with self._lifetime.shutdown_signal() as shutdown:
-
-            async def handle(channel: FramedChannel) -> None:
-                await self.serve_connection(
-                    channel,
-                    session=Session("pipe"),
-                    connection_id=f"pipe-{next(_stream_ids)}",
-                    shutdown=shutdown,
-                )
-
-            with trio.CancelScope() as scope:
-
-                async def stop() -> None:
-                    await shutdown.wait()
-                    scope.cancel()
-
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(stop)
-                    await serve_pipe(
-                        directory,
-                        handle,
-                        framing=framing,
-                        max_frame_size=limits.max_frame_size,
-                        read_timeout=limits.read_timeout,
-                        idle_timeout=limits.idle_timeout,
-                        task_status=task_status,
-                    )
-
-    @_holding_running
     async def serve_http(
         self,
         port: int = 0,
@@ -844,41 +687,35 @@ class Server:
         it is not there yet. ``metrics_token``: GET ``metrics_path`` then needs
         ``Authorization: Bearer <metrics_token>`` (else 401).
         """
-        from .ensemble import sharing
-        from .stores import open_store
-
         if metrics is not None and metrics not in self.middleware_chain:
             self.middleware_chain.insert(0, metrics)
             self._dispatcher = None
-        store = open_store(self.store)
-        with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_hooks
-            from .transports import serve_http as _serve_http
+        from .transports import serve_http
 
-            async with sharing(self, store):
-                await _serve_http(
-                    transport_hooks(self),
-                    port=port,
-                    host=host,
-                    path=path,
-                    sse_path=sse_path,
-                    messages_path=messages_path,
-                    allowed_origins=allowed_origins,
-                    allowed_hosts=allowed_hosts,
-                    limits=http_limits or self.http_limits,
-                    max_body_size=self.limits.max_frame_size,
-                    authenticate=authenticate,
-                    auth=auth,
-                    event_store=event_store or self.event_store,
-                    store=store,
-                    sock=sock,
-                    sockets=sockets,
-                    metrics=metrics.render if metrics is not None else None,
-                    metrics_path=metrics_path,
-                    metrics_token=metrics_token,
-                    shutdown=shutdown,
-                    task_status=task_status,
-                )
+        async with self._serving.network() as (hooks, store, shutdown):
+            await serve_http(
+                hooks,
+                port=port,
+                host=host,
+                path=path,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or self.http_limits,
+                max_body_size=self.limits.max_frame_size,
+                authenticate=authenticate,
+                auth=auth,
+                event_store=event_store or self.event_store,
+                store=store,
+                sock=sock,
+                sockets=sockets,
+                metrics=metrics.render if metrics is not None else None,
+                metrics_path=metrics_path,
+                metrics_token=metrics_token,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
 
     async def serve_sse(
         self,
@@ -894,7 +731,6 @@ class Server:
             port, host=host, path=None, sse_path=path, messages_path=messages_path, **options
         )
 
-    @_holding_running
     async def serve_websocket(
         self,
         port: int = 0,
@@ -915,100 +751,24 @@ class Server:
         ``sock``: a listening socket to accept on instead (``--workers``). With a shared
         ``store``, list changes, resource updates, sealing keys and 2026-07-28 tasks are
         shared with the other workers and replicas (each connection is its own session)."""
-        from .ensemble import sharing
-        from .stores import open_store
+        from .transports import serve_websocket
 
-        with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_hooks
-            from .transports import serve_websocket as _serve_websocket
-
-            async with sharing(self, open_store(self.store)):
-                await _serve_websocket(
-                    transport_hooks(self),
-                    port=port,
-                    host=host,
-                    path=path,
-                    allowed_origins=allowed_origins,
-                    allowed_hosts=allowed_hosts,
-                    limits=http_limits or self.http_limits,
-                    max_message_size=self.limits.max_frame_size,
-                    auth=auth,
-                    authenticate=authenticate,
-                    shutdown=shutdown,
-                    sock=sock,
-                    task_status=task_status,
-                )
-
-    async def _serve_listeners(
-        self,
-        listeners: list[trio.SocketListener],
-        framing: FramingName,
-        transport: str,
-        address: Any,
-        task_status: trio.TaskStatus[Any],
-    ) -> None:
-        make_framer(framing, 1)  # reject a bad framing name before accepting anything
-        limits = self.limits
-        stack = contextlib.ExitStack()
-        shutdown = stack.enter_context(self._lifetime.shutdown_signal())
-
-        # One task watches shutdown for every connection (stop_accepting), and connections
-        # are served directly (this serve already holds the server running): an idle
-        # connection costs no watcher task and no context manager.
-        live: set[Connection] = set()
-
-        def started(connection: Connection) -> None:
-            live.add(connection)
-            if shutdown.is_set():
-                connection.stop_reading()
-
-        async def handle(stream: trio.SocketStream) -> None:
-            channel = FramedChannel.over_socket(
-                stream,
-                make_framer(framing, limits.max_frame_size),
-                read_timeout=limits.read_timeout,
-                idle_timeout=limits.idle_timeout,
+        async with self._serving.network() as (hooks, _store, shutdown):
+            await serve_websocket(
+                hooks,
+                port=port,
+                host=host,
+                path=path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or self.http_limits,
+                max_message_size=self.limits.max_frame_size,
+                auth=auth,
+                authenticate=authenticate,
+                shutdown=shutdown,
+                sock=sock,
+                task_status=task_status,
             )
-            connection = Connection(
-                channel,
-                self.dispatcher,
-                limits=limits,
-                session=Session(transport),
-                connection_id=f"{transport}-{next(_stream_ids)}",
-            )
-            try:
-                await connection.serve(started=started)
-            except Exception:  # a fault of ours costs this connection, never the server
-                log.exception("%s connection failed conn=%s", transport, connection.connection_id)
-                with trio.CancelScope(shield=True):
-                    await channel.aclose()
-            finally:
-                live.discard(connection)
-
-        from .ensemble import sharing
-        from .stores import open_store
-
-        try:
-            # With a shared store (--store, e.g. under --workers): list changes, resource
-            # updates, sealing keys and 2026-07-28 tasks reach the other workers/replicas.
-            async with sharing(self, open_store(self.store)), trio.open_nursery() as connections:
-                with trio.CancelScope() as accept_scope:
-
-                    async def stop_accepting() -> None:
-                        await shutdown.wait()
-                        accept_scope.cancel()
-                        for connection in list(live):
-                            connection.stop_reading()
-
-                    connections.start_soon(stop_accepting)
-                    log.info("listening transport=%s address=%s", transport, address)
-                    task_status.started(address)
-                    await trio.serve_listeners(handle, listeners, handler_nursery=connections)
-        finally:
-            stack.close()
-            with trio.CancelScope(shield=True):
-                for listener in listeners:
-                    await listener.aclose()
 
     def run(
         self,
@@ -1020,21 +780,7 @@ class Server:
         """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._lifetime``).
         ``started(address)`` is called once the transport serves (the bound address, or None
         for stdio)."""
-
-        serve: dict[str, Callable[..., Any]] = {
-            "stdio": self.serve_stdio,
-            "tcp": self.serve_tcp,
-            "unix": self.serve_unix,
-            "http": self.serve_http,
-            "sse": self.serve_sse,
-            "ws": self.serve_websocket,
-            "pipe": self.serve_pipe,
-        }
+        serve = getattr(self, _RUN[transport])
         trio.run(
-            run_with_signals,
-            self.shutdown,
-            self.limits.shutdown_grace,
-            serve[transport],
-            options,
-            started,
+            run_with_signals, self.shutdown, self.limits.shutdown_grace, serve, options, started
         )

@@ -38,6 +38,8 @@ CLI_ENTRY_POINTS = {"runtime.__main__"}
 #: The Server's side of the root: the user's face and what it is composed of.
 SERVER_SIDE = (
     "runtime._server",
+    "runtime._serving",
+    "runtime._definitions",
     "runtime._lifetime",
     "runtime._context",
     COMPOSITION_ROOT,
