@@ -38,7 +38,14 @@ def serve_args(port: int, streams: int) -> list[str]:
     (``fanout_opcount`` runs the same under the bytecode counter)."""
     from .run import ours_http_args
 
-    return [*ours_http_args(port, "error"), "--max-connections", str(streams + 100)]
+    cap = str(streams + 100)  # (all from one loopback address: its share is the whole cap)
+    return [
+        *ours_http_args(port, "error"),
+        "--max-connections",
+        cap,
+        "--max-connections-per-address",
+        cap,
+    ]
 
 
 #: The floor contender (listen era only): ``servers/floor_fanout.py``, the same bytes on the

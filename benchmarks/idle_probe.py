@@ -81,7 +81,8 @@ async def _probe(kind: str, count: int, top: int, depth: int = 1) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     app: Any = module.app
-    http_limits = HttpLimits(max_connections=count + 100)
+    # All from one loopback address: its share is the whole cap too.
+    http_limits = HttpLimits(max_connections=count + 100, max_connections_per_address=count + 100)
     async with trio.open_nursery() as nursery:
         if kind == "tcp":
             address = await nursery.start(app.serve_tcp, 0)

@@ -660,7 +660,9 @@ def measure_idle(rec: Recorder, s: Settings, r: int, transport: str, available: 
     ]
     if transport == "ws":
         # The WebSocket transport caps connections at 1,000 by default (HttpLimits).
-        argv += ["--max-connections", str(s.idle_conns + 100)]
+        # (All from one loopback address: its share is the whole cap too.)
+        cap = str(s.idle_conns + 100)
+        argv += ["--max-connections", cap, "--max-connections-per-address", cap]
     with open(RESULTS / "logs" / f"{OURS}-{transport}.log", "ab") as err:
         proc = subprocess.Popen(
             argv,

@@ -1,25 +1,36 @@
-"""``tools/call`` params read in one typed pass, the arguments included (issue 22).
+"""``tools/call`` params read in one typed pass, the arguments included.
 
 The general reading of a call is two passes over the arguments: ``params`` with the arguments
 kept raw (msgspec still walks every byte of them to find their end), then the tool's own
-decoder over the raw arguments. For a 1 MiB argument each pass is most of a floor's whole
+decoder over the raw arguments. For a 1 MiB argument each pass is most of a request's whole
 decode. Here every tool whose arguments decode with plain msgspec rules (strict, no decode
 hook) gets a params struct tagged by its name (``{"name": <tool>, "arguments": <its
-arguments struct>, ...}``); one decoder of the union of them all reads ``params`` and the
-arguments in a single pass.
+arguments struct>, ...}``); one decoder of the union of them all reads ``params``, their
+``_meta`` and the arguments in a single pass. That reading is a :class:`TypedCall`, the
+``runtime.protocol.ToolCall`` the core and the transports carry to the handler.
 
 Only the success path is new: whatever this reading refuses (an unknown or unlisted tool,
-invalid arguments, a name given twice, a tool that needs a hook) returns None, and the caller
-reads the request the general way, which produces the same result or error as before. The
-union is rebuilt after the tool list changes (the registry's change relay) and is checked per
-call against the registry, so a tool replaced behind the registry's back is never read with
-its old arguments struct.
+invalid arguments, a name given twice, a ``_meta`` that is not an object, a tool that needs a
+decode hook) gives None, and the caller reads the request the general way, which produces the
+same result or error as always. The union is rebuilt after the tool list changes (the
+registry's change relay) and every reading is checked against the registry, so a tool
+replaced behind the registry's back is never read with its old arguments struct.
+
+Who reads first (each keeps the reading in ``ctx.prepared``, or hands it on to be kept there):
+
+- the core's stream reader, a whole frame over ``ONE_PASS_OVER`` bytes (:meth:`TypedCalls.pre_read`,
+  the composition root's ``Dispatcher.pre_read``), alone or inside a batch;
+- the HTTP transport, a POST's body (the same ``pre_read``) or a call's params
+  (:meth:`TypedCalls.read`), for the 2026-07-28 era and header rules;
+- era selection, a big call nobody read before (:meth:`TypedCalls.for_request`).
+
+The handler takes the reading back with :meth:`TypedCalls.for_request`.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -30,28 +41,27 @@ from runtime.protocol import ONE_PASS_OVER, Envelope, split_batch_params, split_
 
 from ._common import InputFields
 
-__all__ = ["ModernCallBase", "Prepared", "TypedCallBase", "TypedCalls"]
+__all__ = ["TypedCall", "TypedCalls"]
 
 
-class TypedCallBase(InputFields, kw_only=True):
-    """The fields of ``tools/call`` params beside ``name`` (the tag) and ``arguments`` (typed
-    per tool), exactly as the general reading (``tools._CallParams``) has them."""
+class TypedCall(InputFields, dict=True, kw_only=True):
+    """A ``tools/call``'s params read in its tool's one typed pass: the fields of the general
+    reading (``tools._CallParams``), with ``_meta`` decoded (an object, or None when absent)
+    and ``arguments`` typed by the tool's own struct. Implements ``runtime.protocol.ToolCall``.
 
-    task: dict[str, Any] | None = None
-    meta: Raw | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class ModernCallBase(InputFields, kw_only=True):
-    """:class:`TypedCallBase` for a request whose ``_meta`` is read in the same pass, as an
-    object (a small modern call: the transport's era rules need it decoded anyway). Each
-    member of the union also has, as class attributes, the tool's ``name`` (its tag) and the
-    ``tool`` it was built for."""
+    One subclass per eligible tool, tagged by its name, under a base of the reader that
+    built it (:class:`TypedCalls`); its class attributes say what the reading was made with:
+    the tool's ``name`` and the ``tool``."""
 
     name: ClassVar[str]
     tool: ClassVar[ToolDef]
-    arguments: Any = UNSET
+    arguments: msgspec.Struct | UnsetType = UNSET
     task: dict[str, Any] | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    if TYPE_CHECKING:
+        #: The params this is a reading of. Set by the reader right after the decode, never
+        #: a field: no key of the client's JSON can fill it (``dict=True`` gives it room).
+        raw: Raw
 
 
 def _eligible(tool: ToolDef) -> bool:
@@ -59,31 +69,11 @@ def _eligible(tool: ToolDef) -> bool:
     return bool(decoder.strict) and decoder.dec_hook is None
 
 
-Read = tuple[ToolDef, TypedCallBase, Any]
+#: A frame read by :meth:`TypedCalls.pre_read`: one request's envelope and the reading of its
+#: params; or a batch's items and, by index, the envelope and reading of the items read.
+PreRead = tuple[Envelope, TypedCall] | tuple[list[Raw], dict[int, tuple[Envelope, TypedCall]]]
 
-
-class Prepared:
-    """A reading made before the handler ran (era selection, or the HTTP transport's header
-    rules), kept in ``ctx.prepared`` for the handler: the tool's ``name`` and the raw
-    ``meta`` (``params._meta``, UNSET when absent) are what the readers before it need."""
-
-    __slots__ = ("owner", "raw", "read")
-
-    def __init__(self, owner: TypedCalls, raw: Raw, read: Read) -> None:
-        self.owner = owner
-        self.raw = raw
-        self.read = read
-
-    @property
-    def name(self) -> str:
-        return self.read[0].name
-
-    @property
-    def meta(self) -> Raw | UnsetType:
-        return self.read[1].meta
-
-
-#: One reader per registry (``TypedCalls.of``): era selection, the transport and the handler
+#: One reader per registry (``TypedCalls.of``): the transport, era selection and the handler
 #: share its readings.
 _readers: Final[weakref.WeakKeyDictionary[Registry, TypedCalls]] = weakref.WeakKeyDictionary()
 
@@ -91,51 +81,57 @@ _readers: Final[weakref.WeakKeyDictionary[Registry, TypedCalls]] = weakref.WeakK
 class TypedCalls:
     """The one-pass reader of ``tools/call`` params for ``registry``'s tools.
 
-    One per server, shared by era selection (which needs ``params._meta``, read by
-    :meth:`prepare` in the same pass as the arguments) and the ``tools/call`` handler (which
-    takes that reading back with :meth:`read_for`), so a request's params are read once.
+    One per server (:meth:`of`), shared by whoever reads a call first and by the
+    ``tools/call`` handler, which takes that reading back (:meth:`for_request`), so a
+    request's params are read once.
     """
 
-    __slots__ = ("_decoder", "_modern_decoder", "_registry", "_structs")
+    __slots__ = ("_built", "_decoder", "_registry", "_tools", "_yours")
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
-        self._decoder: msgspec.json.Decoder[Any] | None = None
-        #: The same union with ``_meta`` decoded as an object (:meth:`read_modern`).
-        self._modern_decoder: msgspec.json.Decoder[Any] | None = None
-        #: tool name -> the arguments struct the union was built with (None: not built yet)
-        self._structs: dict[str, type] | None = None
+        self._tools = registry.tools  # (the registry's one dict, changed in place)
+
+        class Yours(TypedCall, kw_only=True):
+            """The base of every struct this reader builds: ``isinstance`` with it tells, in
+            one test, a reading of this reader's (another server's is never taken) and that
+            it is a ``TypedCall``."""
+
+        self._yours: type[TypedCall] = Yours
+        #: The union's decoder (None: not built for the current tool list, or no tool is
+        #: eligible: ``_built`` tells which).
+        self._decoder: msgspec.json.Decoder[TypedCall] | None = None
+        self._built = False
         registry.changes.relays.append(self._on_change)
 
     def _on_change(self, change: Change) -> None:
         if change == ("list", "tools"):
-            self._structs = None
+            self._stale()
 
-    def _build(self) -> None:
-        structs: dict[str, type] = {}
+    def _stale(self) -> None:
+        self._decoder = None
+        self._built = False
+
+    def _build(self) -> msgspec.json.Decoder[TypedCall] | None:
         members: list[type] = []
-        modern: list[type] = []
         for name, tool in self._registry.tools.items():
             if not _eligible(tool):
                 continue
-            struct = tool.signature.struct
-            structs[name] = struct
-            for base, into in ((TypedCallBase, members), (ModernCallBase, modern)):
-                into.append(
-                    msgspec.defstruct(
-                        f"_Call{len(into)}",
-                        [("arguments", struct | UnsetType, UNSET)],
-                        bases=(base,),
-                        tag_field="name",
-                        tag=name,
-                        kw_only=True,
-                        # (Class attributes, not fields: what the reading was made with.)
-                        namespace={"name": name, "tool": tool},
-                    )
+            members.append(
+                msgspec.defstruct(
+                    f"_Call{len(members)}",
+                    [("arguments", tool.signature.struct | UnsetType, UNSET)],
+                    bases=(self._yours,),
+                    tag_field="name",
+                    tag=name,
+                    kw_only=True,
+                    # (Class attributes, not fields: what the reading was made with.)
+                    namespace={"name": name, "tool": tool},
                 )
-        self._structs = structs
-        self._decoder = _union_decoder(members)
-        self._modern_decoder = _union_decoder(modern)
+            )
+        decoder = self._decoder = _union_decoder(members)
+        self._built = True
+        return decoder
 
     @classmethod
     def of(cls, registry: Registry) -> TypedCalls:
@@ -145,46 +141,41 @@ class TypedCalls:
             reader = _readers[registry] = cls(registry)
         return reader
 
-    def prepare_raw(self, raw: Raw) -> Prepared | None:
-        """:meth:`read` of ``raw`` (a request's params), to be handed to the handler as its
-        ``ctx.prepared`` with ``raw`` as its ``ctx.params``."""
-        read = self.read(raw)
-        return None if read is None else Prepared(self, raw, read)
-
-    def read_modern(self, raw: Raw) -> ModernCallBase | None:
-        """A small ``tools/call``'s params read once for both the transport's 2026-07-28 rules
-        and the handler: ``_meta`` as an object, the tool's name (``.name``) and its typed
-        arguments in one pass, to be the handler's ``ctx.prepared`` with ``raw`` as its
-        ``ctx.params``. None: read it the general way, which answers every case this one
+    def read(self, raw: Raw) -> TypedCall | None:
+        """``raw`` (a request's params, which the reading keeps as its ``raw``) read in one
+        typed pass, or None: read it the general way, which answers every case this one
         declines exactly as always (its rules are the general reading's, and stricter: it
         never takes what that one refuses)."""
-        if self._structs is None:
-            self._build()
-        decoder = self._modern_decoder
+        decoder = self._decoder
         if decoder is None:
-            return None
+            if self._built:
+                return None  # no tool is eligible
+            decoder = self._build()
+            if decoder is None:
+                return None
         try:
-            call: ModernCallBase = decoder.decode(raw)
+            call = decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError):  # ValidationError included
             return None
+        if self._tools.get(call.name) is not call.tool:
+            self._stale()  # the registry changed without telling: rebuild next time
+            return None
+        call.raw = raw
         return call
 
-    def pre_read(
-        self, frame: bytes | bytearray | memoryview
-    ) -> tuple[Envelope, Prepared] | tuple[list[Raw], dict[int, tuple[Envelope, Prepared]]] | None:
+    def pre_read(self, frame: bytes | bytearray | memoryview) -> PreRead | None:
         """A ``tools/call`` frame read whole in the tool's one typed pass, before any other
-        decode of it (the core's reader asks, through ``Dispatcher.pre_read``, for frames over
-        ``ONE_PASS_OVER``): ``(envelope, prepared)``, the envelope's ``params`` a ``Raw`` view
-        of the frame (no copy; what ``ctx.params`` will be) and ``prepared`` its reading, for
-        ``ctx.prepared``. None: read the frame the general way (``decode_frame``), which
-        answers every case this one declines, errors included, exactly as always.
+        decode of it: ``(envelope, call)``, the envelope's ``params`` a ``Raw`` view of the
+        frame (no copy; what ``ctx.params`` will be) and ``call`` its reading. None: read the
+        frame the general way (``decode_frame``), which answers every case this one declines,
+        errors included, exactly as always.
 
         The envelope is read from the few bytes around ``params`` (``split_params``), not
-        from them; this typed decode of ``params`` is the one pass over them,
-        and proves the span it was given is exactly one JSON value (issue 22 target 2).
+        from them; this typed decode of ``params`` is the one pass over them, and proves the
+        span it was given is exactly one JSON value.
 
         A batch (JSON-RPC 2.0 section 6) holding such a call among small items is read the
-        same way (``split_batch_params``): ``(items, {index: (envelope, prepared)})``, the
+        same way (``split_batch_params``): ``(items, {index: (envelope, call)})``, the
         batch's items for the others, the call read here.
         """
         items: list[Raw] | None = None
@@ -200,68 +191,44 @@ class TypedCalls:
             envelope, span = split
         if envelope.method != "tools/call":
             return None
-        read = self.read(span)
-        if read is None:
+        raw = Raw(span)
+        call = self.read(raw)
+        if call is None:
             return None
-        raw = envelope.params = Raw(span)
-        pre = envelope, Prepared(self, raw, read)
-        return pre if items is None else (items, {index: pre})
+        envelope.params = raw
+        return (envelope, call) if items is None else (items, {index: (envelope, call)})
 
-    def prepare(self, ctx: RequestContext) -> Read | None:
-        """:meth:`read` of ``ctx.params``, kept in ``ctx.prepared`` for :meth:`read_for`; the
-        reading :meth:`pre_read` made of these very params when there is one."""
-        raw = ctx.params
-        if raw is None:
-            return None
-        prepared = ctx.prepared
-        if type(prepared) is Prepared and prepared.owner is self and prepared.raw is raw:
-            return prepared.read
-        prepared = self.prepare_raw(raw)
-        if prepared is None:
-            return None
-        ctx.prepared = prepared
-        return prepared.read
-
-    def read_for(self, ctx: RequestContext) -> Read | None:
-        """The reading :meth:`prepare` made of these very params (when the tool it found is
-        still the registered one), else a fresh :meth:`read` of ``ctx.params``."""
-        prepared, raw = ctx.prepared, ctx.params
-        if prepared is None:
+    def for_request(self, ctx: RequestContext) -> TypedCall | None:
+        """The reading of ``ctx.params`` for era selection and the handler: the one made
+        before (``ctx.prepared``) when it is this reader's, of these very params and for the
+        tool still registered under its name; else a fresh :meth:`read`, kept in
+        ``ctx.prepared`` for whoever asks next. None: read the params the general way. Small
+        params nobody read before are left to the general reading, which runs fewer
+        bytecodes for them (the guard's stdio_tools_call)."""
+        call = ctx.prepared
+        if call is None:
+            raw = ctx.params
             if raw is None or len(raw) <= ONE_PASS_OVER:
-                return None  # a small call: the general reading runs fewer bytecodes (guard)
-        elif type(prepared) is Prepared and prepared.owner is self and prepared.raw is raw:
-            read = prepared.read
-            if self._registry.tools.get(read[0].name) is read[0]:
-                return read
-        return self.read(raw)
-
-    def read(self, raw: Raw | bytes | memoryview | None) -> Read | None:
-        """``(tool, params, arguments)`` (arguments UNSET when absent), or None: read it the
-        general way."""
-        if raw is None:
-            return None
-        if self._structs is None:
-            self._build()
-        decoder = self._decoder
-        if decoder is None:
-            return None
-        try:
-            params = decoder.decode(raw)
-        except (msgspec.DecodeError, RecursionError):  # ValidationError included
-            return None
-        name = type(params).__struct_config__.tag
-        tool = self._registry.tools.get(name)
-        assert self._structs is not None
-        if tool is None or tool.signature.struct is not self._structs.get(name):
-            self._structs = None  # the registry changed without telling: rebuild next time
-            return None
-        return tool, params, params.arguments
+                return None
+        else:
+            raw = ctx.params
+            if (
+                isinstance(call, self._yours)
+                and call.raw is raw
+                and self._tools.get(call.name) is call.tool
+            ):
+                return call
+            if raw is None:
+                return None
+        call = ctx.prepared = self.read(raw)
+        return call
 
 
-def _union_decoder(members: list[type]) -> msgspec.json.Decoder[Any] | None:
+def _union_decoder(members: list[type]) -> msgspec.json.Decoder[TypedCall] | None:
     if not members:
         return None
     union: Any = members[0]
     for member in members[1:]:
         union = union | member
-    return msgspec.json.Decoder(union)
+    decoder: msgspec.json.Decoder[TypedCall] = msgspec.json.Decoder(union)
+    return decoder

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
-from msgspec import Raw
 
 from runtime.core import Dispatcher, Handler, NotificationHandler, RequestContext
 from runtime.features import App
@@ -55,7 +54,7 @@ class McpDispatcher(Dispatcher):
         super().__init__(requests, notifications)
         self.app = app
         #: The ``tools/call`` handler's one-pass reader: a call's ``_meta`` is read in the
-        #: same pass as its arguments, and the handler takes the reading back (issue 22).
+        #: same pass as its arguments, and the handler takes the reading back.
         self.typed_calls = typed_calls
 
     def route(self, ctx: RequestContext) -> Handler | None:
@@ -70,17 +69,16 @@ class McpDispatcher(Dispatcher):
                 len(raw) > ONE_PASS_OVER
                 and ctx.method == "tools/call"
                 and self.typed_calls is not None
-                and (read := self.typed_calls.prepare(ctx)) is not None
+                and (call := self.typed_calls.for_request(ctx)) is not None
             ):
-                # A big call: the marker, if any, is in the raw ``_meta`` of the handler's
-                # own typed pass, no copy or search of the arguments (issue 22).
-                raw_meta = read[1].meta
-                if not isinstance(raw_meta, Raw) or MODERN_MARKER not in bytes(raw_meta):
-                    return self._handshake_route(ctx)
+                # A big call: its ``_meta`` is in the handler's own typed pass, no copy or
+                # search of the arguments, no second pass over them.
+                meta = call.meta
             # Fast path: the marker key cannot be absent from a modern request's bytes.
             elif MODERN_MARKER not in bytes(raw):
                 return self._handshake_route(ctx)
-            meta = _probe.decode(raw).meta
+            else:
+                meta = _probe.decode(raw).meta
         modern = select_era(meta)  # raises for a modern request we cannot serve
         if modern is None:
             # The marker appeared elsewhere (inside arguments, say): a handshake-era request.

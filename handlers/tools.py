@@ -43,7 +43,7 @@ from ._common import (
     paginated,
     request_meta,
 )
-from ._typed_call import ModernCallBase, TypedCallBase, TypedCalls
+from ._typed_call import TypedCall, TypedCalls
 
 __all__ = ["methods", "to_content"]
 
@@ -180,18 +180,12 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         return paginated(server, "tools", registry.tools.values(), params.cursor)
 
     async def call_tool(ctx: RequestContext) -> dict[str, Any]:
-        params: _CallParams | TypedCallBase | ModernCallBase
-        if (
-            ctx.modern  # (first: a handshake-era call pays this one test)
-            and isinstance(call := ctx.prepared, ModernCallBase)
-            and registry.tools.get(call.name) is call.tool
-        ):
-            # A small modern call, read once by the transport with its ``_meta`` (which era
-            # selection took: ``ctx.meta``) and typed arguments (``TypedCalls.read_modern``).
-            tool, params, args, meta = call.tool, call, call.arguments, ctx.meta
-        elif (read := typed_calls.read_for(ctx)) is not None:  # params, arguments: one pass
-            tool, params, args = read
-            meta = request_meta(ctx, params.meta)
+        params: _CallParams | TypedCall
+        call = typed_calls.for_request(ctx)
+        if call is not None:
+            # Params, _meta and arguments read in one pass, by whoever read them first (the
+            # stream reader, the HTTP transport or era selection: ``TypedCalls``).
+            tool, params, args, meta = call.tool, call, call.arguments, call.meta
         else:  # the general reading: params, then the arguments by the tool's decoder
             params = decode_params(ctx, _call_decoder, b"{}")
             found = registry.tools.get(params.name)
@@ -247,7 +241,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase | ModernCallBase,
+        params: _CallParams | TypedCall,
         meta: dict[str, Any] | None,
         as_task: dict[str, Any],
         gathered: InputRound | None = None,
@@ -271,7 +265,7 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
         ctx: RequestContext,
         tool: ToolDef,
         args: msgspec.Struct,
-        params: _CallParams | TypedCallBase | ModernCallBase,
+        params: _CallParams | TypedCall,
         meta: dict[str, Any] | None,
         task: TaskRecord | None,
         defer_task: bool = False,

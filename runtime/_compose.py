@@ -19,12 +19,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import msgspec
-
 from .core import Connection, LoggedDispatcher, Session
 from .ensemble import Mountable
 from .features import REPLICA_COPY, Registry
-from .protocol import OPERATING
+from .protocol import OPERATING, Envelope, ToolCall
 
 if TYPE_CHECKING:
     import trio
@@ -141,33 +139,13 @@ def transport_hooks(server: Composed) -> Hooks:
 
     typed_calls = _handlers.TypedCalls.of(server.registry)
 
-    def read_call(raw: Any) -> tuple[dict[str, Any] | None, str, object] | None:
-        return call_of(typed_calls.prepare_raw(raw))
-
-    def read_frame(body: Any) -> tuple[Any, tuple[dict[str, Any] | None, str, object]] | None:
+    def read_frame(body: bytes | memoryview) -> tuple[Envelope, ToolCall] | None:
         if body[:1] == b"[":
             return None  # a batch: read the general way (no sessionless POST takes one)
         found = typed_calls.pre_read(body)
         if found is None or isinstance(found[0], list):
             return None
-        call = call_of(found[1])
-        return None if call is None else (found[0], call)
-
-    def call_of(prepared: Any) -> tuple[dict[str, Any] | None, str, object] | None:
-        if prepared is None or tool_header_params(prepared.name):
-            # Mcp-Param headers are matched against the arguments as sent (the general
-            # reading), not against a struct with its defaults filled in.
-            return None
-        raw_meta = prepared.meta
-        if not isinstance(raw_meta, msgspec.Raw):
-            return None, prepared.name, prepared
-        try:
-            meta = msgspec.json.decode(raw_meta)
-        except (msgspec.DecodeError, RecursionError):
-            return None
-        if not isinstance(meta, dict):
-            return None  # the general reading refuses it with its own answer
-        return meta, prepared.name, prepared
+        return found
 
     def new_session(transport: str, principal: Any = None) -> Session:
         return Session(transport, principal)
@@ -241,8 +219,7 @@ def transport_hooks(server: Composed) -> Hooks:
         export_session=export_session,
         import_session=import_session,
         tool_header_params=tool_header_params,
-        read_call=read_call,
-        read_modern_call=typed_calls.read_modern,
+        read_call=typed_calls.read,
         read_frame=read_frame,
         max_batch_size=server.limits.max_batch_size,
         write_timeout=server.limits.write_timeout,

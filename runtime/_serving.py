@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
@@ -44,6 +45,9 @@ __all__ = ["Serving"]
 
 log = logging.getLogger("mcp_runtime.server")
 _stream_ids = itertools.count(1)
+#: Seconds after serving stdio on past a fault within which another fault ends the server
+#: (``Serving.stdio``): a fault that comes back at once would otherwise be served on in a loop.
+_FAULT_AGAIN: Final = 1.0
 
 
 class Serving:
@@ -66,18 +70,35 @@ class Serving:
                     idle_timeout=limits.idle_timeout,
                 ) as channel:
                     task_status.started()
-                    served: list[Connection] = []
-                    await server.serve_connection(
-                        channel,
-                        session=Session("stdio"),
-                        connection_id="stdio",
-                        shutdown=shutdown,
-                        started=served.append,
-                    )
-        # The one connection is the server: when it crashed (logged with its traceback),
-        # the process must not look like it ended well.
-        if served and served[0].close_reason == "crashed":
-            raise ServerCrashed("the stdio connection crashed (see the log above)")
+                    session = Session("stdio")
+                    last_fault = -math.inf
+                    while True:
+                        served: list[Connection] = []
+                        try:
+                            await server.serve_connection(
+                                channel,
+                                session=session,
+                                connection_id="stdio",
+                                shutdown=shutdown,
+                                started=served.append,
+                            )
+                        except Exception:  # a fault of ours the connection did not catch
+                            log.exception("stdio connection failed")
+                        else:
+                            if not served or served[0].close_reason != "crashed":
+                                break  # the end of input, shutdown, a read timeout...
+                        # The one connection is the server. As a TCP, WebSocket or HTTP
+                        # connection's fault costs that connection, this one's costs the
+                        # connection (logged with its traceback, requests it cut short
+                        # answered -32603), and a new one serves on over the same pipes and
+                        # session. A fault again within a second is one that serving on
+                        # cannot get past (the same input, the same start): the process
+                        # must then not look like it ended well.
+                        now = trio.current_time()
+                        if shutdown.is_set() or now - last_fault < _FAULT_AGAIN:
+                            raise ServerCrashed("the stdio connection crashed (see the log above)")
+                        last_fault = now
+                        log.warning("serving stdio on after a fault (see the log above)")
 
     async def tcp(
         self,

@@ -242,6 +242,95 @@ async def test_a_fault_in_our_websocket_code_closes_that_socket_not_the_server(
                 assert "result" in json.loads(await ws.get_message())
 
 
+# The stdio connection is the server: its faults are served past (tests/servers/stdio_faults.py
+# injects them in the server process).
+STDIO_FAULTS = ROOT / "tests" / "servers" / "stdio_faults.py"
+
+
+async def _stdio_ends(peer: RawPeer, process: trio.Process) -> int:
+    """Close the server's stdin: its exit status (it must exit promptly)."""
+    await peer.send_stream.aclose()
+    with trio.fail_after(10):
+        return await process.wait()
+
+
+async def test_a_fault_handling_a_stdio_frame_is_a_32603_and_the_server_serves_on() -> None:
+    with trio.fail_after(20):
+        env = {"STDIO_FAULT": "frame"}
+        async with open_stdio_peer(STDIO_FAULTS, env=env) as (peer, process, err_path):
+            await peer.initialize()
+            await peer.send({"jsonrpc": "2.0", "id": 7, "method": "test/fault"})
+            reply = await peer.receive()
+            assert reply == {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "error": {"code": -32603, "message": "Internal error"},
+            }, reply
+            # A notification that meets the fault gets no answer; the next request does.
+            await peer.send({"jsonrpc": "2.0", "method": "test/fault"})
+            reply = await peer.call("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert reply["result"]["content"][0]["text"] == "on", reply
+            assert await _stdio_ends(peer, process) == 0
+            stderr = err_path.read_text()
+    assert "fault handling a frame conn=stdio" in stderr and "InjectedFault" in stderr
+
+
+async def test_a_fault_in_a_stdio_connection_task_answers_what_it_cut_short() -> None:
+    """A task of the connection fails (the bug): the connection is lost, as a TCP one would
+    be, with the request it cut short answered -32603; a new connection serves on over the
+    same pipes and session (no new initialize)."""
+    with trio.fail_after(20):
+        async with open_stdio_peer(STDIO_FAULTS) as (peer, process, err_path):
+            await peer.initialize()
+            await peer.send(_call("s", "slow", seconds=30))
+            await trio.sleep(0.2)
+            await peer.send(_call("c", "crash"))
+            replies = {(r := await peer.receive())["id"]: r for _ in range(2)}
+            assert replies["c"]["result"]["content"][0]["text"] == "started", replies
+            assert replies["s"]["error"] == {"code": -32603, "message": "Internal error"}
+            reply = await peer.call("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert reply["result"]["content"][0]["text"] == "on", reply
+            assert await _stdio_ends(peer, process) == 0
+            stderr = err_path.read_text()
+    assert "connection crashed conn=stdio" in stderr
+    assert "serving stdio on after a fault" in stderr
+
+
+async def test_a_tcp_connection_lost_to_a_fault_answers_what_it_cut_short() -> None:
+    """The same backstop on a TCP connection: lost to the fault, with its request in flight
+    answered -32603 before it closes; the server serves other connections."""
+    from .servers.stdio_faults import app as faulty
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            address = (await nursery.start(faulty.serve_tcp, 0))[:2]
+            peer = await _client(address)
+            await peer.send(_call("s", "slow", seconds=30))
+            await trio.sleep(0.2)
+            await peer.send(_call("c", "crash"))
+            replies = {(r := await peer.receive())["id"]: r for _ in range(2)}
+            assert replies["s"]["error"] == {"code": -32603, "message": "Internal error"}
+            with pytest.raises(EOFError):
+                await peer.receive()
+            other = await _client(address)
+            reply = await other.call("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert reply["result"]["content"][0]["text"] == "on", reply
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_fault_in_the_stdio_connection_itself_is_served_past() -> None:
+    with trio.fail_after(20):
+        env = {"STDIO_FAULT": "serve-once"}
+        async with open_stdio_peer(STDIO_FAULTS, env=env) as (peer, process, err_path):
+            reply = await peer.initialize()
+            assert reply["result"]["serverInfo"]["name"] == "stdio-faults", reply
+            reply = await peer.call("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert reply["result"]["content"][0]["text"] == "on", reply
+            assert await _stdio_ends(peer, process) == 0
+            stderr = err_path.read_text()
+    assert "stdio connection failed" in stderr and "InjectedFault" in stderr
+
+
 # -- handlers ---------------------------------------------------------------------------------
 
 

@@ -491,3 +491,88 @@ def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
 def test_the_checker_sees_relative_imports() -> None:
     names = _imports(ROOT / "runtime" / "core" / "_connection.py")
     assert "runtime.protocol" in names and "runtime.core._engine" in names
+
+
+#: The seam a ``tools/call``'s one typed reading travels through (``runtime.protocol.ToolCall``):
+#: every parameter and attribute of that name, from the transports to the handler.
+SEAM = "prepared"
+#: Annotations that would hide the seam's type from mypy and readers.
+UNTYPED = {"object", "Any"}
+
+
+def _names_in(annotation: ast.expr) -> set[str]:
+    """Every name an annotation mentions (``typing.Any`` gives ``Any``; a string annotation
+    is read as the expression it holds)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    found = set()
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= _names_in(node)
+    return found
+
+
+def _seam_annotations(tree: ast.AST) -> Iterator[tuple[int, ast.expr | None]]:
+    """``(line, annotation)`` of every parameter named ``prepared`` (None: unannotated) and
+    every annotated ``prepared`` or ``<obj>.prepared`` attribute."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                if arg.arg == SEAM:
+                    yield arg.lineno, arg.annotation
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            if (isinstance(target, ast.Name) and target.id == SEAM) or (
+                isinstance(target, ast.Attribute) and target.attr == SEAM
+            ):
+                yield node.lineno, node.annotation
+
+
+def test_the_reading_of_a_call_is_typed_at_every_seam() -> None:
+    """No ``prepared: object`` or ``Any`` (nor an unannotated ``prepared``) in runtime/ and
+    handlers/: the reading that the core and the transports carry to the handler is the
+    ``ToolCall`` that ``runtime.protocol`` declares, and mypy follows it through every layer."""
+    violations = []
+    seen = 0
+    for path in MODULES.values():
+        for line, annotation in _seam_annotations(ast.parse(path.read_text())):
+            seen += 1
+            where = f"{path.relative_to(ROOT)}:{line}"
+            if annotation is None:
+                violations.append(f"{where}: {SEAM} has no annotation")
+            elif _names_in(annotation) & UNTYPED:
+                violations.append(f"{where}: {SEAM}: {ast.unparse(annotation)}")
+            elif "ToolCall" not in _names_in(annotation):
+                violations.append(f"{where}: {SEAM} is not a ToolCall: {ast.unparse(annotation)}")
+    assert not violations, violations
+    # The core's context, reader side and connection, the one-request path and the HTTP
+    # transport all name it: the check sees the seam (it cannot pass by finding nothing).
+    assert seen >= 6, seen
+
+
+def test_the_seam_check_sees_untyped_readings() -> None:
+    source = (
+        "def f(prepared: object = None): ...\n"
+        "async def g(x, prepared=None): ...\n"
+        "class C:\n"
+        "    def __init__(self, prepared: 'typing.Any') -> None:\n"
+        "        self.prepared: Any = prepared\n"
+        "def h(prepared: ToolCall | None) -> None: ...\n"
+    )
+    found = [
+        (line, None if a is None else ast.unparse(a))
+        for line, a in _seam_annotations(ast.parse(source))
+    ]
+    assert sorted(found) == [
+        (1, "object"),
+        (2, None),
+        (4, "'typing.Any'"),
+        (5, "Any"),
+        (6, "ToolCall | None"),
+    ]
+    assert _names_in(ast.parse("'typing.Any'", mode="eval").body) & UNTYPED

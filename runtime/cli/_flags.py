@@ -160,6 +160,14 @@ FLAGS = (
         transports=_WEB,
     ),
     _Flag(
+        "max-connections-per-address",
+        "concurrent HTTP/WebSocket connections from one client address; past it, 503 "
+        "(default: half of --max-connections; behind a proxy, set it to --max-connections)",
+        type=_positive_int,
+        metavar="N",
+        transports=_WEB,
+    ),
+    _Flag(
         "sse-retry-ms",
         "the SSE retry interval sent to HTTP clients (default 1000)",
         type=_positive_int,

@@ -251,8 +251,9 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
         if value is not None:
             options[name] = [item.strip() for item in value.split(",") if item.strip()]
     http_changes: dict[str, Any] = {}
-    if settings["max_connections"] is not None:
-        http_changes["max_connections"] = int(settings["max_connections"])
+    for name in ("max_connections", "max_connections_per_address"):
+        if settings[name] is not None:
+            http_changes[name] = int(settings[name])
     if settings["sse_retry_ms"] is not None:
         http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
     if http_changes:

@@ -54,18 +54,17 @@ from msgspec import Raw
 from ..protocol import (
     CANCELLED,
     INVALID_REQUEST,
-    REQUEST_ID_TYPES,
     Envelope,
     JSONRPCError,
-    Refusal,
     RequestId,
+    ToolCall,
     connection_closed,
     encode_notification,
     encode_request,
-    error_reply,
     peer_timeout,
 )
 from . import _engine as engine
+from ._assembler import Assembler
 from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
@@ -106,6 +105,7 @@ class Connection:
     """Serves one message channel until it ends. Also the handlers' ``Peer``."""
 
     __slots__ = (
+        "_assembler",
         "_at_close",
         "_broke",
         "_closing",
@@ -158,10 +158,12 @@ class Connection:
             limits.max_in_flight, session.first_request_id
         )
         self._out = Outbox(channel, limits, self._id, self._output_broke)
+        self._assembler = Assembler(dispatcher, limits.request_timeout, self._table)
         self._reader = Reader(
             channel=channel,
             outbox=self._out,
             table=self._table,  # type: ignore[arg-type]
+            assembler=self._assembler,
             dispatcher=dispatcher,
             session=session,
             peer=self,
@@ -346,14 +348,19 @@ class Connection:
             # is shielded anyway); issue 22 item 4, memory per idle connection.
             try:
                 idle = await self._serve_requests(started)
+            except Exception:
+                self._broke = "crashed"  # (stdio serves on with a new connection: _server)
+                log.exception("connection crashed conn=%s", self._id)
+                # What the fault cut short gets -32603, in the flush below.
+                self._reader.answer_cut_short()
             finally:
                 if not idle:
                     self._cancel_outside_requests()
                     self._fail_pending()
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
-        except Exception:
-            self._broke = "crashed"  # a stdio server exits non-zero on it (issue 16)
+        except Exception:  # (a fault in the ending itself)
+            self._broke = "crashed"
             log.exception("connection crashed conn=%s", self._id)
         finally:
             if not idle:
@@ -548,19 +555,8 @@ class Connection:
             ctx = self._table.cancel(params, self.session.lifecycle)
         except JSONRPCError as exc:
             log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
-            observe = self.dispatcher.on_refusal
-            if observe is not None:  # no answer on the wire: the observer hears of it
-                session = self.session
-                observe(
-                    Refusal(
-                        exc.code,
-                        exc.message,
-                        session.transport,
-                        self.connection_id,
-                        CANCELLED,
-                        principal=session.principal,
-                    )
-                )
+            # No answer on the wire: the observer hears of it.
+            self._assembler.observe(exc, self.session, self._id, CANCELLED)
             return
         if ctx is not None:
             log.debug("cancelling conn=%s id=%r", self._id, ctx.id)
@@ -592,7 +588,7 @@ class Connection:
         env: Envelope,
         scope: trio.CancelScope | None = None,
         on_cancelled: Callable[[bytes | None], None] | None = None,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
     ) -> bytes | None:
         """Run one request in the calling task as this connection's own, and return its
         reply instead of sending it (None: no reply, the client cancelled it or the
@@ -612,43 +608,17 @@ class Connection:
         -32000 when the end of the connection cut it short) and ``trio.Cancelled`` propagates
         to the caller's ``with``, which answers from outside it and enters a fresh scope.
 
-        ``prepared``, when given, is a reading of ``env.params`` made before (the dispatcher's
-        ``pre_read`` of the POST's body), for ``ctx.prepared``: the params are not read again.
+        ``prepared``, when given, is a reading of ``env.params`` made before (the transport's,
+        of the POST's body or params), for ``ctx.prepared``: the params are not read again.
         """
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
         if not self._opened or self._closing:
             return None
-        refused = self._table.refusal(
-            request_id, env.method, self.session.lifecycle, in_batch=False
-        )
-        if refused is not None:
-            observe = self.dispatcher.on_refusal
-            if observe is not None:
-                session = self.session
-                observe(
-                    Refusal(
-                        refused.code,
-                        refused.message,
-                        session.transport,
-                        self.connection_id,
-                        env.method,
-                        request_id,
-                        principal=session.principal,
-                    )
-                )
-            return error_reply(refused, request_id)
-        params = env.params if isinstance(env.params, Raw) else None
-        ctx = RequestContext(env.method, request_id, params, self.session, self)
-        if prepared is not None:
-            ctx.prepared = prepared
+        ctx = self._assembler.assemble(env, self.session, self, scope, prepared)
+        if isinstance(ctx, bytes):
+            return ctx  # refused
         timeout = self.limits.request_timeout
         if scope is None:
             ctx.cancel_scope = engine.own_scope(timeout)
-        else:
-            ctx.cancel_scope = scope
-            if timeout is not None:
-                scope.deadline = trio.current_time() + timeout
         self._table.enter(ctx)
         self._outside[ctx] = None
         self._table.started()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 from msgspec import Raw
 
-from ..protocol import ModernRequest, RequestId
+from ..protocol import ModernRequest, RequestId, ToolCall
 from ._session import Session
 
 __all__ = ["Peer", "RequestContext"]
@@ -80,7 +80,7 @@ class RequestContext:
         *,
         in_batch: bool = False,
         modern: ModernRequest | None = None,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
         takes_pieces: bool = False,
     ) -> None:
         """``modern``: the request's era as the transport already read it from its
@@ -117,10 +117,11 @@ class RequestContext:
             self.protocol_version = modern.version
             self.meta = modern.meta
             self.client_capabilities = modern.capabilities
-        #: What a reader before the handler (era selection) already decoded from ``params``,
-        #: for the handler to use instead of decoding them again (issue 22: one pass over a
-        #: 1 MiB argument); None when nothing was. Whoever replaces ``params`` sets it to
-        #: None (the middleware chain does); its owner may also check that it belongs to them.
+        #: The reading of a ``tools/call``'s ``params`` made before the handler ran (by the
+        #: stream reader, the HTTP transport or era selection), for the handler to take
+        #: instead of reading them again (one pass over a 1 MiB argument); None when nothing
+        #: read them. Whoever replaces ``params`` sets it to None (the middleware chain
+        #: does); a reading also names the params it belongs to (``ToolCall.raw``).
         self.prepared = prepared
         #: The request's own cancel scope (None for notifications, and for a request that
         #: finished in its first step).

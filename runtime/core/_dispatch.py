@@ -16,6 +16,7 @@ from ..protocol import (
     JSONRPCError,
     Pieces,
     Refusal,
+    ToolCall,
     encode_result,
     encode_result_pieces,
     error_reply,
@@ -38,7 +39,9 @@ NotificationHandler = Callable[[RequestContext], Awaitable[None]]
 BatchPolicy = Callable[[Session], "str | None"]
 #: What ``Dispatcher.pre_read`` gives for a frame: a request's envelope and the reading of its
 #: params; or a batch's items and, by index, the envelope and reading of those it read.
-PreRead = tuple[Envelope, object] | tuple[list[msgspec.Raw], Mapping[int, tuple[Envelope, object]]]
+PreRead = (
+    tuple[Envelope, ToolCall] | tuple[list[msgspec.Raw], Mapping[int, tuple[Envelope, ToolCall]]]
+)
 
 
 def _always_allow(session: Session) -> str | None:
@@ -73,7 +76,7 @@ class Dispatcher:
     must then answer exactly as without it. For a batch it returns the batch's items and,
     by index, the envelope and reading of each item it read (``decode_item`` is not run on
     those). The composition root sets it: a big ``tools/call`` read in the tool's one typed
-    pass, its arguments' bytes read once, alone or inside a batch (issue 22 target 2).
+    pass, its arguments' bytes read once, alone or inside a batch.
     """
 
     on_refusal: Callable[[Refusal], None] | None = None

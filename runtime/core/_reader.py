@@ -10,8 +10,8 @@ finishes its request. See ``_connection`` for the whole task tree.
 
 The reader owns the reading state (the current generation's scope, whether it waits for
 input, why reading ended); what it needs of the rest of the connection it is given: the
-channel, the outbox, the request table, the dispatcher, and the connection's handling of
-notifications and responses.
+channel, the outbox, the request table, the request assembler, the dispatcher, and the
+connection's handling of notifications and responses.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from ..framing import FramingError, escape_excerpt
 from ..protocol import (
@@ -33,15 +33,17 @@ from ..protocol import (
     JSONRPCError,
     Kind,
     Pieces,
-    Refusal,
+    ToolCall,
     classify,
     decode_frame,
     decode_item,
     error_reply,
     framing_error,
+    internal_error,
     invalid_request,
 )
 from . import _engine as engine
+from ._assembler import Assembler
 from ._channel import MessageChannel
 from ._context import Peer, RequestContext
 from ._dispatch import Dispatcher
@@ -82,7 +84,10 @@ class Reader:
     """
 
     __slots__ = (
+        "_assemble",
+        "_assembler",
         "_channel",
+        "_cut_short",
         "_dispatcher",
         "_ended",
         "_id",
@@ -115,6 +120,7 @@ class Reader:
         channel: MessageChannel,
         outbox: Outbox,
         table: RequestTable[object],
+        assembler: Assembler,
         dispatcher: Dispatcher,
         session: Session,
         peer: Peer,
@@ -136,6 +142,8 @@ class Reader:
         self._takes_pieces: bool = getattr(channel, "takes_pieces", False)
         self._out = outbox
         self._table = table
+        self._assembler = assembler
+        self._assemble = assembler.assemble
         self._dispatcher = dispatcher
         self._pre_read = dispatcher.pre_read
         self._session = session
@@ -166,6 +174,8 @@ class Reader:
         #: Set by the connection when its grace ran out: requests cut short from then on are
         #: answered -32000 "Server is shutting down" (issue 16 item 4).
         self.ending = False
+        #: Requests cut short without a reply (``_abandon``), for ``answer_cut_short``.
+        self._cut_short: list[_Running] | None = None
 
     # -- control (from the connection) -------------------------------------------------------
 
@@ -291,7 +301,13 @@ class Reader:
                 # out): the frame goes to a fresh generation, which stops reading after it.
                 self._next_generation(frame=frame)
                 return None
-            running = await self._on_frame(scope, frame)
+            try:
+                running = await self._on_frame(scope, frame)
+            except Exception:  # a fault of ours costs this frame, never the connection
+                await self._fault(frame)
+                if self._scope is not scope:  # (reading was handed on before the fault)
+                    return None
+                running = None
             if running is not None or self._scope is not scope:
                 return running
             frame = None
@@ -397,7 +413,8 @@ class Reader:
         return error_reply(exc)
 
     async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
-        prepared: Any = None
+        call: ToolCall | None = None
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
         message: Envelope | list[Raw]
         try:
             if (
@@ -406,9 +423,12 @@ class Reader:
                 and (found := self._pre_read(frame)) is not None
             ):
                 # A big tools/call read whole in one typed pass, alone or inside a batch
-                # (then ``prepared`` is the items read, by index): its params' bytes are not
-                # walked a second time to find their end (issue 22 target 2).
-                message, prepared = found
+                # (then ``read`` holds the items read, by index): its params' bytes are not
+                # walked a second time to find their end.
+                if isinstance(found[0], list):
+                    message, read = found
+                else:
+                    message, call = found
             else:
                 message = decode_frame(frame)
             kind = None if isinstance(message, list) else classify(message)
@@ -416,14 +436,16 @@ class Reader:
             await self._out.answer(self._bad_message(exc, frame))
             return None
         if isinstance(message, list):
-            return await self._on_batch(scope, message, prepared)
+            return await self._on_batch(scope, message, read)
         if kind == Kind.REQUEST:
-            # Refused here, with no layer between (under overload most requests are: issue 22).
-            refusal = self._refusal(message, in_batch=False)
-            if refusal is not None:
-                await self._out.answer(refusal)
+            # Refused right here, with no layer between (under overload most requests are).
+            ctx = self._assemble(
+                message, self._session, self._peer, scope, call, False, self._takes_pieces
+            )
+            if isinstance(ctx, bytes):
+                await self._out.answer(ctx)
                 return None
-            return await self._on_admitted(scope, message, prepared)
+            return await self._on_admitted(scope, ctx)
         if kind == Kind.NOTIFICATION:
             # Shutdown may interrupt a notification handler here, as it would a read.
             self._waiting = True
@@ -435,48 +457,39 @@ class Reader:
             self._on_response(message)
         return None
 
-    def _refusal(self, env: Envelope, *, in_batch: bool) -> bytes | None:
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
-        refused = self._table.refusal(
-            request_id, env.method, self._session.lifecycle, in_batch=in_batch
-        )
-        if refused is None:
-            return None
-        if self._dispatcher.on_refusal is not None:
-            self._observe(refused, env.method, request_id)
-        return error_reply(refused, request_id)
+    async def _fault(self, frame: bytes) -> None:
+        """Handling ``frame`` raised: a bug of ours, since everything a peer may send has its
+        answer. Logged with its traceback (never on the wire); a request is answered -32603
+        under its id, a frame whose id cannot be read under id null (JSON-RPC 2.0 section
+        5), a notification or response not at all; reading goes on. (Its requests already
+        running, if any, go on too.)"""
+        log.exception("fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(frame))
+        request_id: Any = None
+        try:
+            message = decode_frame(frame)
+        except Exception:  # (unreadable, or the fault was in the reading itself)
+            message = None
+        if isinstance(message, Envelope):
+            # (Read here with nothing between, not through ``classify``, where the fault may
+            # have been: a method and an id make a request.)
+            if not (isinstance(message.method, str) and message.id is not UNSET):
+                return  # a notification or a response: nothing to answer
+            request_id = message.id if isinstance(message.id, REQUEST_ID_TYPES) else None
+        await self._out.answer(error_reply(internal_error(), request_id))
 
-    def _observe(
-        self, error: JSONRPCError, method: str | None = None, request_id: Any = None
-    ) -> None:
+    def _observe(self, error: JSONRPCError) -> None:
         """Tell the dispatcher's refusal observer (only called when there is one)."""
-        observe = self._dispatcher.on_refusal
-        assert observe is not None
-        session = self._session
-        observe(
-            Refusal(
-                error.code,
-                error.message,
-                session.transport,
-                self._id,
-                method,
-                request_id,
-                principal=session.principal,
-            )
-        )
+        self._assembler.observe(error, self._session, self._id)
 
-    async def _on_admitted(
-        self, scope: trio.CancelScope, env: Envelope, prepared: object
-    ) -> _Running | None:
-        reply, running = self._start(scope, env, None, 0, prepared)
+    async def _on_admitted(self, scope: trio.CancelScope, ctx: RequestContext) -> _Running | None:
+        reply, running = self._start(scope, ctx, None, 0)
         if running is None:
             assert reply is not None
             if self._scope is scope:
-                await self._out.answer(reply, env.id)  # type: ignore[arg-type]
+                await self._out.answer(reply, ctx.id)
             else:
                 # Handed on by _start: this scope is cancelled and must not await again.
-                self._out.hold(reply, env.id)  # type: ignore[arg-type]
+                self._out.hold(reply, ctx.id)
             return None
         self._table.started()
         self._next_generation()
@@ -486,7 +499,7 @@ class Reader:
         self,
         scope: trio.CancelScope,
         items: list[Raw],
-        read: Mapping[int, tuple[Envelope, object]] | None = None,
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
     ) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
@@ -518,10 +531,10 @@ class Reader:
         items, read = batch.items, batch.read
         for index in range(first, len(items)):
             item = items[index]
-            prepared = None
+            call = None
             try:
                 if read is not None and index in read:
-                    env, prepared = read[index]  # (read with the frame: Dispatcher.pre_read)
+                    env, call = read[index]  # (read with the frame: Dispatcher.pre_read)
                 else:
                     env = decode_item(item)
                 kind = classify(env)
@@ -529,11 +542,11 @@ class Reader:
                 batch.replies[index] = self._bad_message(exc, item)
                 continue
             if kind == Kind.REQUEST:
-                refusal = self._refusal(env, in_batch=True)
-                if refusal is not None:
-                    batch.replies[index] = refusal
+                ctx = self._assemble(env, self._session, self._peer, scope, call, True)
+                if isinstance(ctx, bytes):
+                    batch.replies[index] = ctx  # its refusal
                     continue
-                reply, running = self._start(scope, env, batch, index, prepared)
+                reply, running = self._start(scope, ctx, batch, index)
                 if running is None:
                     batch.replies[index] = reply  # type: ignore[assignment]  # (bytes in a batch)
                     if self._scope is not scope:
@@ -555,38 +568,17 @@ class Reader:
     # -- running a request in this generation -----------------------------------------------
 
     def _start(
-        self,
-        scope: trio.CancelScope,
-        env: Envelope,
-        batch: Batch | None,
-        index: int,
-        prepared: object = None,
+        self, scope: trio.CancelScope, ctx: RequestContext, batch: Batch | None, index: int
     ) -> tuple[bytes | Pieces | None, _Running | None]:
-        """Run an admitted request's first step in this generation, under its scope
-        (``prepared``: the dispatcher's ``pre_read`` of its params, for ``ctx.prepared``).
+        """Run an admitted request's first step in this generation, under its scope (the
+        assembler made ``ctx`` under it, with its deadline).
 
         Returns ``(reply, None)`` when it finished there, or ``(None, running)`` when it
         suspended: then it is in flight with ``scope`` as its cancel scope.
         """
-        request_id = env.id
-        assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(env.method, str)
-        params = env.params if isinstance(env.params, Raw) else None
-        ctx = RequestContext(
-            env.method, request_id, params, self._session, self._peer, in_batch=batch is not None
-        )
-        ctx.cancel_scope = scope
-        if prepared is not None:
-            ctx.prepared = prepared
-        if batch is None:
-            ctx.takes_pieces = self._takes_pieces
-        timeout = self._limits.request_timeout
-        if timeout is not None:
-            # In force from the first step on: handlers may plan by it
-            # (trio.current_effective_deadline()).
-            scope.deadline = trio.current_time() + timeout
         reply, suspended = engine.start(self._dispatcher, ctx)
         if suspended is None:
-            if timeout is not None:
+            if self._limits.request_timeout is not None:
                 scope.deadline = math.inf
                 if scope.cancel_called:
                     # The first step outlasted its deadline and something looked (reading
@@ -616,8 +608,13 @@ class Reader:
 
     def _abandon(self, running: _Running, reply: bytes | Pieces | None) -> None:
         """Bookkeeping for a request cut short from outside (the connection is ending);
-        ``reply``, when given, is held for the outbox's last flush (in its batch's reply)."""
+        ``reply``, when given, is held for the outbox's last flush (in its batch's reply).
+        One cut short without a reply is remembered for ``answer_cut_short``."""
         self._table.leave(running.ctx)
+        if reply is None:
+            if self._cut_short is None:
+                self._cut_short = []
+            self._cut_short.append(running)
         batch = running.batch
         if batch is None:
             if reply is not None:
@@ -631,6 +628,29 @@ class Reader:
                 self._out.hold(whole)
             if batch.counted:
                 self._task_done()
+
+    def answer_cut_short(self) -> None:
+        """The connection failed on a fault of ours: each request that cut short, and its
+        client did not cancel, is answered -32603 (held for the outbox's last flush; batch
+        items inside their batch's reply), as a handler's own failure would be."""
+        done: list[Batch] = []
+        for running in self._cut_short or ():
+            ctx = running.ctx
+            if ctx.no_reply:
+                continue
+            reply = error_reply(internal_error(), ctx.id)
+            batch = running.batch
+            if batch is None:
+                self._out.hold(reply, ctx.id)
+                continue
+            batch.replies[running.index] = reply
+            if batch.unfinished == 0 and batch not in done:  # (its walk had ended)
+                done.append(batch)
+        for batch in done:
+            whole = batch.reply()
+            if whole is not None:
+                self._out.hold(whole)
+        self._cut_short = None
 
     async def _batch_item_done(self, batch: Batch, *, in_reader: bool) -> None:
         """One suspended item (or the walk) finished; the last one sends the batch reply."""

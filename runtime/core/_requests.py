@@ -30,6 +30,7 @@ from ..protocol import (
     JSONRPCError,
     Lifecycle,
     RequestId,
+    ToolCall,
     cancelled_id,
     id_key,
     invalid_request,
@@ -49,7 +50,7 @@ class Batch:
     __slots__ = ("counted", "items", "read", "replies", "unfinished")
 
     def __init__(
-        self, items: list[Raw], read: Mapping[int, tuple[Envelope, object]] | None = None
+        self, items: list[Raw], read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
     ) -> None:
         self.items = items
         #: Items read already, by index (``Dispatcher.pre_read``): their envelope and the

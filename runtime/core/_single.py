@@ -14,29 +14,33 @@ import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import trio
-from msgspec import UNSET
 
 from ..protocol import (
-    REQUEST_ID_TYPES,
     Envelope,
     ModernRequest,
     Pieces,
     RequestId,
+    ToolCall,
     encode_notification,
     encode_request,
     peer_timeout,
 )
 from . import _engine as engine
-from ._context import RequestContext
+from ._assembler import Assembler
 from ._dispatch import Dispatcher
 from ._session import Session
 
 __all__ = ["dispatch_single"]
 
 log = logging.getLogger("mcp_runtime.connection")
+
+#: The assembler of every request answered alone: no request table (it shares no connection
+#: with another request, nothing to collide with), no scope of the caller's to time
+#: (``engine.run`` gives it its own, with the deadline).
+_ALONE: Final = Assembler()
 
 
 class SendNow(Protocol):
@@ -118,7 +122,7 @@ def dispatch_single(
     connection_id: str,
     principal: Any = None,
     modern: ModernRequest | None = None,
-    prepared: object = None,
+    prepared: ToolCall | None = None,
     send_now: SendNow | None = None,
     idle: Callable[[trio.CancelScope], Awaitable[object]] | None = None,
     transport: str = "http",
@@ -131,8 +135,8 @@ def dispatch_single(
     is who the transport authenticated (the session's ``principal``); ``modern``, when the
     caller already read the request's era from its ``params._meta`` (``select_era``), is that
     reading: the dispatcher then serves it at that revision without reading it again;
-    ``prepared``, what the caller already decoded of ``envelope.params`` for the handler
-    (``RequestContext.prepared``; the composition root's ``read_call`` hook made it);
+    ``prepared``, the caller's reading of ``envelope.params`` (a ``tools/call``'s, made for
+    its era and header rules), for the handler (``RequestContext.prepared``);
     ``send_now(data, related=None)``, when given, sends an encoded notification in this step
     (True) or declines (False): the peer's ``send_nowait``, for a long request such as a
     2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4);
@@ -144,20 +148,16 @@ def dispatch_single(
     Never raises for handler failures (see ``Dispatcher.dispatch``); cancellation from
     outside propagates.
     """
-    request_id = envelope.id
-    assert isinstance(request_id, REQUEST_ID_TYPES) and isinstance(envelope.method, str)
-    params = None if envelope.params is UNSET else envelope.params
-    ctx = RequestContext(
-        envelope.method,
-        request_id,
-        params,
+    ctx = _ALONE.assemble(
+        envelope,
         # A stateless request gets its Session only if a handler asks for one.
         Session(transport, principal)
         if modern is None
         else functools.partial(Session, transport, principal),
         _SinglePeer(connection_id, send, send_now, idle),
-        modern=modern,
         prepared=prepared,
         takes_pieces=True,
+        modern=modern,
     )
-    return engine.run(dispatcher, ctx, request_timeout)
+    # (Never bytes, a refusal: without a request table nothing refuses it here.)
+    return engine.run(dispatcher, ctx, request_timeout)  # type: ignore[arg-type]

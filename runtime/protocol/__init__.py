@@ -13,6 +13,8 @@ One home for what every transport and handler must agree on:
 - ``_refusal``: ``Refusal``, what an observer learns of a message refused before dispatch.
 - ``_pieces``: ``Pieces``, encoded bytes kept as several buffers (a long text in a reply, and
   the reply around it), and ``encode_result_pieces``, which encodes a result holding them.
+- ``_tool_call``: ``ToolCall``, a ``tools/call``'s params read once (arguments included)
+  as the core and the transports carry it to the handler, and ``ONE_PASS_OVER``.
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
   its ``params``, not from them (a big ``tools/call`` read in one pass), and
   ``split_batch_params``, the same for such a request inside a batch.
@@ -64,7 +66,6 @@ from ._errors import (
     unsupported_version,
 )
 from ._jsonrpc import (
-    ONE_PASS_OVER,
     REQUEST_ID_TYPES,
     TOO_DEEP,
     BatchItems,
@@ -104,6 +105,7 @@ from ._pieces import Pieces, encode_result_pieces
 from ._refusal import Refusal
 from ._split_params import split_batch_params, split_params
 from ._status import ERROR_STATUS, http_status, retry_after, status_of
+from ._tool_call import ONE_PASS_OVER, ToolCall
 from ._versions import (
     BATCH_REVISION,
     HANDSHAKE_VERSIONS,
@@ -169,6 +171,7 @@ __all__ = [
     "Refusal",
     "RequestId",
     "ResourceNotFoundError",
+    "ToolCall",
     "ToolError",
     "batch_refusal",
     "cancelled_id",

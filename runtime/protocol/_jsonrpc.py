@@ -21,7 +21,6 @@ from msgspec import UNSET, Raw, UnsetType
 from ._errors import PARSE_ERROR, JSONRPCError, invalid_params, invalid_request, parse_error
 
 __all__ = [
-    "ONE_PASS_OVER",
     "REQUEST_ID_TYPES",
     "TOO_DEEP",
     "BatchItems",
@@ -52,14 +51,6 @@ RequestId = int | str | float
 #: The same as a tuple: ``isinstance`` with a tuple is several times faster than with a
 #: union, which matters on the per-request path.
 REQUEST_ID_TYPES: Final = (int, str, float)
-
-#: ``tools/call`` params longer than this (bytes) are read in the tool's one typed pass (the
-#: handlers' ``TypedCalls``: params and arguments together, for era selection, the HTTP
-#: transport's header rules and the handler alike); shorter ones the general way, two passes
-#: that cost fewer bytecodes than handing a reading over (benchmarks/guard.py counts both:
-#: stdio_batch_item, http_modern_post), while the copy and pass they add are small. One limit
-#: for every reader, so that a call is read the same way whoever reads it first (issue 22).
-ONE_PASS_OVER: Final = 16 * 1024
 
 
 class Envelope(msgspec.Struct, forbid_unknown_fields=False):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -43,15 +43,31 @@ __all__ = [
 
 #: A lease (``Store.lease``) is renewed this many times within its length: a replica misses
 #: as many renewals in a row (a slow store, a long pause) before the others take it for gone.
-RENEWALS_PER_LEASE = 3
+RENEWALS_PER_LEASE: Final = 3
+#: The most digits an event number has: the counters are 64-bit (Redis ``HINCRBY`` stops at
+#: 9,223,372,036,854,775,807, 19 digits), so a longer number names no event. The bound also
+#: keeps ``int`` off a client's digits: past 4,300 of them CPython refuses the conversion
+#: (``ValueError``, its guard against quadratic-time parsing), and below that it is slow.
+MAX_EVENT_NUMBER_DIGITS: Final = 19
+#: The longest event id read: ids are a stream id of a few characters (``g0``, ``p12``, or
+#: ``p12-<replica>`` on a shared store), "_" and a number. ``Last-Event-ID`` is a client's
+#: header (up to the head's 16 KiB): a longer one names no stream and is not looked up.
+MAX_EVENT_ID_LENGTH: Final = 256
 
 
 def split_event_id(event_id: str) -> tuple[str, int] | None:
     """``<stream>_<n>``, the form ``EventStore.append`` gives ids, as (stream, n); None when
     ``event_id`` is not of that form (``n`` ASCII digits: ``"\u00b2".isdigit()`` is True,
-    but ``int`` refuses it)."""
+    but ``int`` refuses it) or longer than any id given (``MAX_EVENT_ID_LENGTH``,
+    ``MAX_EVENT_NUMBER_DIGITS``): such an id is unknown, as one of another session is."""
+    if len(event_id) > MAX_EVENT_ID_LENGTH:
+        return None
     stream_id, _, number = event_id.rpartition("_")
-    if not stream_id or not (number.isascii() and number.isdigit()):
+    if (
+        not stream_id
+        or len(number) > MAX_EVENT_NUMBER_DIGITS
+        or not (number.isascii() and number.isdigit())
+    ):
         return None
     return stream_id, int(number)
 

@@ -50,6 +50,18 @@ def _grow_pipe(fd: int) -> int | None:
     return None
 
 
+class _StdioChannel(FramedChannel):
+    """stdin/stdout as a channel that outlives the connection over it: a connection's
+    ``aclose`` leaves the pipes open, and ``open_stdio_channel`` closes them as it exits. So
+    after a fault of ours ``Server.serve_stdio`` serves on with a new connection, reading on
+    where the last one stopped (the framer keeps what it had buffered)."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        """Nothing: the pipes close when ``open_stdio_channel`` exits."""
+
+
 @asynccontextmanager
 async def open_stdio_channel(
     *,
@@ -58,7 +70,9 @@ async def open_stdio_channel(
     read_timeout: float | None = None,
     idle_timeout: float | None = None,
 ) -> AsyncIterator[FramedChannel]:
-    """Yield a channel on stdin/stdout; restore the process's stdout on exit."""
+    """Yield a channel on stdin/stdout; restore the process's stdout on exit. The channel's
+    pipes close on exit, not when a connection over it ends (a server may serve another
+    connection over them)."""
     sys.stdout.flush()
     in_fd = os.dup(0)
     out_fd = os.dup(1)
@@ -70,7 +84,7 @@ async def open_stdio_channel(
     # reads, not 16 trips through the event loop (issue 22: 12.1M -> 10.4M instructions).
     in_capacity = _grow_pipe(in_fd)
     _grow_pipe(out_fd)
-    channel = FramedChannel(
+    channel = _StdioChannel(
         FdIO(in_fd),
         FdIO(out_fd),
         make_framer(framing, max_frame_size),
@@ -87,7 +101,7 @@ async def open_stdio_channel(
             for fd in (in_fd, out_fd):
                 with contextlib.suppress(OSError):
                     os.set_blocking(fd, True)
-            await channel.aclose()
+            await FramedChannel.aclose(channel)
         sys.stderr.flush()
         os.dup2(saved_fd1, 1)
         os.close(saved_fd1)

@@ -32,7 +32,17 @@ from ..protocol import (
     forbidden,
 )
 from ._wsproto import ServerWebSocket, open_server_websocket
-from .http import Authenticate, EdgePolicy, Gate, Hooks, HttpError, HttpLimits, calls_in
+from .http import (
+    Authenticate,
+    ConnectionSlots,
+    EdgePolicy,
+    Gate,
+    Hooks,
+    HttpError,
+    HttpLimits,
+    address_key,
+    calls_in,
+)
 
 __all__ = ["serve_websocket"]
 
@@ -204,7 +214,7 @@ async def serve_websocket(
     else:
         listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()
-    slots = trio.Semaphore(limits.max_connections)
+    slots = ConnectionSlots(limits)
     observe = hooks.on_refusal
 
     def refused(conn_id: str, status: int, reason: str, stream: trio.SocketStream) -> None:
@@ -218,19 +228,25 @@ async def serve_websocket(
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            slots.acquire_nowait()
-        except trio.WouldBlock:
-            log.warning("refusing websocket reason=max-connections")
+            key = address_key(stream.socket.getpeername())
+        except OSError:  # (gone already)
+            key = None
+        limit = slots.take(key)
+        if limit is not None:
+            log.warning("refusing websocket reason=%s", limit.replace("_", "-"))
             if observe is not None:
                 refused("ws-refused", 503, "too many connections, try later", stream)
-            await _refuse_busy(stream)
+            await _refuse_busy(
+                stream,
+                _BUSY if limit == "max_connections" else _busy_from_address(slots.max_per_address),
+            )
             return
         try:
             await _serve_one(stream)
         except Exception:  # a fault of ours costs this connection, never the server
             log.exception("websocket connection failed")
         finally:
-            slots.release()
+            slots.give_back(key)
 
     async def _serve_one(stream: trio.SocketStream) -> None:
         conn_id = f"ws-{next(_ids)}"
@@ -384,7 +400,16 @@ async def _refuse(
         await ws.aclose()
 
 
-async def _refuse_busy(stream: trio.SocketStream) -> None:
+def _busy_from_address(limit: int) -> bytes:
+    """The refusal past ``max_connections_per_address`` (``limit``), naming it."""
+    text = b"too many connections from this address (max_connections_per_address=%d)" % limit
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%b" % (len(text), text)
+    )
+
+
+async def _refuse_busy(stream: trio.SocketStream, answer: bytes) -> None:
     """503 before the upgrade (an HTTP answer the client can read, not a bare close): read
     the request head briefly first, so that closing with unread bytes does not reset the
     connection under the response."""
@@ -396,7 +421,7 @@ async def _refuse_busy(stream: trio.SocketStream) -> None:
                 if not data:
                     break
                 head += data
-            await stream.send_all(_BUSY)
+            await stream.send_all(answer)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
     await trio.aclose_forcefully(stream)

@@ -128,7 +128,32 @@ async def test_a_call_the_reader_did_not_read_is_read_once_by_era_selection(
             reply = await peer.receive()
     assert reply["result"]["structuredContent"] == {"result": len(_BIG)}
     # declined by the split, before any typed pass
-    assert [caller for caller, _raw in reads] == ["prepare_raw"]
+    assert [caller for caller, _raw in reads] == ["for_request"]
+
+
+async def test_a_big_modern_call_is_read_once_era_selection_included(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A big 2026-07-28 call over a stream: era selection takes ``_meta`` (decoded, with the
+    protocol version and capabilities) from the one typed pass of the frame, and the handler
+    the arguments; no probe of the params for ``_meta``, no second pass over them."""
+    reads = record_typed_reads(monkeypatch)
+    monkeypatch.setattr(era, "_probe", None)  # a probe of the params would fail the call
+    frame = msgspec.json.encode(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "size", "arguments": {"data": _BIG}, "_meta": _MODERN},
+        }
+    )
+    with trio.fail_after(20):
+        async with open_memory_peer(_server()) as peer:
+            await peer.send(frame)  # (no initialize: a modern request stands alone)
+            reply = await peer.receive()
+    assert reply["result"]["structuredContent"] == {"result": len(_BIG)}
+    assert reply["result"]["resultType"] == "complete"  # served at the modern revision
+    assert [(caller, _BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)]
 
 
 def _ctx(raw: bytes) -> RequestContext:
@@ -140,23 +165,25 @@ def test_a_prepared_reading_is_taken_only_for_its_own_params() -> None:
     calls = _typed(app)
     big = "x" * (ONE_PASS_OVER + 1)
     ctx = _ctx(b'{"name":"size","arguments":{"data":"abc"}}')
-    prepared = calls.prepare(ctx)
-    assert prepared is not None and calls.read_for(ctx) is prepared
+    assert ctx.params is not None
+    prepared = ctx.prepared = calls.read(ctx.params)  # (as the HTTP transport reads it)
+    assert prepared is not None and calls.for_request(ctx) is prepared
     # Params replaced after era selection (a middleware, say): read afresh when big...
     ctx.params = msgspec.Raw(b'{"name":"size","arguments":{"data":"%s"}}' % big.encode())
-    read = calls.read_for(ctx)
-    assert read is not None and read[2].data == big
+    read = calls.for_request(ctx)
+    assert read is not None and read.arguments.data == big  # type: ignore[union-attr]
     # A small call era selection did not read is left to the general reading (fewer
     # bytecodes for a small call).
-    assert calls.read_for(_ctx(b'{"name":"size","arguments":{"data":"other"}}')) is None
+    assert calls.for_request(_ctx(b'{"name":"size","arguments":{"data":"other"}}')) is None
     # Another server's reader, or the tool replaced meanwhile: read afresh.
     ctx = _ctx(b'{"name":"size","arguments":{"data":"%s"}}' % big.encode())
-    prepared = calls.prepare(ctx)
-    assert prepared is not None
-    assert _typed(app).read_for(ctx) is not prepared
-    assert calls.read_for(ctx) is prepared
+    prepared = calls.for_request(ctx)
+    assert prepared is not None and ctx.prepared is prepared
+    assert _typed(app).for_request(ctx) is not prepared
+    ctx.prepared = prepared
+    assert calls.for_request(ctx) is prepared
     app.registry.tools["size"] = app.registry.tools["needs"]
-    assert calls.read_for(ctx) is None  # now read by the other tool's struct: refused
+    assert calls.for_request(ctx) is None  # now read by the other tool's struct: refused
 
 
 def _typed(app: Server) -> Any:
@@ -168,13 +195,12 @@ def test_plain_calls_are_read_in_one_pass() -> None:
     calls = _typed(app)
     read = calls.read(msgspec.Raw(b'{"name":"size","arguments":{"data":"abc","times":2}}'))
     assert read is not None
-    tool, params, args = read
-    assert tool.name == "size" and params.task is None
-    assert (args.data, args.times) == ("abc", 2)
+    assert read.tool.name == "size" and read.task is None
+    assert (read.arguments.data, read.arguments.times) == ("abc", 2)
     assert calls.read(msgspec.Raw(b'{"name":"nothing"}')) is not None
 
 
-#: Params both typed readings (``read``, ``read_modern``) decline: the general way answers them.
+#: Params the typed reading declines: the general way answers them.
 REFUSED = [
     b'{"name":"missing","arguments":{}}',
     b'{"name":"size","arguments":{"data":1}}',
@@ -182,6 +208,8 @@ REFUSED = [
     b'{"arguments":{"data":"x"}}',
     b"[1]",
     b"{",
+    b'{"name":"size","arguments":{"data":"x"},"_meta":3}',  # the general reading: -32602
+    b'{"name":"size","arguments":{"data":"x"},"task":"soon"}',
 ]
 
 
@@ -201,7 +229,8 @@ def test_tool_list_changes_are_followed() -> None:
         return x
 
     read = calls.read(b'{"name":"later","arguments":{"x":"a"}}')
-    assert read is not None and read[2].x == "a"
+    assert read is not None and read.arguments.x == "a"
+    assert read.tool is app.registry.tools["later"]
     app.registry.remove_tool("later")
     assert calls.read(b'{"name":"later","arguments":{"x":"a"}}') is None
     # Replaced behind the registry's back (no list change): never read with the old struct.
@@ -223,11 +252,11 @@ def test_pre_read_reads_a_whole_call_frame_in_one_pass() -> None:
     assert (envelope.jsonrpc, envelope.id, envelope.method) == ("2.0", "q", "tools/call")
     assert isinstance(envelope.params, msgspec.Raw) and bytes(envelope.params) == params
     assert prepared.raw is envelope.params and prepared.name == "size"
-    assert (prepared.read[2].data, prepared.read[2].times) == (_BIG, 2)
+    assert (prepared.arguments.data, prepared.arguments.times) == (_BIG, 2)
     # Era selection and the handler take this reading for these params, no second pass.
     ctx = _ctx(b"{}")
     ctx.params, ctx.prepared = envelope.params, prepared
-    assert calls.prepare(ctx) is prepared.read and calls.read_for(ctx) is prepared.read
+    assert calls.for_request(ctx) is prepared and calls.for_request(ctx) is prepared
     # Another method, another shape, or params the typed pass refuses: the general way.
     assert calls.pre_read(frame.replace(b"tools/call", b"prompts/get")) is None
     assert calls.pre_read(frame.replace(b',"params"', b', "params"')) is None
@@ -235,47 +264,20 @@ def test_pre_read_reads_a_whole_call_frame_in_one_pass() -> None:
     assert calls.pre_read(frame.replace(b'"times":2', b'"times":"2"')) is None
 
 
-def test_read_modern_reads_meta_name_and_arguments_in_one_pass() -> None:
+def test_read_reads_meta_name_and_arguments_in_one_pass() -> None:
     calls = _typed(_server())
-    raw = msgspec.json.encode(
-        {"name": "size", "arguments": {"data": "abc", "times": 2}, "_meta": _MODERN}
+    raw = msgspec.Raw(
+        msgspec.json.encode(
+            {"name": "size", "arguments": {"data": "abc", "times": 2}, "_meta": _MODERN}
+        )
     )
-    call = calls.read_modern(msgspec.Raw(raw))
-    assert call is not None
+    call = calls.read(raw)
+    assert call is not None and call.raw is raw
     assert call.name == "size" and call.tool is _server_tool(calls, "size")
     assert call.meta == _MODERN and call.task is None
     assert (call.arguments.data, call.arguments.times) == ("abc", 2)
-    assert calls.read_modern(msgspec.Raw(b'{"name":"nothing"}')).arguments is msgspec.UNSET
+    assert calls.read(msgspec.Raw(b'{"name":"nothing"}')).arguments is msgspec.UNSET
 
 
 def _server_tool(calls: Any, name: str) -> Any:
     return calls._registry.tools[name]
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [
-        *REFUSED,
-        b'{"name":"size","arguments":{"data":"x"},"_meta":3}',  # the general reading: -32602
-        b'{"name":"size","arguments":{"data":"x"},"task":"soon"}',
-    ],
-)
-def test_what_read_modern_refuses_goes_the_general_way(raw: bytes) -> None:
-    assert _typed(_server()).read_modern(msgspec.Raw(raw)) is None
-
-
-def test_read_modern_follows_tool_list_changes() -> None:
-    app = _server()
-    calls = _typed(app)
-    raw = msgspec.Raw(b'{"name":"later","arguments":{"x":"a"}}')
-    assert calls.read_modern(raw) is None
-
-    @app.tool
-    async def later(x: str) -> str:
-        """Added after the first call."""
-        return x
-
-    call = calls.read_modern(raw)
-    assert call is not None and call.arguments.x == "a" and call.tool is app.registry.tools["later"]
-    app.registry.remove_tool("later")
-    assert calls.read_modern(raw) is None

@@ -61,6 +61,19 @@ async def test_events_replay_after_last_event_id(store: Store) -> None:
         assert await store.events.replay("s1", "g0_\u00b2") is None  # isdigit, not int()
 
 
+async def test_an_event_id_longer_than_any_given_is_unknown(store: Store) -> None:
+    """A ``Last-Event-ID`` numbered with 5,000 digits (past CPython's 4,300-digit ``int``
+    guard) raised ValueError out of the replay: a 500 and a traceback. Numbers past 19
+    digits (a 64-bit counter) and ids past 256 characters name no event: unknown (None)."""
+    with trio.fail_after(5):
+        await store.events.append("s1", "g0", None)
+        await store.events.append("s1", "g0", b"x")
+        assert await store.events.replay("s1", "g0_" + "9" * 5000) is None
+        assert await store.events.replay("s1", "g0_" + "0" * 20) is None
+        assert await store.events.replay("s1", "g0_" + "0" * 19) == ("g0", [("g0_2", b"x")])
+        assert await store.events.replay("s1", "g" * 300 + "_1") is None
+
+
 async def test_last_number_is_where_a_stream_stands(store: Store) -> None:
     """The number of a stream's latest id, priming events counted; 0 before its first."""
     with trio.fail_after(5):

@@ -197,7 +197,9 @@ async def test_idle_connections_do_not_stop_a_new_client() -> None:
 async def test_connection_limit_gives_503() -> None:
     app, _ = make_app()
     with trio.fail_after(10):
-        async with serving(app, http_limits=HttpLimits(max_connections=2)) as address:
+        # (Per address as many: all three come from 127.0.0.1.)
+        limits = HttpLimits(max_connections=2, max_connections_per_address=2)
+        async with serving(app, http_limits=limits) as address:
             held = [await trio.open_tcp_stream(*address) for _ in range(2)]
             await trio.sleep(0.1)
             response = await request(address, "POST", body=init_body())

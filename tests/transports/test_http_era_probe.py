@@ -33,12 +33,12 @@ def _app() -> Server:
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """The params given to a modern typed pass: the transport's own (``modern_params``) or,
-    for a small ``tools/call``, the tool's (``TypedCalls.read_modern``, which reads
-    ``_meta`` in the same pass)."""
+    for a small ``tools/call``, the tool's (``TypedCalls.read``, which reads ``_meta`` in
+    the same pass)."""
     seen: list[bytes] = []
     real = _modern.modern_params
     typed_calls = TypedCalls
-    real_call = typed_calls.read_modern
+    real_call = typed_calls.read
 
     def counted(raw: Any) -> Any:
         seen.append(bytes(raw))
@@ -49,7 +49,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         return real_call(self, raw)
 
     monkeypatch.setattr(_streamable, "modern_params", counted)
-    monkeypatch.setattr(typed_calls, "read_modern", counted_call)
+    monkeypatch.setattr(typed_calls, "read", counted_call)
     return seen
 
 

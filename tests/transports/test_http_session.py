@@ -8,6 +8,7 @@ import trio
 
 from runtime.transports import HttpLimits
 
+from ..wire import read_head
 from .app import call, init_body, make_app, serving, until
 from .http_client import Response, connect, request, sse_messages
 
@@ -212,6 +213,38 @@ async def test_a_last_event_id_numbered_with_a_non_ascii_digit_is_unknown() -> N
     assert answer.startswith(b"HTTP/1.1 400 "), answer
 
 
+async def test_a_last_event_id_of_five_thousand_digits_is_unknown_not_a_500() -> None:
+    """Past 4,300 digits CPython's ``int`` refuses to convert (ValueError): the GET failed
+    with 500 and a traceback. An id longer than any the store gives is unknown: 400, and the
+    connection and session serve on."""
+    app, _ = make_app()
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            session_id = await open_session(address)
+            get = await connect(address)
+            await get.send("GET", "/mcp", headers=_h(session_id, accept="text/event-stream"))
+            assert (await get.head()).status == 200
+            prime = await get.next_event()
+            assert prime is not None and prime.id
+            await get.aclose()
+            known = prime.id.rpartition("_")[0].encode()
+            stream = await trio.open_tcp_stream(*address)
+            head = (
+                b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                b"Mcp-Session-Id: %b\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+                b"Last-Event-ID: %b_%b\r\n\r\n" % (session_id.encode(), known, b"9" * 5000)
+            )
+            await stream.send_all(head)
+            answer = await read_head(stream)
+            assert answer is not None and answer.startswith(b"HTTP/1.1 400 "), answer
+            assert b"Connection: close" not in answer.partition(b"\r\n\r\n")[0]
+            # The same connection serves on: the session is still there.
+            await stream.send_all(head.replace(b"9" * 5000, prime.id.rpartition("_")[2].encode()))
+            again = await read_head(stream)
+            assert again is not None and again.startswith(b"HTTP/1.1 200 "), again
+            await stream.aclose()
+
+
 async def test_get_opens_the_standing_stream_and_server_requests_travel_on_the_post_stream() -> (
     None
 ):
@@ -274,7 +307,9 @@ async def test_batches_are_accepted_on_2025_03_26_sessions_only() -> None:
 
 async def test_session_cap_gives_503_and_idle_sessions_expire() -> None:
     app, _ = make_app()
-    limits = HttpLimits(max_sessions=1, session_idle_timeout=0.3)
+    # (With "refuse"; the default ends the least recently used idle session instead:
+    # test_http_session_eviction.py.)
+    limits = HttpLimits(max_sessions=1, session_idle_timeout=0.3, session_eviction="refuse")
     with trio.fail_after(10):
         async with serving(app, http_limits=limits) as address:
             session_id = await open_session(address)

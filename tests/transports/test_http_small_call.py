@@ -1,5 +1,5 @@
 """A small modern (2026-07-28) ``tools/call`` POST read in one pass for the transport and the
-handler (issue 22): ``TypedCalls.read_modern`` reads ``_meta`` (for the era and header rules),
+handler (issue 22): ``TypedCalls.read`` reads ``_meta`` (for the era and header rules),
 the tool's name and its typed arguments at once, from a decoder built per tool list, and the
 handler takes that reading (``ctx.prepared``). Every answer is the general reading's, byte for
 byte, tools added or removed while serving included."""
@@ -144,7 +144,7 @@ def test_the_bodies_are_small() -> None:
 async def test_the_same_answers_as_the_general_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     with trio.fail_after(20):
         typed = await _answers()
-        monkeypatch.setattr(TypedCalls, "read_modern", lambda self, raw: None)
+        monkeypatch.setattr(TypedCalls, "read", lambda self, raw: None)
         general = await _answers()
     assert typed == general
     decoded = [msgspec.json.decode(body) if body else None for _status, body in typed]
@@ -172,7 +172,7 @@ async def test_the_same_answers_as_the_general_reading(monkeypatch: pytest.Monke
 
 async def test_a_small_modern_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[bytes] = []
-    real = TypedCalls.read_modern
+    real = TypedCalls.read
 
     def recorded(self: Any, raw: Any) -> Any:
         reads.append(bytes(raw))
@@ -181,8 +181,7 @@ async def test_a_small_modern_call_is_read_once(monkeypatch: pytest.MonkeyPatch)
     def general(*args: Any) -> Any:
         raise AssertionError("the general reading of the params was taken")
 
-    monkeypatch.setattr(TypedCalls, "read_modern", recorded)
-    monkeypatch.setattr(TypedCalls, "read", general)
+    monkeypatch.setattr(TypedCalls, "read", recorded)
     monkeypatch.setattr(_streamable, "_general_params", general)  # not by the transport
     monkeypatch.setattr(tools_module, "decode_params", general)  # nor by the handler
     app = _app()

@@ -121,20 +121,24 @@ def test_python_m_runtime_version() -> None:
 
 
 def test_a_crashed_stdio_server_exits_non_zero() -> None:
-    """issue 16 item 1: a stdio server whose connection dies must not exit 0."""
+    """issue 16 item 1: a stdio server whose connection dies must not exit 0. A fault is
+    served past with a new connection (tests/test_faults.py); one that comes back at once
+    (here: every connection's ``serve`` fails) cannot be, and ends the server."""
     init = (
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
         b'"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}\n'
     )
-    crash = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash"}}\n'
     result = subprocess.run(
-        cli("serve", str(ROOT / "tests" / "servers" / "crashing.py")),
-        input=init + crash,
+        cli("serve", str(ROOT / "tests" / "servers" / "stdio_faults.py")),
+        input=init,
         capture_output=True,
         cwd=ROOT,
         timeout=20,
+        env={**os.environ, "STDIO_FAULT": "serve-always"},
     )
     assert result.returncode == 1, result.stderr.decode()
+    assert result.stdout == b"", result.stdout  # no traceback, nothing, on the protocol pipe
+    assert result.stderr.decode().count("stdio connection failed") == 2
     assert (
         result.stderr.decode()
         .rstrip()

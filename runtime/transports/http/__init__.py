@@ -6,7 +6,8 @@ Layers inside this package, from the bytes up:
 - ``_http11``: the sans-IO HTTP/1.1 request parser and response heads.
 - ``_socket``, ``_server``: one driver task per connection, deadlines, the listener.
 - ``_exchange``: one request/response pair as the MCP endpoints see it.
-- ``_edge``, ``_auth``: Host/Origin policy, limits, authentication.
+- ``_edge``, ``_auth``, ``_slots``: Host/Origin policy, limits, authentication, connection
+  slots (in all and per client address).
 - ``_streams``, ``_session``: SSE response streams, event replay, handshake-era sessions.
 - ``_modern``, ``_handshake``, ``_streamable``, ``_legacy``: the MCP endpoints.
 - ``_serve``: ``serve_http``, which composes them.
@@ -23,9 +24,11 @@ from ._exchange import HttpError
 from ._modern import header_params
 from ._serve import serve_http
 from ._session import Hooks
+from ._slots import ConnectionSlots, address_key
 
 __all__ = [
     "Authenticate",
+    "ConnectionSlots",
     "EdgePolicy",
     "EventStore",
     "Gate",
@@ -33,6 +36,7 @@ __all__ = [
     "HttpError",
     "HttpLimits",
     "MemoryEventStore",
+    "address_key",
     "calls_in",
     "header_params",
     "serve_http",

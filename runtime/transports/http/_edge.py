@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 __all__ = ["LOOPBACK_NAMES", "EdgePolicy", "HttpLimits", "authority_of", "is_loopback"]
@@ -93,10 +93,18 @@ class EdgePolicy:
     ``scheme://name:port``; ``"*"`` allows any. A request without ``Origin`` (not a
     browser) passes the origin check; a same-origin request (Origin's host equals ``Host``)
     passes it too; ``Origin: null`` never does unless ``"*"`` is listed.
+
+    ``any_host_paths``: paths whose requests pass the ``Host`` check whatever they name (the
+    Origin check still applies): the health probes. Docker's ``HEALTHCHECK`` (a request to
+    ``127.0.0.1`` inside the container), Kubernetes' ``httpGet`` probes (the pod's IP) and
+    HAProxy's ``option httpchk`` (over HTTP/1.0, no Host at all) cannot name the public host
+    the allow-list holds, and what those paths answer (live, ready or why not) reveals
+    nothing a rebound page could use.
     """
 
     allowed_hosts: frozenset[str] | None = None
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
+    any_host_paths: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
     def for_bind(
@@ -105,10 +113,12 @@ class EdgePolicy:
         *,
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
+        any_host_paths: Iterable[str] = (),
     ) -> EdgePolicy:
         """The default policy for a server bound to ``bind_host``: the loopback names
         (hosts, and http/https origins on any port) when bound to loopback, else any
-        ``Host`` and same-origin only. Explicit lists replace the defaults."""
+        ``Host`` and same-origin only. Explicit lists replace the defaults.
+        ``any_host_paths``: see the class."""
         loopback = is_loopback(bind_host)
         if allowed_hosts is not None:
             hosts: frozenset[str] | None = frozenset(h.strip().lower() for h in allowed_hosts)
@@ -122,11 +132,12 @@ class EdgePolicy:
             origins = frozenset(f"{s}://{n}" for s in ("http", "https") for n in LOOPBACK_NAMES)
         else:
             origins = frozenset()
-        return cls(hosts, origins)
+        return cls(hosts, origins, frozenset(any_host_paths))
 
-    def check(self, host: str | None, origin: str | None) -> str | None:
-        """Return why the request must get 403, or None when it may pass."""
-        if self.allowed_hosts is not None:
+    def check(self, host: str | None, origin: str | None, path: str | None = None) -> str | None:
+        """Return why the request must get 403, or None when it may pass (``path``: the
+        request's, for ``any_host_paths``)."""
+        if self.allowed_hosts is not None and path not in self.any_host_paths:
             if host is None:
                 return "missing Host header"
             if not _host_matches(host, self.allowed_hosts):
@@ -171,12 +182,36 @@ class HttpLimits:
     #: chunk timeout would otherwise hold its connection slot for ever). 60 s carries the
     #: largest default body (4 MiB) at 70 KB/s.
     body_total_timeout: float = 60.0
+    #: Bytes per second a request body must average from its first byte on, once
+    #: ``body_rate_grace`` seconds have passed; under it 408 and the connection is closed (0:
+    #: no such bound). A body trickled at a byte every two seconds is cut after the grace, not
+    #: at ``body_total_timeout``. 500 B/s is Apache's ``mod_reqtimeout`` default ``MinRate``;
+    #: a body that comes with its head (most) is never measured.
+    min_body_rate: float = 500.0
+    #: Seconds a body may take before ``min_body_rate`` applies (a slow start, a short stall).
+    body_rate_grace: float = 5.0
     #: Seconds an idle keep-alive connection waits for its next request.
     keep_alive_timeout: float = 30.0
     #: Concurrent TCP connections; past it a new connection gets 503 and is closed.
     max_connections: int = 1000
-    #: Handshake-era sessions alive at once; past it ``initialize`` gets 503.
+    #: Concurrent connections from one client address (an IPv4 address, an IPv6 /64); past
+    #: it a new connection from there gets 503 and is closed. None: half of
+    #: ``max_connections`` (at least 1), so that one address never holds every slot (twenty
+    #: tricklers filled ``--max-connections 20`` for a minute). Behind a reverse proxy every
+    #: client has the proxy's address: set it to ``max_connections`` and bound clients at the
+    #: proxy (docs/deploy.md).
+    max_connections_per_address: int | None = None
+    #: Handshake-era sessions this process holds at once (a shared store's too: its copies
+    #: here). At the cap see ``session_eviction``.
     max_sessions: int = 10_000
+    #: At ``max_sessions``: "lru" ends the least recently used idle session to make room
+    #: (idle: no POST or GET being answered, no request running, no open stream; its id then
+    #: gets 404, which clients answer by initializing again, 2025-11-25 basic/transports
+    #: "Session Management"; with a shared store only this process's copy goes, and the
+    #: session lives on in the store). Most clients never send DELETE: refusing, the cap
+    #: stayed full of abandoned sessions until they expired (``session_idle_timeout``, 30
+    #: min). With none idle, or "refuse", ``initialize`` gets 503.
+    session_eviction: Literal["lru", "refuse"] = "lru"
     #: Seconds without a request before a session expires (and releases everything).
     session_idle_timeout: float = 30 * 60.0
     #: Open SSE streams (GET and POST) per session; past it 429.
@@ -219,3 +254,17 @@ class HttpLimits:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_body_size is not None and self.max_body_size < 1:
             raise ValueError("max_body_size must be at least 1")
+        if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
+            raise ValueError("max_connections_per_address must be at least 1")
+        if self.session_eviction not in ("lru", "refuse"):
+            raise ValueError('session_eviction must be "lru" or "refuse"')
+        if self.min_body_rate < 0 or self.body_rate_grace < 0:
+            raise ValueError("min_body_rate and body_rate_grace must not be negative")
+
+    @property
+    def connections_per_address(self) -> int:
+        """``max_connections_per_address``, its default (half of ``max_connections``)
+        resolved."""
+        if self.max_connections_per_address is not None:
+            return self.max_connections_per_address
+        return max(1, self.max_connections // 2)

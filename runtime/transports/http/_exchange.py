@@ -25,6 +25,7 @@ __all__ = [
     "HttpApp",
     "HttpError",
     "HttpRequest",
+    "PersistentHttp10Exchange",
     "as_refusal",
     "error_body",
     "media_type",
@@ -267,7 +268,9 @@ class Exchange:
             self.close_after = True  # an HTTP/1.0 stream ends with the connection
         else:
             self._chunked = True
-        data = response_head(status, hdrs, length=None, close=self.close_after)
+        data = response_head(
+            status, hdrs, length=None, close=self.close_after, version=self._version
+        )
         data += self._body(first)
         if end:
             data += self._end()
@@ -306,6 +309,45 @@ class Exchange:
         """End the streamed response, after ``last`` (its final bytes) if given."""
         await self._driver.write(self._body(last) + self._end())
         self.finished = True
+
+
+class PersistentHttp10Exchange(Exchange):
+    """An :class:`Exchange` for an HTTP/1.0 request that asked to keep its connection
+    (``Connection: keep-alive``; the driver makes one only then, so that HTTP/1.1 answers
+    pay nothing for it). RFC 9112 appendix C.2.2 (and RFC 2068 section 19.7.1): the
+    connection persists only if the response says ``Connection: keep-alive`` too, and its
+    length must be known from the head (Content-Length: HTTP/1.0 has no chunked coding, so a
+    streamed response still ends with the connection, ``start_stream``)."""
+
+    __slots__ = ()
+
+    async def respond(
+        self,
+        status: int,
+        body: bytes = b"",
+        *,
+        content_type: str | None = "application/json",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        if not self.close_after:
+            headers = [*(headers or ()), _KEEP_ALIVE]
+        await super().respond(status, body, content_type=content_type, headers=headers)
+
+    async def respond_pieces(self, status: int, body: Pieces) -> None:
+        if self.close_after:
+            await super().respond_pieces(status, body)
+            return
+        self.started = True
+        head = simple_response_head(status, "application/json", body.nbytes, False, (_KEEP_ALIVE,))
+        if self._head_only:
+            await self._driver.write(head)
+        else:
+            await self._driver.write_pair(head, body)
+        self.finished = True
+
+
+#: The field that keeps an HTTP/1.0 connection open (``PersistentHttp10Exchange``).
+_KEEP_ALIVE: Final = ("Connection", "keep-alive")
 
 
 def as_refusal(result: object) -> HttpError | None:

@@ -23,6 +23,7 @@ from ...protocol import (
     Envelope,
     JSONRPCError,
     Kind,
+    ToolCall,
     batch_refusal,
     cancelled_id,
     error_reply,
@@ -103,10 +104,15 @@ class HandshakeEra:
             # Keep the shared record alive (its TTL is the idle timeout), not on every POST.
             if now - session.shared_touched > min(60.0, self.limits.session_idle_timeout / 4):
                 session.shared_touched = now
+                # In use across the round trip: not evicted under the request that found it
+                # (``SessionRegistry._evict``).
+                session.in_use += 1
                 try:
                     await shared.sessions.touch(session.id, self.limits.session_idle_timeout)
                 except StoreUnavailable as exc:
                     raise store_refusal(exc) from None
+                finally:
+                    session.in_use -= 1
         return session
 
     async def initialize(
@@ -144,7 +150,7 @@ class HandshakeEra:
         kind: int | None,
         accept_json: bool,
         accept_sse: bool,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
     ) -> None:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
         envelope of ``kind`` (already classified) or a batch (judged here, item by item);
@@ -300,7 +306,7 @@ class HandshakeEra:
         accept_json: bool,
         accept_sse: bool,
         headers: list[tuple[str, str]],
-        prepared: object,
+        prepared: ToolCall | None,
     ) -> None:
         """Run one request POSTed to ``session`` in this task (``Hooks.run_in_session``): no
         batch to judge, and its body is not copied, since nothing feeds it to the session's

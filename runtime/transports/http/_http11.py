@@ -5,7 +5,8 @@ about 200 us per request/response pair on this class of machine; this spends a t
 Strict where leniency would be a risk (RFC 9112): one Host, a valid Content-Length or
 exactly ``chunked``, never both (request smuggling), no obsolete line folding, no bare CR
 or LF or NUL in a field; limits on the head's size and field count. Anything else gets a
-precise 4xx/5xx and the connection closes. HTTP/1.0 is served, one request per connection.
+precise 4xx/5xx and the connection closes. HTTP/1.0 is served too, one request per connection
+unless the client asks for ``Connection: keep-alive`` (RFC 9112 appendix C.2.2).
 """
 
 from __future__ import annotations
@@ -250,7 +251,11 @@ def _head(
             raise ProtocolError(400, "Bad request: invalid Content-Length")
         length = int(value)
     connection = index.get("connection")
-    keep_alive = version == (1, 1) and not (connection and "close" in _tokens(connection))
+    options = _tokens(connection)
+    # RFC 9112 section 9.3: an HTTP/1.1 connection persists unless "close" is sent; an
+    # HTTP/1.0 one only when the client sent "keep-alive" (appendix C.2.2: the 1.0
+    # persistent connections of RFC 2068 section 19.7.1, which load tools such as ab use).
+    keep_alive = "close" not in options and (version == (1, 1) or "keep-alive" in options)
     if target.startswith("/") and "?" not in target and "#" not in target:
         path, query = target, _NO_QUERY
     else:

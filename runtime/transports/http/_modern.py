@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ...protocol import NAMED_METHODS
+from ...protocol import NAMED_METHODS, ToolCall
 from ._exchange import HttpRequest
 
 __all__ = [
@@ -114,13 +114,15 @@ def check_headers(
     request: HttpRequest,
     meta_version: str,
     method: str | None,
-    params: ModernParams,
+    params: ModernParams | ToolCall,
     tool_header_params: Callable[[str], dict[str, tuple[str, ...]]],
 ) -> str | None:
     """Why the headers do not match the body (for -32020), or None when they do.
 
     ``method`` is the request's method, None for a message that is not a request (whose
-    header rules 2026-07-28 does not define beyond the protocol version)."""
+    header rules 2026-07-28 does not define beyond the protocol version). ``params`` is the
+    general reading of its params, or a ``tools/call``'s typed reading when the tool has no
+    ``Mcp-Param`` rules (``meta`` and ``name`` are all that is read of it then)."""
     index = request.fields.get  # (one bound method for the handful of lookups below)
     version = index("mcp-protocol-version")
     if version is None:
@@ -154,6 +156,8 @@ def check_headers(
     wanted = tool_header_params(name)
     if not wanted:
         return None
+    # Matched against the arguments as sent: never a typed reading's (defaults filled in).
+    assert isinstance(params, ModernParams)
     raw_arguments = params.arguments
     try:
         arguments = (

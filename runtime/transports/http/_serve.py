@@ -92,7 +92,9 @@ async def serve_http(
     (shutdown). While the shared store is unreachable the replica still serves 2026-07-28
     requests and the sessions it holds (what needs the store gets its own 503 + Retry-After),
     so it stays ready: 200 ``{"ready":true,"degraded":"store unreachable"}``, a balancer
-    that took it out would cut the stateless traffic too. Neither needs authentication.
+    that took it out would cut the stateless traffic too. Neither needs authentication, and
+    both answer any ``Host`` (``EdgePolicy.any_host_paths``: probes cannot name the public
+    host of ``allowed_hosts``).
 
     ``sockets``: already bound, listening sockets to accept on instead of opening
     ``host:port`` (``mcp-runtime dev`` keeps one across reloads); closed on exit.
@@ -110,7 +112,12 @@ async def serve_http(
     limits = limits or HttpLimits()
     gate = Gate(auth, authenticate)
     body_limit = limits.max_body_size or max_body_size
-    policy = EdgePolicy.for_bind(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    policy = EdgePolicy.for_bind(
+        host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        any_host_paths=health_paths or (),
+    )
     shared = store if store is not None and store.shared else None
     if event_store is None and shared is not None:
         event_store = shared.events

@@ -30,6 +30,7 @@ from ...protocol import (
     Refusal,
     error_reply,
     internal_error,
+    overloaded,
 )
 from ._edge import EdgePolicy, HttpLimits, authority_of
 from ._exchange import (
@@ -37,9 +38,11 @@ from ._exchange import (
     HttpApp,
     HttpError,
     HttpRequest,
+    PersistentHttp10Exchange,
     error_body,
 )
 from ._http11 import BodyReader, ProtocolError, RequestHead, RequestParser, response_head
+from ._slots import ConnectionSlots, address_key
 from ._socket import SocketIO
 
 __all__ = ["serve_http_listeners"]
@@ -75,7 +78,7 @@ async def serve_http_listeners(
     connections open at that moment are still running, each new connection answered one
     request and closed (the app sees ``shutdown`` set: readiness probes hear "draining"
     instead of a refused or hanging connection)."""
-    slots = trio.Semaphore(limits.max_connections)
+    slots = ConnectionSlots(limits)
     # With an observer, drivers of a subclass that has it: nothing per connection without.
     driver_type = (
         _Driver
@@ -89,29 +92,12 @@ async def serve_http_listeners(
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            slots.acquire_nowait()
-        except trio.WouldBlock:
-            log.warning(
-                "refusing connection reason=max-connections limit=%d", limits.max_connections
-            )
-            if on_refusal is not None:
-                _observe(
-                    on_refusal,
-                    Refusal(
-                        None,
-                        "Service Unavailable: too many connections",
-                        "http",
-                        "http-refused",
-                        status=503,
-                        peer=_peer(stream),
-                    ),
-                )
-            with trio.move_on_after(1):
-                await stream.send_all(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Connection: close\r\nRetry-After: 1\r\n\r\n"
-                )
-            await trio.aclose_forcefully(stream)
+            key = address_key(stream.socket.getpeername())
+        except OSError:  # (gone already)
+            key = None
+        limit = slots.take(key)
+        if limit is not None:
+            await _refuse(stream, limit, limits, on_refusal)
             return
         driver = None
         try:
@@ -130,7 +116,7 @@ async def serve_http_listeners(
                     draining.discard(driver)
                     if not draining:
                         drained.set()
-            slots.release()
+            slots.give_back(key)
 
     with trio.CancelScope() as accept_scope:
 
@@ -147,6 +133,56 @@ async def serve_http_listeners(
         handler_nursery.start_soon(stop_accepting)
         handler_nursery.start_soon(_sweep_deadlines, drivers, limits, shutdown)
         await trio.serve_listeners(handle, listeners, handler_nursery=handler_nursery)
+
+
+async def _refuse(
+    stream: trio.SocketStream,
+    limit: str,
+    limits: HttpLimits,
+    on_refusal: Callable[[Refusal], None] | None,
+) -> None:
+    """503 for a connection past ``limit`` (a field of ``HttpLimits``), then close it."""
+    if limit == "max_connections":
+        log.warning("refusing connection reason=max-connections limit=%d", limits.max_connections)
+        reason = "Service Unavailable: too many connections"
+        answer = _BUSY
+    else:
+        per_address = limits.connections_per_address
+        log.warning(
+            "refusing connection reason=max-connections-per-address limit=%d peer=%s",
+            per_address,
+            _peer(stream),
+        )
+        reason = "Service Unavailable: too many connections from this address"
+        # The body names the limit (-32010 with ``data.maxConnectionsPerAddress``).
+        error = overloaded(
+            "too many connections from this address", maxConnectionsPerAddress=per_address
+        )
+        body = error_reply(error)
+        fields = [("Retry-After", "1"), ("Content-Type", "application/json")]
+        answer = response_head(503, fields, length=len(body), close=True) + body
+    if on_refusal is not None:
+        refusal = Refusal(None, reason, "http", "http-refused", status=503, peer=_peer(stream))
+        _observe(on_refusal, refusal)
+    # (A client that reset the connection already is simply gone: nothing to answer.)
+    with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError, OSError):
+        await stream.send_all(answer)
+        if limit != "max_connections":
+            # The client is sending its request meanwhile: closing with its bytes unread
+            # would reset the connection, and the client could lose the 503 to that. Say
+            # the answer is whole, then take what comes (bounded: a second, 64 KiB).
+            await stream.send_eof()
+            taken = 0
+            while taken < 64 * 1024 and (data := await stream.receive_some(16 * 1024)):
+                taken += len(data)
+    await trio.aclose_forcefully(stream)
+
+
+#: The answer past ``max_connections``.
+_BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+    b"Connection: close\r\nRetry-After: 1\r\n\r\n"
+)
 
 
 async def _awaited(awaitable: Awaitable[None]) -> None:
@@ -177,6 +213,7 @@ async def _sweep_deadlines(drivers: set[_Driver], limits: HttpLimits, shutdown: 
         limits.keep_alive_timeout,
         limits.body_timeout,
         limits.body_total_timeout,
+        limits.body_rate_grace if limits.min_body_rate else math.inf,
     )
     interval = max(0.05, min(1.0, shortest / 4))
     while not (shutdown.is_set() and not drivers):
@@ -249,6 +286,8 @@ class _Driver:
         self.phase = "idle"
         #: Waiting for the connection's first request (not a keep-alive pause).
         self.awaiting_first = True
+        #: The body being read is held to ``min_body_rate`` (its deadline is the rate's).
+        self._under_rate = False
         self.deadline = math.inf
         self._edge_passed: tuple[str | None, str | None] | None = None
         #: The last request head that passed the edge checks and was no upgrade. The parser
@@ -256,6 +295,8 @@ class _Driver:
         #: repeats its head: that head is not checked again (about 1.1% of a modern POST's
         #: bytecodes, guard http_modern_post 2,533 -> 2,506).
         self._head_passed: RequestHead | None = None
+        #: The exchange that answers ``_head_passed`` (``_one_request``).
+        self._exchange_type: type[Exchange] = Exchange
         #: Requests in a row answered without waiting while the reader task ran.
         self._eager_run = 0
         #: The scope requests run under until one is cancelled through it (see
@@ -373,6 +414,12 @@ class _Driver:
         elif phase == "head":
             log.warning("closing http conn=%s reason=header-timeout", self.id)
             await self._reject(408, "Request Timeout: request head too slow")
+        elif phase == "body" and self._under_rate:
+            rate = self.limits.min_body_rate
+            log.warning("closing http conn=%s reason=body-rate min_body_rate=%g", self.id, rate)
+            await self._reject(
+                408, f"Request Timeout: body slower than {rate:g} bytes/s (min_body_rate)"
+            )
         elif phase == "body":
             log.warning("closing http conn=%s reason=body-timeout", self.id)
             await self._reject(408, "Request Timeout: body too slow")
@@ -440,18 +487,35 @@ class _Driver:
         if head.expect_continue and not self.parser.buffer:
             await self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.phase = "body"
-        gap = self.limits.body_timeout
-        whole = trio.current_time() + self.limits.body_total_timeout  # however it trickles
-        self.deadline = min(trio.current_time() + gap, whole)
+        started = trio.current_time()
+        whole = started + self.limits.body_total_timeout  # however it trickles
+        buffer = self.parser.buffer
+        self.deadline = self._body_deadline(started, whole, len(buffer))
         length = head.content_length
         if length is not None and length > 0:
-            return await self._read_into_room(length, gap, whole)
-        while not reader.read(self.parser.buffer):
+            return await self._read_into_room(length, started, whole)
+        while not reader.read(buffer):
             await self.io.wait_data()
-            self.deadline = min(trio.current_time() + gap, whole)
+            self.deadline = self._body_deadline(started, whole, len(reader.body) + len(buffer))
         return bytes(reader.body)
 
-    async def _read_into_room(self, length: int, gap: float, whole: float) -> memoryview:
+    def _body_deadline(self, started: float, whole: float, got: int) -> float:
+        """The body phase's deadline once ``got`` bytes of the body (begun at ``started``)
+        are in: ``body_timeout`` from now, ``whole`` (the body's total deadline), and the
+        moment the body's average rate falls under ``min_body_rate`` (``got`` bytes are that
+        rate's worth of ``got / min_body_rate`` seconds), ``body_rate_grace`` at the
+        earliest. Computed per read, for bodies that did not come with their head."""
+        limits = self.limits
+        deadline = min(trio.current_time() + limits.body_timeout, whole)
+        rate = limits.min_body_rate
+        if rate:
+            by_rate = started + max(limits.body_rate_grace, got / rate)
+            self._under_rate = by_rate < deadline
+            if self._under_rate:
+                return by_rate
+        return deadline
+
+    async def _read_into_room(self, length: int, started: float, whole: float) -> memoryview:
         """A Content-Length body read from the socket straight into the connection's
         ``room`` (kept from one request to the next while the connection is busy), then
         copied out once. Through the parser's buffer it was read in 64 KiB pieces, each
@@ -470,7 +534,7 @@ class _Driver:
         with memoryview(room) as view:
             while got < length:
                 got += await self.io.read_into(view[got:length])
-                self.deadline = min(trio.current_time() + gap, whole)
+                self.deadline = self._body_deadline(started, whole, got)
         # The room itself is the body (no 1 MiB copy, no fresh pages to fault in: issue 22);
         # ``_one_request`` gives it up afterwards if anything still holds it.
         return memoryview(room).toreadonly()[:length]
@@ -490,9 +554,11 @@ class _Driver:
             edge = (host, header("origin"))
             if edge != self._edge_passed:  # a keep-alive client sends the same values
                 reason = self.policy.check(*edge)
-                if reason is not None:
+                if reason is None:
+                    self._edge_passed = edge
+                elif self.policy.check(*edge, head.path) is not None:
                     raise ProtocolError(403, f"Forbidden: {reason}")
-                self._edge_passed = edge
+                # (Else a health path, which answers any Host: passed, not remembered.)
             if self.on_upgrade is not None and (header("upgrade") or "").lower() == "websocket":
                 # Hand the raw stream (and any bytes already read) to the WebSocket layer,
                 # once the reader (if one started) has stopped: a cancelled wait reads
@@ -507,6 +573,14 @@ class _Driver:
                 await self.on_upgrade(request, self.stream, bytes(self.parser.buffer))
                 return False
             self._head_passed = head
+            # Chosen once per distinct head (a keep-alive client repeats its head): an
+            # HTTP/1.0 client that asked for a persistent connection must be told it has one
+            # (RFC 9112 appendix C.2.2); HTTP/1.1 answers pay nothing for that.
+            self._exchange_type = (
+                Exchange
+                if head.version == (1, 1) or not head.keep_alive
+                else PersistentHttp10Exchange
+            )
         # The whole body usually came with its head: taken here, no coroutine for it.
         body: bytes | memoryview | None = BodyReader.whole(
             head, self.parser.buffer, self.max_body_size
@@ -517,7 +591,7 @@ class _Driver:
         request = HttpRequest(
             head.method, head.target, head.path, head.query, head.headers, body, self.id, head.index
         )
-        exchange = self._exchange = Exchange(self, head, self._generation)
+        exchange = self._exchange = self._exchange_type(self, head, self._generation)
         self.phase = "app"
         self.deadline = math.inf
         try:

@@ -24,9 +24,11 @@ import trio
 
 from ... import eager
 from ...protocol import (
+    Envelope,
     ModernRequest,
     Pieces,
     Refusal,
+    ToolCall,
     error_reply,
     id_key,
     probe,
@@ -72,8 +74,9 @@ class Hooks:
     #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
     #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
     #: ``modern`` is the era the transport read from its ``_meta``
-    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` what
-    #: ``read_call`` gave for its params, or None; ``send_now(data, related=None) -> bool``, or
+    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` the
+    #: reading of its params (``read_call``, ``read_frame``), or None; ``send_now(data,
+    #: related=None) -> bool``, or
     #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher);
     #: ``idle(wake)``, or None, the calling task's wait while the request idles (a listen
     #: served in its connection's one task, ``runtime.core.dispatch_single``).
@@ -85,7 +88,7 @@ class Hooks:
                 str,
                 Any,
                 ModernRequest | None,
-                object,
+                ToolCall | None,
                 Callable[[bytes, Any], bool] | None,
                 Callable[[trio.CancelScope], Awaitable[object]] | None,
             ],
@@ -94,26 +97,18 @@ class Hooks:
         | None
     ) = None
     #: ``read_call(params)``: a ``tools/call``'s raw params read in the handler's own typed
-    #: pass, arguments included (issue 22: a 1 MiB argument read once, not once for the
-    #: header rules and again for the tool), as ``(meta, name, prepared)``: its ``_meta``
-    #: (a dict, or None when absent), the tool's name, and the reading to hand to
-    #: ``dispatch_one``. None when that pass does not apply (an unknown tool, arguments that
-    #: need the general reading, a tool with ``Mcp-Param`` headers): read them the general way.
-    read_call: Callable[[Any], tuple[dict[str, Any] | None, str, object] | None] | None = None
-    #: ``read_modern_call(params)``: a small ``tools/call``'s raw params read once for the
-    #: 2026-07-28 rules and the handler (its ``_meta`` decoded, its arguments typed), or None
-    #: (read them the general way). The reading has ``meta`` (a dict, or None when absent)
-    #: and ``name`` (the tool's), and goes to ``dispatch_one`` as ``prepared`` for a request
-    #: served at the modern revision only.
-    read_modern_call: Callable[[Any], Any] | None = None
+    #: pass, ``_meta`` and arguments included, once for the 2026-07-28 era and header rules
+    #: (which read its ``meta`` and ``name``) and the handler (``dispatch_one`` and
+    #: ``run_in_session`` take it as ``prepared``). None when that pass does not apply (an
+    #: unknown tool, arguments or a ``_meta`` that need the general reading): read the
+    #: params the general way, which answers exactly as always.
+    read_call: Callable[[msgspec.Raw], ToolCall | None] | None = None
     #: ``read_frame(body)``: a POST's body (one message) over ``ONE_PASS_OVER`` bytes read whole
-    #: when it is such a ``tools/call``: ``(envelope, what read_call gives)``, the envelope
-    #: read from the members around its params and its ``params`` a ``msgspec.Raw`` view of the
-    #: body, so that the arguments' bytes are read once, by the typed pass (issue 22 target
-    #: 2). None: decode the body the general way (``runtime.protocol.decode_frame``).
-    read_frame: (
-        Callable[[Any], tuple[Any, tuple[dict[str, Any] | None, str, object]] | None] | None
-    ) = None
+    #: when it is such a ``tools/call``: ``(envelope, reading)``, the envelope read from the
+    #: members around its params and its ``params`` a ``msgspec.Raw`` view of the body (the
+    #: reading's ``raw``), so that the arguments' bytes are read once, by the typed pass.
+    #: None: decode the body the general way (``runtime.protocol.decode_frame``).
+    read_frame: Callable[[bytes | memoryview], tuple[Envelope, ToolCall] | None] | None = None
     #: The fast path for one request POSTed to a session: ``run_in_session(connection,
     #: envelope)`` runs it in the calling task as that session connection's own request
     #: (in flight there, cancellable, its notifications sent through the connection) and
@@ -122,8 +117,8 @@ class Hooks:
     #: under that cancel scope, entered already (``Exchange.request_scope``), instead of one
     #: of its own; cancelled through it, ``on_cancelled(reply)`` gets what to answer and
     #: ``trio.Cancelled`` propagates (``Connection.run_request``). Optional ``prepared``
-    #: (fifth): the reading of its params that ``read_frame`` or ``read_call`` made, for the
-    #: handler (its params are not read again).
+    #: (fifth, a ``ToolCall``): the reading of its params that ``read_frame`` or
+    #: ``read_call`` made, for the handler (its params are not read again).
     run_in_session: Callable[..., Awaitable[bytes | None]] | None = None
     #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
     start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
@@ -668,8 +663,8 @@ class SessionRegistry:
             return None
         if principal is not None and record.principal != principal_key(principal):
             return None  # bound to someone else: it does not exist for this caller
-        if len(self._sessions) >= self.limits.max_sessions:
-            return None
+        if len(self._sessions) >= self.limits.max_sessions and not self._evict():
+            return None  # (a 404: the client initializes again)
         core = self.hooks.import_session("http", token, record)
         session = self.create(principal, token=token, core=core, session_id=session_id)
         assert session is not None
@@ -698,9 +693,10 @@ class SessionRegistry:
         core: Any = None,
         session_id: str | None = None,
     ) -> HttpSession | None:
-        """Start a new session, or None when ``max_sessions`` are alive. ``principal`` is
-        the key the session is bound to; ``token`` what handlers see as ``ctx.principal``."""
-        if len(self._sessions) >= self.limits.max_sessions:
+        """Start a new session, or None when ``max_sessions`` are alive and none can make
+        room (``_evict``). ``principal`` is the key the session is bound to; ``token`` what
+        handlers see as ``ctx.principal``."""
+        if len(self._sessions) >= self.limits.max_sessions and not self._evict():
             return None
         # 128 bits from the OS CSPRNG, visible ASCII
         session_id = session_id or secrets.token_hex(16)
@@ -727,6 +723,38 @@ class SessionRegistry:
         log.info("session started session=%s", session_id[:8])
         return session
 
+    def _evict(self) -> bool:
+        """At ``max_sessions`` with ``session_eviction="lru"``: end the least recently used
+        idle session (``HttpLimits.session_eviction``) and free its place now; False when
+        none is idle (or the policy is "refuse"). Idle: no POST or GET being answered
+        (``in_use``: a GET stream counts for its whole life), no round serving its
+        connection (a request or task running there), no request in flight. Not one of a
+        shared store's sessions is lost: only this process's copy ends (as when it expires
+        here), and the next request naming it adopts it again (``find``).
+
+        A scan of the sessions, at the cap only (about 1 ms at 10,000): keeping them in use
+        order instead would cost every POST a move."""
+        if self.limits.session_eviction != "lru":
+            return False
+        victim: HttpSession | None = None
+        for session in self._sessions.values():
+            if (
+                session.in_use
+                or session.in_round
+                or session.ended
+                or (session.connection is not None and session.connection.in_flight)
+            ):
+                continue
+            if victim is None or session.last_seen < victim.last_seen:
+                victim = session
+        if victim is None:
+            return False
+        idle = trio.current_time() - victim.last_seen
+        log.info("session evicted session=%s reason=max-sessions idle=%.0fs", victim.id[:8], idle)
+        del self._sessions[victim.id]  # (its round, ending it, finds it gone)
+        victim.end()
+        return True
+
     def start_round(self, session: HttpSession) -> None:
         """Serve a round of ``session`` in the registry's nursery (the first starts it)."""
         self._nursery.start_soon(self._run, session)
@@ -737,7 +765,9 @@ class SessionRegistry:
             ended = await session.run(self.hooks, self._shutdown)
         finally:
             if ended:
-                self._sessions.pop(session.id, None)
+                # (Unless evicted already: its id may name a new copy by now, ``find``.)
+                if self._sessions.get(session.id) is session:
+                    del self._sessions[session.id]
                 log.info("session ended session=%s", session.id[:8])
 
     async def reap(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from ...protocol import (
     HANDSHAKE_VERSIONS,
@@ -32,6 +33,7 @@ from ...protocol import (
     Kind,
     ModernRequest,
     Pieces,
+    ToolCall,
     classify,
     decode_frame,
     error_reply,
@@ -66,8 +68,6 @@ __all__ = ["StreamableEndpoint", "parse_accept"]
 log = logging.getLogger("mcp_runtime.http")
 
 _post_ids = itertools.count(1)
-#: What ``Hooks.read_call`` gives: ``(meta, tool name, prepared reading)``.
-ReadCall = tuple[dict[str, Any] | None, str, object]
 _NOT_A_BATCH: Final = "Invalid Request: a POST carries one JSON-RPC message, not a batch"
 
 
@@ -138,7 +138,8 @@ class StreamableEndpoint:
         if media_type(header("content-type")) != "application/json":
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
         body = request.body
-        called: ReadCall | None = None
+        called: ToolCall | None = None
+        message: Envelope | list[msgspec.Raw]
         try:
             if (
                 len(body) > ONE_PASS_OVER
@@ -147,7 +148,7 @@ class StreamableEndpoint:
             ):
                 # A big tools/call (modern, or POSTed to a session) read whole in the tool's
                 # typed pass: the arguments' bytes read once, not first walked to find their
-                # end (issue 22 target 2).
+                # end.
                 message, called = found
             else:
                 message = decode_frame(body)
@@ -210,7 +211,11 @@ class StreamableEndpoint:
     # -- modern (2026-07-28) ----------------------------------------------------------------
 
     def judge_modern(
-        self, request: HttpRequest, message: Envelope, kind: int | None, params: ModernParams
+        self,
+        request: HttpRequest,
+        message: Envelope,
+        kind: int | None,
+        params: ModernParams | ToolCall,
     ) -> ModernRequest | None:
         """The header rules of a modern POST, then its era (None: a notification without
         capabilities, nothing to answer); raises the 400 refusing it."""
@@ -363,7 +368,7 @@ class StreamableEndpoint:
         accept_json: bool,
         accept_sse: bool,
         token: Any = None,
-        prepared: object = None,
+        prepared: ToolCall | None = None,
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
@@ -512,7 +517,7 @@ def _json_status(reply: bytes) -> int:
     return status
 
 
-def _direct(method: object, params: ModernParams, accept_sse: bool) -> bool:
+def _direct(method: object, params: ModernParams | ToolCall, accept_sse: bool) -> bool:
     """Whether a modern request can take the direct path: its answer is one message (not
     the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
     (which a JSON-only client would not get anyway)."""
@@ -539,49 +544,35 @@ def _may_be_modern(message: Envelope) -> bool:
 
 
 def _modern_params(
-    message: Envelope, hooks: Hooks, called: ReadCall | None = None
-) -> tuple[ModernParams | None, object]:
+    message: Envelope, hooks: Hooks, called: ToolCall | None = None
+) -> tuple[ModernParams | ToolCall | None, ToolCall | None]:
     """What the 2026-07-28 rules read from a message's params, when it is a modern message
     (``params._meta`` names a protocol version as a string), else None; and, for a
-    ``tools/call`` read by ``hooks.read_call`` (a big one, of either era) or
-    ``hooks.read_modern_call`` (a small modern one), that reading for the handler
-    (``called``: the one ``Hooks.read_frame`` made with the body, taken instead).
+    ``tools/call`` read in its tool's typed pass (``hooks.read_call``; ``called``: the
+    reading ``Hooks.read_frame`` made with the body, taken instead), that reading for the
+    handler, whatever the era.
+
+    The reading stands for the rules' ``ModernParams`` too (its ``meta`` and ``name`` are
+    all they read of a ``tools/call``) unless the tool has ``Mcp-Param`` headers: those are
+    matched against the arguments as sent, which the general reading keeps raw.
 
     A modern-looking body whose typed reading fails (``_meta`` given twice, once not an
     object: a generic reading would take the last) is refused with 400 and -32602.
     """
     raw = message.params
-    if not isinstance(raw, msgspec.Raw):
+    if raw is UNSET:
         return None, None
-    if message.method == "tools/call":
-        if len(raw) > ONE_PASS_OVER:
-            if hooks.read_call is not None:
-                # The tool's own typed pass reads the params, arguments included, once for
-                # the header rules and the handler (issue 22), instead of a pass here that
-                # skips them.
-                call = hooks.read_call(raw) if called is None else called
-                if call is not None:
-                    meta, name, prepared = call
-                    if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
-                        # Handshake era: the reading goes with it to the session's handler.
-                        return None, prepared
-                    return ModernParams(meta=meta, name=name), prepared
-        elif hooks.read_modern_call is not None:
-            # A small call: one pass gives the era rules their ``_meta`` and the handler its
-            # tool and typed arguments (the general reading is two passes, here and in the
-            # handler, each with its Python frames): http_floor --opcodes 2,145 -> 2,121
-            # bytecodes per modern POST (-1.1%; in runtime/ and handlers/ 1,614 -> 1,586).
-            call = hooks.read_modern_call(raw)
-            if call is not None:
-                meta = call.meta
-                if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
-                    return None, None  # handshake era: as the general reading finds it
-                if not hooks.tool_header_params(call.name):
-                    # The reading stands for ModernParams too: the header rules read a
-                    # tools/call's ``meta`` and ``name`` alone when the tool has no
-                    # Mcp-Param headers (those are matched against the arguments as sent,
-                    # which the general reading keeps raw).
-                    return call, call
+    if message.method == "tools/call" and hooks.read_call is not None:
+        # One pass gives the era rules their ``_meta`` and the handler its tool and typed
+        # arguments, instead of a pass here that skips the arguments and the handler's two.
+        call = hooks.read_call(raw) if called is None else called
+        if call is not None:
+            meta = call.meta
+            if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
+                return None, call  # handshake era: the reading goes on to the handler
+            if not hooks.tool_header_params(call.name):
+                return call, call
+            return _general_params(message, raw), call
     return _general_params(message, raw), None
 
 
