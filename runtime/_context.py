@@ -19,26 +19,13 @@ from .features import (
     required_capability,
     to_contents,
 )
-from .protocol import META_CLIENT_INFO, META_LOG_LEVEL, RequestId
+from .protocol import LOG_LEVELS, META_CLIENT_INFO, META_LOG_LEVEL, RequestId
 
 __all__ = ["Context"]
 
 log = logging.getLogger("mcp_runtime.context")
 #: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
 _RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
-
-
-# RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 
 class Context:

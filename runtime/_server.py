@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar, cast, o
 import trio
 
 from ._compose import build_dispatcher
-from ._context import LOG_LEVELS
 from ._definitions import (
     check_resource_uri,
     prompt_definition,
@@ -40,6 +39,7 @@ from .features import (
     TemplateDef,
     WorkerThreads,
 )
+from .protocol import LOG_LEVELS
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).

@@ -84,6 +84,23 @@ FORBIDDEN = {
         "runtime.features",
         "runtime.ensemble",
     ),
+    # The bridge is a server whose handlers forward to a client: it reaches the server
+    # through runtime's public names and its middleware, the remote through the client;
+    # never the core, the transports, the server's features or handlers, the CLI.
+    "runtime.bridge": (
+        "runtime.core",
+        "runtime.transports",
+        "runtime.features",
+        "runtime.stores",
+        "runtime.auth",
+        HANDLERS,
+        "runtime._server",
+        "runtime._context",
+        "runtime._lifetime",
+        "runtime._compose",
+        CLI,
+        "runtime.ensemble",
+    ),
     # Several servers as one (mounts, replicas, workers): built on the server's layers and
     # handed what it needs of a server as a Protocol; never the Server, its composition, a
     # transport, the client or the command line.
@@ -106,6 +123,14 @@ FORBIDDEN = {
     # the bridge (a bridge is a Server whose middleware uses the client).
     **{module: (CLI, "runtime.client", "runtime.bridge") for module in SERVER_SIDE},
 }
+#: What the bridge may import of the rest of the runtime: public package names only.
+BRIDGE_MAY_IMPORT = (
+    "runtime",
+    "runtime.client",
+    "runtime.framing",
+    "runtime.middleware",
+    "runtime.protocol",
+)
 #: runtime.client: the one module that may import other runtime packages (see its docstring).
 CLIENT_GATEWAY = "runtime/client/_wire.py"
 #: What that module may import from the rest of the runtime: public package names only.
@@ -488,6 +513,19 @@ def test_the_client_imports_the_runtime_through_its_wire_module_only() -> None:
             assert not any(n.startswith("runtime.client") for n in _imports(path)), path
 
 
+def test_the_bridge_imports_public_package_names_only() -> None:
+    """``runtime.bridge`` builds on the server's public face (``Server``, ``ServerCrashed``,
+    the middleware it is), the client and the protocol layer: no module of it imports any
+    other part of the runtime, nor a private module of those it may import."""
+    violations = []
+    for path in [p for n, p in MODULES.items() if _within(n, "runtime.bridge")]:
+        for name in _imports(path):
+            outside = _within(name, "runtime") and not _within(name, "runtime.bridge")
+            if outside and name not in BRIDGE_MAY_IMPORT:
+                violations.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not violations, violations
+
+
 def test_the_checker_sees_relative_imports() -> None:
     names = _imports(ROOT / "runtime" / "core" / "_connection.py")
     assert "runtime.protocol" in names and "runtime.core._engine" in names
@@ -576,3 +614,131 @@ def test_the_seam_check_sees_untyped_readings() -> None:
         (6, "ToolCall | None"),
     ]
     assert _names_in(ast.parse("'typing.Any'", mode="eval").body) & UNTYPED
+
+
+# -- Wire names and codes have one home: runtime.protocol ------------------------------------
+
+#: Every MCP method name in the revisions this runtime speaks (schema.ts of 2024-11-05 through
+#: 2026-07-28; the 2025-11-25 tasks and the io.modelcontextprotocol/tasks extension), written
+#: out here rather than read from runtime.protocol, so that a literal is caught even where
+#: protocol does not name it yet.
+MCP_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "server/discover",
+        "subscriptions/listen",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+        "tasks/update",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/resources/list_changed",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/roots/list_changed",
+        "notifications/subscriptions/acknowledged",
+        "notifications/tasks",
+        "notifications/tasks/status",
+        "notifications/elicitation/complete",
+    }
+)
+#: Packages that write no wire name or error code of their own: they import them, and the
+#: error builders, from runtime.protocol.
+WIRE_NAMES_FROM_PROTOCOL = ("runtime.bridge",)
+
+
+def _wire_literals(source: str) -> list[str]:
+    """What ``source`` writes that is runtime.protocol's to write: a JSON-RPC error code
+    (an integer literal in -32768..-32000, JSON-RPC 2.0 section 5.1), a string equal to an
+    MCP method name or holding an ``io.modelcontextprotocol/`` name, a ``JSONRPCError(...)``
+    built by hand. Docstrings (any string standing alone as a statement) and comments are
+    prose, not code."""
+    tree = ast.parse(source)
+    prose = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        line, column = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and type(node.operand.value) is int
+            and 32000 <= node.operand.value <= 32768
+        ):
+            found.append((line, column, f"error code -{node.operand.value}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in prose:
+                continue
+            if node.value in MCP_METHODS:
+                found.append((line, column, f"method name {node.value!r}"))
+            elif "io.modelcontextprotocol/" in node.value:
+                found.append((line, column, f"MCP name {node.value!r}"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == "JSONRPCError":
+                found.append((line, column, "JSONRPCError(...) built by hand"))
+    return [f"line {line}: {what}" for line, _, what in sorted(found)]
+
+
+@pytest.mark.parametrize("package", WIRE_NAMES_FROM_PROTOCOL)
+def test_wire_names_and_codes_come_from_protocol(package: str) -> None:
+    files = [path for name, path in MODULES.items() if _within(name, package)]
+    assert files, package
+    violations = [
+        f"{path.relative_to(ROOT)} {found}"
+        for path in files
+        for found in _wire_literals(path.read_text())
+    ]
+    assert not violations, violations
+
+
+def test_the_wire_name_finder_finds_them() -> None:
+    source = '''
+"""tools/call -32603 io.modelcontextprotocol/x: prose."""
+A = -32603
+B = "tools/call"
+C = f"{A}: io.modelcontextprotocol/logLevel"
+D = {"notifications/message": -32000}
+E = -31999, -32769, 32603, "tools/", "tools/call now"
+raise JSONRPCError(A, "no")
+raise protocol.JSONRPCError(A, "no")
+raise JSONRPCError.method_not_found(B)
+
+
+def f() -> None:
+    """notifications/message"""
+'''
+    assert _wire_literals(source) == [
+        "line 3: error code -32603",
+        "line 4: method name 'tools/call'",
+        "line 5: MCP name ': io.modelcontextprotocol/logLevel'",
+        "line 6: method name 'notifications/message'",
+        "line 6: error code -32000",
+        "line 8: JSONRPCError(...) built by hand",
+        "line 9: JSONRPCError(...) built by hand",
+    ]

@@ -34,6 +34,7 @@ __all__ = [
     "JSONRPCError",
     "ResourceNotFoundError",
     "ToolError",
+    "cancellation_unconfirmed",
     "connection_closed",
     "forbidden",
     "framing_error",
@@ -47,11 +48,17 @@ __all__ = [
     "parse_error",
     "peer_timeout",
     "rate_limited",
+    "relayed_error",
     "replica_gone",
     "request_timeout",
     "shutting_down",
     "store_unavailable",
+    "task_cancelled",
+    "task_ended",
+    "unknown_task",
     "unsupported_version",
+    "upstream_error",
+    "upstream_timeout",
 ]
 
 PARSE_ERROR: Final = -32700
@@ -235,4 +242,64 @@ def unsupported_version(requested: str, supported: list[str] | tuple[str, ...]) 
         UNSUPPORTED_PROTOCOL_VERSION,
         f"Unsupported protocol version: {requested}",
         {"supported": list(supported), "requested": requested},
+    )
+
+
+# -- tasks (2025-11-25 basic/utilities/tasks; the io.modelcontextprotocol/tasks extension) ---
+
+
+def unknown_task(task_id: str) -> JSONRPCError:
+    """-32602 ``Unknown task``: no task has this id (never made, or expired). The id is
+    echoed in ``data``, cut to 100 characters: the peer chose it."""
+    return JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+
+
+def task_ended(task_id: str, status: str) -> JSONRPCError:
+    """-32602 ``Task is already <status>``: a ``tasks/cancel`` of a task in a terminal
+    status (2025-11-25 basic/utilities/tasks, "Cancelling Tasks")."""
+    return JSONRPCError(INVALID_PARAMS, f"Task is already {status}", {"taskId": task_id})
+
+
+def task_cancelled(task_id: str) -> JSONRPCError:
+    """-32602 ``Task was cancelled``: a 2025-11-25 ``tasks/result`` of a cancelled task,
+    which has no result to give."""
+    return JSONRPCError(INVALID_PARAMS, "Task was cancelled", {"taskId": task_id})
+
+
+def cancellation_unconfirmed(task_id: str, by: str) -> JSONRPCError:
+    """-32603: a 2025-11-25 ``tasks/cancel`` answers with the cancelled task, and ``by``
+    (whoever runs it) did not report it cancelled in time."""
+    return JSONRPCError(
+        INTERNAL_ERROR, f"Task cancellation not confirmed by {by}", {"taskId": task_id}
+    )
+
+
+# -- a proxy's errors: what went wrong beyond this server ------------------------------------
+
+
+def relayed_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
+    """A peer's JSON-RPC error answered on as the peer gave it (a proxy passing on its
+    remote's): the same code, message and data. JSON-RPC 2.0 section 5.1 makes the code an
+    integer: one that is not (``true``, ``1.5``, a string; Python counts ``True`` as an int)
+    is -32603 here, never passed on."""
+    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
+
+
+def upstream_error(message: str, data: Any = None) -> JSONRPCError:
+    """-32603 with ``message``: a request a proxy could not have answered by the server
+    behind it (unreachable, gone, an answer outside MCP's schema). Unlike
+    :func:`internal_error` the message is for the client: it says what failed beyond this
+    server, never a traceback or a secret."""
+    return JSONRPCError(INTERNAL_ERROR, message, data)
+
+
+def upstream_timeout(method: str, timeout_seconds: float, limit: str) -> JSONRPCError:
+    """-32001: the server behind a proxy did not answer ``method`` within
+    ``timeout_seconds`` (the proxy's limit named ``limit``), so the proxy cancelled it
+    there."""
+    return JSONRPCError(
+        REQUEST_TIMEOUT,
+        f"Request timed out: the remote MCP server did not answer {method} "
+        f"within {timeout_seconds:g} s ({limit})",
+        {"timeoutSeconds": timeout_seconds, "limit": limit},
     )

@@ -16,10 +16,14 @@ __all__ = [
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
+    "META_MCP_PREFIX",
     "META_PROTOCOL_VERSION",
+    "META_RELATED_TASK",
     "META_SERVER_INFO",
+    "META_SUBSCRIPTION_ID",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
+    "TASKS_EXTENSION",
 ]
 
 #: Handshake-era revisions this server speaks, newest first. basic/lifecycle (2025-11-25):
@@ -44,3 +48,13 @@ META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 #: ... and of a result's ``_meta`` (every modern result names the server).
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+#: The prefix of every ``_meta`` key MCP defines (basic/index, "_meta", since 2025-06-18:
+#: prefixes naming ``modelcontextprotocol`` or ``mcp`` are reserved for MCP's own use).
+META_MCP_PREFIX: Final = "io.modelcontextprotocol/"
+#: 2026-07-28 basic/patterns/subscriptions: the ``_meta`` key naming the listen request a
+#: notification belongs to.
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
+META_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+#: The 2026-07-28 tasks extension (SEP-2663), as named in ``capabilities.extensions``.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"

@@ -34,18 +34,16 @@ from wsproto.events import (
     TextMessage,
 )
 
-from runtime._bridge_hop import (
-    META_SUBSCRIPTION_ID,
+from runtime.bridge._hop import (
     describe,
     per_hop_removed,
     remote_tool_tasks,
     with_subscription,
     without_subscription,
 )
-from runtime._bridge_listen import listen_filter
-from runtime._bridge_remote_task import await_remote_task
-from runtime._bridge_tasks import (
-    RELATED_TASK,
+from runtime.bridge._listen import listen_filter
+from runtime.bridge._remote_task import await_remote_task
+from runtime.bridge._tasks import (
     HandshakeClientTasks,
     ModernClientTasks,
     _without_related,
@@ -69,7 +67,15 @@ from runtime.client._http import ProtocolViolation, ResponseParser
 from runtime.client._websocket import FrameTracker
 from runtime.client._wire import Unreadable, decode_incoming, decode_value
 from runtime.framing import ContentLengthFramer, FramingError, NdjsonFramer, SSEDecoder
-from runtime.protocol import JSONRPCError, Kind, classify, decode_frame, decode_item
+from runtime.protocol import META_RELATED_TASK as RELATED_TASK
+from runtime.protocol import (
+    META_SUBSCRIPTION_ID,
+    JSONRPCError,
+    Kind,
+    classify,
+    decode_frame,
+    decode_item,
+)
 from runtime.transports.http._http11 import BodyReader, ProtocolError, RequestParser
 
 MAX_FRAME = 512

@@ -15,19 +15,16 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_hop import META_SUBSCRIPTION_ID, declared, with_subscription
-from .client import Client, Notification
-from .framing import loggable
-from .middleware import Request
+from ..client import Client, Notification
+from ..framing import loggable
+from ..middleware import Request
+from ..protocol import META_SUBSCRIPTION_ID, SUBSCRIPTIONS_ACKNOWLEDGED
+from ._hop import declared, with_subscription
+from ._relay import RELAY_QUEUE
 
-__all__ = ["LIST_KINDS", "RELAY_QUEUE", "listen_filter", "relay_listen", "serve_listen"]
+__all__ = ["LIST_KINDS", "listen_filter", "relay_listen", "serve_listen"]
 
 log = logging.getLogger("mcp_runtime.bridge")
-
-#: A relayed notification waits in a queue (a session's, a listen's) at most this many deep:
-#: past it the newest are dropped (logged), so a downstream client that stops reading cannot
-#: make the proxy buffer without bound.
-RELAY_QUEUE: Final = 256
 
 #: The kinds whose list changes a listen can ask for (``<kind>ListChanged``).
 LIST_KINDS: Final = ("tools", "prompts", "resources")
@@ -51,7 +48,7 @@ async def relay_listen(
             task_status.started(None)
             started = True
         async for note in notes:
-            if note.method == "notifications/subscriptions/acknowledged":
+            if note.method == SUBSCRIPTIONS_ACKNOWLEDGED:
                 if not started:
                     honored = note.params.get("notifications")
                     task_status.started(honored if isinstance(honored, dict) else None)
@@ -100,7 +97,7 @@ async def serve_listen(client: Client, request: Request) -> Any:
 
     async def acknowledge(notifications: dict[str, Any]) -> None:
         await peer.notify(
-            "notifications/subscriptions/acknowledged",
+            SUBSCRIPTIONS_ACKNOWLEDGED,
             {"_meta": meta, "notifications": notifications},
             related=request.id,
         )

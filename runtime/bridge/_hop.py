@@ -6,8 +6,9 @@ our client's progress token and 2026-07-28 ``io.modelcontextprotocol/*`` ``_meta
 up (:func:`strip_meta`); the remote's 2026-07-28 ``resultType``, cache hints and ``_meta``
 serverInfo coming down (:func:`per_hop_removed`), and the subscription id of an upstream
 listen (:func:`without_subscription`, replaced by ours with :func:`with_subscription`). Our
-own ``initialize``/``server/discover`` result
-declares the remote's features as it declares them (:func:`describe`).
+own ``initialize``/``server/discover`` result declares the remote's features as it declares
+them (:func:`describe`), and the remote's errors are answered as it gave them
+(:func:`remote_error`).
 """
 
 from __future__ import annotations
@@ -15,20 +16,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .client import Client
-from .protocol import INTERNAL_ERROR, JSONRPCError
+from ..client import Client, PeerError
+from ..protocol import (
+    META_MCP_PREFIX,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    TASKS_EXTENSION,
+    JSONRPCError,
+    relayed_error,
+)
 
 __all__ = [
     "LEGACY_TASKS_CAPABILITY",
-    "META_SUBSCRIPTION_ID",
-    "TASKS_EXTENSION",
     "declared",
     "describe",
     "per_hop_removed",
     "remote_error",
     "remote_tool_tasks",
     "strip_meta",
-    "task_error",
     "with_subscription",
     "without_subscription",
 ]
@@ -37,13 +42,9 @@ __all__ = [
 #: forwarded per downstream session; ``tasks``: the 2025-11-25 tasks capability).
 _FEATURES: Final = ("tools", "resources", "prompts", "completions", "logging", "tasks")
 
-#: 2026-07-28 basic/patterns/subscriptions: the ``_meta`` key naming a listen's request.
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-#: The 2026-07-28 tasks extension (SEP-2663), as declared in ``capabilities.extensions``.
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: The 2025-11-25 ``tasks`` server capability the proxy declares to a handshake-era client of a
 #: 2026-07-28 remote with the tasks extension (list, cancel, task-augmented tools/call: what
-#: ``runtime._bridge_tasks`` translates).
+#: ``_tasks`` translates).
 LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
     "list": {},
     "cancel": {},
@@ -51,23 +52,12 @@ LEGACY_TASKS_CAPABILITY: Final[dict[str, Any]] = {
 }
 
 _PER_HOP_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
-_META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 
 
-def remote_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
+def remote_error(exc: PeerError) -> JSONRPCError:
     """The remote's JSON-RPC error, answered to our client with the same code, message and
-    data. JSON-RPC 2.0 (section 5.1) makes the code an integer: a remote's that is not one
-    (``true``, ``1.5``, a string; Python counts ``True`` as an int) is -32603 here, never
-    passed on."""
-    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
-
-
-def task_error(error: Any, status: Any) -> JSONRPCError:
-    """A remote task's ``error`` object (a failed or cancelled task, SEP-2663 DetailedTask)
-    as our answer's error."""
-    error = error if isinstance(error, dict) else {}
-    message = error.get("message") or f"the remote's task {status}"
-    return remote_error(error.get("code"), message, error.get("data"))
+    data (a code that is not an integer becomes -32603: ``relayed_error``)."""
+    return relayed_error(exc.code, exc.message, exc.data)
 
 
 def strip_meta(params: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +68,7 @@ def strip_meta(params: dict[str, Any]) -> dict[str, Any]:
         kept = {
             k: v
             for k, v in meta.items()
-            if k != "progressToken" and not k.startswith("io.modelcontextprotocol/")
+            if k != "progressToken" and not k.startswith(META_MCP_PREFIX)
         }
         if kept:
             params["_meta"] = kept
@@ -96,7 +86,7 @@ def per_hop_removed(result: Any, *, keep_result_type: bool = False) -> Any:
             result.pop(key, None)
     meta = result.get("_meta")
     if isinstance(meta, dict):
-        meta.pop(_META_SERVER_INFO, None)
+        meta.pop(META_SERVER_INFO, None)
         if not meta:
             del result["_meta"]
     return result
@@ -153,7 +143,7 @@ def describe(result: Any, client: Client | None, *, modern: bool) -> Any:
         caps.pop(feature, None)
         if isinstance(remote.capabilities.get(feature), dict):
             caps[feature] = remote.capabilities[feature]
-    # Tasks: forwarded in the same protocol, translated across eras (_bridge_tasks), so
+    # Tasks: forwarded in the same protocol, translated across eras (_tasks), so
     # declared in our client's protocol whenever the remote has tool-call tasks in its.
     same_era = client.era == ("modern" if modern else "handshake")
     extensions = remote.capabilities.get("extensions")

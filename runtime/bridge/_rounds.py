@@ -9,50 +9,47 @@ client/*). A 2026-07-28 client can only be asked in an input round of its own re
 
 So the proxy runs such a forwarded request as a :class:`Forwarding` in a task of its own
 (not the downstream request's): when the remote asks, the downstream request is answered with
-an input round whose ``requestState`` names the forwarding; the client's retry finds it,
-hands the answers to the remote's waiting requests, and waits for the result (or the next
-round) on the same upstream request. A forwarding nobody comes back to is cancelled after
-``input_timeout`` seconds (the remote's question is answered with an error, its request
-cancelled upstream).
+an input round whose ``requestState`` names the forwarding (:class:`Rounds` parks it under
+that name); the client's retry finds it, hands the answers to the remote's waiting requests,
+and waits for the result (or the next round) on the same upstream request. A forwarding
+nobody comes back to is cancelled after ``input_timeout`` seconds (the remote's question is
+answered with an error, its request cancelled upstream).
 
 Progress and log messages the remote sends while no downstream request is attached (the
-client is between two rounds) are held by the :class:`Relay` and passed on the next
+client is between two rounds) are held by the forwarding's ``Relay`` and passed on the next
 attached request's stream (the retry: 2026-07-28 basic/patterns/mrtr makes it the request
 the server is still working on), in order and before its result; one that ends while the
 client is between rounds gives its outcome, and what it said meanwhile, to the retry.
+
+Over a link without per-request streams what the remote asks or logs names no request, so
+such forwardings go one at a time per upstream session: each takes a turn (the shared
+session's, or an extra session of its own, ``_pool``) and holds it until the remote's
+request ends, input rounds included.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
-import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
 
-from ._context import LOG_LEVELS
-from .client import Notification, PeerError
-from .framing import loggable
-from .middleware import Request
-from .protocol import META_LOG_LEVEL
+from ..client import Client, Notification, PeerError, TransportLost
+from ..middleware import Request
+from ..protocol import INTERNAL_ERROR, INVALID_PARAMS, invalid_params
+from ._hop import per_hop_removed, remote_error
+from ._pool import PooledSession
+from ._relay import Relay
+from ._send import Call
+from ._shared import SharedSession
 
-__all__ = ["RELAY_QUEUE", "STATE_PREFIX", "Forwarding", "Relay", "passes", "requested_level"]
-
-log = logging.getLogger("mcp_runtime.bridge")
-
-#: Progress and log messages of one forwarded request waiting to be passed on, at most: past
-#: it the newest are dropped (logged), so a stalled downstream cannot make us buffer.
-RELAY_QUEUE: Final = 256
+__all__ = ["STATE_PREFIX", "Forwarding", "Rounds"]
 
 #: Our ``requestState`` values start with this (the rest is a random token): a retry whose
 #: state does not is the remote's own round, passed on as is.
 STATE_PREFIX: Final = "mcp-runtime-bridge:"
-
-#: The remote's ``-32603`` when the client never answered the round in time.
-_NO_ANSWER: Final = -32603
 
 
 class _Ask:
@@ -96,8 +93,8 @@ class Forwarding:
 
     def note(self, note: Notification) -> None:
         """A remote's notification that belongs to this forwarding though it did not arrive
-        on its request's stream (a link without per-request streams: see
-        ``runtime.bridge``'s rule)."""
+        on its request's stream (a link without per-request streams: the package's rule,
+        ``runtime.bridge``)."""
         if self._relay is not None:
             self._relay.note(note)
 
@@ -118,10 +115,10 @@ class Forwarding:
         finally:
             self.done = True
             if self.scope.cancelled_caught and self.error is None:
-                self.error = PeerError(_NO_ANSWER, "the forwarded request was cancelled")
+                self.error = PeerError(INTERNAL_ERROR, "the forwarded request was cancelled")
             for ask in self.asks.values():
                 if not ask.answered.is_set():
-                    ask.error = PeerError(_NO_ANSWER, "the forwarded request ended")
+                    ask.error = PeerError(INTERNAL_ERROR, "the forwarded request ended")
                     ask.answered.set()
             self._wake()
 
@@ -138,7 +135,7 @@ class Forwarding:
         if not ask.answered.is_set():
             self.abandoned = True
             self.scope.cancel()  # nobody came back: give up the forwarded request
-            raise PeerError(_NO_ANSWER, f"the client did not answer {method} in time")
+            raise PeerError(INTERNAL_ERROR, f"the client did not answer {method} in time")
         if ask.error is not None:
             raise ask.error
         return ask.answer
@@ -152,7 +149,7 @@ class Forwarding:
             if key in responses:
                 ask.answer = responses[key]
             else:
-                ask.error = PeerError(-32602, f"Invalid params: no inputResponses[{key!r}]")
+                ask.error = PeerError(INVALID_PARAMS, f"Invalid params: no inputResponses[{key!r}]")
             ask.answered.set()
 
     async def outcome(self, request: Request) -> tuple[bool, Any]:
@@ -192,89 +189,105 @@ class Forwarding:
             self.current = None
 
 
-class Relay:
-    """The remote's progress and log messages for one forwarded request, passed on in order
-    to the downstream request ``target()`` returns (None: dropped). Progress is re-keyed to
-    that request's own ``progressToken``; a log message goes only at or above the level
-    that request carries (2026-07-28 ``io.modelcontextprotocol/logLevel``; a handshake-era
-    downstream session gets its log messages from its upstream session instead)."""
+class Rounds:
+    """2026-07-28 requests to a handshake-era remote that may be asked questions, each run
+    as a :class:`Forwarding` (see the module docstring): started by the downstream request,
+    parked between input rounds under its ``requestState``, resumed by the retry."""
 
-    def __init__(self, target: Callable[[], Request | None]) -> None:
-        self._target = target
-        #: Received, not yet passed on (waiting for a downstream request to be attached).
-        self.held: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
-        self._send, self._receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](
-            RELAY_QUEUE
-        )
+    def __init__(self, shared: SharedSession, *, call_timeout: float, round_timeout: float):
+        self.shared = shared
+        self.call_timeout = call_timeout
+        self.round_timeout = round_timeout
+        #: Forwardings waiting for our client's retry, by their ``requestState``.
+        self.parked: dict[str, Forwarding] = {}
 
-    def _put(self, method: str, params: dict[str, Any]) -> None:
+    async def forward(self, call: Call) -> Any:
+        """The downstream answer to ``call``: the remote's result, or an input round."""
+        state = call.params.get("requestState")
+        if isinstance(state, str) and state.startswith(STATE_PREFIX):
+            forwarding = self.parked.pop(state, None)
+            if forwarding is None:
+                raise invalid_params("requestState is unknown or its request ended")
+            forwarding.linger.cancel()
+            forwarding.answer(call.params.get("inputResponses"))
+        else:
+            forwarding = await self._start(call)
         try:
-            self._send.send_nowait((method, params))
-        except trio.WouldBlock:
-            log.warning("downstream request not reading: dropped %s", loggable(method))
-        except trio.ClosedResourceError:
-            pass
+            finished, value = await forwarding.outcome(call.request)
+        except PeerError as exc:
+            raise remote_error(exc) from None
+        if finished:
+            return per_hop_removed(value)
+        self.parked[forwarding.state] = forwarding
+        return {
+            "resultType": "input_required",
+            "inputRequests": value,
+            "requestState": forwarding.state,
+        }
 
-    def progress(self, value: float, total: float | None, message: str | None) -> None:
-        note: dict[str, Any] = {"progress": value}
-        if total is not None:
-            note["total"] = total
-        if message is not None:
-            note["message"] = message
-        self._put("notifications/progress", note)
+    async def _start(self, call: Call) -> Forwarding:
+        shared = self.shared
+        client = call.client
+        pooled: PooledSession | None = None
+        if not shared.streams_per_request:
+            # No per-request streams to the remote: one such forwarding at a time on an
+            # upstream session, so what the remote sends meanwhile is its; up to
+            # max_parallel on sessions of their own.
+            pooled = await shared.take_turn()
+            if pooled is not None:
+                client = pooled.client or client
+        try:
+            return self._run(call, client, pooled)
+        except BaseException:
+            if not shared.streams_per_request:
+                shared.pool.give_turn_back(pooled)
+            raise
 
-    def note(self, note: Notification) -> None:
-        if note.method == "notifications/message":
-            self._put(note.method, dict(note.params))
+    def _run(self, call: Call, client: Client, pooled: PooledSession | None) -> Forwarding:
+        """The forwarding of ``call`` through ``client``, run in the shared nursery."""
+        shared = self.shared
+        nursery = shared.require_nursery()
+        forwarding = Forwarding(call.request, self.round_timeout)
+        relay = Relay(lambda: forwarding.current)
+        if pooled is not None:
+            pooled.forwarding = forwarding  # its session's questions and log messages
+            pooled.sink = forwarding.note
 
-    def close(self) -> None:
-        self._send.close()
+        async def send() -> Any:
+            return await client.request(
+                call.method,
+                call.params,
+                # The whole forwarding, input rounds included; a round nobody comes back to
+                # ends sooner (round_timeout).
+                timeout=self.call_timeout,
+                progress=relay.progress,
+                on_notification=relay.note,
+                on_request=forwarding.ask,
+            )
 
-    def attached(self) -> None:
-        """A downstream request was attached (``target()`` is no longer None): what was held
-        while none was goes to it now."""
-        self._put("", {})
-
-    async def run(self) -> None:
-        async for method, params in self._receive:
-            if method:
-                self.held.append((method, params))
-            request = self._target()
-            if request is None:
-                # Between two input rounds (2026-07-28 basic/patterns/mrtr): no downstream
-                # request is attached; held for the next round's request (or the final
-                # reply's stream), at most RELAY_QUEUE (the oldest dropped past it).
-                while len(self.held) > RELAY_QUEUE:
-                    dropped, _ = self.held.popleft()
-                    log.warning(
-                        "no downstream request between rounds: dropped %s", loggable(dropped)
+        async def run() -> None:
+            # The shared session's forwardings (its questions go to the newest of them).
+            on_shared = pooled is None
+            if on_shared:
+                shared.forwardings.append(forwarding)
+            try:
+                await forwarding.run(send, relay)
+            finally:
+                if on_shared:
+                    shared.forwardings.remove(forwarding)
+                if not shared.streams_per_request:
+                    shared.pool.give_turn_back(
+                        pooled, lost=isinstance(forwarding.error, TransportLost)
                     )
-                continue
-            await self.deliver(request)
+            try:
+                if forwarding.state in self.parked and not forwarding.abandoned:
+                    # The remote answered while our client was between two rounds: its
+                    # retry gets the outcome (and what the remote said meanwhile), if it
+                    # comes within round_timeout.
+                    with forwarding.linger, trio.move_on_after(self.round_timeout):
+                        await trio.sleep_forever()
+            finally:
+                self.parked.pop(forwarding.state, None)
 
-    async def deliver(self, request: Request) -> None:
-        """Pass what is held on to ``request``, in order."""
-        while self.held:
-            method, params = self.held.popleft()
-            if method == "notifications/progress":
-                token = request.meta.get("progressToken")
-                if not isinstance(token, str | int):
-                    continue
-                params = {"progressToken": token, **params}
-            elif not passes(params.get("level"), requested_level(request)):
-                continue
-            await request.context.peer.notify(method, params, related=request.id)
-
-
-def requested_level(request: Request) -> str | None:
-    """The log level a 2026-07-28 request asks for (2026-07-28 server/utilities/logging:
-    ``_meta["io.modelcontextprotocol/logLevel"]``; none: no log messages)."""
-    level = request.meta.get(META_LOG_LEVEL)
-    return level if level in LOG_LEVELS else None
-
-
-def passes(level: Any, threshold: str | None) -> bool:
-    """A message at ``level`` goes to a request that asked for ``threshold``."""
-    if threshold is None or level not in LOG_LEVELS:
-        return False
-    return LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold)
+        nursery.start_soon(run)
+        return forwarding

@@ -27,7 +27,9 @@ cancelled (-32603 if it does not within ``CANCEL_WAIT``).
 :class:`ModernClientTasks` serves a 2026-07-28 client's tasks from a handshake-era remote (one
 per proxy: such clients share one upstream session): a ``tools/call`` of a client that declares
 the extension, for a tool the remote lists with ``execution.taskSupport``, is sent with
-``params.task``; the remote's task keeps its id, answered as ``resultType: "task"``. A watcher
+``params.task`` (a tool that requires a task, for a client that does not declare the
+extension: -32021 naming it); the remote's task keeps its id, answered as
+``resultType: "task"``. A watcher
 holds the remote's ``tasks/result`` for each such task: its outcome becomes the task's inline
 ``result`` or ``error``, and the requests the remote sends while it waits (tied to the task by
 the related-task ``_meta``, or by arriving on that ``tasks/result``'s own stream) become the
@@ -50,24 +52,45 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_hop import per_hop_removed, remote_error, task_error
-from .client import Client, ClientError, PeerError
-from .protocol import JSONRPCError, overloaded
+from ..client import Client, ClientError, PeerError
+from ..protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    META_RELATED_TASK,
+    TASKS_CANCEL,
+    TASKS_EXTENSION,
+    TASKS_GET,
+    TASKS_LIST,
+    TASKS_RESULT,
+    TASKS_UPDATE,
+    TOOLS_CALL,
+    TOOLS_LIST,
+    JSONRPCError,
+    cancellation_unconfirmed,
+    invalid_params,
+    method_not_found,
+    missing_capability,
+    overloaded,
+    relayed_error,
+    task_cancelled,
+    task_ended,
+    unknown_task,
+    upstream_error,
+)
+from ._hop import per_hop_removed, remote_error, remote_tool_tasks
 
 __all__ = [
     "CANCEL_WAIT",
     "MAX_BRIDGED_TASKS",
-    "RELATED_TASK",
+    "Ask",
     "HandshakeClientTasks",
     "ModernClientTasks",
     "detailed_task",
     "legacy_task",
     "poll_wait",
     "related_task",
+    "task_error",
 ]
-
-#: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to a task.
-RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 #: How long a cancellation may take to show on the remote before the 2025-11-25 answer (which
 #: must be the cancelled task) gives up with -32603; also the bound on cancelling a remote
@@ -90,25 +113,25 @@ _INLINE_PREFIX: Final = "mcp-runtime-bridge-task:"
 _MAX_INLINE: Final = 64
 
 _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
-_INVALID_PARAMS: Final = -32602
-_INTERNAL_ERROR: Final = -32603
 
-Ask = Callable[[str, dict[str, Any]], Awaitable[Any]]
-
-
-def _unknown(task_id: Any) -> JSONRPCError:
-    return JSONRPCError(_INVALID_PARAMS, "Unknown task", {"taskId": str(task_id)[:100]})
+#: ``ask(method, params)``: a server-to-client request to our client, its answer (a
+#: ``PeerError`` when our client answers with an error).
+Ask = Callable[[str, Any], Awaitable[Any]]
 
 
 def _task_id(params: dict[str, Any]) -> str:
     task_id = params.get("taskId")
     if not isinstance(task_id, str):
-        raise JSONRPCError(_INVALID_PARAMS, "Invalid params: taskId must be a string")
+        raise invalid_params("taskId must be a string")
     return task_id
 
 
-def _peer(exc: PeerError) -> JSONRPCError:
-    return remote_error(exc.code, exc.message, exc.data)
+def task_error(error: Any, status: Any) -> JSONRPCError:
+    """A remote task's ``error`` object (a failed or cancelled task, SEP-2663 DetailedTask)
+    as our answer's error."""
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message") or f"the remote's task {status}"
+    return relayed_error(error.get("code"), message, error.get("data"))
 
 
 def poll_wait(interval_ms: Any, cap: float) -> float:
@@ -123,7 +146,7 @@ def poll_wait(interval_ms: Any, cap: float) -> float:
 def related_task(params: Any) -> str | None:
     """The task id a remote's message names in its related-task ``_meta``, if any."""
     meta = params.get("_meta") if isinstance(params, dict) else None
-    related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+    related = meta.get(META_RELATED_TASK) if isinstance(meta, dict) else None
     task_id = related.get("taskId") if isinstance(related, dict) else None
     return task_id if isinstance(task_id, str) else None
 
@@ -131,9 +154,9 @@ def related_task(params: Any) -> str | None:
 def _without_related(params: dict[str, Any]) -> dict[str, Any]:
     """The remote's request params without the related-task ``_meta`` (2025-11-25, per hop)."""
     meta = params.get("_meta")
-    if not isinstance(meta, dict) or RELATED_TASK not in meta:
+    if not isinstance(meta, dict) or META_RELATED_TASK not in meta:
         return params
-    kept = {k: v for k, v in meta.items() if k != RELATED_TASK}
+    kept = {k: v for k, v in meta.items() if k != META_RELATED_TASK}
     out = {k: v for k, v in params.items() if k != "_meta"}
     if kept:
         out["_meta"] = kept
@@ -174,7 +197,10 @@ def _with_related(message: Any, task_id: str) -> dict[str, Any]:
     an object."""
     out = dict(message) if isinstance(message, dict) else {}
     meta = out.get("_meta")
-    out["_meta"] = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task_id}}
+    out["_meta"] = {
+        **(meta if isinstance(meta, dict) else {}),
+        META_RELATED_TASK: {"taskId": task_id},
+    }
     return out
 
 
@@ -186,7 +212,7 @@ async def _request(client: Client, method: str, params: dict[str, Any], **kw: An
     try:
         return await client.request(method, params, **kw)
     except PeerError as exc:
-        raise _peer(exc) from None
+        raise remote_error(exc) from None
 
 
 class HandshakeClientTasks:
@@ -214,9 +240,7 @@ class HandshakeClientTasks:
             task_id = result.get("taskId")
             if not isinstance(task_id, str):
                 # A task our client could never name again (SEP-2663: taskId is a string).
-                raise JSONRPCError(
-                    _INTERNAL_ERROR, "the remote MCP server answered a task without a taskId"
-                )
+                raise upstream_error("the remote MCP server answered a task without a taskId")
             self.made[task_id] = None
             while len(self.made) > MAX_BRIDGED_TASKS:
                 del self.made[next(iter(self.made))]  # the oldest: Unknown task through us
@@ -242,33 +266,29 @@ class HandshakeClientTasks:
     async def handle(self, method: str, params: dict[str, Any], ask: Ask) -> Any:
         """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel`` of our client.
         ``ask(method, params)`` puts a remote task's input request to our client."""
-        if method == "tasks/list":
+        if method == TASKS_LIST:
             return await self._list(params)
         task_id = _task_id(params)
-        if method == "tasks/update":
-            raise JSONRPCError.method_not_found(method)  # not in 2025-11-25
+        if method == TASKS_UPDATE:
+            raise method_not_found(method)  # not in 2025-11-25
         inline = self.inline.get(task_id)
         if inline is None and task_id not in self.made:
-            raise _unknown(task_id)
-        if method == "tasks/get":
+            raise unknown_task(task_id)
+        if method == TASKS_GET:
             return dict(inline[0]) if inline else legacy_task(await self._get(task_id))
-        if method == "tasks/result":
+        if method == TASKS_RESULT:
             result = inline[1] if inline is not None else await self._result(task_id, ask)
             if not isinstance(result, dict):  # 2025-11-25: the result is the call's, an object
-                raise JSONRPCError(
-                    _INTERNAL_ERROR, "the remote MCP server's task result is not an object"
-                )
+                raise upstream_error("the remote MCP server's task result is not an object")
             return _with_related(result, task_id)
-        if method == "tasks/cancel":
+        if method == TASKS_CANCEL:
             if inline is not None:
-                raise JSONRPCError(
-                    _INVALID_PARAMS, "Task is already completed", {"taskId": task_id}
-                )
+                raise task_ended(task_id, "completed")
             return await self._cancel(task_id)
-        raise JSONRPCError.method_not_found(method)
+        raise method_not_found(method)
 
     async def _get(self, task_id: str) -> dict[str, Any]:
-        task = await _request(self.client, "tasks/get", {"taskId": task_id})
+        task = await _request(self.client, TASKS_GET, {"taskId": task_id})
         # What our client gets is built from it: a Task names itself and its status
         # (SEP-2663 DetailedTask, 2025-11-25 Task: both required strings).
         if (
@@ -276,7 +296,7 @@ class HandshakeClientTasks:
             or task.get("taskId") != task_id
             or not isinstance(task.get("status"), str)
         ):
-            raise JSONRPCError(_INTERNAL_ERROR, "the remote's tasks/get answered no such task")
+            raise upstream_error(f"the remote's {TASKS_GET} answered no such task")
         return task
 
     async def _result(self, task_id: str, ask: Ask) -> Any:
@@ -291,7 +311,7 @@ class HandshakeClientTasks:
             if status == "failed":
                 raise _error_of(task)
             if status == "cancelled":
-                raise JSONRPCError(_INVALID_PARAMS, "Task was cancelled", {"taskId": task_id})
+                raise task_cancelled(task_id)
             asked = task.get("inputRequests")
             fresh = {
                 key: request
@@ -305,7 +325,7 @@ class HandshakeClientTasks:
                     responses[key] = await ask(str(request.get("method")), inner)
                 answered.update(responses)
                 await _request(
-                    self.client, "tasks/update", {"taskId": task_id, "inputResponses": responses}
+                    self.client, TASKS_UPDATE, {"taskId": task_id, "inputResponses": responses}
                 )
             else:
                 await trio.sleep(poll_wait(task.get("pollIntervalMs"), self.max_poll_interval))
@@ -314,10 +334,8 @@ class HandshakeClientTasks:
     async def _cancel(self, task_id: str) -> dict[str, Any]:
         task = await self._get(task_id)
         if task.get("status") in _TERMINAL:
-            raise JSONRPCError(
-                _INVALID_PARAMS, f"Task is already {task.get('status')}", {"taskId": task_id}
-            )
-        await _request(self.client, "tasks/cancel", {"taskId": task_id})
+            raise task_ended(task_id, str(task.get("status")))
+        await _request(self.client, TASKS_CANCEL, {"taskId": task_id})
         # 2025-11-25: the answer is the task, cancelled; the extension's cancellation may be
         # eventual, so wait (bounded) for the remote to report it.
         with trio.move_on_after(CANCEL_WAIT):
@@ -325,22 +343,18 @@ class HandshakeClientTasks:
                 await trio.sleep(0.02)
                 task = await self._get(task_id)
         if task.get("status") != "cancelled":
-            raise JSONRPCError(
-                _INTERNAL_ERROR,
-                f"Task cancellation not confirmed by the remote (status {task.get('status')})",
-                {"taskId": task_id},
-            )
+            raise cancellation_unconfirmed(task_id, f"the remote (status {task.get('status')})")
         return legacy_task(task)
 
     async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("cursor") is not None:
-            raise JSONRPCError(_INVALID_PARAMS, "Invalid params: unknown cursor")
+            raise invalid_params("unknown cursor")
         tasks: list[dict[str, Any]] = []
         for task_id in list(self.made):
             try:
                 tasks.append(legacy_task(await self._get(task_id)))
             except JSONRPCError as exc:
-                if exc.code != _INVALID_PARAMS:
+                if exc.code != INVALID_PARAMS:
                     raise
                 self.made.pop(task_id, None)  # expired on the remote: gone
         tasks += [dict(task) for task, _ in self.inline.values()]
@@ -378,6 +392,14 @@ class _Bridged:
         self.pending: dict[str, _Pending] = {}
         self._keys = itertools.count(1)
 
+    def fail(self, error: JSONRPCError) -> None:
+        """Ended with ``error``, kept as the task's inline ``error`` object (SEP-2663
+        DetailedTask)."""
+        self.error = {"code": error.code, "message": error.message}
+        if error.data is not None:
+            self.error["data"] = error.data
+        self.status = "failed"
+
     async def ask(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         key = f"bridge-{next(self._keys)}"
         pending = _Pending(method, params)
@@ -388,7 +410,7 @@ class _Bridged:
         finally:
             self.pending.pop(key, None)
         if not pending.answered.is_set():
-            raise PeerError(_INTERNAL_ERROR, f"the client did not answer {method} in time")
+            raise PeerError(INTERNAL_ERROR, f"the client did not answer {method} in time")
         return pending.answer
 
 
@@ -414,7 +436,7 @@ class ModernClientTasks:
             seen: set[str] = set()
             for _page in range(_MAX_TOOL_PAGES):
                 page = await _request(
-                    client, "tools/list", {} if cursor is None else {"cursor": cursor}
+                    client, TOOLS_LIST, {} if cursor is None else {"cursor": cursor}
                 )
                 page = page if isinstance(page, dict) else {}
                 tools = page.get("tools")
@@ -431,11 +453,33 @@ class ModernClientTasks:
                     break
                 seen.add(cursor)
             else:
-                raise JSONRPCError(
-                    _INTERNAL_ERROR,
-                    f"the remote's tools/list did not end within {_MAX_TOOL_PAGES} pages",
+                raise upstream_error(
+                    f"the remote's {TOOLS_LIST} did not end within {_MAX_TOOL_PAGES} pages"
                 )
         return self.support.get(name)
+
+    async def runs_as_task(
+        self, client: Client, params: dict[str, Any], client_capabilities: dict[str, Any]
+    ) -> bool:
+        """Whether a 2026-07-28 client's ``tools/call`` runs as a task of the remote
+        (:meth:`call`): the remote has task-augmented calls, the tool supports tasks and our
+        client declares the extension. A tool that requires a task, for a client that does
+        not declare the extension: -32021 naming it (SEP-2663 "Required Capabilities")."""
+        caps = client.description.capabilities if client.description else {}
+        if not remote_tool_tasks(caps):
+            return False
+        support = await self.task_support(client, str(params.get("name")))
+        if support not in ("optional", "required"):
+            return False
+        extensions = client_capabilities.get("extensions")
+        if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+            return True
+        if support == "required":
+            raise missing_capability(
+                f"Missing required client capability: the {TASKS_EXTENSION} extension",
+                {"extensions": {TASKS_EXTENSION: {}}},
+            )
+        return False
 
     async def call(
         self, client: Client, params: dict[str, Any], nursery: trio.Nursery
@@ -453,7 +497,7 @@ class ModernClientTasks:
             del self.tasks[ended[0].task_id]
         self._creating += 1
         try:
-            created = await _request(client, "tools/call", {**params, "task": {}})
+            created = await _request(client, TOOLS_CALL, {**params, "task": {}})
             task = created.get("task") if isinstance(created, dict) else None
             if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
                 # The remote ran it at once after all: its result is the answer, without
@@ -476,28 +520,23 @@ class ModernClientTasks:
 
         try:
             bridged.result = await client.request(
-                "tasks/result", {"taskId": bridged.task_id}, timeout=None, on_request=on_request
+                TASKS_RESULT, {"taskId": bridged.task_id}, timeout=None, on_request=on_request
             )
             if isinstance(bridged.result, dict):
                 meta = bridged.result.get("_meta")
                 if isinstance(meta, dict):
-                    meta.pop(RELATED_TASK, None)
+                    meta.pop(META_RELATED_TASK, None)
                     if not meta:
                         del bridged.result["_meta"]
             bridged.status = "completed"
         except PeerError as exc:
-            error = _peer(exc)
-            bridged.error = {"code": error.code, "message": error.message}
-            if error.data is not None:
-                bridged.error["data"] = error.data
-            bridged.status = "failed"
+            bridged.fail(remote_error(exc))
             with contextlib.suppress(ClientError):
-                task = await client.request("tasks/get", {"taskId": bridged.task_id})
+                task = await client.request(TASKS_GET, {"taskId": bridged.task_id})
                 if isinstance(task, dict) and task.get("status") == "cancelled":
                     bridged.status = "cancelled"
         except ClientError as exc:
-            bridged.error = {"code": _INTERNAL_ERROR, "message": f"the remote MCP server: {exc}"}
-            bridged.status = "failed"
+            bridged.fail(upstream_error(f"the remote MCP server: {exc}"))
         finally:
             bridged.done = True
             for pending in bridged.pending.values():
@@ -517,36 +556,32 @@ class ModernClientTasks:
 
     async def handle(self, client: Client, method: str, params: dict[str, Any]) -> Any:
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` of a 2026-07-28 client."""
-        if method not in ("tasks/get", "tasks/update", "tasks/cancel"):
-            raise JSONRPCError.method_not_found(method)  # tasks/result, tasks/list: 2025 only
+        if method not in (TASKS_GET, TASKS_UPDATE, TASKS_CANCEL):
+            raise method_not_found(method)  # tasks/result, tasks/list: 2025-11-25 only
         task_id = _task_id(params)
         bridged = self.tasks.get(task_id)
         if bridged is None:
-            raise _unknown(task_id)
-        if method == "tasks/update":
+            raise unknown_task(task_id)
+        if method == TASKS_UPDATE:
             responses = params.get("inputResponses")
             if not isinstance(responses, dict):
-                raise JSONRPCError(_INVALID_PARAMS, "Invalid params: inputResponses")
+                raise invalid_params("inputResponses")
             for key, answer in responses.items():
                 pending = bridged.pending.get(key)
                 if pending is None:
-                    raise JSONRPCError(
-                        _INVALID_PARAMS,
-                        f"Invalid params: no input request {key!r} pending",
-                        {"taskId": task_id},
-                    )
+                    raise invalid_params(f"no input request {key!r} pending", taskId=task_id)
                 pending.answer = answer
                 pending.answered.set()
             return {}
-        if method == "tasks/cancel":
+        if method == TASKS_CANCEL:
             if not bridged.done:
                 try:
-                    await client.request("tasks/cancel", {"taskId": task_id})
+                    await client.request(TASKS_CANCEL, {"taskId": task_id})
                 except PeerError as exc:
-                    if exc.code != _INVALID_PARAMS:  # -32602: already terminal; ours is {}
-                        raise _peer(exc) from None
+                    if exc.code != INVALID_PARAMS:  # already terminal there; ours is {}
+                        raise remote_error(exc) from None
             return {}
-        remote = await _request(client, "tasks/get", {"taskId": task_id})
+        remote = await _request(client, TASKS_GET, {"taskId": task_id})
         task = detailed_task(remote if isinstance(remote, dict) else {})
         if bridged.done:
             task["status"] = bridged.status

@@ -3,9 +3,10 @@
 Over stdio, TCP, Unix, WebSocket or legacy HTTP+SSE a handshake-era remote's questions
 (sampling, elicitation, roots: 2025-11-25 client/*) and log messages name no request of ours,
 so on one upstream session only one 2026-07-28 request that can be asked may be in flight
-(``runtime.bridge``'s rule). Where another session with the remote is cheap (a socket, not a
-process), each further concurrent forwarding gets an upstream session of its own from an
-:class:`UpstreamPool`: whatever the remote sends on that session is that forwarding's.
+(the package's rule, ``runtime.bridge``). Where another session with the remote is cheap (a
+socket, not a process), each further concurrent forwarding gets an upstream session of its
+own from an :class:`UpstreamPool`: whatever the remote sends on that session is that
+forwarding's.
 
 The pool holds at most ``size - 1`` extra sessions (the proxy's shared session is the first
 turn), opened lazily with the same handlers as the shared one, reused when idle and closed
@@ -28,12 +29,14 @@ from typing import Any, Final
 
 import trio
 
-from ._bridge_rounds import Forwarding
-from .client import Client, ClientError, Notification, PeerError
-from .framing import loggable
+from ..client import Client, ClientError, Notification
+from ..framing import loggable
+from ..protocol import ELICITATION_CREATE, LOG_MESSAGE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
+from ._relay import Addressee, nobody_to_ask
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL",
+    "DEFAULT_MAX_UPSTREAM_PROCESSES",
     "DEFAULT_PARALLEL_IDLE_TIMEOUT",
     "Connect",
     "PooledSession",
@@ -53,7 +56,11 @@ DEFAULT_MAX_PARALLEL: Final = 4
 #: upstream session stays open unused before it is closed.
 DEFAULT_PARALLEL_IDLE_TIMEOUT: Final = 30.0
 
-_ASKED: Final = ("sampling/createMessage", "elicitation/create", "roots/list")
+#: Upstream processes held at once where each upstream session is one (a stdio remote):
+#: the shared session's, one per downstream handshake-era session, the pool's extras. A
+#: Python server of ours holds about 29 MiB after ``initialize`` (benchmarks' rss_init row),
+#: so 16 of them about half a GiB, where the session cap of 64 would let them take 1.9 GiB.
+DEFAULT_MAX_UPSTREAM_PROCESSES: Final = 16
 
 #: Opens a client of the remote with the given handlers (``open_client`` bound to the target).
 Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
@@ -101,7 +108,7 @@ class PooledSession:
     def __init__(self) -> None:
         self.client: Client | None = None
         #: The forwarding the remote's questions on this session go to.
-        self.forwarding: Forwarding | None = None
+        self.forwarding: Addressee | None = None
         #: Where the remote's log messages on this session go (the request it carries).
         self.sink: Callable[[Notification], None] | None = None
         #: The log level set on this session (the shared session's level, applied on use).
@@ -131,16 +138,14 @@ class PooledSession:
         async def ask(params: dict[str, Any]) -> Any:
             forwarding = self.forwarding
             if forwarding is None:
-                raise PeerError(
-                    -32601, f"Method not found: {method} (no 2026-07-28 request being forwarded)"
-                )
+                raise nobody_to_ask(method)
             return await forwarding.ask(method, params)
 
         return ask
 
     def _on_notification(self, note: Notification) -> None:
         sink = self.sink
-        if note.method == "notifications/message" and sink is not None:
+        if note.method == LOG_MESSAGE and sink is not None:
             sink(note)
 
     async def run(
@@ -157,9 +162,9 @@ class PooledSession:
         try:
             with self._scope:
                 async with connect(
-                    sampling=self._handler(_ASKED[0]),
-                    elicitation=self._handler(_ASKED[1]),
-                    roots=self._handler(_ASKED[2]),
+                    sampling=self._handler(SAMPLING_CREATE_MESSAGE),
+                    elicitation=self._handler(ELICITATION_CREATE),
+                    roots=self._handler(ROOTS_LIST),
                     on_notification=self._on_notification,
                 ) as client:
                     self.client = client

@@ -10,19 +10,15 @@ and answers its result or its error, asking our client the task's input requests
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
-from ._bridge_hop import per_hop_removed, remote_error, task_error
-from ._bridge_tasks import CANCEL_WAIT, poll_wait
-from .client import Client, ClientError, PeerError
+from ..client import Client, ClientError, PeerError
+from ._hop import per_hop_removed, remote_error
+from ._tasks import CANCEL_WAIT, Ask, poll_wait, task_error
 
 __all__ = ["await_remote_task"]
-
-#: ``ask(method, params)``: a server-to-client request to our client, its answer.
-Ask = Callable[[str, Any], Awaitable[Any]]
 
 
 async def await_remote_task(
@@ -42,7 +38,7 @@ async def await_remote_task(
             try:
                 task = await client.get_task(task_id)
             except PeerError as exc:
-                raise remote_error(exc.code, exc.message, exc.data) from None
+                raise remote_error(exc) from None
             interval = task.poll_interval_ms or task.poll_interval or interval
             if task.status == "completed":
                 return per_hop_removed(task.result)
