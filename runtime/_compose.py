@@ -17,26 +17,52 @@ import logging
 import secrets
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .core import Connection, LoggedDispatcher, Session
+from .ensemble import Mountable
 from .features import REPLICA_COPY, Registry
 from .protocol import OPERATING, Envelope, ToolCall
 
 if TYPE_CHECKING:
-    from ._server import Server
-    from .core import Dispatcher
+    import trio
+
+    from .core import Dispatcher, Limits, MessageChannel
     from .stores import SessionRecord
     from .transports import Hooks
 
-__all__ = ["build_dispatcher", "transport_hooks"]
+__all__ = ["Composed", "build_dispatcher", "transport_hooks"]
+
+
+class Composed(Mountable, Protocol):
+    """What the composition root needs of a server (``runtime.Server`` is one): what the
+    handlers and mounting need, and what the transports are given of it."""
+
+    limits: Limits
+    #: The one process serving its store's sessions (``mcp-runtime dev``): it adopts them.
+    sole_version: bool
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    def serve_connection(
+        self,
+        channel: MessageChannel,
+        *,
+        session: Session | None = None,
+        connection_id: str | None = None,
+        shutdown: trio.Event | None = None,
+        drain_on_eof: bool = False,
+        started: Callable[[Connection], None] | None = None,
+    ) -> Awaitable[None]: ...
+
 
 #: ``Session.state`` key of a session adopted by a ``sole_version`` server, until its
 #: connection serves (then its subscriber opens: ``transport_hooks``).
 _ADOPTED: Final = "mcp.adopted"
 
 
-def build_dispatcher(server: Server) -> Dispatcher:
+def build_dispatcher(server: Composed) -> Dispatcher:
     """The method tables of every MCP feature, for ``server`` (era selection included),
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     from . import _handlers
@@ -44,7 +70,7 @@ def build_dispatcher(server: Server) -> Dispatcher:
     dispatcher = _handlers.build_dispatcher(server)
     chain = list(server.middleware_chain)
     if server.mounts:
-        from ._mount_chain import MountedChains, has_mounted_middleware
+        from .ensemble import MountedChains, has_mounted_middleware
 
         if has_mounted_middleware(server):  # the mounted servers' own, innermost
             chain.append(MountedChains(server))
@@ -96,7 +122,7 @@ _header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
 )
 
 
-def transport_hooks(server: Server) -> Hooks:
+def transport_hooks(server: Composed) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
     # Here, not at the top: a stdio server needs neither (start-up time, issue 22).
     from . import _handlers

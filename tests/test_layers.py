@@ -5,14 +5,20 @@
 - only the composition root (``runtime._compose``) imports the handlers, which are the package
   ``runtime._handlers`` (``runtime/_handlers`` links to the top-level ``handlers/`` folder), by
   an ordinary import; nothing imports a top-level ``handlers``;
-- no module reaches into another package's private (``_``) modules;
-- no import cycles among the modules of ``runtime/`` and ``handlers/``;
-- the client (``runtime/client/``) writes no wire name or code of its own: no JSON-RPC error
-  code, no MCP method name, no ``io.modelcontextprotocol/`` string, no JSON-RPC envelope
-  of its own; it imports them from ``runtime.protocol``.
+- no module reaches into another package's private (``_``) modules, nor into another
+  module's private (``_``) attributes;
+- no import cycles among the modules of ``runtime/`` and ``handlers/``, type annotations
+  included: what a module below the ``Server`` needs of it comes as a small Protocol or as
+  values, never as the ``Server`` type;
+- the command line (``runtime.cli``) stands on everything and nothing stands on it.
+- no module but ``runtime.protocol``'s writes a wire name or code (a JSON-RPC error code, an
+  MCP method name, an ``io.modelcontextprotocol/`` string) or builds a ``JSONRPCError`` by
+  hand; the client defines no JSON-RPC envelope or content type of its own;
+- no class is over about 500 lines, and the core, protocol and framing tell no history.
 
 Imports under ``if TYPE_CHECKING:`` are type annotations, not dependencies at run time: they
-count for the direction rules but not for cycles.
+count for the direction rules and for cycles (``test_no_import_cycles_counting_annotations``),
+not for the run-time cycle check.
 """
 
 from __future__ import annotations
@@ -31,20 +37,33 @@ PACKAGES = ("runtime", "handlers")
 COMPOSITION_ROOT = "runtime._compose"
 #: The import name of the top-level handlers/ folder.
 HANDLERS = "runtime._handlers"
+CLI = "runtime.cli"
+#: The command's entry points: the only modules outside ``runtime.cli`` that import it.
+CLI_ENTRY_POINTS = {"runtime.__main__"}
+#: The Server's side of the root: the user's face and what it is composed of.
+SERVER_SIDE = (
+    "runtime._server",
+    "runtime._serving",
+    "runtime._definitions",
+    "runtime._lifetime",
+    "runtime._context",
+    COMPOSITION_ROOT,
+)
 
 # package prefix -> prefixes it must never import
 FORBIDDEN = {
     "runtime.framing": ("runtime", "trio", "msgspec"),
     "runtime.protocol": ("runtime", "trio"),
     "runtime.eager": ("runtime",),
-    "runtime.features": ("runtime.core", "runtime.transports", HANDLERS, "runtime._server"),
-    "runtime.transports": ("runtime.core", HANDLERS, "runtime._server", "runtime._context"),
+    "runtime.features": ("runtime.core", "runtime.transports", HANDLERS, "runtime._server", CLI),
+    "runtime.transports": ("runtime.core", HANDLERS, "runtime._server", "runtime._context", CLI),
     "runtime.core": (
         "runtime.transports",
         "runtime.features",
         HANDLERS,
         "runtime._server",
         "runtime._context",
+        CLI,
     ),
     # Stores hold shared state; the layers above reach them through their public names.
     "runtime.stores": (
@@ -54,8 +73,9 @@ FORBIDDEN = {
         HANDLERS,
         "runtime._server",
         "runtime._context",
+        CLI,
     ),
-    HANDLERS: ("runtime.transports", "runtime._server", "runtime._cli", "runtime._compose"),
+    HANDLERS: ("runtime.transports", "runtime._server", CLI, "runtime._compose"),
     # The client is a peer of the server, not a layer above it: it never reaches into the
     # handlers, the Server, its Context or CLI, nor the core (only protocol, framing and the
     # FIFO helpers of transports, through _wire).
@@ -63,10 +83,11 @@ FORBIDDEN = {
         HANDLERS,
         "runtime._server",
         "runtime._context",
-        "runtime._cli",
+        CLI,
         "runtime._compose",
         "runtime.core",
         "runtime.features",
+        "runtime.ensemble",
     ),
     # The bridge is a server whose handlers forward to a client: it reaches the server
     # through runtime's public names and its middleware, the remote through the client;
@@ -82,8 +103,30 @@ FORBIDDEN = {
         "runtime._context",
         "runtime._lifetime",
         "runtime._compose",
-        "runtime._cli",
+        CLI,
+        "runtime.ensemble",
     ),
+    # Several servers as one (mounts, replicas, workers): built on the server's layers and
+    # handed what it needs of a server as a Protocol; never the Server, its composition, a
+    # transport, the client or the command line.
+    "runtime.ensemble": (
+        HANDLERS,
+        "runtime._server",
+        "runtime._serving",
+        "runtime._context",
+        "runtime._compose",
+        "runtime.transports",
+        "runtime.client",
+        "runtime.bridge",
+        "runtime.testing",
+        CLI,
+    ),
+    # The command line stands on the user's face (Server), the client and the bridge; the
+    # handlers, the core and the composition are the Server's business.
+    CLI: (HANDLERS, "runtime.core", "runtime.features", "runtime._compose", "runtime._serving"),
+    # The Server and its collaborators never reach up to the command line, the client or
+    # the bridge (a bridge is a Server whose middleware uses the client).
+    **{module: (CLI, "runtime.client", "runtime.bridge") for module in SERVER_SIDE},
 }
 #: What the bridge may import of the rest of the runtime: public package names only.
 BRIDGE_MAY_IMPORT = (
@@ -293,11 +336,11 @@ def test_no_private_reach_ins_across_packages() -> None:
     assert not violations, violations
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, runtime_only: bool = True) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
-        edges = {i for i in _imports(path, runtime_only=True) if i in MODULES and i != name}
-        graph[name] = edges
+        imported = _imports(path, runtime_only=runtime_only)
+        graph[name] = {i for i in imported if i in MODULES and i != name}
     return graph
 
 
@@ -358,6 +401,97 @@ def _package_edges_removed(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 def test_no_import_cycles() -> None:
     cycles = _cycles(_package_edges_removed(_graph()))
     assert not cycles, cycles
+
+
+def test_no_import_cycles_counting_annotations() -> None:
+    """No loop even through ``if TYPE_CHECKING:`` imports: a module the ``Server`` is built on
+    (the composition root, mounting, sharing, serving) that named the ``Server`` type would
+    make one; it is handed a Protocol of what it uses instead."""
+    cycles = _cycles(_package_edges_removed(_graph(runtime_only=False)))
+    assert not cycles, cycles
+
+
+def test_only_the_entry_points_import_the_cli() -> None:
+    importers = {
+        name
+        for name, path in MODULES.items()
+        if not _within(name, CLI) and any(_within(i, CLI) for i in _imports(path))
+    }
+    assert importers == CLI_ENTRY_POINTS
+
+
+#: Modules not yet held to the private-attribute rule, with the reason.
+PRIVATE_ACCESS_PENDING = {
+    "runtime.client": "open_client starts a Client through its private _maintain and _start",
+}
+
+
+def _private_attribute_reach_ins(path: Path) -> list[str]:
+    """``x._name`` where ``_name`` is nothing this module defines (a function, class or
+    method of its own, an attribute it assigns, a name it binds or lists in ``__slots__``):
+    a private member of another module's object. Attributes of imported modules
+    (``os._exit``) are the standard library's to name, not an object's internals."""
+    tree = ast.parse(path.read_text())
+    defined: set[str] = set()
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            defined.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            modules.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__slots__" for target in node.targets
+        ):
+            defined.update(
+                c.value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            )
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            continue  # dunders are the language's
+        if node.attr in defined:
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in modules:
+            continue
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_touches_another_modules_private_attributes() -> None:
+    """An object's ``_private`` members belong to the module of its class: others use what it
+    offers publicly, or are handed what they need (as the Server's collaborators are)."""
+    violations = [
+        found
+        for name, path in MODULES.items()
+        if not any(_within(name, pending) for pending in PRIVATE_ACCESS_PENDING)
+        for found in _private_attribute_reach_ins(path)
+    ]
+    assert not violations, violations
+
+
+def test_the_private_attribute_check_finds_a_reach_in(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import os\n"
+        "class Own:\n"
+        "    def __init__(self):\n"
+        "        self._mine = 1\n"
+        "    def _helper(self): return self._mine\n"
+        "def use(own, other):\n"
+        "    os._exit(own._helper() + own._mine)\n"
+        "    return other._theirs\n"
+    )
+    found = _private_attribute_reach_ins(module)
+    assert [line.split(": ", 1)[1] for line in found] == ["other._theirs"]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -235,7 +235,7 @@ class Broadcast:
         #: Set by :meth:`end_all` (server shutdown): new subscribers start ended.
         self.closed_reason: str | None = None
         #: Called (in the trio thread) with each list change and resource update published
-        #: here, to pass it on to other replicas (``runtime._shared``); those deliver it
+        #: here, to pass it on to other replicas (``runtime.ensemble._sharing``); those deliver it
         #: with :meth:`deliver`, which does not relay again.
         self.relay: Callable[[Change], None] | None = None
         #: Called with every list change and resource update, synchronously in the

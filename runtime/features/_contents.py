@@ -56,7 +56,7 @@ ENCODE_PIECE: Final = 4 << 20
 #: reply: at 4 MiB that would take a read's peak memory past 3x the payload, and, past glibc's
 #: trim threshold (twice the largest block freed), page faults would cost more CPU than the
 #: pieces save (figures: ``benchmarks/README.md``). (Under glibc's default thresholds, which an
-#: embedding program keeps; ``mcp-runtime serve`` fixes them, runtime/_heap.py, and the memory
+#: embedding program keeps; ``mcp-runtime serve`` fixes them, runtime/cli/_heap.py, and the memory
 #: bound alone then makes the choice.)
 ONE_GO_BLOB: Final = 4 << 20
 

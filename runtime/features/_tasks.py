@@ -202,8 +202,8 @@ _MODERN_ONLY: Final = frozenset({"ttlMs", "pollIntervalMs", "inputRequests", "re
 
 class TaskHandle(Protocol):
     """What the task methods use of a task: a local :class:`TaskRecord`, or a task another
-    replica runs (``runtime._shared``: read from the shared store, updates and cancellation
-    sent to that replica)."""
+    replica runs (``runtime.ensemble``'s task mirror: read from the shared store, updates and
+    cancellation sent to that replica)."""
 
     task_id: str
 

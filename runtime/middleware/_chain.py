@@ -333,7 +333,7 @@ class MiddlewareDispatcher(Dispatcher):
 
     def rechain(self, middleware: Sequence[Middleware]) -> None:
         """Serve with ``middleware`` from now on (a server mounted while serving adds its
-        chain: ``runtime._mount_chain``). Each chain is one tuple, swapped whole: a request
+        chain: ``runtime.ensemble._chains``). Each chain is one tuple, swapped whole: a request
         already in the chain finishes on the hooks it started with."""
         self.middleware = tuple(middleware)
         self._requests = _hooks(self.middleware, "on_request")
@@ -385,7 +385,7 @@ class MiddlewareDispatcher(Dispatcher):
 
     def around(self, ctx: RequestContext, handler: Handler) -> Awaitable[Any]:
         """Run ``handler(ctx)`` inside this dispatcher's chains for ``ctx`` (a mounted
-        server's own middleware around the rest of its parent's chain: ``runtime._mount``)."""
+        server's own middleware around the rest of its parent's chain: ``runtime.ensemble``)."""
         return self._serve(handler, ctx)
 
     async def _serve(self, handler: Handler | None, ctx: RequestContext) -> Any:

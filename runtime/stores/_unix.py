@@ -1,6 +1,6 @@
 """A store held by another process on this machine, reached over a Unix socket.
 
-``mcp-runtime dev`` (runtime/_dev.py) keeps one :class:`MemoryStore` in its supervisor for
+``mcp-runtime dev`` (runtime/cli/_dev.py) keeps one :class:`MemoryStore` in its supervisor for
 its whole life and serves it with :func:`serve_store`; each version of the server (a child
 process) gets ``unix:///path/to/socket`` as its store (:class:`UnixStore`), so handshake-era
 sessions, their SSE events, task snapshots and the bus outlive the version that made them

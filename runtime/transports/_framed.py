@@ -26,7 +26,7 @@ _BIG_RECEIVE_SIZE: Final = 1024 * 1024
 #: which malloc maps and unmaps each time (issue 22: page faults doubled the server's kernel
 #: time for a 1 MiB tools/call over stdio, 976 -> 480 faults per request with 64 KiB reads;
 #: measured under glibc's default thresholds, which an embedding program keeps, while
-#: ``mcp-runtime serve`` fixes them: runtime/_heap.py).
+#: ``mcp-runtime serve`` fixes them: runtime/cli/_heap.py).
 #: So a pipe's big reads are its capacity (``big_receive_size``: stdio grows its pipes).
 #: A single outgoing message longer than this is written as its frame's parts (head, the
 #: payload itself, tail) instead of one joined copy (framer.encode_parts).

@@ -9,7 +9,7 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 
 from ..peers import ROOT
 from .app import call, init_body, make_app, serving, until

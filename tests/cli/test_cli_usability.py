@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from runtime import Server
-from runtime._cli import _FLAGS, _settings, build_parser
+from runtime.cli._flags import FLAGS as _FLAGS
+from runtime.cli._flags import build_parser
+from runtime.cli._flags import read_settings as _settings
 
-from .peers import ROOT, cli
+from ..peers import ROOT, cli
 
 INIT = {
     "jsonrpc": "2.0",

@@ -1,4 +1,4 @@
-"""runtime._heap: ``mcp-runtime serve`` fixes glibc's malloc thresholds, so that a server
+"""runtime.cli._heap: ``mcp-runtime serve`` fixes glibc's malloc thresholds, so that a server
 answering messages of one big size does not give its heap back and fault it in again per
 request (issue 22, stdio tools/call of 1 MiB)."""
 
@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from runtime._heap import settle_heap
+from runtime.cli._heap import settle_heap
 
-from .peers import ROOT, cli
+from ..peers import ROOT, cli
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="glibc's malloc and /proc/self/stat"
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 _PROBE = textwrap.dedent(
     """
     import sys
-    from runtime._heap import settle_heap
+    from runtime.cli._heap import settle_heap
     if sys.argv[1] == "settle":
         assert settle_heap()
     def faults():

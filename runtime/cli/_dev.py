@@ -12,12 +12,12 @@ version keeps serving until the next change.
 Failures: a version that exits on its own (a crash, ``os._exit``, the OOM killer) is
 reported in one line with its exit status; until the next change the supervisor answers
 every connection itself with 503 and a JSON-RPC error naming the crash
-(``runtime._dev_down``), as it does when no version loaded at all. A change while a version
+(``runtime.cli._dev_down``), as it does when no version loaded at all. A change while a version
 is still loading stops that load at once (it may hang at import) and starts another. Each
 version runs in its own process group, which is ended whole when the version is replaced,
 crashes or fails to load, and when the supervisor exits (SIGINT, SIGTERM): no process of
 ours keeps the port. A version also watches its supervisor from its first instruction
-(``runtime._dev_child``), so one whose supervisor was killed (SIGKILL) exits too.
+(``runtime.cli._dev_child``), so one whose supervisor was killed (SIGKILL) exits too.
 
 Watching: ``watchfiles`` (the ``dev`` extra) runs on trio through anyio (checked: its
 ``awatch`` yields changes and stops on cancellation under ``trio.run``); without it, a
@@ -52,7 +52,7 @@ import trio
 from ._dev_down import serve_down
 
 if TYPE_CHECKING:
-    from ._server import Server
+    from .. import Server
 
 __all__ = [
     "READY",
@@ -75,7 +75,7 @@ POLL_INTERVAL: Final = 0.5
 START_TIMEOUT: Final = 30.0
 #: Seconds an old child gets to drain after SIGTERM before it is killed.
 STOP_TIMEOUT: Final = 10.0
-#: What a child writes on its stdout once it accepts (runtime/_dev_child.py).
+#: What a child writes on its stdout once it accepts (runtime/cli/_dev_child.py).
 READY: Final = b"mcp-runtime-dev-ready\n"
 
 
@@ -283,7 +283,7 @@ async def run_dev(
 ) -> None:
     """Serve ``target`` over HTTP on ``sock`` (``bind_listener``; closed on return) with
     reload, until cancelled or SIGINT/SIGTERM (then the current child drains and exits
-    first). Over stdio: ``runtime._dev_stdio``."""
+    first). Over stdio: ``runtime.cli._dev_stdio``."""
     try:
         async with trio.open_nursery() as nursery:
 
@@ -299,7 +299,7 @@ async def run_dev(
                 # No --store: this process holds the sessions (a memory store served to
                 # each version over a Unix socket in a private directory), so they outlive
                 # reloads.
-                from .stores import MemoryStore, serve_store
+                from ..stores import MemoryStore, serve_store
 
                 folder = tempfile.mkdtemp(prefix="mcp-runtime-dev-")
                 socket_path = os.path.join(folder, "store.sock")
@@ -337,7 +337,7 @@ class _Supervisor:
         self.argv = [
             sys.executable,
             "-m",
-            "runtime._dev_child",
+            "runtime.cli._dev_child",
             target,
             str(sock.fileno()),
             host,

@@ -1,5 +1,5 @@
-"""The one line ``serve`` and ``dev`` print when they cannot listen (kept apart from
-``_cli`` so that ``dev``, which ``_cli`` starts, can say the same without an import cycle)."""
+"""The one line ``serve`` and ``dev`` print when they cannot listen (a module of its own:
+``dev``, which ``_main`` starts, says the same without importing it)."""
 
 from __future__ import annotations
 

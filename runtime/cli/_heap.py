@@ -5,7 +5,7 @@ and gives the top of the heap back to the kernel once ``M_TRIM_THRESHOLD`` bytes
 free. Both start small (128 KiB) and rise by a rule: when an mmapped block is freed, the mmap
 threshold becomes its size and the trim threshold twice that, up to 32 and 64 MiB.
 
-A server that answers messages of about one size is the rule's worst case (issue 22, a 1 MiB
+A server that answers messages of about one size is the rule's worst case (a 1 MiB
 ``tools/call`` over stdio). After the first such message the thresholds sit at about one and
 two copies of it. A request needs more than two copies at once: the frame, the decoded
 argument, the chunks it was read in. So each request grows the heap by about 3 MiB, and its

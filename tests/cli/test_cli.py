@@ -12,10 +12,10 @@ import pytest
 import trio
 
 from runtime import Server
-from runtime._cli import UsageError, load_target
+from runtime.cli import UsageError, load_target
 
-from .peers import ROOT, cli
-from .wire import RawPeer
+from ..peers import ROOT, cli
+from ..wire import RawPeer
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._cli import _FLAGS, _plain_serve, build_parser
+from runtime.cli._flags import FLAGS as _FLAGS
+from runtime.cli._flags import build_parser
+from runtime.cli._flags import plain_serve as _plain_serve
 
 
 def _argparse_reading(arguments: list[str]) -> dict[str, Any] | None:

@@ -25,22 +25,26 @@ from typing import Any, Final, NoReturn, TextIO
 import msgspec
 import trio
 
-from ..protocol import METHOD_NOT_FOUND
-from ._backoff import Backoff
-from ._client import Client, Era
-from ._conversation import RAISED
-from ._errors import ClientError, PeerError, TransportLost
-from ._open import is_server_file, open_client
-from ._types import (
+from ..client import (
+    RAISED,
     AudioContent,
+    Backoff,
     CallToolResult,
+    Client,
+    ClientError,
     EmbeddedResource,
+    Era,
     ImageContent,
+    PeerError,
     ReadResourceResult,
     ResourceLink,
     TextContent,
     Tool,
+    TransportLost,
+    is_server_file,
+    open_client,
 )
+from ..protocol import METHOD_NOT_FOUND
 
 __all__ = ["COMMANDS", "check_arguments", "coerce_arguments", "main", "signature"]
 
@@ -52,7 +56,7 @@ EXIT_USAGE: Final = 2
 EXIT_FAILED: Final = 3
 #: How much later than a request's own timeout the command's deadline falls (seconds).
 _DEADLINE_AFTER_REQUEST: Final = 0.5
-#: What ``mcp-runtime serve`` prints, as its one line, before it exits 2 (runtime/_cli.py).
+#: What ``mcp-runtime serve`` prints, as its one line, before it exits 2 (runtime/cli/_main.py).
 _SERVE_ERROR: Final = "mcp-runtime: error: "
 
 

@@ -1,15 +1,11 @@
-"""What a server shares with its other replicas while it serves over a shared store
-(``runtime.stores``; docs/deploy.md): list-changed and resource-updated events fanned out
-through the store's bus, the ``requestState`` sealing secret (2026-07-28 MRTR: state sealed
-on one replica opens on another), and tasks of both protocols (2026-07-28 SEP-2663, and
-2025-11-25 tasks of a shared handshake session, owned by its session id): each replica
-writes its tasks' snapshots to the store (on every status change, and a lease of
-``Store.lease`` seconds renewed every third of it) and announces each change on
-``TASKS_CHANNEL`` (for listens
-elsewhere); answers ``tasks/get``, ``tasks/list`` and ``tasks/result`` for another
-replica's task from the store, and sends ``tasks/update`` and ``tasks/cancel`` to the
-replica that runs it; a task whose lease ran out (its replica died) reads as ``failed``.
-Sessions and SSE events are shared by the HTTP transport itself (``serve_http(store=...)``).
+"""A server's tasks, shared with its other replicas through a shared store
+(``TaskTable.mirror``): tasks of both protocols (2026-07-28 SEP-2663, and 2025-11-25 tasks of
+a shared handshake session, owned by its session id). Each replica writes its tasks'
+snapshots to the store (on every status change, and a lease of ``Store.lease`` seconds
+renewed every third of it) and announces each change on ``TASKS_CHANNEL`` (for listens
+elsewhere); answers ``tasks/get``, ``tasks/list`` and ``tasks/result`` for another replica's
+task from the store, and sends ``tasks/update`` and ``tasks/cancel`` to the replica that
+runs it; a task whose lease ran out (its replica died) reads as ``failed``.
 """
 
 from __future__ import annotations
@@ -19,36 +15,21 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
 
-from .features import (
-    TASK_KEY,
-    TERMINAL,
-    Broadcast,
-    Change,
-    StateSealer,
-    TaskRecord,
-    TaskTable,
-    legacy_wire,
-)
-from .protocol import JSONRPCError, replica_gone, store_unavailable, unknown_task
-from .stores import RENEWALS_PER_LEASE, Store, StoreUnavailable, TaskSnapshot
+from ..features import TASK_KEY, TERMINAL, Broadcast, TaskRecord, TaskTable, legacy_wire
+from ..protocol import JSONRPCError, replica_gone, store_unavailable, unknown_task
+from ..stores import RENEWALS_PER_LEASE, Store, StoreUnavailable, TaskSnapshot
 
-if TYPE_CHECKING:
-    from ._server import Server
-
-__all__ = ["sharing"]
+__all__ = ["TaskMirror"]
 
 log = logging.getLogger("mcp_runtime.stores")
 
-#: Changes waiting to be published; past it they are dropped (logged). Every change is
-#: level-triggered ("read it again"), so a burst says no more than its last item.
-RELAY_QUEUE = 1024
-CHANGES_CHANNEL = "changes"
+#: Task changes waiting to be written to the store; past it one is not queued (logged).
+WRITE_QUEUE = 1024
 #: Task status changes are announced to the other replicas' listens on this channel.
 TASKS_CHANNEL = "task-changes"
 #: Other replicas' tasks whose last status a replica remembers (for its listens).
@@ -59,86 +40,6 @@ CANCEL_CONFIRM = 3.0
 CONFIRM_POLL = 0.05
 #: How often a 2025-11-25 tasks/result of another replica's task reads its status.
 RESULT_POLL = 0.2
-
-
-@contextlib.asynccontextmanager
-async def sharing(server: Server, store: Store) -> AsyncIterator[None]:
-    """Run ``store`` and, when it is shared, relay ``server``'s changes through it."""
-    async with store.running():
-        if not store.shared:
-            yield
-            return
-        if not server.state_secret_given:
-            try:
-                secret = await store.shared_secret("request-state")
-            except StoreUnavailable as exc:
-                # Sealed state then opens only on the replica that sealed it.
-                log.warning("requestState key not shared (store unavailable): %s", exc)
-            else:
-                server.state_sealer = StateSealer(
-                    secret, ttl_seconds=server.state_sealer.ttl_seconds
-                )
-        async with trio.open_nursery() as nursery:
-            await _relay(server.registry.changes, store, nursery)
-            mirror = _TaskMirror(store, server.tasks, server.registry.changes)
-            await mirror.start(nursery)
-            server.tasks.mirror = mirror
-            try:
-                yield
-            finally:
-                server.tasks.mirror = None
-                server.registry.changes.set_relay(None)
-                nursery.cancel_scope.cancel()
-
-
-async def _relay(changes: Broadcast, store: Store, nursery: trio.Nursery) -> None:
-    send, receive = trio.open_memory_channel[Change](RELAY_QUEUE)
-    mine = store.replica
-
-    def relay(change: Change) -> None:
-        try:
-            send.send_nowait(change)
-        except trio.WouldBlock:
-            log.warning("change not relayed to other replicas (queue full): %r", change)
-
-    def deliver(data: bytes) -> None:
-        try:
-            origin, what, key = msgspec.json.decode(data, type=tuple[str, str, str])
-        except (msgspec.DecodeError, ValueError):
-            return
-        log.debug("change from replica=%s %s %s", origin, what, key)
-        if origin != mine and what in ("list", "updated"):
-            change: Any = (what, key)
-            changes.deliver(change)
-
-    async def publish() -> None:
-        async for what, key in receive:
-            try:
-                await store.bus.publish(CHANGES_CHANNEL, msgspec.json.encode([mine, what, key]))
-            except StoreUnavailable as exc:
-                log.warning("change not relayed to other replicas: %s", exc)
-
-    try:
-        unsubscribe = await store.bus.subscribe(CHANGES_CHANNEL, deliver)
-    except StoreUnavailable as exc:
-        log.warning("not receiving other replicas' changes yet: %s", exc)
-        unsubscribe = None
-
-    async def keep_subscribed() -> None:
-        nonlocal unsubscribe
-        try:
-            while unsubscribe is None:
-                await trio.sleep(1.0)
-                with contextlib.suppress(StoreUnavailable):
-                    unsubscribe = await store.bus.subscribe(CHANGES_CHANNEL, deliver)
-            await trio.sleep_forever()
-        finally:
-            if unsubscribe is not None:
-                unsubscribe()
-
-    changes.set_relay(relay)
-    nursery.start_soon(publish)
-    nursery.start_soon(keep_subscribed)
 
 
 def _shareable(record: TaskRecord) -> bool:
@@ -159,7 +60,7 @@ def _unavailable(exc: StoreUnavailable) -> JSONRPCError:
 class _RemoteTask:
     """A task another replica runs, as the task methods see it (``TaskHandle``)."""
 
-    def __init__(self, mirror: _TaskMirror, task_id: str, snapshot: TaskSnapshot) -> None:
+    def __init__(self, mirror: TaskMirror, task_id: str, snapshot: TaskSnapshot) -> None:
         self.task_id = task_id
         self._mirror = mirror
         self._snapshot = snapshot
@@ -203,7 +104,7 @@ class _RemoteTask:
         self._snapshot = await self._mirror.settle(self.task_id, snap)
 
 
-class _TaskMirror:
+class TaskMirror:
     """``TaskTable.mirror`` over a shared store (see the module docstring)."""
 
     def __init__(self, store: Store, table: TaskTable, changes: Broadcast) -> None:
@@ -211,7 +112,7 @@ class _TaskMirror:
         self.table = table
         self.changes = changes
         self.replica = store.replica
-        self._send, self._receive = trio.open_memory_channel[str](RELAY_QUEUE)
+        self._send, self._receive = trio.open_memory_channel[str](WRITE_QUEUE)
         #: The last DetailedTask heard of other replicas' tasks (for listens here).
         self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
 

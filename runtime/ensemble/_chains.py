@@ -21,7 +21,7 @@ straight on.
 A server without mounted middleware has none of this: the composition root adds it only
 when a mounted server (or one mounted in it) has middleware when the dispatcher is built.
 A server with middleware mounted while serving into a parent whose dispatcher was built
-without it gets it then (:func:`install_mounted_chains`): the dispatcher the connections
+without it gets it then (:func:`keep_mounted_chains`): the dispatcher the connections
 already hold is changed in place, and a request already routed finishes on the chain it
 started with.
 """
@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
-from ._mount import Mount, prefixed_name, prefixed_uri, unprefixed_uri
-from .core import Dispatcher, RequestContext
-from .middleware import Middleware, MiddlewareDispatcher, Next, Request
-from .protocol import (
+from ..core import Dispatcher, RequestContext
+from ..middleware import Middleware, MiddlewareDispatcher, Next, Request
+from ..protocol import (
     COMPLETION_COMPLETE,
     PROMPTS_GET,
     PROMPTS_LIST,
@@ -47,15 +46,13 @@ from .protocol import (
     TOOLS_CALL,
     TOOLS_LIST,
 )
-
-if TYPE_CHECKING:
-    from ._server import Server
+from ._mount import Mount, Mountable
+from ._prefix import prefixed_name, prefixed_uri, unprefixed_uri
 
 __all__ = [
     "MountedChains",
     "has_mounted_middleware",
-    "install_mounted_chains",
-    "middleware_changed",
+    "keep_mounted_chains",
     "routes_mounts",
 ]
 
@@ -72,7 +69,7 @@ _LISTS: Final = {
 }
 
 
-def has_mounted_middleware(server: Server) -> bool:
+def has_mounted_middleware(server: Mountable) -> bool:
     """Whether a server mounted in ``server`` (at any depth) has middleware."""
     return any(
         mount.child.middleware_chain or has_mounted_middleware(mount.child)
@@ -80,7 +77,7 @@ def has_mounted_middleware(server: Server) -> bool:
     )
 
 
-def child_chain(child: Server) -> list[Middleware]:
+def child_chain(child: Mountable) -> list[Middleware]:
     chain: list[Middleware] = list(child.middleware_chain)
     if has_mounted_middleware(child):
         chain.append(MountedChains(child))
@@ -92,7 +89,9 @@ def _named(params: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _target(parent: Server, method: str, params: dict[str, Any]) -> tuple[Mount, _Rewrite] | None:
+def _target(
+    parent: Mountable, method: str, params: dict[str, Any]
+) -> tuple[Mount[Any], _Rewrite] | None:
     """The mount whose feature the request names, and the rewrite back to the parent's
     name; ``params`` is rewritten to the child's name in place."""
     holder: dict[str, Any] = params
@@ -147,12 +146,12 @@ def _target(parent: Server, method: str, params: dict[str, Any]) -> tuple[Mount,
 class MountedChains(Middleware):
     """The mounted servers' own middleware, for the requests that reach their features."""
 
-    def __init__(self, parent: Server) -> None:
+    def __init__(self, parent: Mountable) -> None:
         self.parent = parent
         #: child -> (its chain when built, the dispatcher running it)
-        self._dispatchers: dict[Server, tuple[tuple[Any, ...], MiddlewareDispatcher | None]] = {}
+        self._dispatchers: dict[Mountable, tuple[tuple[Any, ...], MiddlewareDispatcher | None]] = {}
 
-    def _dispatcher(self, child: Server) -> MiddlewareDispatcher | None:
+    def _dispatcher(self, child: Mountable) -> MiddlewareDispatcher | None:
         """The child's chain as it is now: rebuilt (and swapped whole) when the child's
         middleware changed since the last request (``child.add_middleware`` while the
         parent serves); a request already in the old one finishes on it (it holds it)."""
@@ -242,18 +241,25 @@ def _namespaced(prefix: str, kind: str, field: str, item: dict[str, Any]) -> dic
     return item
 
 
-def middleware_changed(server: Server) -> None:
-    """``server`` got middleware: each server it is mounted in (and theirs, up the tree)
-    must run it from the next request on. A parent whose dispatcher already routes mounts
-    picks the new chain up by itself (:meth:`MountedChains._dispatcher`); one serving
-    without gets the chains in place; one built but not serving rebuilds."""
-    for parent in list(server.mounted_in):
-        if any(mount.child is server for mount in parent.mounts.values()):
-            parent._keep_mounted_middleware(server)
-            middleware_changed(parent)
+def keep_mounted_chains(
+    parent: Mountable, dispatcher: Dispatcher, child: Mountable, *, serving: bool
+) -> bool:
+    """``child``, mounted in ``parent``, has middleware now (or a server mounted in it
+    has): make ``dispatcher`` (``parent``'s, built) run it from the next request. One that
+    routes mounts already picks it up by itself (:meth:`MountedChains._dispatcher`); one
+    serving without gets the chains in place (connections hold it). False: it must be
+    rebuilt (built but not serving)."""
+    if not (child.middleware_chain or has_mounted_middleware(child)):
+        return True
+    if routes_mounts(dispatcher):
+        return True
+    if serving:
+        _install_mounted_chains(parent, dispatcher)
+        return True
+    return False
 
 
-def install_mounted_chains(parent: Server, dispatcher: Dispatcher) -> None:
+def _install_mounted_chains(parent: Mountable, dispatcher: Dispatcher) -> None:
     """Give ``dispatcher`` (``parent``'s, held by its connections) the mounted servers'
     chains, in place: appended, innermost, to its middleware when it has some, else put in
     front of the era dispatcher's routing (an instance attribute over ``route``: the core
@@ -280,7 +286,7 @@ def routes_mounts(dispatcher: Dispatcher) -> bool:
     while True:
         if isinstance(dispatcher, MiddlewareDispatcher):
             return any(isinstance(m, MountedChains) for m in dispatcher.middleware)
-        route = vars(dispatcher).get("route")  # put in front by install_mounted_chains
+        route = vars(dispatcher).get("route")  # put in front by _install_mounted_chains
         if isinstance(getattr(route, "__self__", None), MiddlewareDispatcher):
             return True
         inner = getattr(dispatcher, "inner", None)

@@ -2,7 +2,7 @@
 (HTTP, legacy SSE, WebSocket, TCP or a Unix socket).
 
 The supervisor (this module, no trio: it only waits on children and signals) binds the
-socket, starts each worker as ``python -m runtime._cli serve ...`` with the socket's file
+socket, starts each worker as ``python -m runtime serve ...`` with the socket's file
 descriptor inherited (``MCP_RUNTIME_LISTEN_FD``), and the kernel hands each new connection
 to one of the workers blocked in ``accept``. A worker that exits on its own is restarted
 (after a backoff that grows while it keeps crashing at start-up). SIGTERM or SIGINT is
@@ -88,7 +88,7 @@ def worker_argv(argv: Sequence[str]) -> list[str]:
         if arg.startswith("--workers="):
             continue
         out.append(arg)
-    return [sys.executable, "-m", "runtime._cli", *out]
+    return [sys.executable, "-m", "runtime", *out]
 
 
 def supervise(argv: Sequence[str], workers: int, sock: socket.socket, grace: float) -> int:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from runtime.cli._client_verbs import UsageError, coerce_arguments
 from runtime.client import Tool
-from runtime.client._cli import UsageError, coerce_arguments
 
-from .targets import ROOT, SERVER_FILE
-from .test_sdk_peer import run_cli
+from ..client.targets import ROOT, SERVER_FILE
+from ..client.test_sdk_peer import run_cli
 
 TARGET = str(SERVER_FILE)
 
@@ -190,7 +190,7 @@ async def test_a_pydantic_parameter_shows_its_model() -> None:
 
 
 def test_schemas_as_text() -> None:
-    from runtime.client._cli import check_arguments, signature
+    from runtime.cli._client_verbs import check_arguments, signature
 
     defs = {
         "Node": {
@@ -234,7 +234,7 @@ def test_schemas_as_text() -> None:
 
 def test_docs_cli_md_is_the_reference() -> None:
     """docs/cli.md names every flag of the client commands and their exit statuses."""
-    from runtime.client import _cli
+    from runtime.cli import _client_verbs as _cli
 
     text = (ROOT / "docs" / "cli.md").read_text()
     section = text[text.index("## Client commands") :]

@@ -1,9 +1,9 @@
-"""One version of the server under ``mcp-runtime dev`` (runtime/_dev.py starts it):
-``python -m runtime._dev_child TARGET FD HOST PATH LOG_LEVEL`` (HTTP), or
-``python -m runtime._dev_child TARGET stdio LOG_LEVEL`` (stdio: runtime/_dev_stdio.py).
+"""One version of the server under ``mcp-runtime dev`` (runtime/cli/_dev.py starts it):
+``python -m runtime.cli._dev_child TARGET FD HOST PATH LOG_LEVEL`` (HTTP), or
+``python -m runtime.cli._dev_child TARGET stdio LOG_LEVEL`` (stdio: runtime/cli/_dev_stdio.py).
 Loads TARGET, says what it declares, serves HTTP on the inherited listening socket FD, and
 writes ``READY`` on stdout once it accepts (or serves stdio); SIGTERM drains it
-(``run_with_signals``). Exit code 2 when TARGET does not load (the reason on stderr).
+(``Server.run``). Exit code 2 when TARGET does not load (the reason on stderr).
 
 From its first instruction a thread watches the supervisor: one that died without ending
 us (SIGKILL) leaves no one to, so we end ourselves with SIGTERM, which drains a serving
@@ -12,21 +12,18 @@ server and ends one still importing the target (a hung import included) at once.
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-import trio
-
-from ._cli import UsageError, _configure_logging, load_target
 from ._dev import READY, say, summary
-from ._lifetime import run_with_signals
+from ._flags import UsageError
+from ._loading import load_target
+from ._logs import configure_logging
 
 #: Seconds between checks that the supervisor is still alive.
 ORPHAN_CHECK = 1.0
@@ -47,7 +44,7 @@ def _watch_supervisor() -> None:
 
 def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     _watch_supervisor()
-    _configure_logging(log_level, "text")
+    configure_logging(log_level, "text")
     sock = socket.socket(fileno=fd)
     try:
         server = load_target(target)
@@ -61,7 +58,7 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     if store:
         # ``dev --store``: handshake-era sessions live in the shared store, so the next
         # version serves them on (docs/dev-loop.md).
-        from .stores import open_store
+        from ..stores import open_store
 
         try:
             server.store = open_store(store)
@@ -73,28 +70,16 @@ def main(target: str, fd: int, host: str, path: str, log_level: str) -> int:
     shown = f"[{name[0]}]" if ":" in name[0] else name[0]
     say(f"loaded {summary(server)}; serving http://{shown}:{name[1]}{path}")
 
-    async def serve(
-        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED, **options: Any
-    ) -> None:
-        async with trio.open_nursery() as nursery:
-            address = await nursery.start(functools.partial(server.serve_http, **options))
-            task_status.started(address)
-            os.write(sys.stdout.fileno(), READY)
+    def accepting(address: Any) -> None:
+        os.write(sys.stdout.fileno(), READY)
 
-    serve_fn: Callable[..., Any] = serve
-    trio.run(
-        run_with_signals,
-        server.shutdown,
-        server.limits.shutdown_grace,
-        serve_fn,
-        {"sockets": [sock], "host": host, "path": path},
-    )
+    server.run("http", started=accepting, sockets=[sock], host=host, path=path)
     return 0
 
 
 def main_stdio(target: str, log_level: str) -> int:
     _watch_supervisor()
-    _configure_logging(log_level, "text")
+    configure_logging(log_level, "text")
     try:
         server = load_target(target)
     except UsageError as exc:

@@ -18,7 +18,7 @@ from typing import Final
 import msgspec
 import trio
 
-from .protocol import INTERNAL_ERROR, encode_error
+from ..protocol import INTERNAL_ERROR, encode_error
 
 __all__ = ["serve_down"]
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import trio
 
-from .targets import ROOT
-from .test_list_limits import discovered, endless_pages, ndjson_server
-from .test_sdk_peer import free_port
+from ..client.targets import ROOT
+from ..client.test_list_limits import discovered, endless_pages, ndjson_server
+from ..client.test_sdk_peer import free_port
 
 #: Everything a terminal may act on: C0 controls but newline and tab, DEL, C1 controls, and
 #: the bidi controls that reorder a line.

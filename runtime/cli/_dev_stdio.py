@@ -11,7 +11,7 @@ resources}/list_changed`` (for the kinds the server advertises so) and its sessi
 as if nothing happened. Limits: NDJSON framing only; an answer the client sends to a
 server-to-client request of the old child reaches the new one (which ignores it).
 
-Failures, as over HTTP (``runtime._dev``): a version that exits on its own is reported in one
+Failures, as over HTTP (``runtime.cli._dev``): a version that exits on its own is reported in one
 line with its exit status; the client's requests it had not answered, and every request
 until the next change, are answered with a JSON-RPC error naming the crash (never left
 waiting). A target that fails to load at start is answered for the same way. A change
@@ -33,6 +33,15 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ..protocol import (
+    INITIALIZE,
+    INITIALIZED,
+    INTERNAL_ERROR,
+    LIST_CHANGED,
+    PING,
+    encode_error,
+    encode_notification,
+)
 from ._dev import (
     START_TIMEOUT,
     STOP_TIMEOUT,
@@ -41,15 +50,6 @@ from ._dev import (
     say,
     signal_group,
     watcher,
-)
-from .protocol import (
-    INITIALIZE,
-    INITIALIZED,
-    INTERNAL_ERROR,
-    LIST_CHANGED,
-    PING,
-    encode_error,
-    encode_notification,
 )
 
 __all__ = ["MAX_LINE", "run_stdio_dev", "serve_stdio_dev"]
@@ -397,5 +397,5 @@ async def run_stdio_dev(
 ) -> None:
     """``mcp-runtime dev TARGET --transport stdio``."""
     roots = roots_of(target, watch)
-    argv = [sys.executable, "-m", "runtime._dev_child", target, "stdio", log_level]
+    argv = [sys.executable, "-m", "runtime.cli._dev_child", target, "stdio", log_level]
     await serve_stdio_dev(target, argv, watcher(roots, poll), ", ".join(str(r) for r in roots))
