@@ -46,6 +46,8 @@ SERVER_SIDE = (
     "runtime._serving",
     "runtime._definitions",
     "runtime._lifetime",
+    "runtime._pipeline",
+    "runtime._identity",
     "runtime._context",
     COMPOSITION_ROOT,
 )
@@ -783,7 +785,6 @@ MAX_CLASS_LINES = 500
 #: once its branch lands (the test below fails on an entry that is no longer over the bound,
 #: or no longer there, so that none outlives its reason).
 CLASS_SIZE_PENDING = {
-    "runtime/_server.py:Server": "the root package's branch composes the Server",
     "runtime/transports/http/_handshake.py:HandshakeEra": "the HTTP port's branch",
 }
 
