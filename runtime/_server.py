@@ -1,12 +1,13 @@
 """``Server``: the user's app object: decorators to register features, ``serve_*`` to run.
 
-A facade over collaborators with one job each: the ``Registry`` (what is registered,
-``runtime.features``) fed by ``_definitions`` (a function read into a definition); the
-``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``); the dispatcher built by the
-composition root (``_compose``, which joins the MCP handlers to it); ``Serving`` (each
-transport wired to the server, ``_serving``); ``Mounts`` (the servers mounted in this one,
-``runtime.ensemble``). Each receives what it needs as values or a small Protocol, never the
-``Server`` class. See docs/architecture.md.
+A facade over collaborators with one job each: the ``Registrar`` (the decorators' work: a
+function read into a definition for the ``Registry`` of ``runtime.features``;
+``_definitions``); the ``Identity`` (the ``serverInfo`` it sends; ``_identity``); the
+``Pipeline`` (the middleware chain and the dispatcher the composition root, ``_compose``,
+builds with the MCP handlers; ``_pipeline``); the ``Lifetime`` (lifespan, task nursery,
+shutdown; ``_lifetime``); ``Serving`` (each transport wired to the server; ``_serving``);
+``Mounts`` (the servers mounted in this one; ``runtime.ensemble``). Each receives what it
+needs as values or a small Protocol, never the ``Server`` class. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -121,16 +122,19 @@ class Server:
         """``cache_ttl_ms``/``cache_scope``: the 2026-07-28 cache hints on cacheable results,
         per method in ``cache_hints`` (``{"tools/list": (60_000, "public")}``); the default
         (0 ms, private: stale at once, never shared) is always safe. ``page_size``: items per
-        page of every list method (None: one page); cursors are opaque and checked.
+        page of every list method (None: one page); a forged or stale cursor is -32602.
+
         ``state_secret``/``state_ttl``: the HMAC key and lifetime of 2026-07-28
         ``requestState`` (default: a random key per process, rotated hourly; give one when
         several instances serve one client). ``lifespan(app)``: an async context manager
-        factory entered while serving; what it yields is ``app.state``. ``default_log_level``:
-        the handshake-era level ``ctx.log`` sends at until ``logging/setLevel`` ("debug":
-        all, as the official SDK; None: nothing). ``http_limits`` and ``event_store``: what
-        the network transports use when ``serve_*`` is given none (``mcp-runtime serve``).
-        ``store``: where replicas share state (``"memory://"`` or None: this process only;
-        ``"redis://host:port/db"`` or a ``Store``; docs/deploy.md).
+        factory entered while serving; what it yields is ``app.state`` and
+        ``ctx.lifespan_state``. ``default_log_level``: the handshake-era level ``ctx.log``
+        sends at until ``logging/setLevel`` ("debug": all, as the official SDK; None: none).
+
+        ``http_limits`` and ``event_store``: what the network transports use when ``serve_*``
+        is given none (so ``mcp-runtime serve`` can use them). ``store``: where replicas share
+        state (None or ``"memory://"``: this process only; ``"redis://host:port/db"`` or a
+        ``Store``: sessions, SSE replay, list changes; docs/deploy.md).
         """
         if cache_ttl_ms < 0:
             raise ValueError("cache_ttl_ms must be >= 0")
@@ -224,7 +228,6 @@ class Server:
         or must ("required") run as a task; ``defer_task=True``: it starts in its request
         and becomes the task at ``await ctx.become_task()``.
         """
-
         options = ToolOptions(
             name=name,
             title=title,
@@ -285,7 +288,6 @@ class Server:
     ) -> F | Callable[[F], F]:
         """Register a prompt; its parameters are the prompt's arguments (converted to their
         annotated types). It returns a ``str``, a ``PromptMessage``, a dict, or a list."""
-
         options = PromptOptions(name=name, title=title, description=description, icons=icons)
         return self._registrar.prompt(fn, options)
 
@@ -447,7 +449,8 @@ class Server:
         task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept TCP connections (a session each) until cancelled or shut down; reports the
-        bound address through ``task_status``. ``sock``: a listening socket to use instead."""
+        bound address through ``task_status`` (``await nursery.start(app.serve_tcp, 0)``
+        gives the ephemeral port). ``sock``: a listening socket to use instead."""
         await self._serving.tcp(port, host, framing, sock, task_status)
 
     async def serve_unix(
@@ -496,12 +499,14 @@ class Server:
     ) -> None:
         """Serve Streamable HTTP (both eras) at ``path`` and legacy HTTP+SSE at ``sse_path``
         and ``messages_path`` (None turns either off) until cancelled or :meth:`shutdown`;
-        reports the bound address through ``task_status`` (docs/transports.md).
-        Host/Origin allow-lists default to loopback names on loopback. ``authenticate(headers)``
-        returns the principal or raises ``HttpError``; ``auth`` makes it an OAuth 2.1 resource
+        reports the bound address through ``task_status`` (docs/transports.md). Host and
+        Origin allow-lists default to the loopback names on loopback (others get 403).
+        ``authenticate(headers)`` returns the principal or raises
+        ``runtime.transports.HttpError`` (e.g. 401); ``auth`` makes it an OAuth 2.1 resource
         server (docs/auth.md). ``sock``/``sockets``: listening sockets to use instead.
         ``metrics``: its Prometheus text at ``metrics_path``, behind ``metrics_token`` when
-        given (docs/observability.md)."""
+        given (docs/observability.md); ``/healthz`` and ``/readyz`` answer (docs/deploy.md).
+        """
         await self._serving.http(
             port=port,
             host=host,
