@@ -95,6 +95,14 @@ class Client:
     the link is gone (and could not be brought back, or the request was not safe to repeat)
     and :class:`BadMessage` for a result of the wrong shape. ``timeout`` arguments default to
     the client's ``timeout``; None waits indefinitely.
+
+    Any number of tasks may call it at once: each request has its own id, timeout and
+    outcome. Cancelling one (its caller's scope, or its timeout) ends that request alone,
+    and a request already sent is cancelled at the server too (``notifications/cancelled``,
+    or the close of its 2026-07-28 POST stream). A request waits for the link to be usable
+    (the handshake done, or resumed after a reconnect) within its own timeout. The client
+    lives as long as the block of ``open_client`` that made it: after that, or once the
+    link is gone for good, every request raises :class:`TransportLost`.
     """
 
     def __init__(

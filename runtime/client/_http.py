@@ -116,6 +116,12 @@ class ProtocolViolation(Exception):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Url:
+    """An ``http(s)://`` URL as the pool needs it: the origin it pools connections by
+    (``scheme``, ``host``, ``port``, the scheme's default filled in) and the request target
+    (path and query; the fragment dropped: it is never part of a request).
+    ``parse`` raises ValueError for another scheme or no host, so a connector refuses a bad
+    URL when it is made, before anything is connected."""
+
     scheme: str
     host: str
     port: int
@@ -147,7 +153,15 @@ class Url:
 class ResponseParser:
     """Sans-IO HTTP/1.1 response reader: ``feed(data)`` (``b""`` at EOF), then ``head()``
     until it returns the status and headers, then ``body()`` for body bytes (``b""`` when
-    the body is complete; None when more input is needed)."""
+    the body is complete; None when more input is needed).
+
+    What it holds is bounded: a head over ``MAX_HEAD`` bytes, a chunk-size line over
+    ``_MAX_CHUNK_LINE`` and a body cut before its announced end are a
+    :class:`ProtocolViolation`, which the pool turns into :class:`TransportLost`. It never
+    gathers a body: ``body()`` hands out what was fed as it comes, and the caller bounds
+    the total (``HttpResponse.read_all``). Headers repeated are joined with ", " (RFC 9110
+    5.3); names are lower-cased.
+    """
 
     def __init__(self, *, head_request: bool = False) -> None:
         self._buf = bytearray()
@@ -424,6 +438,9 @@ def _closed_by_peer(stream: trio.abc.Stream) -> bool:
 
 @dataclasses.dataclass(slots=True)
 class _Idle:
+    """An idle connection in the pool, and since when (on the trio clock) it waits: one
+    idle longer than ``idle_timeout`` is closed rather than reused."""
+
     stream: trio.abc.Stream
     since: float
 

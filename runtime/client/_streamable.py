@@ -99,7 +99,14 @@ class _Retry(Exception):
 
 
 class HttpConnector:
-    """Opens a :class:`StreamableLink` to ``url`` (it handles its own retries)."""
+    """Opens a :class:`StreamableLink` to ``url`` (it handles its own retries).
+
+    ``open_client`` builds it (``connector_for``) and sets :attr:`reinitialize` to the
+    client's, so that a session the server forgot is replaced from inside the link.
+    ``reconnects`` is False: there is no connection to reopen, each request makes its own
+    exchange and retries it under the policy of the module docstring. The pool's limits are
+    checked here, before anything is connected (``check_pool_limits``: ValueError).
+    """
 
     reconnects = False
 
@@ -145,6 +152,28 @@ class HttpConnector:
 
 
 class StreamableLink:
+    """One client's Streamable HTTP link (the :class:`Link` contract), alive for the
+    connector's ``open`` block; the client's conversation sends and receives through it,
+    and its handshake calls :meth:`negotiated`.
+
+    ``send`` of a request returns at once: its POST (and every retry, resume or re-sent
+    copy of it) runs in a task of its own in the link's nursery, and each request in it ends
+    exactly once: its answer arrives through :meth:`receive`, or a :class:`Failed` record
+    carrying the :class:`ClientError` that ended it, or nothing when the client cancelled it
+    (2026-07-28: by closing its POST's stream). A notification or an answer to the server is
+    POSTed in the sender's task, on the pool's reserved lane (a request's stream may be
+    waiting on it), and an HTTP error on it raises :class:`PeerError` there.
+
+    Everything the server sends, on any stream, goes through one inbox of ``_INBOX``
+    messages in the order it was read, so a reader that falls behind holds the server back
+    by TCP flow control, never by memory here. The handshake-era session (its id, taken from
+    ``initialize``'s answer, and its negotiated version) is the link's: a 404 for it makes
+    one new session for every request that saw it (``_reinit_lock``), each request re-sent
+    at most once. :meth:`aclose` is idempotent: it cancels the POSTs still running, ends the
+    session with DELETE (shielded, at most 2 s), closes the pool, and ends :meth:`receive`
+    (``trio.EndOfChannel``).
+    """
+
     def __init__(self, config: HttpConnector, nursery: trio.Nursery) -> None:
         self.config = config
         self._nursery = nursery
@@ -588,7 +617,8 @@ class StreamableLink:
 
 
 class _SessionLost(Exception):
-    pass
+    """Internal: a 404 for a request that carried our ``Mcp-Session-Id`` (2025-11-25
+    "Session Management": the server ended the session or never knew it)."""
 
 
 async def _drain(response: HttpResponse) -> None:
