@@ -590,6 +590,10 @@ class RedisStore:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """The bus's writer and reader and the health PING, until left; then the pool is
+        closed. It waits for the bus's first connection attempt only (within ``timeout``):
+        a Redis down at start-up makes the server serve degraded (``ready`` False), and the
+        bus connects and subscribes once Redis is back."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.redis_bus.write)
             await nursery.start(self.redis_bus.serve)

@@ -243,6 +243,9 @@ class RedisClient:
         return replies
 
     def _failed(self, conn: RespConnection | None, why: str) -> StoreUnavailable:
+        """A call failed: close its connection and the idle ones (in system tasks: no
+        caller waits on it), widen the backoff window, log the outage once (its first
+        failure), and return the error for the caller to raise."""
         if conn is not None:
             trio.lowlevel.spawn_system_task(conn.aclose)
         for idle in self._idle:

@@ -332,6 +332,9 @@ class UnixStore:
         return secret
 
     async def _read(self, stream: trio.SocketStream) -> None:
+        """Hand each answer to the call waiting for its id (an answer nobody waits for any
+        more is dropped) and each bus push to :class:`_Bus`; once the connection is lost,
+        every call still waiting is woken without an answer (StoreUnavailable)."""
         try:
             async for body in _frames(stream):
                 request_id, first, value = _frame_decoder.decode(body)
