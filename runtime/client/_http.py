@@ -485,6 +485,9 @@ class HttpPool:
         self._room = trio.lowlevel.ParkingLot()
 
     async def _connect(self, url: Url) -> trio.abc.Stream:
+        """A new connection to ``url``'s origin (TCP, then TLS for ``https``, verified with
+        the default context unless one was given), both within ``connect_timeout``;
+        :class:`ConnectFailed` (``refused`` when no wait can mend it) otherwise."""
         try:
             with trio.fail_after(self.connect_timeout):
                 stream: trio.abc.Stream = await trio.open_tcp_stream(url.host, url.port)
@@ -551,6 +554,9 @@ class HttpPool:
     def _finisher(
         self, url: Url, streaming: bool
     ) -> Callable[[trio.abc.Stream, bool], Awaitable[None]]:
+        """What a response's ``aclose`` calls with its connection: idle again (up to
+        ``max_idle`` per origin) when the response was read to its end and the pool is
+        open, else closed; either way a waiting exchange is woken."""
         key = (url.scheme, url.host, url.port)
 
         async def finish(stream: trio.abc.Stream, reusable: bool) -> None:
@@ -623,6 +629,10 @@ class HttpPool:
         reused: bool,
         streaming: bool,
     ) -> HttpResponse:
+        """Write ``request`` and read the response's head. On a ``reused`` connection a
+        failure before any byte of the response is ``_Stale`` (the server had closed it:
+        ``exchange`` decides whether to try a fresh one); any failure closes the
+        connection."""
         parser = ResponseParser(head_request=method == "HEAD")
         lost = _Stale if reused else TransportLost
         try:

@@ -264,6 +264,10 @@ class StreamableLink:
     # -- exchanges --------------------------------------------------------------------------
 
     def _headers(self, out: Outgoing | None, accept: str | None) -> list[tuple[str, str]]:
+        """The request headers: a 2026-07-28 POST carries its own revision, ``Mcp-Method``
+        and ``Mcp-Name`` (and its ``Mcp-Param-*``) and no session; anything else carries
+        the session's id and negotiated version once known. The connector's own headers
+        (``Authorization``...) go last, on every exchange."""
         headers: list[tuple[str, str]] = []
         if accept is not None:
             headers.append(("Accept", accept))
@@ -313,6 +317,9 @@ class StreamableLink:
             await response.aclose()
 
     async def _post_request(self, out: Outgoing) -> None:
+        """The task of one request (or batch): its ids map to the scope a 2026-07-28
+        cancellation cancels, and a :class:`ClientError` that ends it becomes one
+        :class:`Failed` per id, so each waiting request learns its end."""
         ids = set(out.batch_ids) if out.batch_ids else {out.request_id}
         try:
             with trio.CancelScope() as scope:
@@ -330,6 +337,10 @@ class StreamableLink:
             self._readings.pop(id(out), None)
 
     async def _deliver_request(self, out: Outgoing, ids: set[Any]) -> None:
+        """POST ``out`` until every id in ``ids`` is answered, under the module docstring's
+        policy: each failure is retried (POSTed again, or resumed with ``Last-Event-ID``)
+        or raised, and retries take the connector's backoff, one budget per outage (an
+        exchange that delivered something, or stayed up ``_SETTLED`` seconds, ends it)."""
         run: BackoffRun | None = None
         resume: str | None = None
         reinitialized = False
@@ -428,6 +439,13 @@ class StreamableLink:
     async def _read_answer(
         self, out: Outgoing, response: HttpResponse, ids: set[Any], resuming: bool
     ) -> None:
+        """Take one response to ``out``: an SSE stream's messages, or a JSON body, pushed to
+        the inbox (the ids answered leave ``ids``). What is not an answer is raised for
+        ``_deliver_request`` to judge: ``_SessionLost`` (404 on our session), ``_Retry``
+        (429, 503), :class:`TransportLost` (a cut, a 404 with no MCP endpoint),
+        :class:`PeerError` (an error status, in the server's words when it sent a JSON-RPC
+        error) or :class:`BadMessage` (a body over ``max_message_size``, a 2xx without an
+        answer the client can read)."""
         status = response.status
         if status == 404 and (self.session_id is not None and not out.modern):
             raise _SessionLost
