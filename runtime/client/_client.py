@@ -313,9 +313,10 @@ class Client:
         on_notification: NotificationCallback | None = None,
     ) -> CallToolResult:
         """Call a tool. A tool that failed is ``is_error=True`` in the result, not an
-        exception; a server that answers with a task is an error here (use
-        :meth:`call_tool_as_task`). ``on_notification``: the notifications (log messages)
-        sent on this call's own response stream, as :meth:`request` says."""
+        exception; a call the server runs as a task (2026-07-28 tasks extension) is
+        followed to the task's end (:meth:`call_tool_as_task` gives the task itself).
+        ``on_notification``: the notifications (log messages) sent on this call's own
+        response stream, as :meth:`request` says."""
         params = {"name": name, "arguments": dict(arguments or {})}
         call = self._caller.call
         try:
