@@ -829,18 +829,11 @@ def test_the_class_size_check_counts_a_class_whole() -> None:
 # -- comments say why, not history -----------------------------------------------------------
 
 #: Where comments and docstrings are held to it: every module of ``runtime/`` and
-#: ``handlers/`` but those in HISTORY_PENDING, whose branches rewrite them (the transports;
-#: the ``Server`` and its serving, definitions and lifetime): each joins when its branch
-#: lands, by leaving HISTORY_PENDING. Measurements live in benchmarks/README.md, history in
-#: docs/changelog.md.
+#: ``handlers/`` but those in HISTORY_PENDING, whose branches rewrite them (the transports):
+#: each joins when its branch lands, by leaving HISTORY_PENDING. Measurements live in
+#: benchmarks/README.md, history in docs/changelog.md.
 HISTORY_FREE = PACKAGES
-HISTORY_PENDING = (
-    "runtime/transports",
-    "runtime/_server.py",
-    "runtime/_serving.py",
-    "runtime/_definitions.py",
-    "runtime/_lifetime.py",
-)
+HISTORY_PENDING = ("runtime/transports",)
 HISTORY = re.compile(
     r"\bissues? #?\d+"  # a tracker's issue number
     r"|\(#\d+\)"  # a pull request's or an issue's, GitHub's way
