@@ -379,7 +379,7 @@ class OAuth:
         authorize_at = _endpoint(metadata.authorization_endpoint, "authorization")
         check_url(authorize_at, "authorization endpoint")
         async with self.login.redirect() as redirect:
-            client = await self._client(http, metadata, redirect.uri, scope)
+            client = await self._client(http, metadata, redirect.uri)
             pkce, state = Pkce.new(), new_state()
             url = authorization_url(
                 authorize_at,
@@ -468,7 +468,7 @@ class OAuth:
         )
 
     async def _client(
-        self, http: OAuthHttp, metadata: AuthServerMetadata, redirect_uri: str, scope: str | None
+        self, http: OAuthHttp, metadata: AuthServerMetadata, redirect_uri: str
     ) -> ClientRegistration:
         """The client at this authorization server, by the priority of
         basic/authorization "Client Registration"."""
@@ -497,7 +497,6 @@ class OAuth:
             redirect_uris=[redirect_uri],
             grant_types=["authorization_code", "refresh_token"],
             token_endpoint_auth_method="none",
-            scope=scope,
         )
         answer = await http.request(
             "POST",

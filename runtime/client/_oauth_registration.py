@@ -50,9 +50,9 @@ def registration_request(
     redirect_uris: Sequence[str],
     grant_types: Sequence[str],
     token_endpoint_auth_method: str,
-    scope: str | None,
 ) -> bytes:
-    """The RFC 7591 2 request body (JSON)."""
+    """The RFC 7591 2 request body (JSON). No ``scope``: RFC 7591 2 lets a server hold the
+    client to the scopes it registered with, and a step-up asks for more later."""
     document: dict[str, Any] = {
         "client_name": client_name,
         "redirect_uris": list(redirect_uris),
@@ -61,8 +61,6 @@ def registration_request(
         "token_endpoint_auth_method": token_endpoint_auth_method,
         "application_type": "native",
     }
-    if scope:
-        document["scope"] = scope
     return msgspec.json.encode(document)
 
 
