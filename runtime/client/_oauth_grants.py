@@ -200,8 +200,19 @@ def client_assertion(client_id: str, audience: str, key: Any, alg: str | None = 
 
 
 def _algorithm_for(key: Any) -> str:
-    text = key if isinstance(key, str) else getattr(key, "__class__", type(key)).__name__
-    return "ES256" if "EC" in text.upper() else "RS256"
+    """The JWS algorithm for the key's type (RFC 7518 3.1): RS256 for RSA, ES256/384/512 by
+    the curve, EdDSA for Ed25519."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    if isinstance(key, (str, bytes)):
+        data = key.encode() if isinstance(key, str) else key
+        key = serialization.load_pem_private_key(data, password=None)
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return {"secp384r1": "ES384", "secp521r1": "ES512"}.get(key.curve.name, "ES256")
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return "EdDSA"
+    return "RS256"
 
 
 def authorization_code_request(
