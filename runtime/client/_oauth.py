@@ -362,9 +362,11 @@ class OAuth:
         status: int,
     ) -> tuple[ClientRegistration, Tokens]:
         if self.login is None:
+            again = f" --scope '{scope}'" if status == 403 and scope else ""
             raise AuthorizationFailed(
                 f"{self._server} needs a login (HTTP {status or 401}): run "
-                f"`mcp-runtime login {self._server}`, or give OAuth a login=LoopbackLogin()",
+                f"`mcp-runtime login {self._server}{again}`, or give OAuth a "
+                "login=LoopbackLogin()",
                 status=status,
             )
         methods = metadata.code_challenge_methods_supported
