@@ -17,6 +17,7 @@ from ._client import Client, Era, Notification, RequestHandler
 from ._conversation import RAISED
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
 from ._oauth import OAuth
+from ._oauth_identity import EnterpriseIdentity
 from ._oauth_loopback import Login, LoopbackLogin, Redirect
 from ._oauth_store import (
     ClientRegistration,
@@ -72,6 +73,7 @@ __all__ = [
     "Completion",
     "Content",
     "EmbeddedResource",
+    "EnterpriseIdentity",
     "Era",
     "FileTokenStore",
     "GetPromptResult",

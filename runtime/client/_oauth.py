@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import trio
@@ -54,9 +54,13 @@ from ._oauth_grants import (
     choose_auth_method,
     client_credentials_request,
     code_from_callback,
+    id_jag_exchange_request,
+    jwt_bearer_request,
+    read_exchanged_token,
     read_token_response,
     refresh_request,
 )
+from ._oauth_identity import EnterpriseIdentity
 from ._oauth_loopback import Login
 from ._oauth_metadata import (
     AuthServerMetadata,
@@ -92,7 +96,8 @@ DEFAULT_REFRESH_MARGIN: Final = 60.0
 DEFAULT_MAX_STEP_UPS: Final = 2
 _FORM: Final = "application/x-www-form-urlencoded"
 
-Grant = Literal["authorization_code", "client_credentials"]
+Grant = Literal["authorization_code", "client_credentials", "jwt_bearer"]
+_GRANTS: Final = ("authorization_code", "client_credentials", "jwt_bearer")
 
 
 class OAuth:
@@ -108,7 +113,10 @@ class OAuth:
     on consent pages. ``scope``: the scope to ask for (default: what the server asks).
     ``grant``: ``authorization_code`` (a user logs in through ``login``, e.g.
     :class:`LoopbackLogin`; without one, only stored tokens are used and a needed login is
-    :class:`AuthorizationFailed`) or ``client_credentials`` (a service; needs credentials).
+    :class:`AuthorizationFailed`), ``client_credentials`` (a service; needs credentials) or
+    ``jwt_bearer`` (RFC 7523: ``assertion``, a workload identity JWT or an async function
+    returning a fresh one, or ``enterprise``, an :class:`EnterpriseIdentity` whose ID token
+    the enterprise IdP exchanges for an ID-JAG; ``_oauth_identity``).
     ``store``: where logins are kept (default: in memory; :class:`FileTokenStore` persists).
     ``refresh_margin``, ``max_step_ups``: see :data:`DEFAULT_REFRESH_MARGIN`,
     :data:`DEFAULT_MAX_STEP_UPS`. ``fetch_timeout`` (seconds) and ``max_metadata_bytes``
@@ -127,6 +135,8 @@ class OAuth:
         scope: str | None = None,
         grant: Grant = "authorization_code",
         login: Login | None = None,
+        assertion: str | Callable[[], Awaitable[str]] | None = None,
+        enterprise: EnterpriseIdentity | None = None,
         store: TokenStore | None = None,
         refresh_margin: float = DEFAULT_REFRESH_MARGIN,
         max_step_ups: int = DEFAULT_MAX_STEP_UPS,
@@ -134,8 +144,10 @@ class OAuth:
         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
         ssl_context: Any = None,
     ) -> None:
-        if grant not in ("authorization_code", "client_credentials"):
-            raise ValueError(f"grant must be authorization_code or client_credentials: {grant!r}")
+        if grant not in _GRANTS:
+            raise ValueError(f"grant must be one of {', '.join(_GRANTS)}, not {grant!r}")
+        if grant == "jwt_bearer" and (assertion is None) == (enterprise is None):
+            raise ValueError("the jwt_bearer grant needs an assertion or an enterprise identity")
         if token_endpoint_auth_method is not None and token_endpoint_auth_method not in (
             AUTH_METHODS
         ):
@@ -145,8 +157,8 @@ class OAuth:
             )
         if client_metadata_url is not None and not is_metadata_document_url(client_metadata_url):
             raise ValueError("client_metadata_url must be an https URL with a path")
-        if grant == "client_credentials" and client_id is None:
-            raise ValueError("the client_credentials grant needs a client_id")
+        if grant in ("client_credentials", "jwt_bearer") and client_id is None:
+            raise ValueError(f"the {grant} grant needs a client_id")
         if not refresh_margin >= 0:
             raise ValueError(f"refresh_margin must be >= 0 seconds, not {refresh_margin!r}")
         if not (isinstance(max_step_ups, int) and max_step_ups >= 0):
@@ -164,6 +176,8 @@ class OAuth:
         self.scope = scope
         self.grant: Grant = grant
         self.login = login
+        self._assertion = assertion
+        self._enterprise = enterprise
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.refresh_margin = refresh_margin
         self.max_step_ups = max_step_ups
@@ -343,6 +357,20 @@ class OAuth:
                     private_key=self._private_key,
                 )
                 tokens = await self._token(http, request, None, status)
+            elif self.grant == "jwt_bearer":
+                client = self._preregistered(metadata)
+                assertion = await self._bearer_assertion(http, metadata, resource, scope, status)
+                request = jwt_bearer_request(
+                    _endpoint(metadata.token_endpoint, "token"),
+                    assertion=assertion,
+                    resource=resource,
+                    scope=scope,
+                    client=client,
+                    method=self._auth_method(client, metadata),
+                    audience=metadata.issuer,
+                    private_key=self._private_key,
+                )
+                tokens = await self._token(http, request, None, status)
             else:
                 scope = _with_offline_access(scope, metadata)
                 client, tokens = await self._user_login(http, metadata, resource, scope, status)
@@ -414,6 +442,46 @@ class OAuth:
             private_key=self._private_key,
         )
         return client, await self._token(http, request, None, status)
+
+    async def _bearer_assertion(
+        self,
+        http: OAuthHttp,
+        metadata: AuthServerMetadata,
+        resource: str,
+        scope: str | None,
+        status: int,
+    ) -> str:
+        """The JWT bearer grant's assertion: the one given (or read now), or an ID-JAG the
+        enterprise IdP issues for this authorization server and resource (RFC 8693)."""
+        if self._enterprise is None:
+            assert self._assertion is not None
+            return self._assertion if isinstance(self._assertion, str) else await self._assertion()
+        identity = self._enterprise
+        check_url(identity.token_endpoint, "enterprise IdP token endpoint")
+        request = id_jag_exchange_request(
+            identity.token_endpoint,
+            id_token=identity.id_token,
+            audience=metadata.issuer,
+            resource=resource,
+            scope=scope,
+            client=ClientRegistration(
+                client_id=identity.client_id, client_secret=identity.client_secret
+            ),
+        )
+        answer = await http.request(
+            "POST",
+            request.url,
+            "enterprise IdP token endpoint",
+            body=request.body(),
+            headers=request.headers,
+            content_type=_FORM,
+        )
+        try:
+            return read_exchanged_token(answer.status, answer.body)
+        except GrantError as exc:
+            raise AuthorizationFailed(
+                f"the enterprise IdP refused the token exchange: {exc}", status=status
+            ) from exc
 
     async def _discover_resource(
         self, http: OAuthHttp, challenge: Challenge

@@ -11,6 +11,9 @@
   credentials (4.2.1) grants, each with ``resource``; the answer (3.2.3) must be a JSON object
   with an ``access_token`` and a ``token_type`` of Bearer; an error answer (3.2.4) becomes
   :class:`GrantError` with its ``error`` code.
+- The JWT bearer grant (RFC 7523 2.1): an assertion the client was given (a workload
+  identity token) or obtained (enterprise-managed authorization: an Identity Assertion JWT
+  Authorization Grant, "ID-JAG", from the enterprise IdP by RFC 8693 token exchange).
 - Client authentication at the token endpoint (OAuth 2.1 2.4; RFC 7523 2.2 for
   ``private_key_jwt``): ``none`` (a public client names itself with ``client_id``),
   ``client_secret_basic`` (the credentials form-encoded, then Basic, RFC 6749 2.3.1),
@@ -43,12 +46,22 @@ __all__ = [
     "choose_auth_method",
     "client_credentials_request",
     "code_from_callback",
+    "id_jag_exchange_request",
+    "jwt_bearer_request",
+    "read_exchanged_token",
     "read_token_response",
     "refresh_request",
 ]
 
 AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
 _JWT_BEARER_ASSERTION: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: RFC 7523 2.1: the grant type of an assertion used as an authorization grant.
+JWT_BEARER_GRANT: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+#: RFC 8693 2.1 and 3: token exchange, and the token types enterprise-managed
+#: authorization exchanges (an OpenID Connect ID token for an ID-JAG).
+TOKEN_EXCHANGE_GRANT: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG_TYPE: Final = "urn:ietf:params:oauth:token-type:id-jag"
 #: Lifetime of a ``private_key_jwt`` assertion, seconds: long enough for clock skew, short
 #: enough that a captured one is useless soon (RFC 7523 3 leaves it to the client).
 _ASSERTION_LIFETIME: Final = 60
@@ -271,6 +284,73 @@ def client_credentials_request(
         form["scope"] = scope
     headers = _authenticate(form, client, method, audience=audience, private_key=private_key)
     return TokenRequest(token_endpoint, form, headers)
+
+
+def jwt_bearer_request(
+    token_endpoint: str,
+    *,
+    assertion: str,
+    resource: str,
+    scope: str | None,
+    client: ClientRegistration,
+    method: str,
+    audience: str,
+    private_key: Any = None,
+) -> TokenRequest:
+    form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion, "resource": resource}
+    if scope:
+        form["scope"] = scope
+    headers = _authenticate(form, client, method, audience=audience, private_key=private_key)
+    return TokenRequest(token_endpoint, form, headers)
+
+
+def id_jag_exchange_request(
+    idp_token_endpoint: str,
+    *,
+    id_token: str,
+    audience: str,
+    resource: str,
+    scope: str | None,
+    client: ClientRegistration,
+) -> TokenRequest:
+    """RFC 8693 2.1 at the enterprise IdP: the user's ID token for an ID-JAG whose audience
+    is the authorization server's issuer and whose resource is the MCP server."""
+    form = {
+        "grant_type": TOKEN_EXCHANGE_GRANT,
+        "subject_token": id_token,
+        "subject_token_type": ID_TOKEN_TYPE,
+        "requested_token_type": ID_JAG_TYPE,
+        "audience": audience,
+        "resource": resource,
+    }
+    if scope:
+        form["scope"] = scope
+    method = "client_secret_basic" if client.client_secret else "none"
+    headers = _authenticate(form, client, method, audience=audience)
+    return TokenRequest(idp_token_endpoint, form, headers)
+
+
+def read_exchanged_token(status: int, body: bytes) -> str:
+    """The ID-JAG of an RFC 8693 2.2.1 answer; :class:`GrantError` otherwise."""
+    try:
+        document = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        document = None
+    if not isinstance(document, dict):
+        raise GrantError("invalid_response", f"HTTP {status}, not a JSON object", status)
+    if status >= 300 or "error" in document:
+        error, description = document.get("error"), document.get("error_description")
+        raise GrantError(
+            error if isinstance(error, str) else f"HTTP {status}",
+            description if isinstance(description, str) else None,
+            status,
+        )
+    token = document.get("access_token")
+    if not isinstance(token, str) or not token:
+        raise GrantError("invalid_response", "no access_token", status)
+    if document.get("issued_token_type") != ID_JAG_TYPE:
+        raise GrantError("invalid_response", "the issued token is not an ID-JAG", status)
+    return token
 
 
 def read_token_response(
