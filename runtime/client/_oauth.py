@@ -38,6 +38,7 @@ import trio
 
 from ._auth import AuthorizationFailed
 from ._oauth_challenge import Challenge, parse_challenge
+from ._oauth_dpop import DPOP_ALGORITHM, DPoPKey
 from ._oauth_fetch import (
     DEFAULT_FETCH_TIMEOUT,
     DEFAULT_MAX_METADATA_BYTES,
@@ -117,6 +118,10 @@ class OAuth:
     ``jwt_bearer`` (RFC 7523: ``assertion``, a workload identity JWT or an async function
     returning a fresh one, or ``enterprise``, an :class:`EnterpriseIdentity` whose ID token
     the enterprise IdP exchanges for an ID-JAG; ``_oauth_identity``).
+    ``dpop``: bind tokens to a key with DPoP (RFC 9449, ``_oauth_dpop``): True where the
+    authorization server supports ES256 proofs, False never, None (default) where it does
+    and the resource asks for it (a ``DPoP`` challenge, or ``dpop_bound_access_tokens_required``
+    in its metadata).
     ``store``: where logins are kept (default: in memory; :class:`FileTokenStore` persists).
     ``refresh_margin``, ``max_step_ups``: see :data:`DEFAULT_REFRESH_MARGIN`,
     :data:`DEFAULT_MAX_STEP_UPS`. ``fetch_timeout`` (seconds) and ``max_metadata_bytes``
@@ -137,6 +142,7 @@ class OAuth:
         login: Login | None = None,
         assertion: str | Callable[[], Awaitable[str]] | None = None,
         enterprise: EnterpriseIdentity | None = None,
+        dpop: bool | None = None,
         store: TokenStore | None = None,
         refresh_margin: float = DEFAULT_REFRESH_MARGIN,
         max_step_ups: int = DEFAULT_MAX_STEP_UPS,
@@ -178,6 +184,12 @@ class OAuth:
         self.login = login
         self._assertion = assertion
         self._enterprise = enterprise
+        self.dpop = dpop
+        self._dpop_key: DPoPKey | None = None
+        self._dpop_active = False
+        #: The latest DPoP nonces (RFC 9449 8, 9): per authorization server, and the resource's.
+        self._as_nonces: dict[str, str] = {}
+        self._rs_nonce: str | None = None
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.refresh_margin = refresh_margin
         self.max_step_ups = max_step_ups
@@ -225,6 +237,11 @@ class OAuth:
             tokens = self.tokens
         if tokens is None:
             return ()
+        if tokens.token_type == "DPoP" and self._dpop_key is not None:
+            proof = self._dpop_key.proof(
+                method, url, access_token=tokens.access_token, nonce=self._rs_nonce
+            )
+            return (("Authorization", f"DPoP {tokens.access_token}"), ("DPoP", proof))
         return (("Authorization", f"Bearer {tokens.access_token}"),)
 
     async def challenged(
@@ -234,6 +251,11 @@ class OAuth:
         sent: Sequence[tuple[str, str]],
     ) -> None:
         challenge = parse_challenge(response_headers.get("www-authenticate"))
+        nonce = response_headers.get("dpop-nonce")
+        if challenge.error == "use_dpop_nonce" and nonce and nonce != self._rs_nonce:
+            # RFC 9449 9: the resource wants its nonce in the proof; send it again with it.
+            self._rs_nonce = nonce
+            return
         sent_token = _bearer(sent)
         async with self._lock:
             current = self.tokens
@@ -335,6 +357,7 @@ class OAuth:
                 origin = urllib.parse.urlsplit(server)
                 issuer, resource = f"{origin.scheme}://{origin.netloc}", server
             metadata = await self._auth_server(http, issuer, legacy=resource_document is None)
+            self._dpop_active = self._wants_dpop(challenge, resource_document, metadata)
             scope = (
                 scope
                 or self.scope
@@ -590,20 +613,55 @@ class OAuth:
     async def _token(
         self, http: OAuthHttp, request: TokenRequest, previous: Tokens | None, status: int
     ) -> Tokens:
-        answer = await http.request(
-            "POST",
-            request.url,
-            "token endpoint",
-            body=request.body(),
-            headers=request.headers,
-            content_type=_FORM,
-        )
-        try:
-            return read_token_response(
-                answer.status, answer.body, now=time.time(), previous=previous
+        """One token request (with a DPoP proof when DPoP is in use, sent again once with
+        the nonce the server asks for: RFC 9449 8)."""
+        for attempt in range(2):
+            headers = list(request.headers)
+            if self._dpop_active:
+                if self._dpop_key is None:
+                    self._dpop_key = DPoPKey()
+                nonce = self._as_nonces.get(request.url)
+                headers.append(("DPoP", self._dpop_key.proof("POST", request.url, nonce=nonce)))
+            answer = await http.request(
+                "POST",
+                request.url,
+                "token endpoint",
+                body=request.body(),
+                headers=headers,
+                content_type=_FORM,
             )
-        except GrantError as exc:
-            raise AuthorizationFailed(f"the token endpoint refused: {exc}", status=status) from exc
+            fresh_nonce = answer.headers.get("dpop-nonce")
+            if fresh_nonce:
+                self._as_nonces[request.url] = fresh_nonce
+            try:
+                return read_token_response(
+                    answer.status, answer.body, now=time.time(), previous=previous
+                )
+            except GrantError as exc:
+                if self._dpop_active and exc.error == "use_dpop_nonce" and attempt == 0:
+                    continue
+                raise AuthorizationFailed(
+                    f"the token endpoint refused: {exc}", status=status
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wants_dpop(
+        self,
+        challenge: Challenge,
+        resource_document: ProtectedResource | None,
+        metadata: AuthServerMetadata,
+    ) -> bool:
+        if self.dpop is False:
+            return False
+        supported = DPOP_ALGORITHM in (metadata.dpop_signing_alg_values_supported or ())
+        if self.dpop is True or not supported:
+            if self.dpop and not supported:
+                log.warning("the authorization server takes no ES256 DPoP proofs: Bearer used")
+            return supported
+        required = resource_document is not None and (
+            resource_document.dpop_bound_access_tokens_required
+        )
+        return challenge.scheme == "dpop" or required
 
     async def _refresh(self, tokens: Tokens) -> bool:
         """Trade the refresh token for new tokens (the caller holds the lock). False when the
@@ -613,6 +671,7 @@ class OAuth:
         entry = self._entry
         if entry is None or entry.client is None or tokens.refresh_token is None:
             return False
+        self._dpop_active = tokens.token_type == "DPoP" and self._dpop_key is not None
         async with self._http() as http:
             issuer = entry.issuer or entry.client.issuer
             if issuer is None:
@@ -668,7 +727,10 @@ def _with_offline_access(scope: str | None, metadata: AuthServerMetadata) -> str
 
 
 def _bearer(headers: Sequence[tuple[str, str]]) -> str | None:
+    """The access token an ``Authorization`` header carried (Bearer or DPoP scheme)."""
     for name, value in headers:
-        if name.lower() == "authorization" and value[:7].lower() == "bearer ":
-            return value[7:]
+        if name.lower() == "authorization":
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() in ("bearer", "dpop"):
+                return token.strip()
     return None

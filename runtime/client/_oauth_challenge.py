@@ -31,6 +31,8 @@ class Challenge:
 
     error: str | None = None
     error_description: str | None = None
+    #: "bearer" or "dpop" (RFC 9449 7.1), None when there was no challenge.
+    scheme: str | None = None
     scope: str | None = None
     resource_metadata: str | None = None
 
@@ -84,6 +86,7 @@ def parse_challenge(header: str | None) -> Challenge:
     for scheme, params in _challenges(header):
         if scheme in ("bearer", "dpop"):
             return Challenge(
+                scheme=scheme,
                 error=params.get("error"),
                 error_description=params.get("error_description"),
                 scope=params.get("scope"),

@@ -51,6 +51,7 @@ class ProtectedResource(msgspec.Struct, frozen=True):
     resource: str
     authorization_servers: list[str] = []
     scopes_supported: list[str] | None = None
+    dpop_bound_access_tokens_required: bool = False
 
 
 class AuthServerMetadata(msgspec.Struct, frozen=True):
@@ -67,6 +68,7 @@ class AuthServerMetadata(msgspec.Struct, frozen=True):
     client_id_metadata_document_supported: bool = False
     authorization_response_iss_parameter_supported: bool = False
     revocation_endpoint: str | None = None
+    dpop_signing_alg_values_supported: list[str] | None = None
 
 
 _PRM_DECODER: Final = msgspec.json.Decoder(ProtectedResource)
