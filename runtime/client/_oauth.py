@@ -303,7 +303,10 @@ class OAuth:
         key = canonical_resource(url.split("?", 1)[0])
         if self._server is None:
             self._server = key
-        elif self._server != key:
+        elif self._server != key and _origin_of(self._server) != _origin_of(key):
+            # The same server may use more than one URL (the legacy transport POSTs to the
+            # endpoint its stream names, of the same origin); another origin is another
+            # server, whose tokens this one must never see.
             raise AuthorizationFailed(
                 f"this OAuth is for {self._server}, not {key}: use one OAuth per server"
             )
@@ -707,6 +710,11 @@ class OAuth:
 
     def _resource_of(self, entry: StoredLogin) -> str:
         return entry.resource
+
+
+def _origin_of(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _endpoint(url: str | None, what: str) -> str:

@@ -89,19 +89,23 @@ async def run_provider(resource: str, *, token_ttl: int = 300) -> AsyncIterator[
 
 
 @asynccontextmanager
-async def protected_notes(*, token_ttl: int = 300) -> AsyncIterator[tuple[str, Provider]]:
-    """The provider, and examples/oauth_notes.py served over HTTP behind it: yields the MCP
-    URL and the provider."""
+async def protected_notes(
+    *, token_ttl: int = 300, transport: str = "http"
+) -> AsyncIterator[tuple[str, Provider]]:
+    """The provider, and examples/oauth_notes.py served behind it over Streamable HTTP
+    (``transport="http"``) or the legacy HTTP+SSE transport (``"sse"``): yields the MCP URL
+    and the provider."""
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
     from oauth_notes import app, auth_config
 
     port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
     async with run_provider(url, token_ttl=token_ttl) as provider:
         config = auth_config(issuer=provider.issuer, jwks_uri=provider.jwks_uri, resource=url)
         async with trio.open_nursery() as nursery:
-            await nursery.start(functools.partial(app.serve_http, port, auth=config))
+            serve = app.serve_http if transport == "http" else app.serve_sse
+            await nursery.start(functools.partial(serve, port, auth=config))
             yield url, provider
             app.shutdown()
             nursery.cancel_scope.deadline = trio.current_time() + 5

@@ -262,3 +262,44 @@ async def test_step_up_asks_for_the_union_and_stops_at_its_limit() -> None:
                     pass
             assert caught.value.status == 403
             assert [query(u)["scope"] for u in login.urls] == ["read", "read write"]
+
+
+async def test_one_oauth_never_shows_its_token_to_another_origin() -> None:
+    oauth = OAuth()
+    assert await oauth.headers("POST", "http://127.0.0.1:1/mcp") == ()
+    assert await oauth.headers("POST", "http://127.0.0.1:1/messages?session=x") == ()
+    with pytest.raises(AuthorizationFailed, match="one OAuth per server"):
+        await oauth.headers("POST", "http://127.0.0.1:2/mcp")
+
+
+async def test_a_new_authorization_server_means_a_new_registration() -> None:
+    with trio.fail_after(10):
+        async with fake_auth() as fake:
+            fake.standard()
+            origin = fake.origin
+            oauth = OAuth(login=ScriptedLogin(iss=origin))
+            url = f"{origin}/mcp"
+            await oauth.login_to(url)
+            assert fake.paths().count("POST /register") == 1
+            # The resource moves to another authorization server (an issuer with a path).
+            tenant = f"{origin}/tenant2"
+            fake.routes["/.well-known/oauth-protected-resource/mcp"] = lambda r: json_reply(
+                {"resource": url, "authorization_servers": [tenant]}
+            )
+            fake.routes["/.well-known/oauth-authorization-server/tenant2"] = lambda r: json_reply(
+                {
+                    "issuer": tenant,
+                    "authorization_endpoint": f"{tenant}/authorize",
+                    "token_endpoint": f"{origin}/token",
+                    "registration_endpoint": f"{tenant}/register",
+                    "code_challenge_methods_supported": ["S256"],
+                }
+            )
+            fake.routes["/tenant2/register"] = lambda r: json_reply({"client_id": "tenant2-1"})
+            oauth.login = login = ScriptedLogin(iss=tenant)
+            await oauth.login_to(url)
+            assert "POST /tenant2/register" in fake.paths()
+            assert query(login.urls[0])["client_id"] == "tenant2-1"
+            entry = await oauth.store.load(url)
+            assert entry is not None and entry.client is not None
+            assert (entry.issuer, entry.client.issuer) == (tenant, tenant)

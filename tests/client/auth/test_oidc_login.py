@@ -182,3 +182,16 @@ async def test_client_credentials_with_client_secret_basic() -> None:
                 assert me.structured_content["client_id"] == SERVICE_CLIENT
                 assert oauth.logins == 1
                 assert not any(u.endswith("/reg") for _, u in oauth.requested)
+
+
+async def test_the_legacy_sse_transport_logs_in_too() -> None:
+    browser = HeadlessBrowser()
+    with trio.fail_after(60):
+        async with protected_notes(transport="sse") as (url, _provider):
+            assert url.endswith("/sse")
+            oauth = OAuth(login=LoopbackLogin(open_browser=browser))
+            async with open_client(url, auth=oauth) as client:
+                me = await client.call_tool("whoami", {})
+                assert me.structured_content["subject"] == "user-42"
+            assert browser.visits == 1
+            assert claims_of(oauth.tokens.access_token)["aud"] == url  # type: ignore[union-attr]
