@@ -38,7 +38,7 @@ import trio
 
 from ._auth import AuthorizationFailed
 from ._oauth_challenge import Challenge, parse_challenge
-from ._oauth_dpop import DPOP_ALGORITHM, DPoPKey
+from ._oauth_discovery import Discovery
 from ._oauth_fetch import (
     DEFAULT_FETCH_TIMEOUT,
     DEFAULT_MAX_METADATA_BYTES,
@@ -49,30 +49,19 @@ from ._oauth_grants import (
     AUTH_METHODS,
     CallbackError,
     GrantError,
-    TokenRequest,
     authorization_code_request,
     authorization_url,
     choose_auth_method,
     client_credentials_request,
     code_from_callback,
-    id_jag_exchange_request,
     jwt_bearer_request,
-    read_exchanged_token,
-    read_token_response,
     refresh_request,
 )
 from ._oauth_identity import EnterpriseIdentity
 from ._oauth_loopback import Login
 from ._oauth_metadata import (
     AuthServerMetadata,
-    MetadataError,
-    ProtectedResource,
-    auth_server_metadata_urls,
     canonical_resource,
-    decode_auth_server,
-    decode_resource,
-    fallback_auth_server,
-    resource_metadata_urls,
 )
 from ._oauth_pkce import Pkce, new_state
 from ._oauth_registration import (
@@ -82,6 +71,7 @@ from ._oauth_registration import (
     registration_request,
 )
 from ._oauth_store import ClientRegistration, MemoryTokenStore, StoredLogin, Tokens, TokenStore
+from ._oauth_token_endpoint import TokenEndpoint
 
 __all__ = ["DEFAULT_MAX_STEP_UPS", "DEFAULT_REFRESH_MARGIN", "OAuth"]
 
@@ -95,7 +85,6 @@ DEFAULT_REFRESH_MARGIN: Final = 60.0
 #: "Step-Up Authorization Flow" asks for retry limits; two cover a server that challenges
 #: one operation's scopes, then another's.
 DEFAULT_MAX_STEP_UPS: Final = 2
-_FORM: Final = "application/x-www-form-urlencoded"
 
 Grant = Literal["authorization_code", "client_credentials", "jwt_bearer"]
 _GRANTS: Final = ("authorization_code", "client_credentials", "jwt_bearer")
@@ -184,12 +173,7 @@ class OAuth:
         self.login = login
         self._assertion = assertion
         self._enterprise = enterprise
-        self.dpop = dpop
-        self._dpop_key: DPoPKey | None = None
-        self._dpop_active = False
-        #: The latest DPoP nonces (RFC 9449 8, 9): per authorization server, and the resource's.
-        self._as_nonces: dict[str, str] = {}
-        self._rs_nonce: str | None = None
+        self._tokens = TokenEndpoint(dpop)
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.refresh_margin = refresh_margin
         self.max_step_ups = max_step_ups
@@ -200,7 +184,7 @@ class OAuth:
         self._entry: StoredLogin | None = None
         self._loaded = False
         self._lock = trio.Lock()
-        self._auth_servers: dict[str, AuthServerMetadata] = {}
+        self._discovery: Discovery | None = None
         self._step_ups = 0
         self._requested_scope: str | None = None
         #: Counters for diagnostics and the tests.
@@ -237,12 +221,7 @@ class OAuth:
             tokens = self.tokens
         if tokens is None:
             return ()
-        if tokens.token_type == "DPoP" and self._dpop_key is not None:
-            proof = self._dpop_key.proof(
-                method, url, access_token=tokens.access_token, nonce=self._rs_nonce
-            )
-            return (("Authorization", f"DPoP {tokens.access_token}"), ("DPoP", proof))
-        return (("Authorization", f"Bearer {tokens.access_token}"),)
+        return self._tokens.resource_headers(method, url, tokens)
 
     async def challenged(
         self,
@@ -251,11 +230,8 @@ class OAuth:
         sent: Sequence[tuple[str, str]],
     ) -> None:
         challenge = parse_challenge(response_headers.get("www-authenticate"))
-        nonce = response_headers.get("dpop-nonce")
-        if challenge.error == "use_dpop_nonce" and nonce and nonce != self._rs_nonce:
-            # RFC 9449 9: the resource wants its nonce in the proof; send it again with it.
-            self._rs_nonce = nonce
-            return
+        if self._tokens.resource_nonce(challenge, response_headers.get("dpop-nonce")):
+            return  # RFC 9449 9: sent again with the resource's nonce in its proof
         sent_token = _bearer(sent)
         async with self._lock:
             current = self.tokens
@@ -303,6 +279,7 @@ class OAuth:
         key = canonical_resource(url.split("?", 1)[0])
         if self._server is None:
             self._server = key
+            self._discovery = Discovery(key)
         elif self._server != key and _origin_of(self._server) != _origin_of(key):
             # The same server may use more than one URL (the legacy transport POSTs to the
             # endpoint its stream names, of the same origin); another origin is another
@@ -352,15 +329,18 @@ class OAuth:
         assert self._server is not None
         server = self._server
         async with self._http() as http:
-            resource_document = await self._discover_resource(http, challenge)
+            assert self._discovery is not None
+            resource_document = await self._discovery.resource(http, challenge)
             if resource_document is not None:
                 issuer = resource_document.authorization_servers[0]
                 resource = resource_document.resource
             else:
                 origin = urllib.parse.urlsplit(server)
                 issuer, resource = f"{origin.scheme}://{origin.netloc}", server
-            metadata = await self._auth_server(http, issuer, legacy=resource_document is None)
-            self._dpop_active = self._wants_dpop(challenge, resource_document, metadata)
+            metadata = await self._discovery.auth_server(
+                http, issuer, legacy=resource_document is None
+            )
+            self._tokens.choose_dpop(challenge, resource_document, metadata)
             scope = (
                 scope
                 or self.scope
@@ -382,10 +362,23 @@ class OAuth:
                     audience=metadata.issuer,
                     private_key=self._private_key,
                 )
-                tokens = await self._token(http, request, None, status)
+                tokens = await self._tokens.request(http, request, None, status)
             elif self.grant == "jwt_bearer":
                 client = self._preregistered(metadata)
-                assertion = await self._bearer_assertion(http, metadata, resource, scope, status)
+                if self._enterprise is not None:
+                    assertion = await self._tokens.id_jag(
+                        http,
+                        self._enterprise,
+                        audience=metadata.issuer,
+                        resource=resource,
+                        scope=scope,
+                        status=status,
+                    )
+                elif isinstance(self._assertion, str):
+                    assertion = self._assertion
+                else:
+                    assert self._assertion is not None
+                    assertion = await self._assertion()
                 request = jwt_bearer_request(
                     _endpoint(metadata.token_endpoint, "token"),
                     assertion=assertion,
@@ -396,7 +389,7 @@ class OAuth:
                     audience=metadata.issuer,
                     private_key=self._private_key,
                 )
-                tokens = await self._token(http, request, None, status)
+                tokens = await self._tokens.request(http, request, None, status)
             else:
                 scope = _with_offline_access(scope, metadata)
                 client, tokens = await self._user_login(http, metadata, resource, scope, status)
@@ -467,91 +460,7 @@ class OAuth:
             audience=metadata.issuer,
             private_key=self._private_key,
         )
-        return client, await self._token(http, request, None, status)
-
-    async def _bearer_assertion(
-        self,
-        http: OAuthHttp,
-        metadata: AuthServerMetadata,
-        resource: str,
-        scope: str | None,
-        status: int,
-    ) -> str:
-        """The JWT bearer grant's assertion: the one given (or read now), or an ID-JAG the
-        enterprise IdP issues for this authorization server and resource (RFC 8693)."""
-        if self._enterprise is None:
-            assert self._assertion is not None
-            return self._assertion if isinstance(self._assertion, str) else await self._assertion()
-        identity = self._enterprise
-        check_url(identity.token_endpoint, "enterprise IdP token endpoint")
-        request = id_jag_exchange_request(
-            identity.token_endpoint,
-            id_token=identity.id_token,
-            audience=metadata.issuer,
-            resource=resource,
-            scope=scope,
-            client=ClientRegistration(
-                client_id=identity.client_id, client_secret=identity.client_secret
-            ),
-        )
-        answer = await http.request(
-            "POST",
-            request.url,
-            "enterprise IdP token endpoint",
-            body=request.body(),
-            headers=request.headers,
-            content_type=_FORM,
-        )
-        try:
-            return read_exchanged_token(answer.status, answer.body)
-        except GrantError as exc:
-            raise AuthorizationFailed(
-                f"the enterprise IdP refused the token exchange: {exc}", status=status
-            ) from exc
-
-    async def _discover_resource(
-        self, http: OAuthHttp, challenge: Challenge
-    ) -> ProtectedResource | None:
-        assert self._server is not None
-        urls = resource_metadata_urls(self._server)
-        if challenge.resource_metadata:
-            urls.insert(0, challenge.resource_metadata)
-        for url in urls:
-            answer = await http.request("GET", url, "protected resource metadata")
-            if answer.status != 200:
-                continue
-            try:
-                return decode_resource(answer.body, self._server)
-            except MetadataError as exc:
-                raise AuthorizationFailed(str(exc)) from None
-        return None
-
-    async def _auth_server(
-        self, http: OAuthHttp, issuer: str, *, legacy: bool = False
-    ) -> AuthServerMetadata:
-        known = self._auth_servers.get(issuer)
-        if known is not None:
-            return known
-        check_url(issuer, "authorization server")
-        for url in auth_server_metadata_urls(issuer):
-            answer = await http.request("GET", url, "authorization server metadata")
-            if answer.status != 200:
-                continue
-            try:
-                metadata = decode_auth_server(answer.body, issuer)
-            except MetadataError as exc:
-                raise AuthorizationFailed(str(exc)) from None
-            break
-        else:
-            if not legacy:
-                raise AuthorizationFailed(
-                    f"no authorization server metadata for {issuer[:200]} "
-                    "(RFC 8414 and OpenID Connect discovery both failed)"
-                )
-            assert self._server is not None
-            metadata = fallback_auth_server(self._server)
-        self._auth_servers[issuer] = metadata
-        return metadata
+        return client, await self._tokens.request(http, request, None, status)
 
     def _preregistered(self, metadata: AuthServerMetadata) -> ClientRegistration:
         assert self.client_id is not None
@@ -613,59 +522,6 @@ class OAuth:
             self._private_key is not None,
         )
 
-    async def _token(
-        self, http: OAuthHttp, request: TokenRequest, previous: Tokens | None, status: int
-    ) -> Tokens:
-        """One token request (with a DPoP proof when DPoP is in use, sent again once with
-        the nonce the server asks for: RFC 9449 8)."""
-        for attempt in range(2):
-            headers = list(request.headers)
-            if self._dpop_active:
-                if self._dpop_key is None:
-                    self._dpop_key = DPoPKey()
-                nonce = self._as_nonces.get(request.url)
-                headers.append(("DPoP", self._dpop_key.proof("POST", request.url, nonce=nonce)))
-            answer = await http.request(
-                "POST",
-                request.url,
-                "token endpoint",
-                body=request.body(),
-                headers=headers,
-                content_type=_FORM,
-            )
-            fresh_nonce = answer.headers.get("dpop-nonce")
-            if fresh_nonce:
-                self._as_nonces[request.url] = fresh_nonce
-            try:
-                return read_token_response(
-                    answer.status, answer.body, now=time.time(), previous=previous
-                )
-            except GrantError as exc:
-                if self._dpop_active and exc.error == "use_dpop_nonce" and attempt == 0:
-                    continue
-                raise AuthorizationFailed(
-                    f"the token endpoint refused: {exc}", status=status
-                ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _wants_dpop(
-        self,
-        challenge: Challenge,
-        resource_document: ProtectedResource | None,
-        metadata: AuthServerMetadata,
-    ) -> bool:
-        if self.dpop is False:
-            return False
-        supported = DPOP_ALGORITHM in (metadata.dpop_signing_alg_values_supported or ())
-        if self.dpop is True or not supported:
-            if self.dpop and not supported:
-                log.warning("the authorization server takes no ES256 DPoP proofs: Bearer used")
-            return supported
-        required = resource_document is not None and (
-            resource_document.dpop_bound_access_tokens_required
-        )
-        return challenge.scheme == "dpop" or required
-
     async def _refresh(self, tokens: Tokens) -> bool:
         """Trade the refresh token for new tokens (the caller holds the lock). False when the
         authorization server refused it (revoked, expired): the tokens are dropped, and the
@@ -674,16 +530,17 @@ class OAuth:
         entry = self._entry
         if entry is None or entry.client is None or tokens.refresh_token is None:
             return False
-        self._dpop_active = tokens.token_type == "DPoP" and self._dpop_key is not None
+        self._tokens.resume(tokens)
         async with self._http() as http:
             issuer = entry.issuer or entry.client.issuer
             if issuer is None:
                 return False
-            metadata = await self._auth_server(http, issuer)
+            assert self._discovery is not None
+            metadata = await self._discovery.auth_server(http, issuer)
             request = refresh_request(
                 _endpoint(metadata.token_endpoint, "token"),
                 refresh_token=tokens.refresh_token,
-                resource=self._resource_of(entry),
+                resource=entry.resource,
                 scope=None,
                 client=entry.client,
                 method=self._auth_method(entry.client, metadata),
@@ -691,7 +548,7 @@ class OAuth:
                 private_key=self._private_key,
             )
             try:
-                fresh = await self._token(http, request, tokens, 0)
+                fresh = await self._tokens.request(http, request, tokens, 0)
             except AuthorizationFailed as exc:
                 if not isinstance(exc.__cause__, GrantError):
                     raise
@@ -707,9 +564,6 @@ class OAuth:
             )
         )
         return True
-
-    def _resource_of(self, entry: StoredLogin) -> str:
-        return entry.resource
 
 
 def _origin_of(url: str) -> str:
