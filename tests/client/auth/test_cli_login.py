@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from runtime.client import FileTokenStore, open_client
+from runtime.client import FileTokenStore, LoopbackLogin, OAuth, open_client
 
 from .headless import HeadlessBrowser
 from .oidc_provider import SERVICE_CLIENT, SERVICE_SECRET, protected_notes
@@ -99,3 +99,36 @@ async def test_login_with_client_credentials_from_the_environment(tmp_path: Path
             called = await run("call", url, "whoami", "--json", env=env)
             assert called.returncode == 0, called.stderr
             assert SERVICE_CLIENT.encode() in called.stdout
+
+
+def test_docs_name_every_login_flag() -> None:
+    from runtime.cli._login import _parser
+
+    docs = (Path(__file__).parents[3] / "docs" / "cli.md").read_text()
+    section = docs[docs.index("### Logging in to a protected server") :]
+    for command in ("login", "logout"):
+        for action in _parser(command)._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in docs, (command, option)
+    assert "exit 4" in section
+
+
+async def test_the_bridge_keeps_refreshing_its_upstream_login(tmp_path: Path) -> None:
+    env = environment(tmp_path)
+    store = FileTokenStore(tmp_path / "mcp-runtime" / "oauth")
+    with trio.fail_after(90):
+        async with protected_notes(token_ttl=2) as (url, _provider):
+            login = OAuth(login=LoopbackLogin(open_browser=HeadlessBrowser()), store=store)
+            await login.login_to(url)
+            first = (await store.load(url)).tokens  # type: ignore[union-attr]
+            assert first is not None and first.refresh_token
+            bridge = [*CLI, "serve", url, "--transport", "stdio"]
+            async with open_client(bridge, env=env, timeout=30) as client:
+                for _ in range(3):  # each call past the last token's expiry
+                    me = await client.call_tool("whoami", {})
+                    assert me.structured_content["subject"] == "user-42"
+                    await trio.sleep(2.2)
+                latest = (await store.load(url)).tokens  # type: ignore[union-attr]
+            assert latest is not None and latest.access_token != first.access_token
+            assert latest.refresh_token != first.refresh_token  # refreshed (and rotated)
