@@ -56,6 +56,7 @@ from ._oauth_grants import (
     code_from_callback,
     jwt_bearer_request,
     refresh_request,
+    revocation_request,
 )
 from ._oauth_identity import EnterpriseIdentity
 from ._oauth_loopback import Login
@@ -64,11 +65,9 @@ from ._oauth_metadata import (
     canonical_resource,
 )
 from ._oauth_pkce import Pkce, new_state
+from ._oauth_registrar import Registrar
 from ._oauth_registration import (
-    RegistrationError,
     is_metadata_document_url,
-    read_registration,
-    registration_request,
 )
 from ._oauth_store import ClientRegistration, MemoryTokenStore, StoredLogin, Tokens, TokenStore
 from ._oauth_token_endpoint import TokenEndpoint
@@ -163,11 +162,15 @@ class OAuth:
         if not (isinstance(max_metadata_bytes, int) and max_metadata_bytes > 0):
             raise ValueError(f"max_metadata_bytes must be an int > 0, not {max_metadata_bytes!r}")
         self.client_id = client_id
-        self._client_secret = client_secret
         self._private_key = private_key
-        self.token_endpoint_auth_method = token_endpoint_auth_method
-        self.client_metadata_url = client_metadata_url
-        self.client_name = client_name
+        self._registrar = Registrar(
+            client_id=client_id,
+            client_secret=client_secret,
+            token_endpoint_auth_method=token_endpoint_auth_method,
+            client_metadata_url=client_metadata_url,
+            client_name=client_name,
+            has_key=private_key is not None,
+        )
         self.scope = scope
         self.grant: Grant = grant
         self.login = login
@@ -190,11 +193,12 @@ class OAuth:
         #: Counters for diagnostics and the tests.
         self.logins = 0
         self.refreshes = 0
+        self.revocations = 0
         #: Every URL the flows requested, in order: (method, URL without its query).
         self.requested: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
-        secret = ", client_secret=<hidden>" if self._client_secret else ""
+        secret = ", client_secret=<hidden>" if self._registrar.has_secret else ""
         return (
             f"OAuth(server={self._server!r}, client_id={self.client_id!r}{secret}, "
             f"grant={self.grant!r}, store={self.store!r})"
@@ -265,13 +269,53 @@ class OAuth:
 
     async def forget(self, server_url: str) -> bool:
         """Remove the stored login for ``server_url`` (``mcp-runtime logout``); whether
-        there was one."""
+        there was one. Its refresh token (else its access token) is then revoked where the
+        authorization server offers revocation (RFC 7009), so that a copy of the file is of
+        no use either; a revocation that fails is logged, the login is forgotten anyway."""
         key = canonical_resource(server_url)
-        found = await self.store.load(key) is not None
+        entry = await self.store.load(key)
         await self.store.delete(key)
         if key == self._server:
             self._entry = None
-        return found
+        if entry is not None and entry.tokens is not None and entry.client is not None:
+            try:
+                await self._revoke(key, entry, entry.tokens, entry.client)
+            except AuthorizationFailed as exc:
+                log.warning("the tokens were forgotten but not revoked: %s", exc)
+        return entry is not None
+
+    async def _revoke(
+        self, key: str, entry: StoredLogin, tokens: Tokens, client: ClientRegistration
+    ) -> None:
+        issuer = entry.issuer or client.issuer
+        if issuer is None:
+            return
+        async with self._http() as http:
+            metadata = await Discovery(key).auth_server(http, issuer)
+            if metadata.revocation_endpoint is None:
+                return
+            check_url(metadata.revocation_endpoint, "revocation endpoint")
+            refresh = tokens.refresh_token
+            request = revocation_request(
+                metadata.revocation_endpoint,
+                token=refresh or tokens.access_token,
+                hint="refresh_token" if refresh else "access_token",
+                client=client,
+                method=self._auth_method(client, metadata),
+                audience=metadata.issuer,
+                private_key=self._private_key,
+            )
+            answer = await http.request(
+                "POST",
+                request.url,
+                "revocation endpoint",
+                body=request.body(),
+                headers=request.headers,
+                content_type="application/x-www-form-urlencoded",
+            )
+            if answer.status != 200:
+                raise AuthorizationFailed(f"the revocation endpoint answered {answer.status}")
+            self.revocations += 1
 
     # -- the flow ---------------------------------------------------------------------------
 
@@ -352,7 +396,7 @@ class OAuth:
                 )
             )
             if self.grant == "client_credentials":
-                client = self._preregistered(metadata)
+                client = self._registrar.preregistered(metadata)
                 request = client_credentials_request(
                     _endpoint(metadata.token_endpoint, "token"),
                     resource=resource,
@@ -364,7 +408,7 @@ class OAuth:
                 )
                 tokens = await self._tokens.request(http, request, None, status)
             elif self.grant == "jwt_bearer":
-                client = self._preregistered(metadata)
+                client = self._registrar.preregistered(metadata)
                 if self._enterprise is not None:
                     assertion = await self._tokens.id_jag(
                         http,
@@ -428,7 +472,8 @@ class OAuth:
         authorize_at = _endpoint(metadata.authorization_endpoint, "authorization")
         check_url(authorize_at, "authorization endpoint")
         async with self.login.redirect() as redirect:
-            client = await self._client(http, metadata, redirect.uri)
+            stored = self._entry.client if self._entry is not None else None
+            client = await self._registrar.client(http, metadata, redirect.uri, stored)
             pkce, state = Pkce.new(), new_state()
             url = authorization_url(
                 authorize_at,
@@ -461,59 +506,6 @@ class OAuth:
             private_key=self._private_key,
         )
         return client, await self._tokens.request(http, request, None, status)
-
-    def _preregistered(self, metadata: AuthServerMetadata) -> ClientRegistration:
-        assert self.client_id is not None
-        return ClientRegistration(
-            client_id=self.client_id,
-            issuer=metadata.issuer,
-            client_secret=self._client_secret,
-            token_endpoint_auth_method=self.token_endpoint_auth_method,
-            source="pre-registered",
-        )
-
-    async def _client(
-        self, http: OAuthHttp, metadata: AuthServerMetadata, redirect_uri: str
-    ) -> ClientRegistration:
-        """The client at this authorization server, by the priority of
-        basic/authorization "Client Registration"."""
-        if self.client_id is not None:
-            return self._preregistered(metadata)
-        stored = self._entry.client if self._entry is not None else None
-        if stored is not None and stored.issuer == metadata.issuer:
-            return stored  # bound to this issuer; another issuer's is never reused
-        if self.client_metadata_url is not None and metadata.client_id_metadata_document_supported:
-            return ClientRegistration(
-                client_id=self.client_metadata_url,
-                issuer=metadata.issuer,
-                token_endpoint_auth_method=(
-                    "private_key_jwt" if self._private_key is not None else "none"
-                ),
-                source="metadata-document",
-            )
-        if metadata.registration_endpoint is None:
-            raise AuthorizationFailed(
-                f"the authorization server {metadata.issuer} offers no way to register this "
-                "client (no registration endpoint, no Client ID Metadata Documents): "
-                "give a pre-registered client_id"
-            )
-        body = registration_request(
-            client_name=self.client_name,
-            redirect_uris=[redirect_uri],
-            grant_types=["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="none",
-        )
-        answer = await http.request(
-            "POST",
-            metadata.registration_endpoint,
-            "client registration endpoint",
-            body=body,
-            content_type="application/json",
-        )
-        try:
-            return read_registration(answer.status, answer.body, metadata.issuer)
-        except RegistrationError as exc:
-            raise AuthorizationFailed(str(exc)) from None
 
     def _auth_method(self, client: ClientRegistration, metadata: AuthServerMetadata) -> str:
         return choose_auth_method(

@@ -51,6 +51,7 @@ __all__ = [
     "read_exchanged_token",
     "read_token_response",
     "refresh_request",
+    "revocation_request",
 ]
 
 AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
@@ -302,6 +303,23 @@ def jwt_bearer_request(
         form["scope"] = scope
     headers = _authenticate(form, client, method, audience=audience, private_key=private_key)
     return TokenRequest(token_endpoint, form, headers)
+
+
+def revocation_request(
+    revocation_endpoint: str,
+    *,
+    token: str,
+    hint: str,
+    client: ClientRegistration,
+    method: str,
+    audience: str,
+    private_key: Any = None,
+) -> TokenRequest:
+    """RFC 7009 2.1: revoke ``token`` (``hint``: ``refresh_token`` or ``access_token``),
+    the client authenticated as at the token endpoint."""
+    form = {"token": token, "token_type_hint": hint}
+    headers = _authenticate(form, client, method, audience=audience, private_key=private_key)
+    return TokenRequest(revocation_endpoint, form, headers)
 
 
 def id_jag_exchange_request(

@@ -120,3 +120,21 @@ def revoke(provider: Provider, token: str, client_id: str) -> Any:
     request = urllib.request.Request(f"{provider.issuer}/token/revocation", data=body)
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status
+
+
+def refresh_status(provider: Provider, refresh_token: str, client_id: str) -> int:
+    """The HTTP status of a refresh grant with ``refresh_token`` (blocking: run it in a
+    thread): 200 while it is valid, 400 (``invalid_grant``) once revoked."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    body = urllib.parse.urlencode(
+        {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id}
+    ).encode()
+    request = urllib.request.Request(f"{provider.issuer}/token", data=body)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code

@@ -15,7 +15,7 @@ import trio
 from runtime.client import FileTokenStore, LoopbackLogin, OAuth, open_client
 
 from .headless import HeadlessBrowser
-from .oidc_provider import SERVICE_CLIENT, SERVICE_SECRET, protected_notes
+from .oidc_provider import SERVICE_CLIENT, SERVICE_SECRET, protected_notes, refresh_status
 
 CLI = [sys.executable, "-m", "runtime"]
 
@@ -36,7 +36,7 @@ async def run(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[by
 async def test_login_call_logout(tmp_path: Path) -> None:
     env = environment(tmp_path)
     with trio.fail_after(90):
-        async with protected_notes() as (url, _provider):
+        async with protected_notes() as (url, provider):
             # Before any login: the call fails with the authorization exit status.
             before = await run("call", url, "whoami", env=env)
             assert before.returncode == 4, before.stderr
@@ -79,9 +79,18 @@ async def test_login_call_logout(tmp_path: Path) -> None:
                 me = await client.call_tool("whoami", {})
                 assert me.structured_content["subject"] == "user-42"
 
+            entry = await store.load(url)
+            assert entry is not None and entry.tokens is not None and entry.client is not None
+            refresh = entry.tokens.refresh_token
+            assert refresh is not None
             out = await run("logout", url, env=env)
             assert out.returncode == 0 and out.stdout.strip() == f"logged out of {url}".encode()
             assert not stored.exists()
+            # The refresh token was revoked too (RFC 7009): a copy of the file is of no use.
+            status = await trio.to_thread.run_sync(
+                refresh_status, provider, refresh, entry.client.client_id
+            )
+            assert status == 400
             after = await run("call", url, "whoami", env=env)
             assert after.returncode == 4
 
