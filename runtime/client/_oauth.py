@@ -441,7 +441,13 @@ class OAuth:
         self.logins += 1
         log.info("logged in to %s (issuer %s)", server, metadata.issuer)
         await self._save(
-            StoredLogin(resource=server, issuer=metadata.issuer, client=client, tokens=tokens)
+            StoredLogin(
+                resource=server,
+                issuer=metadata.issuer,
+                client=client,
+                tokens=tokens,
+                token_resource=resource if resource != server else None,
+            )
         )
 
     async def _user_login(
@@ -532,7 +538,7 @@ class OAuth:
             request = refresh_request(
                 _endpoint(metadata.token_endpoint, "token"),
                 refresh_token=tokens.refresh_token,
-                resource=entry.resource,
+                resource=entry.token_resource or entry.resource,
                 scope=None,
                 client=entry.client,
                 method=self._auth_method(entry.client, metadata),
@@ -546,13 +552,22 @@ class OAuth:
                     raise
                 log.info("the refresh token was refused (%s): a new login is needed", exc)
                 await self._save(
-                    StoredLogin(resource=entry.resource, issuer=entry.issuer, client=entry.client)
+                    StoredLogin(
+                        resource=entry.resource,
+                        issuer=entry.issuer,
+                        client=entry.client,
+                        token_resource=entry.token_resource,
+                    )
                 )
                 return False
         self.refreshes += 1
         await self._save(
             StoredLogin(
-                resource=entry.resource, issuer=entry.issuer, client=entry.client, tokens=fresh
+                resource=entry.resource,
+                issuer=entry.issuer,
+                client=entry.client,
+                tokens=fresh,
+                token_resource=entry.token_resource,
             )
         )
         return True

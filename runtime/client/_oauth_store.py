@@ -84,6 +84,9 @@ class StoredLogin(msgspec.Struct, frozen=True, kw_only=True):
     issuer: str | None = None
     client: ClientRegistration | None = None
     tokens: Tokens | None = None
+    #: The ``resource`` the tokens were asked for (RFC 8707), when the metadata named one
+    #: other than ``resource`` (a parent path): a refresh asks for the same.
+    token_resource: str | None = None
 
 
 _ENCODER: Final = msgspec.json.Encoder()

@@ -303,3 +303,25 @@ async def test_a_new_authorization_server_means_a_new_registration() -> None:
             entry = await oauth.store.load(url)
             assert entry is not None and entry.client is not None
             assert (entry.issuer, entry.client.issuer) == (tenant, tenant)
+
+
+async def test_a_refresh_asks_for_the_resource_the_login_asked_for() -> None:
+    with trio.fail_after(10):
+        async with fake_auth() as fake:
+            fake.standard(resource="PLACEHOLDER")
+            origin = fake.origin
+            fake.routes["/.well-known/oauth-protected-resource/mcp"] = lambda r: json_reply(
+                {"resource": origin, "authorization_servers": [origin]}  # a parent path
+            )
+            oauth = OAuth(login=ScriptedLogin(iss=origin))
+            url = f"{origin}/mcp"
+            await oauth.login_to(url)
+            assert fake.seen[-1].form()["resource"] == origin
+            # The token is refused (expired early): a refresh, for the same resource.
+            header = {"www-authenticate": 'Bearer error="invalid_token"'}
+            await oauth.challenged(401, header, [("Authorization", "Bearer token-1")])
+            refresh = fake.seen[-1].form()
+            assert refresh["grant_type"] == "refresh_token"
+            assert refresh["refresh_token"] == "refresh-1"
+            assert refresh["resource"] == origin
+            assert oauth.refreshes == 1 and oauth.logins == 1
