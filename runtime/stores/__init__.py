@@ -25,6 +25,7 @@ from ._contracts import (
     TaskStore,
     split_event_id,
 )
+from ._grants import GrantStore, MemoryGrantStore
 from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
 
 if TYPE_CHECKING:
@@ -36,8 +37,10 @@ __all__ = [
     "RENEWALS_PER_LEASE",
     "Bus",
     "EventStore",
+    "GrantStore",
     "MemoryBus",
     "MemoryEventStore",
+    "MemoryGrantStore",
     "MemorySessionStore",
     "MemoryStore",
     "MemoryTaskStore",
