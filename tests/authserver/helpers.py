@@ -37,6 +37,13 @@ def make_app() -> Server:
     return app
 
 
+def bound_socket() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
 @dataclass
 class Served:
     address: tuple[str, int]
@@ -54,11 +61,11 @@ async def serve_protected(
     *,
     settings: AuthServerSettings | None = None,
     scopes: tuple[str, ...] = ("notes:read",),
+    sock: socket.socket | None = None,
 ) -> AsyncIterator[Served]:
-    """The ``whoami`` server behind an AuthorizationServer whose issuer is its own origin."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
+    """The ``whoami`` server behind an AuthorizationServer whose issuer is its own origin
+    (on ``sock``, a bound socket, when given: its port must be known beforehand)."""
+    sock = sock or bound_socket()
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     login = AuthorizationServer(
