@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import msgspec
 import trio
 
-from runtime import Server
+from runtime import Context, Server
+from runtime.auth import AccessToken
 from runtime.authserver import AuthorizationServer, AuthServerSettings, Upstream
 from runtime.authserver._pkce import make_pair
 from tests.transports.http_client import Response, request
@@ -30,8 +31,9 @@ def make_app() -> Server:
     app = Server("protected")
 
     @app.tool
-    def whoami(ctx: Any) -> str:
+    def whoami(ctx: Context) -> str:
         """Who is calling."""
+        assert isinstance(ctx.principal, AccessToken)
         return ctx.principal.subject
 
     return app

@@ -94,3 +94,25 @@ async def test_the_provider_down_is_temporarily_unavailable_not_a_crash() -> Non
             assert params["state"] == "st-1"
             # The server lives on.
             assert (await mcp_status(served, None)).status == 401
+
+
+async def test_the_official_sdk_client_logs_in_through_the_provider_and_calls_a_tool() -> None:
+    from tests.peers import run_sdk_client
+
+    with trio.fail_after(90):
+        sock = bound_socket()
+        port = sock.getsockname()[1]
+        async with open_provider(f"http://127.0.0.1:{port}/callback") as issuer:
+
+            def upstream(base: str) -> OIDCUpstream:
+                return OIDCUpstream(issuer, client_id=CLIENT_ID, client_secret=CLIENT_SECRET)
+
+            async with serve_protected(upstream, sock=sock) as served:
+                seen = await run_sdk_client(
+                    "authserver/sdk_oauth_client.py", f"{served.base}/mcp", "dana"
+                )
+        assert seen["whoami"]["content"][0]["text"] == "dana"
+        assert seen["whoami"].get("isError") is not True
+        assert seen["logins"] == 1
+        assert seen["scope"] == "notes:read"
+        assert seen["has_refresh"] is True
