@@ -25,18 +25,47 @@ the endpoints are plain ``runtime.auth.Route`` functions the HTTP transport serv
 
 from __future__ import annotations
 
-from ._authserver import AuthorizationServer
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._clients import RegistrationLimits
-from ._fetch import UpstreamError
+from ._require import LoginRequirement, login_requirement, require_login
 from ._settings import AuthServerSettings
-from ._upstream import DevStaticUsers, OIDCUpstream, Upstream
+
+if TYPE_CHECKING:
+    from ._authserver import AuthorizationServer
+    from ._fetch import UpstreamError
+    from ._upstream import DevStaticUsers, OIDCUpstream, Upstream
 
 __all__ = [
     "AuthServerSettings",
     "AuthorizationServer",
     "DevStaticUsers",
+    "LoginRequirement",
     "OIDCUpstream",
     "RegistrationLimits",
     "Upstream",
     "UpstreamError",
+    "login_requirement",
+    "require_login",
 ]
+
+#: Loaded on first use (PEP 562): ``require_login`` in a server file, and ``mcp-runtime
+#: serve`` asking whether a server wants login, must not cost PyJWT and cryptography's
+#: import (nor need the ``auth`` extra) when nobody logs in.
+_LAZY = {
+    "AuthorizationServer": "._authserver",
+    "UpstreamError": "._fetch",
+    "DevStaticUsers": "._upstream",
+    "OIDCUpstream": "._upstream",
+    "Upstream": "._upstream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
