@@ -78,5 +78,13 @@ def login_options(server: Any, settings: dict[str, Any]) -> dict[str, Any]:
 
 def _grant_store(server: Any) -> Any:
     """The grant store beside the server's store: Redis's when the server's is (replicas
-    share logins), else this process's memory."""
-    return None
+    behind a balancer share clients, logins, codes, refresh tokens and keys: any step of a
+    login on any replica), else None: this process's memory."""
+    store = getattr(server, "store", None)
+    if store is None or not getattr(store, "shared", False):
+        return None
+    from ..stores import RedisGrantStore, RedisStore
+
+    if isinstance(store, RedisStore):
+        return RedisGrantStore.of(store)
+    raise UsageError(f"--auth with --store {store!r}: only a Redis store can hold logins")

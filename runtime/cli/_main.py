@@ -157,7 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = int(settings["workers"])
     if workers > 1:
         refused = workers_refusal(settings, workers)
-        if refused is None and transport == "http" and _logs_in(server, settings):
+        shared = (settings["store"] or "").startswith("redis://")
+        if refused is None and transport == "http" and not shared and _logs_in(server, settings):
             refused = (
                 f"--workers {workers} with --auth: each worker would hold its own logins "
                 "and keys (the authorization server's state is in this process's memory)"

@@ -30,6 +30,7 @@ from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStor
 
 if TYPE_CHECKING:
     from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
+    from ._redis_grants import RedisGrantStore
     from ._resp import RedisClient, RedisError
     from ._unix import UnixStore, serve_store
 
@@ -48,6 +49,7 @@ __all__ = [
     "RedisClient",
     "RedisError",
     "RedisEventStore",
+    "RedisGrantStore",
     "RedisSessionStore",
     "RedisStore",
     "RedisTaskStore",
@@ -75,6 +77,7 @@ _LAZY = {
         "._redis",
     ),
     **dict.fromkeys(("RedisClient", "RedisError"), "._resp"),
+    "RedisGrantStore": "._redis_grants",
     **dict.fromkeys(("UnixStore", "serve_store"), "._unix"),
 }
 
