@@ -73,8 +73,9 @@ class TokenIssuer:
         return jwt.encode(claims, key.private(), algorithm=ALGORITHM, headers=headers)
 
     async def claims(self, token: str) -> dict[str, Any] | None:
-        """The claims of a valid token of ours (signature, ``typ``, issuer, audience, expiry
-        with ``leeway`` seconds of clock skew), or None. Revocation is not checked here."""
+        """The claims of a valid token of ours (signature, ``typ``, issuer, audience; expiry
+        and issue time on our clock with ``leeway`` seconds of skew), or None. Revocation
+        is not checked here."""
         if len(token) > _MAX_TOKEN_CHARS:
             return None
         try:
@@ -93,10 +94,22 @@ class TokenIssuer:
                     algorithms=[ALGORITHM],
                     audience=self.resource,
                     issuer=self.issuer,
-                    leeway=self._leeway,
-                    options={"require": ["exp", "iat", "sub", "aud", "iss", "sid"]},
+                    # The times are checked below, on our clock (the one that issued them).
+                    options={
+                        "require": ["exp", "iat", "sub", "aud", "iss", "sid"],
+                        "verify_exp": False,
+                        "verify_iat": False,
+                        "verify_nbf": False,
+                    },
                 )
             except jwt.PyJWTError:
+                return None
+            exp, iat = claims.get("exp"), claims.get("iat")
+            if not isinstance(exp, int) or not isinstance(iat, int):
+                return None
+            now = self._clock()
+            # Replicas' clocks differ a little: ``leeway`` seconds either way.
+            if now > exp + self._leeway or now < iat - self._leeway:
                 return None
             return claims
         return None
