@@ -173,13 +173,30 @@ async def test_the_consent_needs_the_browser_that_saw_the_page() -> None:
             from .browser import forms
 
             form = forms(page.body)[0][0]
-            # The same form, posted by another browser (no cookie): refused.
-            forged = await Browser({served.port}).go(
+            # The same form, posted by another browser: refused without a cookie, and with
+            # the cookie of a login of its own.
+            other = Browser({served.port})
+            forged = await other.go(
                 f"{served.base}{form.action}",
                 method="POST",
                 fields={**form.fields, "decision": "approve"},
             )
             assert forged[1] is not None and forged[1].status == 400
+            await other.go(authorize_url(served, client["client_id"], challenge))
+            assert other.jar[served.port]
+            forged = await other.go(
+                f"{served.base}{form.action}",
+                method="POST",
+                fields={**form.fields, "decision": "approve"},
+            )
+            assert forged[1] is not None and forged[1].status == 400
+            # The victim's own browser goes on.
+            mine = await victim.go(
+                f"{served.base}{form.action}",
+                method="POST",
+                fields={**form.fields, "decision": "approve"},
+            )
+            assert mine[1] is not None and mine[1].status == 200
 
 
 async def test_a_registration_flood_stops_at_max_clients() -> None:
