@@ -35,12 +35,14 @@ from ._settings import AuthServerSettings
 if TYPE_CHECKING:
     from ._authserver import AuthorizationServer
     from ._fetch import UpstreamError
+    from ._github import GitHubUpstream
     from ._upstream import DevStaticUsers, OIDCUpstream, Upstream
 
 __all__ = [
     "AuthServerSettings",
     "AuthorizationServer",
     "DevStaticUsers",
+    "GitHubUpstream",
     "LoginRequirement",
     "OIDCUpstream",
     "RegistrationLimits",
@@ -57,6 +59,7 @@ _LAZY = {
     "AuthorizationServer": "._authserver",
     "UpstreamError": "._fetch",
     "DevStaticUsers": "._upstream",
+    "GitHubUpstream": "._github",
     "OIDCUpstream": "._upstream",
     "Upstream": "._upstream",
 }

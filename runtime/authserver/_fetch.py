@@ -70,11 +70,12 @@ async def fetch_json(
     lines = [
         f"{'POST' if form is not None else 'GET'} {target} HTTP/1.1",
         f"Host: {host if ':' not in host else f'[{host}]'}:{port}",
-        "Accept: application/json",
         "User-Agent: mcp-runtime",
         "Connection: close",
     ]
-    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    given = dict(headers or {})
+    given.setdefault("Accept", "application/json")
+    lines += [f"{name}: {value}" for name, value in given.items()]
     body = b""
     if form is not None:
         body = urlencode(form).encode("ascii")

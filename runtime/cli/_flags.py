@@ -205,9 +205,10 @@ FLAGS = (
     _Flag(
         "auth",
         "who may call: oidc (people log in at --issuer, an OpenID provider; the runtime is "
-        "the authorization server) or dev (static users, no password: DEVELOPMENT ONLY); "
-        "default: none, or what the server asked for with require_login",
-        choices=("oidc", "dev"),
+        "the authorization server), github (a GitHub OAuth app) or dev (static users, no "
+        "password: DEVELOPMENT ONLY); default: none, or what the server asked for with "
+        "require_login",
+        choices=("oidc", "github", "dev"),
         transports=("http",),
     ),
     _Flag(
@@ -218,13 +219,14 @@ FLAGS = (
     ),
     _Flag(
         "client-id",
-        "our client id at the upstream OpenID provider (--auth oidc)",
+        "our client id at the upstream provider (--auth oidc or github)",
         metavar="ID",
         transports=("http",),
     ),
     _Flag(
         "client-secret-env",
-        "the environment variable holding our client secret at the provider (--auth oidc; "
+        "the environment variable holding our client secret at the provider (--auth oidc "
+        "or github; "
         "a secret on the command line is visible to other users)",
         metavar="VAR",
         transports=("http",),
@@ -510,11 +512,15 @@ def read_settings(args: argparse.Namespace | SimpleNamespace) -> dict[str, Any]:
 
         if not is_bearer_token(values["metrics_token"]):
             raise UsageError(f"--metrics-token: {BEARER_TOKEN_SYNTAX}")
-    for name in ("issuer", "client_id", "client_secret_env"):
-        if values[name] and values["auth"] != "oidc":
-            raise UsageError(f"--{name.replace('_', '-')} needs --auth oidc")
+    if values["issuer"] and values["auth"] != "oidc":
+        raise UsageError("--issuer needs --auth oidc")
+    for name in ("client_id", "client_secret_env"):
+        if values[name] and values["auth"] not in ("oidc", "github"):
+            raise UsageError(f"--{name.replace('_', '-')} needs --auth oidc or github")
     if values["auth"] == "oidc" and not (values["issuer"] and values["client_id"]):
         raise UsageError("--auth oidc needs --issuer URL and --client-id ID")
+    if values["auth"] == "github" and not (values["client_id"] and values["client_secret_env"]):
+        raise UsageError("--auth github needs --client-id ID and --client-secret-env VAR")
     return values
 
 

@@ -1,7 +1,8 @@
 """``serve --auth``: the runtime's authorization server in front of the MCP endpoint.
 
 ``--auth oidc --issuer URL --client-id ID --client-secret-env VAR``: people log in at that
-OpenID provider. ``--auth dev``: development users, no password (said loudly). A server that
+OpenID provider; ``--auth github --client-id ID --client-secret-env VAR``: at GitHub (an
+OAuth app). ``--auth dev``: development users, no password (said loudly). A server that
 called ``runtime.authserver.require_login`` gets the same without ``--auth``: ``oidc`` when
 ``--issuer`` is given, else the development mode, so that its one command works on a fresh
 machine.
@@ -29,7 +30,13 @@ def login_options(server: Any, settings: dict[str, Any]) -> dict[str, Any]:
     if mode is None and wanted is None:
         return {}
     # Only now (PyJWT, cryptography): a server nobody logs in to never loads them.
-    from ..authserver import AuthorizationServer, DevStaticUsers, OIDCUpstream, Upstream
+    from ..authserver import (
+        AuthorizationServer,
+        DevStaticUsers,
+        GitHubUpstream,
+        OIDCUpstream,
+        Upstream,
+    )
 
     wanted = wanted or LoginRequirement()
     if mode is None:
@@ -46,18 +53,22 @@ def login_options(server: Any, settings: dict[str, Any]) -> dict[str, Any]:
         public = f"http://{host}:{settings['port']}"
     public = public.rstrip("/")
     upstream: Upstream
+    secret = None
+    variable = settings["client_secret_env"]
+    if variable:
+        secret = os.environ.get(variable)
+        if not secret:
+            raise UsageError(f"--client-secret-env {variable}: that variable is not set")
     if mode == "oidc":
         if not (settings["issuer"] and settings["client_id"]):
             raise UsageError("--auth oidc needs --issuer URL and --client-id ID")
-        secret = None
-        variable = settings["client_secret_env"]
-        if variable:
-            secret = os.environ.get(variable)
-            if not secret:
-                raise UsageError(f"--client-secret-env {variable}: that variable is not set")
         upstream = OIDCUpstream(
             settings["issuer"], client_id=settings["client_id"], client_secret=secret
         )
+    elif mode == "github":
+        if not (settings["client_id"] and secret):
+            raise UsageError("--auth github needs --client-id ID and --client-secret-env VAR")
+        upstream = GitHubUpstream(client_id=settings["client_id"], client_secret=secret)
     else:
         upstream = DevStaticUsers(wanted.dev_users)
     path = settings["path"] or "/mcp"

@@ -133,6 +133,8 @@ async def test_serve_auth_oidc_in_front_of_a_real_provider() -> None:
             "SURELY_NOT_SET_ANYWHERE: that variable is not set",
         ),
         (["--auth", "dev", "--port", "0"], "--auth needs a fixed --port or --public-url"),
+        (["--auth", "github", "--client-id", "x"], "--auth github needs --client-id ID"),
+        (["--client-id", "x"], "--client-id needs --auth oidc or github"),
         (["--auth", "oidc", "--issuer", "http://a.example", "--client-id", "x"], "must use https"),
     ],
 )
