@@ -15,6 +15,7 @@ store can sign tokens, as whoever reads it can already read sessions; protect it
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import time
@@ -38,12 +39,20 @@ class SigningKey(msgspec.Struct, frozen=True):
     pem: str
 
     def private(self) -> Any:
-        return serialization.load_pem_private_key(self.pem.encode("ascii"), password=None)
+        return _load(self.pem)
 
     def public_jwk(self) -> dict[str, Any]:
         jwk: dict[str, Any] = json.loads(ECAlgorithm.to_jwk(self.private().public_key()))
         jwk.update(kid=self.kid, alg=ALGORITHM, use="sig")
         return jwk
+
+
+@functools.lru_cache(maxsize=8)
+def _load(pem: str) -> Any:
+    # Parsing a PEM costs far more than an ES256 verification; a replica holds two keys at
+    # a time (this period's and the previous one's), so a small cache keeps every MCP
+    # request's token check free of it.
+    return serialization.load_pem_private_key(pem.encode("ascii"), password=None)
 
 
 def _new_key(kid: str) -> SigningKey:

@@ -89,7 +89,9 @@ class OIDCUpstream:
             raise ValueError("an upstream OpenID provider needs a client id")
         if "openid" not in scopes:
             raise ValueError('the upstream scopes must include "openid"')
-        self.issuer = issuer.rstrip("/") if issuer.count("/") > 2 else issuer
+        # Kept exactly as given: the discovery document must name this very string (OIDC
+        # Discovery section 4.3), trailing slash and all (some providers' issuers end in one).
+        self.issuer = issuer
         self.name = name or f"oidc {issuer}"
         self.client_id = client_id
         self._secret = client_secret
