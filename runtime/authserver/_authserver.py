@@ -9,6 +9,7 @@ in a ``GrantStore``, so replicas sharing one serve any step of a login.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ..auth import AuthConfig, ProtectedResourceMetadata, Route, RouteRequest, RouteResponse
-from ..stores import GrantStore, MemoryGrantStore
+from ..stores import GrantStore, MemoryGrantStore, StoreUnavailable
 from ._grants import TokenService
 from ._http import json_response, oauth_error
 from ._keys import KeyRing
@@ -29,6 +30,27 @@ from ._tokens import TokenIssuer
 from ._upstream import Upstream
 
 __all__ = ["AuthorizationServer"]
+
+log = logging.getLogger("mcp_runtime.authserver")
+
+
+def _guarded(route: Route) -> Route:
+    """``route`` answering 503 ``temporarily_unavailable`` (with ``Retry-After``) while the
+    shared store cannot be reached, as the MCP endpoint does, rather than a 500."""
+
+    async def answer(request: RouteRequest) -> RouteResponse:
+        try:
+            return await route(request)
+        except StoreUnavailable as exc:
+            log.warning("authserver.store_unavailable reason=%s", exc)
+            return oauth_error(
+                503,
+                "temporarily_unavailable",
+                "the authorization server's store cannot be reached; try again",
+                extra=(("Retry-After", "1"),),
+            )
+
+    return answer
 
 
 class AuthorizationServer:
@@ -104,7 +126,7 @@ class AuthorizationServer:
             path("jwks.json"): self._jwks_endpoint,
         }
         routes.update(self.upstream.routes(self.endpoints.base))
-        return routes
+        return {path: _guarded(route) for path, route in routes.items()}
 
     def auth_config(
         self,

@@ -75,3 +75,31 @@ async def test_a_group_is_bounded_and_renews_its_members(store: GrantStore) -> N
         assert await store.join("brief", "a", 0.05, 1) is True
         await trio.sleep(0.2)
         assert await store.join("brief", "b", 60, 1) is True  # the expired one left
+
+
+async def test_the_endpoints_answer_503_while_the_store_is_unreachable() -> None:
+    from runtime.auth import RouteRequest
+    from runtime.authserver import AuthorizationServer, DevStaticUsers
+    from tests.stores.servers import free_port
+
+    client = RedisClient("127.0.0.1", free_port(), 0, None, timeout=0.5)  # nobody there
+    server = AuthorizationServer(
+        issuer="http://127.0.0.1:1",
+        resource="http://127.0.0.1:1/mcp",
+        upstream=DevStaticUsers(["a"]),
+        store=RedisGrantStore(client),
+    )
+    register = server.routes()["/register"]
+    with trio.fail_after(10):
+        answer = await register(
+            RouteRequest(
+                "POST",
+                "/register",
+                {"content-type": "application/json"},
+                b'{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}',
+            )
+        )
+    assert answer.status == 503
+    assert ("Retry-After", "1") in answer.headers
+    assert b"temporarily_unavailable" in answer.body
+    await client.aclose()

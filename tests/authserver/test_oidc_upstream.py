@@ -116,3 +116,33 @@ async def test_the_official_sdk_client_logs_in_through_the_provider_and_calls_a_
         assert seen["logins"] == 1
         assert seen["scope"] == "notes:read"
         assert seen["has_refresh"] is True
+
+
+async def test_a_provider_that_never_answers_is_cut_at_its_timeout() -> None:
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts connections (the kernel's backlog), never answers
+    try:
+        where_silent = f"http://127.0.0.1:{silent.getsockname()[1]}"
+
+        def upstream(base: str) -> OIDCUpstream:
+            return OIDCUpstream(where_silent, client_id="x", client_secret="y", timeout=1)
+
+        with trio.fail_after(30):
+            async with serve_protected(upstream) as served:
+                client = await register(served)
+                browser = Browser({served.port})
+                _, challenge = make_pair()
+                where, page = await browser.go(
+                    authorize_url(served, client["client_id"], challenge)
+                )
+                assert page is not None
+                started = trio.current_time()
+                back, page = await browser.submit(where, page, ("decision", "approve"))
+                assert page is None
+                assert query_of(back)["error"] == "temporarily_unavailable"
+                assert trio.current_time() - started < 10
+    finally:
+        silent.close()
