@@ -166,14 +166,20 @@ class LoginFlow:
     async def _pending(
         self, request: RouteRequest, transaction: str, *, take: bool
     ) -> Pending | None:
+        """The login ``transaction`` when this request comes from its browser; with
+        ``take``, also removed (only one request of many concurrent ones, on any replica,
+        gets it). Checked before it is taken: a request from another browser (one that
+        learnt the state) cannot spend the person's login."""
         key = f"login:{transaction}"
-        data = await (self._store.take(key) if take else self._store.get(key))
+        data = await self._store.get(key)
         pending = None if data is None else decode(data, Pending)
         browser = cookie(request, _COOKIE)
         if pending is None or browser is None:
             return None
         if not hmac.compare_digest(hashed(browser), pending.browser_hash):
             return None
+        if take and await self._store.take(key) is None:
+            return None  # another request took it first
         return pending
 
     async def consent(self, request: RouteRequest) -> RouteResponse:
@@ -207,6 +213,7 @@ class LoginFlow:
         except UpstreamError as exc:
             log.warning("authserver.upstream_unavailable reason=%s", exc)
             await self._store.delete(f"login:{transaction}")
+            await self._store.leave(_LOGINS_GROUP, transaction)
             return self._to_client(
                 pending,
                 error="temporarily_unavailable",
@@ -228,12 +235,12 @@ class LoginFlow:
         transaction = params.get("state", "")
         # Taken: a state is good once (a replayed callback finds nothing).
         pending = await self._pending(request, transaction, take=True)
-        await self._store.leave(_LOGINS_GROUP, transaction)
         if pending is None or not pending.consented:
             return html(
                 400,
                 error_page("Unknown or used login", "Start again from your application."),
             )
+        await self._store.leave(_LOGINS_GROUP, transaction)
         if "error" in params or "code" not in params:
             log.info("authserver.upstream_denied error=%s", params.get("error", "no code"))
             return self._to_client(pending, error="access_denied")

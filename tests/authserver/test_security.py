@@ -155,6 +155,9 @@ async def test_a_callback_state_is_good_once() -> None:
                 f"state={form.fields['state']}&user=alice".encode(),
             )
             callback = login.headers["location"]
+            # Another browser that learnt the URL gets nothing, and spends nothing.
+            stranger = await Browser({served.port}).fetch("GET", callback)
+            assert stranger.status == 400
             first = await browser.fetch("GET", callback)
             assert first.status == 302 and "code=" in first.headers["location"]
             replay = await browser.fetch("GET", callback)
