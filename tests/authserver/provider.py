@@ -1,4 +1,4 @@
-"""The upstream OpenID provider of the tests: npm ``oidc-provider`` (tests/authserver/oidc,
+"""The upstream OpenID provider of the tests: npm ``oidc-provider`` (tests/oidc/upstream.mjs,
 pinned by its package-lock.json) in a node subprocess on loopback. Under ``CI=true`` its
 absence fails the test (``.ci/run`` installs it); elsewhere it is skipped with the command
 that installs it."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-HERE = Path(__file__).parent / "oidc"
+HERE = Path(__file__).parents[1] / "oidc"
 CLIENT_ID = "mcp-runtime-upstream"
 CLIENT_SECRET = "upstream-secret-for-tests-only"
 
@@ -31,7 +31,7 @@ def node_or_skip() -> str:
     node = shutil.which("node")
     if node is None or not (HERE / "node_modules" / "oidc-provider").is_dir():
         message = (
-            "needs node and oidc-provider: cd tests/authserver/oidc && npm ci (.ci/run does this)"
+            "needs node and oidc-provider: cd tests/oidc && npm ci (.ci/run does this)"
         )
         if os.environ.get("CI") == "true":
             pytest.fail(message)
@@ -46,7 +46,7 @@ async def open_provider(redirect_uri: str) -> AsyncIterator[str]:
     node = node_or_skip()
     port = _free_port()
     process = await trio.lowlevel.open_process(
-        [node, "provider.mjs", str(port), redirect_uri, CLIENT_ID, CLIENT_SECRET],
+        [node, "upstream.mjs", str(port), redirect_uri, CLIENT_ID, CLIENT_SECRET],
         cwd=HERE,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
