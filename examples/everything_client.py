@@ -1,0 +1,170 @@
+"""Everything client: the client the official conformance suite drives (its client scenarios).
+
+The suite (npm ``@modelcontextprotocol/conformance``, ``conformance client --command ...``)
+starts a scenario server of its own, then runs this program with the server's URL as the
+last argument and the scenario's name in ``MCP_CONFORMANCE_SCENARIO``; scenarios that need
+data (the arguments of a call) put a JSON object in ``MCP_CONFORMANCE_CONTEXT``, and
+``--spec-version`` arrives as ``MCP_CONFORMANCE_PROTOCOL_VERSION``: a dated revision up to
+2025-11-25 means the ``initialize`` handshake, 2026-07-28 the stateless era, none means
+"find out" (``era="auto"``). The suite judges what crosses the wire; this program only does
+what a user of ``runtime.client`` would, with the public API alone.
+
+    python examples/everything_client.py http://127.0.0.1:3001/mcp   # MCP_CONFORMANCE_SCENARIO=...
+
+``python -m tests.conformance --only client`` runs every client scenario through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from runtime.client import Client, Implementation, open_client
+
+#: The revisions the suite runs statelessly (its ``STATELESS_SPEC_VERSIONS``): no
+#: ``initialize``, every request carries its own ``_meta``.
+STATELESS = {"2026-07-28"}
+
+Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
+SCENARIOS: dict[str, Scenario] = {}
+#: Work a scenario does while the client answers a server's question (between the rounds
+#: of a 2026-07-28 input_required request).
+while_asked: list[Callable[[], Awaitable[Any]]] = []
+
+
+def scenario(*names: str) -> Callable[[Scenario], Scenario]:
+    def register(run: Scenario) -> Scenario:
+        for name in names:
+            SCENARIOS[name] = run
+        return run
+
+    return register
+
+
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    """Sampling: a fixed answer (no model behind this client)."""
+    text = {"type": "text", "text": "This is a test response from the everything client."}
+    return {"role": "assistant", "content": text, "model": "none", "stopReason": "endTurn"}
+
+
+async def roots(params: dict[str, Any]) -> dict[str, Any]:
+    return {"roots": [{"uri": "file:///tmp", "name": "tmp"}]}
+
+
+async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    """Elicitation: accept, filling each field with its schema's default (SEP-1034); a
+    boolean without one is ``True`` (the suite's input rounds ask "confirmed?")."""
+    while while_asked:
+        await while_asked.pop()()
+    content: dict[str, Any] = {}
+    properties = (params.get("requestedSchema") or {}).get("properties") or {}
+    for name, field in properties.items():
+        if "default" in field:
+            content[name] = field["default"]
+        elif field.get("type") == "boolean":
+            content[name] = True
+    return {"action": "accept", "content": content}
+
+
+@scenario("initialize", "json-schema-ref-no-deref")
+async def list_tools(client: Client, context: dict[str, Any]) -> None:
+    # json-schema-ref-no-deref: a schema's network $ref is data; the client never fetches it.
+    await client.all_tools()
+
+
+@scenario("tools_call")
+async def add_numbers(client: Client, context: dict[str, Any]) -> None:
+    await client.all_tools()
+    await client.call_tool("add_numbers", {"a": 5, "b": 3})
+
+
+@scenario("sse-retry")
+async def reconnect(client: Client, context: dict[str, Any]) -> None:
+    # The server closes the call's stream before answering; the client resumes it with
+    # Last-Event-ID after the SSE `retry` interval.
+    await client.all_tools()
+    await client.call_tool("test_reconnection", {})
+
+
+@scenario("elicitation-sep1034-client-defaults")
+async def elicitation_defaults(client: Client, context: dict[str, Any]) -> None:
+    await client.all_tools()
+    await client.call_tool("test_client_elicitation_defaults", {})
+
+
+@scenario("json-schema-2020-12-preservation")
+async def echo_schema(client: Client, context: dict[str, Any]) -> None:
+    tools = {tool.name: tool for tool in await client.all_tools()}
+    schema = tools["json_schema_2020_12_tool"].input_schema
+    await client.call_tool("json_schema_echo", {"schema": schema})
+
+
+@scenario("request-metadata")
+async def discover_and_list(client: Client, context: dict[str, Any]) -> None:
+    # open_client already sent server/discover (and retried it once with a version the
+    # server named when it refused the first); every request carries the _meta.
+    await client.request("server/discover", {})
+    await client.list_tools()
+
+
+@scenario("http-standard-headers", "http-invalid-tool-headers")
+async def use_everything(client: Client, context: dict[str, Any]) -> None:
+    # Every kind of request, each with its Mcp-Method (and Mcp-Name) header. The client
+    # leaves out tools whose x-mcp-header marks are invalid (SEP-2243): only the valid ones
+    # are listed, so only they get called.
+    for tool in await client.all_tools():
+        arguments = {name: "test" for name in tool.input_schema.get("properties") or {}}
+        await client.call_tool(tool.name, arguments)
+    offered = client.description.capabilities if client.description else {}
+    if "resources" in offered:
+        for resource in await client.all_resources():
+            await client.read_resource(resource.uri)
+    if "prompts" in offered:
+        for prompt in await client.all_prompts():
+            await client.get_prompt(prompt.name, {})
+
+
+@scenario("http-custom-headers")
+async def mirrored_calls(client: Client, context: dict[str, Any]) -> None:
+    await client.all_tools()
+    for call in context.get("toolCalls", []):
+        await client.call_tool(call["name"], call["arguments"])
+
+
+@scenario("sep-2322-client-request-state")
+async def input_rounds(client: Client, context: dict[str, Any]) -> None:
+    # Another call between the rounds of the first: it must carry nothing of the other's
+    # inputResponses or requestState.
+    while_asked.append(lambda: client.call_tool("test_mrtr_unrelated", {}))
+    for name in ("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"):
+        await client.call_tool(name, {})
+
+
+async def main(url: str, name: str) -> None:
+    run = SCENARIOS[name]
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    era: Any = "auto" if version is None else "modern" if version in STATELESS else "handshake"
+    async with open_client(
+        url,
+        era=era,
+        handshake_version=version if era == "handshake" else None,
+        client_info=Implementation("mcp-runtime-everything-client", "1.0.0"),
+        elicitation=accept_with_defaults,
+        sampling=sample,
+        roots=roots,
+        timeout=20,
+    ) as client:
+        await run(client, context)
+
+
+if __name__ == "__main__":
+    scenario_name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if len(sys.argv) < 2 or scenario_name not in SCENARIOS:
+        sys.exit(f"usage: MCP_CONFORMANCE_SCENARIO=NAME {sys.argv[0]} URL ({sorted(SCENARIOS)})")
+    trio.run(main, sys.argv[-1], scenario_name)
