@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from runtime.client import Client, Implementation, open_client
+from runtime.client import Client, ClientError, Implementation, open_client
 
 #: The revisions the suite runs statelessly (its ``STATELESS_SPEC_VERSIONS``): no
 #: ``initialize``, every request carries its own ``_meta``.
@@ -167,4 +167,7 @@ if __name__ == "__main__":
     scenario_name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     if len(sys.argv) < 2 or scenario_name not in SCENARIOS:
         sys.exit(f"usage: MCP_CONFORMANCE_SCENARIO=NAME {sys.argv[0]} URL ({sorted(SCENARIOS)})")
-    trio.run(main, sys.argv[-1], scenario_name)
+    try:
+        trio.run(main, sys.argv[-1], scenario_name)
+    except ClientError as exc:  # a refusal a scenario may expect: one line, exit 1
+        sys.exit(f"{scenario_name}: {type(exc).__name__}: {exc}")
