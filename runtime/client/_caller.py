@@ -61,6 +61,9 @@ _DEFAULT_POLL_MS: Final = 200
 
 
 class _ResultProbe(msgspec.Struct):
+    """The fields of a 2026-07-28 result that say whether it is the result at all (an input
+    round, a task), read before the result is decoded as the type asked for."""
+
     result_type: str | None = msgspec.field(default=None, name="resultType")
     input_requests: dict[str, Any] | None = msgspec.field(default=None, name="inputRequests")
     request_state: str | None = msgspec.field(default=None, name="requestState")
@@ -68,7 +71,17 @@ class _ResultProbe(msgspec.Struct):
 
 class Caller:
     """Sends the client's requests (see the module docstring). ``era`` is the era the client
-    speaks (the handshake sets it); ``timeout`` the default of every request."""
+    speaks (the handshake sets it); ``timeout`` the default of every request.
+
+    The ``Client``'s methods, the handshake and the listen streams call it; it holds no
+    request state of its own (the conversation's table does), so concurrent calls are
+    independent. Bounds: each exchange (every input round, every ``tasks/get`` and
+    ``tasks/update``) is bounded by the request's timeout; a request goes through at most
+    ``MAX_INPUT_ROUNDS`` rounds (then :class:`ClientError`), and a task it became is
+    followed for at most that timeout again. What the server answers is decoded here, so
+    a malformed result is :class:`BadMessage`, a failed or cancelled task
+    :class:`PeerError` with the task's error.
+    """
 
     def __init__(
         self,
@@ -106,7 +119,9 @@ class Caller:
         """Send one request and return its raw result. ``modern`` overrides the era (the
         era probe, the handshake); ``early``: it may go before the client is ready (the
         handshake itself); ``request_id``: an id taken already (a listen's is its
-        subscription id)."""
+        subscription id). A 2026-07-28 -32022 refusal naming a version this client speaks
+        sends it once more (see the module docstring), under a new id unless one was given,
+        and with a timeout of its own."""
         if timeout is DEFAULT:
             timeout = self.timeout
         modern = self.modern if modern is None else modern
