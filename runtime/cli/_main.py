@@ -114,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._client_verbs import main as client_main
 
         return client_main(arguments)
+    if arguments and arguments[0] in ("login", "logout"):
+        from ._login import login_main
+
+        return login_main(arguments)
     args: argparse.Namespace | SimpleNamespace | None = plain_serve(arguments)
     if args is None:
         parser = build_parser(tools=arguments[:1] != ["serve"])

@@ -41,7 +41,7 @@ from ..protocol import (
 from ._answers import Answers
 from ._conversation import Conversation
 from ._decode import convert_as, decode_as, decode_value
-from ._errors import ClientError, PeerError
+from ._errors import ClientError, PeerError, RequestTimeout
 from ._notifications import NotificationCallback
 from ._outgoing import RequestBuilder, progress_token
 from ._serving import ServerRequestHandler
@@ -204,7 +204,7 @@ class Caller:
         if timeout is DEFAULT:
             timeout = self.timeout
         answered: set[str] = set()
-        with trio.fail_after(math.inf if timeout is None else timeout):
+        with trio.move_on_after(math.inf if timeout is None else timeout):
             while True:
                 if task.status == "completed":
                     return task.result
@@ -226,6 +226,9 @@ class Caller:
                 interval = task.poll_interval_ms or task.poll_interval or _DEFAULT_POLL_MS
                 await trio.sleep(interval / 1000)
                 task = await self.get_task(task.task_id)
+        # The caller's timeout covers the whole task, as it covers any request.
+        assert timeout is not None
+        raise RequestTimeout(f"task {task.task_id}", timeout)
 
 
 def _version_to_retry(refusal: PeerError) -> str | None:
