@@ -25,8 +25,15 @@ import msgspec
 
 from ..framing import loggable
 from ..protocol import Tool
+from ._errors import ClientError
 
-__all__ = ["InvalidHeaderMark", "ParamHeaders", "encode_header_value", "header_params"]
+__all__ = [
+    "SAFE_INTEGER",
+    "InvalidHeaderMark",
+    "ParamHeaders",
+    "encode_header_value",
+    "header_params",
+]
 
 log = logging.getLogger("mcp_runtime.client")
 
@@ -42,6 +49,10 @@ _PRIMITIVE: Final = frozenset({"string", "integer", "boolean"})
 #: Keywords whose values are data, not schemas: a ``default`` that happens to hold an
 #: ``x-mcp-header`` key is not an annotation.
 _DATA_KEYWORDS: Final = frozenset({"const", "default", "enum", "examples"})
+#: The largest integer a marked argument may hold: "Integer values MUST be within the safe
+#: range for JavaScript (-2**53+1 to 2**53-1)", where a server or gateway reading the header
+#: as a double still compares it exactly.
+SAFE_INTEGER: Final = 2**53 - 1
 
 # RFC 9110 field values the 2026-07-28 spec lets through unencoded: visible ASCII, space, tab
 # (and no leading/trailing whitespace, which HTTP would strip).
@@ -102,7 +113,8 @@ class ParamHeaders:
     def mirror(self, tool: str, arguments: Any) -> list[tuple[str, str]]:
         """The headers for a call of ``tool``: each marked argument the call gives, rendered
         as the server compares it (booleans ``true``/``false``, numbers as JSON, strings
-        encoded as header values; objects and arrays are not mirrored)."""
+        encoded as header values; objects and arrays are not mirrored). An integer outside
+        :data:`SAFE_INTEGER` is :class:`ClientError`, before anything is sent."""
         found: list[tuple[str, str]] = []
         for header, path in self._by_tool.get(tool, {}).items():
             value: Any = arguments
@@ -112,6 +124,12 @@ class ParamHeaders:
                 continue
             if isinstance(value, bool):
                 text = "true" if value else "false"
+            elif isinstance(value, int) and not -SAFE_INTEGER <= value <= SAFE_INTEGER:
+                raise ClientError(
+                    f"{tool}: argument {'.'.join(path)!r} (Mcp-Param-{header}) is an integer "
+                    f"outside +-(2**53 - 1), which a header may not carry (2026-07-28 "
+                    f'streamable-http, "Schema Extension")'
+                )
             elif isinstance(value, (int, float)):
                 text = msgspec.json.encode(value).decode()
             elif isinstance(value, str):

@@ -179,6 +179,23 @@ async def test_a_later_listing_that_fixes_a_tool_brings_it_back() -> None:
     assert call.headers["mcp-param-region"] == "a"
 
 
+async def test_a_marked_integer_outside_the_safe_range_is_refused_before_sending() -> None:
+    """2026-07-28 "Schema Extension": integer values of marked parameters MUST be within
+    +-(2**53 - 1); the edge is mirrored exactly, one past it is never sent."""
+    peer = _modern_server(VALID)
+    async with peer.serving() as url:
+        with trio.fail_after(20):
+            async with open_client(url, era="modern", timeout=5) as client:
+                await client.all_tools()
+                await client.call_tool("nested", {"limit": 2**53 - 1})
+                await client.call_tool("nested", {"limit": -(2**53 - 1)})
+                for outside in (2**53, -(2**53), 10**30):
+                    with pytest.raises(ClientError, match=r"'limit' \(Mcp-Param-Limit\)"):
+                        await client.call_tool("nested", {"limit": outside})
+    limits = [call.headers["mcp-param-limit"] for call in _calls(peer)]
+    assert limits == ["9007199254740991", "-9007199254740991"]
+
+
 async def test_every_modern_request_carries_client_info_and_matching_versions() -> None:
     peer = _modern_server(VALID)
     info = Implementation("wire-check", "9.9")
