@@ -7,7 +7,10 @@ data (the arguments of a call) put a JSON object in ``MCP_CONFORMANCE_CONTEXT``,
 ``--spec-version`` arrives as ``MCP_CONFORMANCE_PROTOCOL_VERSION``: a dated revision up to
 2025-11-25 means the ``initialize`` handshake, 2026-07-28 the stateless era, none means
 "find out" (``era="auto"``). The suite judges what crosses the wire; this program only does
-what a user of ``runtime.client`` would, with the public API alone.
+what a user of ``runtime.client`` would, with the public API alone. The authorization
+scenarios (``auth/*``) log in with :class:`runtime.client.OAuth`: an authorization code through
+a loopback redirect (the browser step an HTTP GET, as the suite's authorization servers
+need no login page), pre-registered credentials, or client credentials from the context.
 
     python examples/everything_client.py http://127.0.0.1:3001/mcp   # MCP_CONFORMANCE_SCENARIO=...
 
@@ -19,19 +22,35 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
-from runtime.client import Client, ClientError, Implementation, open_client
+from runtime.client import (
+    Client,
+    ClientError,
+    EnterpriseIdentity,
+    Implementation,
+    LoopbackLogin,
+    OAuth,
+    open_client,
+)
 
 #: The revisions the suite runs statelessly (its ``STATELESS_SPEC_VERSIONS``): no
 #: ``initialize``, every request carries its own ``_meta``.
 STATELESS = {"2026-07-28"}
 
+#: This client's Client ID Metadata Document: the suite's authorization servers that
+#: support them take this URL as the client id (and never fetch it).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
+#: How each authorization scenario logs in: the ``auth=`` for ``open_client`` (built from
+#: the scenario's context), so that the scenario's body stays the same as without.
+AUTH: dict[str, Callable[[dict[str, Any]], OAuth]] = {}
 #: Work a scenario does while the client answers a server's question (between the rounds
 #: of a 2026-07-28 input_required request).
 while_asked: list[Callable[[], Awaitable[Any]]] = []
@@ -145,9 +164,117 @@ async def input_rounds(client: Client, context: dict[str, Any]) -> None:
         await client.call_tool(name, {})
 
 
+async def browse(url: str) -> None:
+    """The user's browser, headless: the suite's authorization servers redirect at once (no
+    login page), so a GET that follows redirects lands on the client's loopback listener."""
+
+    def visit() -> None:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            response.read()
+
+    await trio.to_thread.run_sync(visit)
+
+
+def oauth(**options: Any) -> OAuth:
+    """``OAuth`` as a user would set it up, the browser step done by :func:`browse`."""
+    login = LoopbackLogin(open_browser=browse, timeout=20, announce=lambda url: None)
+    return OAuth(client_name="mcp-runtime-everything-client", login=login, **options)
+
+
+def authorization_code(context: dict[str, Any]) -> OAuth:
+    return oauth(client_metadata_url=CLIENT_METADATA_URL)
+
+
+def pre_registered(context: dict[str, Any]) -> OAuth:
+    return oauth(client_id=context["client_id"], client_secret=context["client_secret"])
+
+
+def client_credentials(context: dict[str, Any]) -> OAuth:
+    if "private_key_pem" in context:
+        secret = {
+            "private_key": context["private_key_pem"],
+            "token_endpoint_auth_method": "private_key_jwt",
+        }
+    else:
+        secret = {
+            "client_secret": context["client_secret"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        }
+    return oauth(grant="client_credentials", client_id=context["client_id"], **secret)
+
+
+def workload_identity(context: dict[str, Any]) -> OAuth:
+    # The platform's signed JWT, presented as is (RFC 7523 jwt-bearer grant).
+    return oauth(grant="jwt_bearer", client_id=context["client_id"], assertion=context["valid_jwt"])
+
+
+def enterprise(context: dict[str, Any]) -> OAuth:
+    # The enterprise IdP exchanges the user's ID token for an ID-JAG, presented to the MCP
+    # server's authorization server (enterprise-managed authorization).
+    identity = EnterpriseIdentity(
+        token_endpoint=context["idp_token_endpoint"],
+        client_id=context["idp_client_id"],
+        id_token=context["idp_id_token"],
+    )
+    return oauth(
+        grant="jwt_bearer",
+        client_id=context["client_id"],
+        client_secret=context["client_secret"],
+        enterprise=identity,
+    )
+
+
+AUTHORIZATION_CODE_SCENARIOS = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    "auth/dpop",  # DPoP-bound tokens where the resource asks for them (RFC 9449)
+    "auth/dpop-nonce",
+)
+AUTH.update(dict.fromkeys(AUTHORIZATION_CODE_SCENARIOS, authorization_code))
+AUTH["auth/pre-registration"] = pre_registered
+AUTH["auth/client-credentials-basic"] = client_credentials
+AUTH["auth/client-credentials-jwt"] = client_credentials
+AUTH["auth/wif-jwt-bearer"] = workload_identity
+AUTH["auth/enterprise-managed-authorization"] = enterprise
+
+
+@scenario(*AUTH)
+async def authorized(client: Client, context: dict[str, Any]) -> None:
+    # Logging in happens on the way: the first request is refused with 401, and the client
+    # discovers, registers, authorizes and sends it again.
+    tools = await client.all_tools()
+    if tools:
+        await client.call_tool(tools[0].name, {})
+
+
 async def main(url: str, name: str) -> None:
     run = SCENARIOS[name]
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    auth = AUTH[name](context) if name in AUTH else None
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
     era: Any = "auto" if version is None else "modern" if version in STATELESS else "handshake"
     async with open_client(
@@ -159,6 +286,7 @@ async def main(url: str, name: str) -> None:
         sampling=sample,
         roots=roots,
         timeout=20,
+        auth=auth,
     ) as client:
         await run(client, context)
 
