@@ -1,8 +1,8 @@
-"""A real OpenID provider (npm ``oidc-provider``, pinned in ``oidc/package-lock.json``) on
+"""A real OpenID provider (npm ``oidc-provider``, pinned in ``tests/oidc/package-lock.json``) on
 loopback, and a protected MCP server that trusts it (examples/oauth_notes.py's tools and
 ``auth_config``), for the OAuth client tests.
 
-``.ci/run`` installs the provider (``npm ci`` in ``oidc/``); under ``CI=true`` its absence
+``.ci/run`` installs the provider (``npm ci`` in ``tests/oidc/``); under ``CI=true`` its absence
 (no node, no ``node_modules``) fails the test, elsewhere it is a skip saying how to install it.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-HERE = Path(__file__).parent / "oidc"
+HERE = Path(__file__).parents[2] / "oidc"
 EXAMPLES = Path(__file__).parents[3] / "examples"
 #: The pre-registered confidential client the provider knows (client credentials grant).
 SERVICE_CLIENT = "service"
@@ -34,7 +34,7 @@ def _need_provider() -> str:
     node = shutil.which("node")
     if node is None or not (HERE / "node_modules" / "oidc-provider").is_dir():
         message = (
-            "oidc-provider is not installed: run `npm ci` in tests/client/auth/oidc (.ci/run does)"
+            "oidc-provider is not installed: run `npm ci` in tests/oidc (.ci/run does)"
         )
         if os.environ.get("CI") == "true":
             pytest.fail(message)
@@ -60,7 +60,7 @@ async def run_provider(resource: str, *, token_ttl: int = 300) -> AsyncIterator[
     """Start the provider for ``resource``; stopped (stdin closed, then killed) on exit."""
     node = _need_provider()
     process = await trio.lowlevel.open_process(
-        [node, str(HERE / "provider.mjs"), resource, str(token_ttl), SERVICE_SECRET],
+        [node, str(HERE / "resource.mjs"), resource, str(token_ttl), SERVICE_SECRET],
         stdin=-1,
         stdout=-1,
         stderr=-3,  # DEVNULL: its development-mode warnings are not ours to show
