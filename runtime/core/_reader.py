@@ -29,18 +29,19 @@ from ..protocol import (
     INVALID_REQUEST,
     ONE_PASS_OVER,
     REQUEST_ID_TYPES,
+    DecodedFrame,
     Envelope,
     JSONRPCError,
     Kind,
     Pieces,
     ToolCall,
+    batch_shape_error,
     classify,
     decode_frame,
     decode_item,
     error_reply,
     framing_error,
     internal_error,
-    invalid_request,
 )
 from . import _engine as engine
 from ._assembler import Assembler
@@ -136,7 +137,9 @@ class Reader:
         self._ready_frame: Callable[[], bytes | None] | None = getattr(channel, "ready_frame", None)
         # Channels read only while they have input (``MessageChannel.receive_nowait``): with
         # none the generation ends instead of parking a task (issue 22 item 4).
-        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
+        self._receive_nowait: Callable[[], bytes | DecodedFrame] | None = getattr(
+            channel, "receive_nowait", None
+        )
         # Channels that write a reply given as runtime.protocol.Pieces as its parts
         # (FramedChannel): a request's reply may come so (not a batch item's: they are joined).
         self._takes_pieces: bool = getattr(channel, "takes_pieces", False)
@@ -233,7 +236,7 @@ class Reader:
     # -- generations ------------------------------------------------------------------------
 
     def _next_generation(
-        self, batch: Batch | None = None, index: int = 0, frame: bytes | None = None
+        self, batch: Batch | None = None, index: int = 0, frame: bytes | DecodedFrame | None = None
     ) -> None:
         """Start the next generation: it walks the rest of ``batch`` from ``index``, handles
         ``frame``, then reads on. Called with nothing in between the current generation
@@ -248,7 +251,7 @@ class Reader:
         scope: trio.CancelScope,
         batch: Batch | None,
         index: int,
-        frame: bytes | None,
+        frame: bytes | DecodedFrame | None,
     ) -> None:
         """Read under ``scope`` until reading ends or a request started here suspends; in the
         second case ``scope`` becomes that request's scope and this task runs it to the end."""
@@ -281,7 +284,7 @@ class Reader:
         scope: trio.CancelScope,
         batch: Batch | None,
         index: int,
-        frame: bytes | None,
+        frame: bytes | DecodedFrame | None,
     ) -> _Running | None:
         """Handle frames until a request suspends (it is returned; the next generation was
         started to read on) or this generation is done: reading ended, or was handed to a
@@ -312,7 +315,7 @@ class Reader:
                 return running
             frame = None
 
-    async def _next_frame(self) -> bytes | None:
+    async def _next_frame(self) -> bytes | DecodedFrame | None:
         """The next frame, or None once reading has ended (``end_reason`` says why).
 
         Replies held back are written before the reader waits for input, so a burst of
@@ -366,7 +369,9 @@ class Reader:
                 await self._end("peer-gone")
                 return None
 
-    async def _next_or_park(self, receive_nowait: Callable[[], bytes]) -> bytes | None:
+    async def _next_or_park(
+        self, receive_nowait: Callable[[], bytes | DecodedFrame]
+    ) -> bytes | DecodedFrame | None:
         """``_next_frame`` of a channel read only while it has input: the next frame, or
         None once reading ended or parked (the generation ends and no task waits for input;
         whoever feeds the channel resumes the connection). ``trio.EndOfChannel`` and the
@@ -400,7 +405,7 @@ class Reader:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> bytes:
+    def _bad_message(self, exc: JSONRPCError, data: bytes | memoryview | Raw) -> bytes:
         log.warning(
             "bad message conn=%s code=%d reason=%r excerpt=%s",
             self._id,
@@ -412,31 +417,46 @@ class Reader:
             self._observe(exc)
         return error_reply(exc)
 
-    async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> _Running | None:
+    async def _on_frame(
+        self, scope: trio.CancelScope, frame: bytes | DecodedFrame
+    ) -> _Running | None:
         call: ToolCall | None = None
-        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
+        read: Mapping[int, tuple[Envelope, ToolCall | None]] | None = None
         message: Envelope | list[Raw]
-        try:
-            if (
-                len(frame) > ONE_PASS_OVER
-                and self._pre_read is not None
-                and (found := self._pre_read(frame)) is not None
-            ):
-                # A big tools/call read whole in one typed pass, alone or inside a batch
-                # (then ``read`` holds the items read, by index): its params' bytes are not
-                # walked a second time to find their end.
-                if isinstance(found[0], list):
-                    message, read = found
+        if isinstance(frame, DecodedFrame):
+            # Decoded and judged by its transport (an HTTP POST's body): taken as it is.
+            if frame.error is not None:
+                await self._out.answer(self._bad_message(frame.error, frame.body))
+                return None
+            found_message = frame.message
+            assert found_message is not None
+            if isinstance(found_message, list):
+                if frame.read is None:  # decoded, not judged: as any batch read here
+                    return await self._on_batch(scope, found_message)
+                return await self._walk(scope, Batch(found_message, frame.read), 0)
+            message, kind, call = found_message, frame.kind, frame.call
+        else:
+            try:
+                if (
+                    len(frame) > ONE_PASS_OVER
+                    and self._pre_read is not None
+                    and (found := self._pre_read(frame)) is not None
+                ):
+                    # A big tools/call read whole in one typed pass, alone or inside a batch
+                    # (then ``read`` holds the items read, by index): its params' bytes are
+                    # not walked a second time to find their end.
+                    if isinstance(found[0], list):
+                        message, read = found
+                    else:
+                        message, call = found
                 else:
-                    message, call = found
-            else:
-                message = decode_frame(frame)
-            kind = None if isinstance(message, list) else classify(message)
-        except JSONRPCError as exc:
-            await self._out.answer(self._bad_message(exc, frame))
-            return None
-        if isinstance(message, list):
-            return await self._on_batch(scope, message, read)
+                    message = decode_frame(frame)
+                kind = None if isinstance(message, list) else classify(message)
+            except JSONRPCError as exc:
+                await self._out.answer(self._bad_message(exc, frame))
+                return None
+            if isinstance(message, list):
+                return await self._on_batch(scope, message, read)
         if kind == Kind.REQUEST:
             # Refused right here, with no layer between (under overload most requests are).
             ctx = self._assemble(
@@ -457,16 +477,20 @@ class Reader:
             self._on_response(message)
         return None
 
-    async def _fault(self, frame: bytes) -> None:
+    async def _fault(self, frame: bytes | DecodedFrame) -> None:
         """Handling ``frame`` raised: a bug of ours, since everything a peer may send has its
         answer. Logged with its traceback (never on the wire); a request is answered -32603
         under its id, a frame whose id cannot be read under id null (JSON-RPC 2.0 section
         5), a notification or response not at all; reading goes on. (Its requests already
         running, if any, go on too.)"""
-        log.exception("fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(frame))
+        data = frame.body if isinstance(frame, DecodedFrame) else frame
+        log.exception(
+            "fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(bytes(data))
+        )
         request_id: Any = None
+        message: Envelope | list[Raw] | None
         try:
-            message = decode_frame(frame)
+            message = frame.message if isinstance(frame, DecodedFrame) else decode_frame(frame)
         except Exception:  # (unreadable, or the fault was in the reading itself)
             message = None
         if isinstance(message, Envelope):
@@ -499,7 +523,7 @@ class Reader:
         self,
         scope: trio.CancelScope,
         items: list[Raw],
-        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
+        read: Mapping[int, tuple[Envelope, ToolCall | None]] | None = None,
     ) -> _Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
@@ -510,17 +534,12 @@ class Reader:
         return await self._walk(scope, Batch(items, read), 0)
 
     def _batch_refusal(self, items: list[Raw]) -> JSONRPCError | None:
-        if not items:
-            return invalid_request("empty batch")
+        refused = batch_shape_error(len(items), self._limits.max_batch_size)
+        if refused is not None:
+            return refused
         forbidden = self._dispatcher.batch_policy(self._session)
         if forbidden is not None:
             return JSONRPCError(INVALID_REQUEST, forbidden)
-        limit = self._limits.max_batch_size
-        if len(items) > limit:
-            return invalid_request(
-                f"batch of {len(items)} items exceeds the limit of {limit}",
-                data={"maxBatchSize": limit},
-            )
         return None
 
     async def _walk(self, scope: trio.CancelScope, batch: Batch, first: int) -> _Running | None:

@@ -15,6 +15,8 @@ One home for what every transport and handler must agree on:
   the reply around it), and ``encode_result_pieces``, which encodes a result holding them.
 - ``_tool_call``: ``ToolCall``, a ``tools/call``'s params read once (arguments included)
   as the core and the transports carry it to the handler, and ``ONE_PASS_OVER``.
+- ``_decoded``: ``DecodedFrame``, a frame its transport decoded and judged already, which a
+  connection's reader takes as it is (read once, judged once).
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
   its ``params``, not from them (a big ``tools/call`` read in one pass), and
   ``split_batch_params``, the same for such a request inside a batch.
@@ -22,6 +24,7 @@ One home for what every transport and handler must agree on:
 ``tests/test_layers.py`` keeps this package free of every other import of ours.
 """
 
+from ._decoded import DecodedFrame
 from ._era import (
     MODERN_MARKER,
     ModernRequest,
@@ -47,6 +50,7 @@ from ._errors import (
     ResourceNotFoundError,
     ToolError,
     connection_closed,
+    duplicate_request_id,
     forbidden,
     framing_error,
     header_mismatch,
@@ -73,6 +77,7 @@ from ._jsonrpc import (
     ErrorReply,
     Kind,
     RequestId,
+    batch_shape_error,
     cancelled_id,
     classify,
     decode_frame,
@@ -161,6 +166,7 @@ __all__ = [
     "TOO_DEEP",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "BatchItems",
+    "DecodedFrame",
     "Envelope",
     "ErrorReply",
     "JSONRPCError",
@@ -174,11 +180,13 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "batch_refusal",
+    "batch_shape_error",
     "cancelled_id",
     "classify",
     "connection_closed",
     "decode_frame",
     "decode_item",
+    "duplicate_request_id",
     "encode",
     "encode_error",
     "encode_notification",

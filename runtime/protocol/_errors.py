@@ -35,6 +35,7 @@ __all__ = [
     "ResourceNotFoundError",
     "ToolError",
     "connection_closed",
+    "duplicate_request_id",
     "forbidden",
     "framing_error",
     "header_mismatch",
@@ -138,6 +139,12 @@ def framing_error(reason: str, *, oversized: bool) -> JSONRPCError:
 def invalid_request(reason: str, request_id: Any = None, data: Any = None) -> JSONRPCError:
     """-32600: valid JSON that is not an acceptable JSON-RPC message, batch or request."""
     return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", data, request_id=request_id)
+
+
+def duplicate_request_id(request_id: Any) -> JSONRPCError:
+    """-32600 for a request whose id is one already in flight (JSON-RPC 2.0 section 4: the id
+    correlates the response, so two in flight at once could not be told apart)."""
+    return invalid_request(f"Duplicate request id {request_id!r} is in flight")
 
 
 def method_not_found(method: str) -> JSONRPCError:
