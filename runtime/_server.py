@@ -893,12 +893,12 @@ class Server:
             self._dispatcher = None
         store = open_store(self.store)
         with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_hooks
+            from ._compose import transport_port
             from .transports import serve_http as _serve_http
 
             async with sharing(self, store):
                 await _serve_http(
-                    transport_hooks(self),
+                    transport_port(self),
                     port=port,
                     host=host,
                     path=path,
@@ -960,12 +960,12 @@ class Server:
         from .stores import open_store
 
         with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_hooks
+            from ._compose import transport_port
             from .transports import serve_websocket as _serve_websocket
 
             async with sharing(self, open_store(self.store)):
                 await _serve_websocket(
-                    transport_hooks(self),
+                    transport_port(self),
                     port=port,
                     host=host,
                     path=path,

@@ -81,7 +81,8 @@ async def open_stdio_channel(
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     # A big message arrives in reads of the pipe's capacity: a 1 MiB tools/call in one or two
-    # reads, not 16 trips through the event loop (issue 22: 12.1M -> 10.4M instructions).
+    # reads, not 16 trips through the event loop (benchmarks/README.md, "Reads of a pipe's
+    # capacity").
     in_capacity = _grow_pipe(in_fd)
     _grow_pipe(out_fd)
     channel = _StdioChannel(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 from msgspec import UNSET, Raw
@@ -20,12 +21,14 @@ from ...protocol import (
     CANCELLED,
     HANDSHAKE_VERSIONS,
     INITIALIZE,
+    DecodedFrame,
     Envelope,
     JSONRPCError,
     Kind,
     ToolCall,
     batch_refusal,
     cancelled_id,
+    duplicate_request_id,
     error_reply,
     id_key,
     overloaded,
@@ -35,11 +38,14 @@ from ...protocol import (
 from ...stores import StoreUnavailable, split_event_id
 from ._auth import Gate
 from ._edge import HttpLimits
-from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal
+from ._exchange import Exchange, HttpError, HttpRequest, parse_accept, refusal, rejection
 from ._follow import follow
 from ._in_order import InOrder, seq_of
-from ._session import Hooks, HttpSession, SessionRegistry
-from ._streams import ResponseStream, answer, pump, sse_event
+from ._session import HttpSession, SessionRegistry
+from ._streams import Key, ResponseStream, answer, pump, sse_event
+
+if TYPE_CHECKING:
+    from .. import ServerPort
 
 __all__ = ["HandshakeEra"]
 
@@ -51,9 +57,9 @@ class HandshakeEra:
     ``initialize``, POSTs to a session, its GET stream and DELETE."""
 
     def __init__(
-        self, hooks: Hooks, limits: HttpLimits, registry: SessionRegistry, gate: Gate
+        self, port: ServerPort, limits: HttpLimits, registry: SessionRegistry, gate: Gate
     ) -> None:
-        self.hooks = hooks
+        self.port = port
         self.limits = limits
         self.registry = registry
         self.gate = gate
@@ -151,11 +157,14 @@ class HandshakeEra:
         accept_json: bool,
         accept_sse: bool,
         prepared: ToolCall | None = None,
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
     ) -> None:
         """A POST to ``session``: ``message`` is the decoded body (``runtime.protocol``), one
-        envelope of ``kind`` (already classified) or a batch (judged here, item by item);
-        ``prepared``, the reading of a request's params made with the body (``Hooks``), is
-        handed to its handler when it runs in this task (``Hooks.run_in_session``).
+        envelope of ``kind`` (already classified) or a batch (judged here, item by item:
+        ``read`` holds the items read with the body, by index). ``prepared``, the reading of
+        a request's params made with the body (``ServerPort.read_frame``, ``read_call``), is
+        handed to its handler. What this POST feeds the session's connection goes as this
+        reading (``DecodedFrame``): it is neither decoded nor judged again.
 
         Idle expiry (``SessionRegistry.reap``: ``in_use == 0`` and not touched for
         ``session_idle_timeout``): ``session`` comes untouched from :meth:`find`, with no
@@ -175,7 +184,7 @@ class HandshakeEra:
             )
             return
         session.touch()
-        body = bytes(request.body)  # (fed to the session: kept past the request)
+        body = request.body
         batch_errors: list[bytes] = []
         #: The client responses and cancellations of a batch (2025-03-26 allows batches of
         #: responses to server requests): another replica may run the request they concern.
@@ -187,7 +196,7 @@ class HandshakeEra:
             # Batch-level errors (empty, too large) have no id to route by: they are this
             # POST's answer (400 with the JSON-RPC error body, 2025-03-26 basic/transports).
             try:
-                split = split_batch(message, self.hooks.max_batch_size)
+                split = split_batch(message, self.port.max_batch_size, read)
             except JSONRPCError as exc:
                 raise HttpError(400, exc.message, error_reply(exc), headers) from None
             if not split.raws:  # nothing acceptable: the item errors are the answer
@@ -198,24 +207,27 @@ class HandshakeEra:
             keys = [id_key(request_id) for request_id in split.request_ids]
             if session.shared is not None:
                 routed = [
-                    raw
+                    bytes(raw)
                     for raw, envelope in zip(split.raws, envelopes, strict=True)
                     if envelope.method is UNSET or envelope.method == CANCELLED
                 ]
             batch_errors = split.errors
-            if batch_errors:
-                body = b"[" + b",".join(split.raws) + b"]"
-                if not keys:  # only notifications/responses are left: nothing to splice into
-                    raise HttpError(
-                        400, "Invalid Request", b"[" + b",".join(batch_errors) + b"]", headers
-                    )
+            if batch_errors and not keys:
+                # Only notifications/responses are left: no reply to splice the errors into.
+                raise HttpError(
+                    400, "Invalid Request", b"[" + b",".join(batch_errors) + b"]", headers
+                )
+            # Judged here, item by item: the connection walks the items as they are.
+            items = dict(enumerate(zip(envelopes, split.calls, strict=True)))
+            frame = DecodedFrame(body, split.raws, read=items)
         else:
             envelopes = [message]
             keys = [id_key(message.id)] if kind == Kind.REQUEST else []  # type: ignore[arg-type]
+            frame = DecodedFrame(body, message, kind, prepared)
         if not keys:
             session.in_use += 1
             try:
-                await session.feed(body)
+                await session.feed(frame)
             finally:
                 session.in_use -= 1
             for envelope in envelopes:
@@ -228,7 +240,7 @@ class HandshakeEra:
                 and isinstance(message, Envelope)
                 and (kind == Kind.RESPONSE or message.method == CANCELLED)
             ):
-                await session.publish(b"in", body)
+                await session.publish(b"in", bytes(body))
             elif routed:  # (the others ignore what concerns none of their requests)
                 await session.publish(b"in", b"[" + b",".join(routed) + b"]")
             await exchange.respond(202, b"", headers=headers)
@@ -237,7 +249,7 @@ class HandshakeEra:
             await session.publish(b"in", b"[" + b",".join(routed) + b"]")
         stream = session.open_stream(keys)
         if stream is None:
-            raise refusal(400, "Invalid Request: a request with this id is already in flight")
+            raise _in_flight(session, keys)
         stream.batch_errors = batch_errors
         session.in_use += 1
         try:
@@ -248,7 +260,7 @@ class HandshakeEra:
                 stream.lazy_prime = stream.json_first = True
             else:
                 prime_id = await session.prime(stream)
-            await session.feed(body)
+            await session.feed(frame)
             await self._answer(exchange, stream, accept_json, accept_sse, headers, prime_id)
         finally:
             session.in_use -= 1
@@ -288,15 +300,12 @@ class HandshakeEra:
         if request_id is not None:
             session.cancelled(request_id)
 
-    def _session_direct(self, session: HttpSession, message: Envelope) -> bool:
-        """Whether a single request can run in the POST's own task (see
-        ``Hooks.run_in_session``); else the POST feeds the session's connection."""
-        return not (
-            self.hooks.run_in_session is None
-            or session.connection is None
-            or session.legacy
-            or message.method == INITIALIZE
-        )
+    @staticmethod
+    def _session_direct(session: HttpSession, message: Envelope) -> bool:
+        """Whether a single request can run in the POST's own task
+        (``SessionConnection.run_request``); else the POST feeds the session's connection:
+        ``initialize``, which opens it (and is saved before its answer leaves, ``route``)."""
+        return not (session.connection is None or session.legacy or message.method == INITIALIZE)
 
     async def _post_direct(
         self,
@@ -308,17 +317,18 @@ class HandshakeEra:
         headers: list[tuple[str, str]],
         prepared: ToolCall | None,
     ) -> None:
-        """Run one request POSTed to ``session`` in this task (``Hooks.run_in_session``): no
-        batch to judge, and its body is not copied, since nothing feeds it to the session's
-        connection (issue 22 target 1). Its answer is JSON when it is the only message; if
-        the request sends notifications first, a writer task answers from its stream (made
-        then: ``DirectSlot``), as SSE for clients that take it, while the request runs on."""
-        assert self.hooks.run_in_session is not None and self.hooks.start_soon is not None
-        slot = session.open_direct(id_key(envelope.id))  # type: ignore[arg-type]
+        """Run one request POSTed to ``session`` in this task
+        (``SessionConnection.run_request``): no batch to judge, no body to keep. Its answer
+        is JSON when it is the only message; if the request sends notifications first, a
+        writer task answers from its stream (made then: ``DirectSlot``), as SSE for clients
+        that take it, while the request runs on."""
+        connection = session.connection
+        assert connection is not None  # (``_session_direct``)
+        key = id_key(envelope.id)  # type: ignore[arg-type]
+        slot = session.open_direct(key)
         if slot is None:
             session.touch()  # (a request to the session all the same)
-            raise refusal(400, "Invalid Request: a request with this id is already in flight")
-        connection = session.connection
+            raise _in_flight(session, [key])
         writer_done: trio.Event | None = None
 
         def start_writer() -> None:
@@ -338,7 +348,7 @@ class HandshakeEra:
                     writer_done,
                 )
                 try:
-                    self.hooks.start_soon(connection, write)  # type: ignore[misc]
+                    connection.start_soon(write)
                 except RuntimeError:  # the connection is ending: answer at the end instead
                     writer_done = None
 
@@ -381,8 +391,8 @@ class HandshakeEra:
                 )
 
         # Run under the HTTP connection's generation scope when it has one (no scope of the
-        # request's own, issue 22 target 1); cancelled through it, the request is answered
-        # by the connection once it left that scope (``Exchange.after_cancel``).
+        # request's own to make, enter and leave); cancelled through it, the request is
+        # answered by the connection once it left that scope (``Exchange.after_cancel``).
         scope = exchange.request_scope
         cancelled: list[bytes | None] = []
         slot.on_message = start_writer
@@ -392,16 +402,12 @@ class HandshakeEra:
         try:
             try:
                 if scope is None:
-                    reply = await self.hooks.run_in_session(
-                        connection, envelope, None, None, prepared
-                    )
+                    reply = await connection.run_request(envelope, None, None, prepared)
                 elif prepared is None:
-                    reply = await self.hooks.run_in_session(
-                        connection, envelope, scope, cancelled.append
-                    )
+                    reply = await connection.run_request(envelope, scope, cancelled.append)
                 else:
-                    reply = await self.hooks.run_in_session(
-                        connection, envelope, scope, cancelled.append, prepared
+                    reply = await connection.run_request(
+                        envelope, scope, cancelled.append, prepared
                     )
             except trio.Cancelled:
                 if cancelled:
@@ -465,8 +471,8 @@ class HandshakeEra:
         # stream this replica does not hold) rather than being lost while the replay is
         # read and the head and priming event go out; a replayed event that also queued is
         # skipped by its number. A client that has seen the head may cause such a message
-        # at once (2025-11-25 basic/transports, "Listening for Messages from the Server"):
-        # under load one came before the stream was attached, and was lost.
+        # at once (2025-11-25 basic/transports, "Listening for Messages from the Server"),
+        # and under load it can arrive before the stream would otherwise be attached.
         claimed = stream if stream is not None and not stream.attached else None
         if claimed is not None:
             claimed.attached = True
@@ -573,6 +579,14 @@ class HandshakeEra:
                 raise store_refusal(exc) from None
             await session.publish(b"end", b"")
         await exchange.respond(200, b"")
+
+
+def _in_flight(session: HttpSession, keys: list[Key]) -> HttpError:
+    """400 for a POST naming a request id whose answer another POST still waits for
+    (``HttpSession.taken``); the error names that id."""
+    key = session.taken(keys)
+    request_id = None if key is None else key[1]
+    return rejection(400, duplicate_request_id(request_id), request_id)
 
 
 def store_refusal(exc: StoreUnavailable) -> HttpError:

@@ -137,9 +137,8 @@ class ResponseStream:
 
     def take_nowait(self) -> tuple[str | None, bytes] | None:
         """The next queued message, None when none is queued; EndOfChannel once the stream
-        is done and drained. An empty queue is dropped (its channel pair, about 1 KiB): an
-        idle stream holds none while it waits, and ``push`` makes a new one (issue 22 item
-        4, memory per idle stream)."""
+        is done and drained. An empty queue is dropped (its channel pair): an idle stream
+        holds none while it waits, and ``push`` makes a new one."""
         channel = self._channel
         if channel is None:
             if self.done:
@@ -310,8 +309,8 @@ async def end_with_reply(
     with the handler's ``reply`` (None: it gave none): the stream's last event when events
     went before it (``streaming``), else JSON when the client accepts it (``json_status``
     picks the status), else a one-event SSE stream; no reply: the stream's end, an empty SSE
-    stream, or 204. A reply given as ``Pieces`` goes as JSON in one vector, never joined
-    (issue 22 target 2); in an SSE event it is joined."""
+    stream, or 204. A reply given as ``Pieces`` goes as JSON in one vector, never joined; in
+    an SSE event it is joined."""
     if reply is None:
         if streaming:
             await exchange.end()
@@ -358,8 +357,9 @@ async def pump(
     GET stream fed by several replicas, ``_in_order``).
 
     Keep-alive comments go out on quiet periods: one timer per ``keepalive`` interval (a
-    tick), not one per event (a timer scope per event was a fifth of the server's CPU
-    delivering one change to 1,000 streams, issue 22); a tick that saw no event ends with a
+    tick), not one per event (a timer scope per event cost much of the server's CPU
+    delivering one change to many streams: benchmarks/README.md, "Fan-out"); a tick that
+    saw no event ends with a
     keep-alive, so a quiet stream carries a byte at least every 2 x ``keepalive`` seconds.
 
     While it waits with nothing queued, ``stream.push`` writes an event straight to the
@@ -388,8 +388,8 @@ async def pump(
             order.wrote(seq_of(event_id))
         try:
             if chunked and event_id is not None:
-                # The event in its chunk, framed in one step (issue 22 item 3: one change
-                # to 1,000 GET streams), the bytes of ``exchange.write_now(sse_event(...))``.
+                # The event in its chunk, framed in one step (one change goes to many GET
+                # streams), the bytes of ``exchange.write_now(sse_event(...))``.
                 eid = event_id.encode()
                 size = len(eid) + len(data) + _ID_EVENT_OVERHEAD
                 pending = exchange.write_framed_now(_CHUNKED_ID_EVENT % (size, eid, data))
@@ -405,7 +405,7 @@ async def pump(
         return True
 
     # One cancel scope per tick, and none around them: the tick is also what a hang-up or
-    # ``cut()`` cancels (an idle stream holds one scope, not two; issue 22 item 4).
+    # ``cut()`` cancels (an idle stream holds one scope, not two).
     ended = stopped = False
     try:
         while not ended:
@@ -429,8 +429,8 @@ async def pump(
                             break
                         if item is None:
                             # The next message; meanwhile this task watches the socket, so
-                            # a hang-up is noticed with no reader task (issue 22 item 4: an
-                            # idle stream holds one task). A message queued or the stream
+                            # a hang-up is noticed with no reader task (an idle stream
+                            # holds one task). A message queued or the stream
                             # ending cancels the watch by ending this tick early
                             # (``_waiter``: no scope of its own); the hang-up cancels the
                             # tick too. Once the client sends bytes instead, the
