@@ -4,7 +4,7 @@ Each contender (ours, the SDK, fastmcp and ``servers/floor_stdio.py``, a bare lo
 each request with msgspec and writes the same reply encoded per request) answers, one at a
 time, ``resources/read`` of 1 and 16 MiB of text and of a 4 MiB blob (base64 on the wire), and
 a ``tools/call`` whose argument is 1 MiB of text. The floors run with the glibc malloc
-thresholds that ``mcp-runtime serve`` sets in itself (``run.floor_env``, ``runtime/_heap.py``):
+thresholds that ``mcp-runtime serve`` sets in itself (``run.floor_env``, ``runtime/cli/_heap.py``):
 with glibc's default rule, the same process can take 0.05 or 720 page faults per request, and
 the floor would then be measured against the allocator's luck rather than against ours. Per
 payload:

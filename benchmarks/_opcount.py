@@ -54,7 +54,7 @@ def main() -> int:
 
     signal.signal(signal.SIGUSR1, reset)
     signal.signal(signal.SIGUSR2, dump)
-    from runtime._cli import main as cli
+    from runtime.cli import main as cli
 
     sys.settrace(_trace)
     return cli(argv)

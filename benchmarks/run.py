@@ -185,9 +185,9 @@ def server_env(contender: str) -> dict[str, str]:
 
 def floor_env() -> dict[str, str]:
     """The big-payload floors' environment: glibc's malloc thresholds as ``mcp-runtime serve``
-    sets them in itself (runtime/_heap.py), so that no floor pays for glibc's default rule
+    sets them in itself (runtime/cli/_heap.py), so that no floor pays for glibc's default rule
     what ours does not."""
-    from runtime._heap import MMAP_THRESHOLD, TRIM_THRESHOLD
+    from runtime.cli._heap import MMAP_THRESHOLD, TRIM_THRESHOLD
 
     return {
         **os.environ,

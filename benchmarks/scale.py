@@ -77,7 +77,7 @@ def redis_server() -> Iterator[tuple[str, int]]:
 @contextlib.contextmanager
 def server(config: Config, store_url: str | None) -> Iterator[tuple[int, int]]:
     port = wire.free_port()
-    argv = [sys.executable, "-m", "runtime._cli", "serve", str(SERVER), "--transport", "http"]
+    argv = [sys.executable, "-m", "runtime", "serve", str(SERVER), "--transport", "http"]
     argv += ["--port", str(port), "--log-level", "warning", "--workers", str(config.workers)]
     if store_url:
         argv += ["--store", store_url]

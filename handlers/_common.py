@@ -88,7 +88,7 @@ async def call_with_input(
                 answers = {key: value for key, value in answers.items() if key in sealed.asked}
     # Without requestState, answers count only for the keys the handler asks: a key the
     # runtime made up is random (``InputRound.next_key``), so it cannot be answered before it
-    # is asked and no round can be skipped (issue 16 item 5); a key the tool's author chose
+    # is asked and no round can be skipped; a key the tool's author chose
     # (``key="user_name"``) may be answered up front, as SEP-2322's clients do. Everything
     # else is ignored and what is missing is asked again (SEP-2322: servers ignore
     # unrecognized information and re-request missing input; they do not refuse it).

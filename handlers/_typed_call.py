@@ -37,7 +37,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import RequestContext
 from runtime.features import Change, Registry, ToolDef
-from runtime.protocol import ONE_PASS_OVER, Envelope, split_batch_params, split_params
+from runtime.protocol import ONE_PASS_OVER, TOOLS_CALL, Envelope, split_batch_params, split_params
 
 from ._common import InputFields
 
@@ -189,7 +189,7 @@ class TypedCalls:
             if split is None:
                 return None
             envelope, span = split
-        if envelope.method != "tools/call":
+        if envelope.method != TOOLS_CALL:
             return None
         raw = Raw(span)
         call = self.read(raw)
@@ -203,8 +203,8 @@ class TypedCalls:
         before (``ctx.prepared``) when it is this reader's, of these very params and for the
         tool still registered under its name; else a fresh :meth:`read`, kept in
         ``ctx.prepared`` for whoever asks next. None: read the params the general way. Small
-        params nobody read before are left to the general reading, which runs fewer
-        bytecodes for them (the guard's stdio_tools_call)."""
+        params nobody read before are left to the general reading, which is cheaper for
+        them (``benchmarks/README.md``, "Features and handlers")."""
         call = ctx.prepared
         if call is None:
             raw = ctx.params

@@ -16,7 +16,7 @@ import msgspec
 
 from runtime.core import Handler, RequestContext
 from runtime.features import App
-from runtime.protocol import JSONRPCError
+from runtime.protocol import COMPLETION_COMPLETE, JSONRPCError
 
 from ._common import decode_params
 
@@ -107,4 +107,4 @@ def methods(server: App) -> dict[str, Handler]:
         completion["hasMore"] = len(values) > MAX_VALUES
         return {"completion": completion}
 
-    return {"completion/complete": complete}
+    return {COMPLETION_COMPLETE: complete}

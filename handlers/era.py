@@ -26,6 +26,7 @@ from runtime.protocol import (
     MODERN_MARKER,
     MODERN_ONLY,
     ONE_PASS_OVER,
+    TOOLS_CALL,
     select_era,
 )
 
@@ -67,7 +68,7 @@ class McpDispatcher(Dispatcher):
                 return self._handshake_route(ctx)
             if (
                 len(raw) > ONE_PASS_OVER
-                and ctx.method == "tools/call"
+                and ctx.method == TOOLS_CALL
                 and self.typed_calls is not None
                 and (call := self.typed_calls.for_request(ctx)) is not None
             ):

@@ -12,7 +12,14 @@ import msgspec
 
 from runtime.core import Handler, NotificationHandler, RequestContext
 from runtime.features import App
-from runtime.protocol import INITIALIZE, INITIALIZED, SUPPORTED_VERSIONS
+from runtime.protocol import (
+    INITIALIZE,
+    INITIALIZED,
+    PING,
+    SERVER_DISCOVER,
+    SUPPORTED_VERSIONS,
+    TASKS_EXTENSION,
+)
 
 from ._common import decode_params
 
@@ -47,7 +54,7 @@ def capabilities(server: App, *, modern: bool = False) -> dict[str, Any]:
         caps["completions"] = {}
     if any(tool.task_support for tool in reg.tools.values()):
         if modern:
-            caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         else:
             caps["tasks"] = {"requests": {"tools": {"call": {}}}, "list": {}, "cancel": {}}
     return caps
@@ -87,6 +94,6 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         return result
 
     return (
-        {INITIALIZE: initialize, "ping": ping, "server/discover": discover},
+        {INITIALIZE: initialize, PING: ping, SERVER_DISCOVER: discover},
         {INITIALIZED: initialized},
     )

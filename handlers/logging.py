@@ -8,6 +8,7 @@ import msgspec
 
 from runtime.core import Handler, RequestContext
 from runtime.features import App
+from runtime.protocol import LOGGING_SET_LEVEL
 
 from ._common import decode_params
 
@@ -29,4 +30,4 @@ def methods(server: App) -> dict[str, Handler]:
         ctx.session.log_level = params.level
         return {}
 
-    return {"logging/setLevel": set_level}
+    return {LOGGING_SET_LEVEL: set_level}

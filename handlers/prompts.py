@@ -12,7 +12,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import Handler, RequestContext
 from runtime.features import App, PromptMessage, TextContent
-from runtime.protocol import JSONRPCError, params_error
+from runtime.protocol import PROMPTS_GET, PROMPTS_LIST, JSONRPCError, params_error
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 
@@ -85,4 +85,4 @@ def methods(server: App) -> dict[str, Handler]:
             result["description"] = prompt.description
         return result
 
-    return {"prompts/list": list_prompts, "prompts/get": get_prompt}
+    return {PROMPTS_LIST: list_prompts, PROMPTS_GET: get_prompt}

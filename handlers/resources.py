@@ -11,7 +11,13 @@ from msgspec import UNSET, Raw, UnsetType
 
 from runtime.core import Handler, RequestContext
 from runtime.features import App, reply_contents
-from runtime.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, JSONRPCError, ResourceNotFoundError
+from runtime.protocol import (
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    ResourceNotFoundError,
+    resource_not_found,
+)
 
 from ._common import InputFields, call_with_input, decode_params, paginated, request_meta
 
@@ -49,8 +55,7 @@ def methods(server: App) -> dict[str, Handler]:
             return await _read(ctx)
         except ResourceNotFoundError as exc:
             # -32002 in the handshake era; -32602 from 2026-07-28 on (changelog, minor 6).
-            code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND
-            raise JSONRPCError(code, exc.message, exc.data) from None
+            raise resource_not_found(exc.uri, exc.message, modern=ctx.modern) from None
 
     def _with_cache(ctx: RequestContext, result: dict[str, Any], cache: Any) -> dict[str, Any]:
         if ctx.modern and cache is not None:
@@ -77,7 +82,7 @@ def methods(server: App) -> dict[str, Handler]:
         return _with_cache(ctx, {"contents": contents}, definition.cache)
 
     return {
-        "resources/list": list_resources,
-        "resources/templates/list": list_templates,
-        "resources/read": read_resource,
+        RESOURCES_LIST: list_resources,
+        RESOURCES_TEMPLATES_LIST: list_templates,
+        RESOURCES_READ: read_resource,
     }

@@ -28,26 +28,34 @@ import trio
 from runtime.core import Handler, NotificationHandler, Peer, RequestContext, Session
 from runtime.features import REPLICA_COPY, TASK_KEY, App, Change, ListKind, Registry, Subscriber
 from runtime.protocol import (
+    INITIALIZED,
     INVALID_PARAMS,
-    MISSING_CLIENT_CAPABILITY,
-    RESOURCE_NOT_FOUND,
+    LIST_CHANGED,
+    META_SUBSCRIPTION_ID,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+    RESOURCES_UPDATED,
+    SUBSCRIPTIONS_ACKNOWLEDGED,
+    SUBSCRIPTIONS_LISTEN,
+    TASKS_CHANGED,
+    TASKS_EXTENSION,
     JSONRPCError,
     encode_notification,
+    missing_capability,
+    resource_not_found,
+    unknown_task,
 )
 
 from ._common import decode_params
 from .lifecycle import capabilities
-from .tasks import EXTENSION as TASKS_EXTENSION
 from .tasks import owner as task_owner
 
 __all__ = [
     "MAX_RESOURCE_SUBSCRIPTIONS",
-    "META_SUBSCRIPTION_ID",
     "methods",
     "open_session_feed",
 ]
 
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 #: Resource URIs one handshake session, or one listen request, may watch. The spec sets no
 #: number; this caps the watch set and with it the subscriber's coalescing mailbox (which
 #: holds at most one pending change per watched URI). Past it: -32602 with ``maxSubscriptions``.
@@ -94,12 +102,12 @@ def _notification(
         # A task here, or (shared store) the last state heard from the replica running it.
         task = server.tasks.latest(key)
         if task is None:
-            raise JSONRPCError.invalid_params("Unknown task", {"taskId": key})
-        return "notifications/tasks", {**task, **params}
+            raise unknown_task(key)
+        return TASKS_CHANGED, {**task, **params}
     if what == "updated":
         params["uri"] = key
-        return "notifications/resources/updated", params
-    return f"notifications/{key}/list_changed", params or None
+        return RESOURCES_UPDATED, params
+    return LIST_CHANGED[key], params or None
 
 
 #: Stands for a listen's id while its notification is encoded once for every listen.
@@ -110,7 +118,7 @@ _SPLICE_JSON: Final = msgspec.json.encode(_SPLICE)
 @functools.lru_cache(maxsize=256)
 def _encoded(change: Change) -> bytes:
     """A list change or resource update as a handshake session gets it: encoded once for
-    all of them (issue 22 item 3)."""
+    all of them, however many sessions watch."""
     return encode_notification(*_notification(change, None))
 
 
@@ -156,11 +164,11 @@ def _offered(server: App) -> set[ListKind]:
 class _SessionDelivery:
     """A handshake session's delivery of unsolicited notifications (``related=None``, the
     session's standalone stream on HTTP): a task only while there is something to deliver,
-    started by the first change offered (an idle session holds none; issue 22 item 4).
+    started by the first change offered (an idle session holds none: memory at rest).
     Waiting on a full write queue only delays this session; its changes coalesce meanwhile
     (runtime.features). The subscriber ends when the connection does. One slotted object
-    with bound methods, not four closures and their cells (about 600 bytes less per idle
-    session, issue 22 item 4)."""
+    with bound methods, not four closures and their cells: it is held by every idle
+    session (``benchmarks/README.md``, "Features and handlers")."""
 
     __slots__ = ("delivering", "peer", "send_nowait", "subscriber")
 
@@ -169,7 +177,7 @@ class _SessionDelivery:
         self.peer = peer
         self.delivering = False
         # A peer that can write without waiting (runtime.core Connection) takes a change
-        # straight from the publisher while no delivery task runs (issue 22 item 3).
+        # straight from the publisher while no delivery task runs (no task switch).
         self.send_nowait: Callable[[bytes], bool] | None = getattr(peer, "send_nowait", None)
         subscriber.on_offer = self.offered
         if self.send_nowait is not None:
@@ -252,7 +260,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # Same answer as resources/read of that URI (2025-11-25 server/resources
             # "Error Handling"); the spec does not say subscribe must check, we do so that a
             # typo fails loudly instead of never firing.
-            raise JSONRPCError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise resource_not_found(uri)
         # A replica's copy of a session another replica initialized: that one delivers the
         # session's list changes; this copy only its resource updates (runtime.stores).
         feed = session_feed(ctx, lists=REPLICA_COPY not in ctx.session.state)
@@ -274,7 +282,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
     ) -> tuple[Subscriber, list[str]]:
         """A listen's subscriber, acknowledged, and the task ids it watches: all that the
         waiting listen keeps of its filter (the filter's readings end with this frame, so
-        an idle listen does not hold them: issue 22 item 4)."""
+        an idle listen does not hold them)."""
         wanted = decode_params(ctx, _listen_decoder, b"{}").notifications
         offered = _offered(server)
         requested: dict[ListKind, bool] = {
@@ -298,10 +306,8 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
         if wanted.task_ids is not None:
             extensions = ctx.client_capabilities.get("extensions")
             if not (isinstance(extensions, dict) and TASKS_EXTENSION in extensions):
-                raise JSONRPCError(
-                    MISSING_CLIENT_CAPABILITY,
-                    "Missing required client capability",
-                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                raise missing_capability(
+                    "Missing required client capability", {"extensions": {TASKS_EXTENSION: {}}}
                 )
             who = task_owner(ctx)
             asked = list(dict.fromkeys(wanted.task_ids))
@@ -320,7 +326,7 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
             # Subscribed before acknowledging, so nothing published in between is lost;
             # nothing is delivered before the acknowledgment (basic/patterns/subscriptions).
             await peer.notify(
-                "notifications/subscriptions/acknowledged",
+                SUBSCRIPTIONS_ACKNOWLEDGED,
                 {"_meta": meta, "notifications": honored},
                 related=ctx.id,
             )
@@ -346,11 +352,12 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
                 method, params = _notification(("task", task_id), meta, server)
                 await peer.notify(method, params, related=request_id)
             # While this task waits, the publisher writes a change straight to the stream
-            # (``take``): no task switch per listen (issue 22 item 3); what cannot be written
+            # (``take``): no task switch per listen in a fan-out; what cannot be written
             # at once queues for this task as before.
             send_nowait: Callable[[bytes, Any], bool] | None = getattr(peer, "send_nowait", None)
             # A peer that serves the listen in its connection's own task (2026-07-28 HTTP)
-            # waits there while nothing comes, instead of this task parking (issue 22 item 4).
+            # waits there while nothing comes, instead of this task parking (one task per
+            # idle listen, not two).
             idle: Callable[[trio.CancelScope], Awaitable[object]] | None = getattr(
                 peer, "idle", None
             )
@@ -393,9 +400,9 @@ def methods(server: App) -> tuple[dict[str, Handler], dict[str, NotificationHand
 
     return (
         {
-            "resources/subscribe": subscribe,
-            "resources/unsubscribe": unsubscribe,
-            "subscriptions/listen": listen,
+            RESOURCES_SUBSCRIBE: subscribe,
+            RESOURCES_UNSUBSCRIBE: unsubscribe,
+            SUBSCRIPTIONS_LISTEN: listen,
         },
-        {"notifications/initialized": initialized},
+        {INITIALIZED: initialized},
     )

@@ -30,14 +30,27 @@ from runtime.features import (
     legacy_wire,
     principal_key,
 )
-from runtime.protocol import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
+from runtime.protocol import (
+    META_RELATED_TASK,
+    TASKS_CANCEL,
+    TASKS_EXTENSION,
+    TASKS_GET,
+    TASKS_LIST,
+    TASKS_RESULT,
+    TASKS_STATUS,
+    TASKS_UPDATE,
+    JSONRPCError,
+    cancellation_unconfirmed,
+    missing_capability,
+    relayed_error,
+    task_cancelled,
+    task_ended,
+)
 
 from ._common import decode_params
 
-__all__ = ["EXTENSION", "created", "methods", "owner", "report_status", "wants_task"]
+__all__ = ["created", "methods", "owner", "report_status", "wants_task"]
 
-EXTENSION: Final = "io.modelcontextprotocol/tasks"
-RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 #: Status notifications of one task waiting to be sent (2025-11-25; see report_status).
 STATUS_QUEUE: Final = 16
 #: A shared handshake session's tasks belong to this prefix + its session id (a principal
@@ -69,16 +82,15 @@ _list_decoder: Final = msgspec.json.Decoder(_ListParams)
 def declares_extension(ctx: RequestContext) -> bool:
     """Whether this (modern) request's client capabilities declare the tasks extension."""
     extensions = ctx.client_capabilities.get("extensions")
-    return isinstance(extensions, dict) and EXTENSION in extensions
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def missing_extension() -> JSONRPCError:
     """-32021 naming the tasks extension (2026-07-28 basic/index "Missing Required Client
     Capabilities"; SEP-2663 "Required Capabilities")."""
-    return JSONRPCError(
-        MISSING_CLIENT_CAPABILITY,
-        f"Missing required client capability: the {EXTENSION} extension",
-        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    return missing_capability(
+        f"Missing required client capability: the {TASKS_EXTENSION} extension",
+        {"extensions": {TASKS_EXTENSION: {}}},
     )
 
 
@@ -118,7 +130,7 @@ def report_status(peer: Peer, record: TaskRecord) -> None:
     async def sender() -> None:
         async with receive:
             async for params in receive:
-                await peer.notify("notifications/tasks/status", params)
+                await peer.notify(TASKS_STATUS, params)
 
     def changed(task: TaskRecord) -> None:
         try:
@@ -192,9 +204,7 @@ def methods(server: App) -> dict[str, Handler]:
         if record.status in TERMINAL:
             if ctx.modern:
                 return {}  # cooperative: acknowledged, nothing to do (SEP-2663)
-            raise JSONRPCError(
-                INVALID_PARAMS, f"Task is already {record.status}", {"taskId": record.task_id}
-            )
+            raise task_ended(record.task_id, record.status)
         # 2025-11-25: "MUST transition the task to cancelled status before sending the
         # response"; the extension allows eventual consistency, we are immediate in both
         # (for a task on another replica: once that replica hears of it).
@@ -203,11 +213,7 @@ def methods(server: App) -> dict[str, Handler]:
             return {}
         if record.status not in TERMINAL:
             # Another replica runs it and did not confirm in time: never claim "cancelled".
-            raise JSONRPCError(
-                INTERNAL_ERROR,
-                "Task cancellation not confirmed by the replica running it",
-                {"taskId": record.task_id},
-            )
+            raise cancellation_unconfirmed(record.task_id, "the replica running it")
         return record.wire(legacy=True)
 
     async def result(ctx: RequestContext) -> dict[str, Any]:
@@ -218,12 +224,12 @@ def methods(server: App) -> dict[str, Handler]:
         final = await record.finished()
         error = final.get("error")
         if final["status"] == "failed" and isinstance(error, dict):
-            raise JSONRPCError(error["code"], error["message"], error.get("data"))
+            raise relayed_error(error["code"], error["message"], error.get("data"))
         if final["status"] == "cancelled":
-            raise JSONRPCError(INVALID_PARAMS, "Task was cancelled", {"taskId": record.task_id})
+            raise task_cancelled(record.task_id)
         out = dict(final.get("result") or {})
         meta = dict(out.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": record.task_id}
+        meta[META_RELATED_TASK] = {"taskId": record.task_id}
         out["_meta"] = meta
         return out
 
@@ -245,9 +251,9 @@ def methods(server: App) -> dict[str, Handler]:
         return out
 
     return {
-        "tasks/get": get,
-        "tasks/update": update,
-        "tasks/cancel": cancel,
-        "tasks/result": result,
-        "tasks/list": list_tasks,
+        TASKS_GET: get,
+        TASKS_UPDATE: update,
+        TASKS_CANCEL: cancel,
+        TASKS_RESULT: result,
+        TASKS_LIST: list_tasks,
     }

@@ -31,7 +31,7 @@ from runtime.features import (
     ToolDef,
     enc_hook,
 )
-from runtime.protocol import JSONRPCError, ToolError
+from runtime.protocol import TOOLS_CALL, TOOLS_LIST, JSONRPCError, ToolError
 
 from . import tasks
 from ._common import (
@@ -157,7 +157,7 @@ def shape(tool: ToolDef, value: Any) -> dict[str, Any]:
     bad = _non_finite(structured, "")
     if bad is not None:
         # JSON has no infinity or NaN; msgspec would write null, which the tool's own output
-        # schema forbids. Tell the tool's author instead (issue 16 item 6).
+        # schema forbids. Tell the tool's author instead.
         log.warning("tool returned a non-finite number tool=%s path=%s", tool.name, bad)
         return _error_result(
             f"Tool {tool.name} returned a non-finite number at `{bad}`, which JSON cannot carry"
@@ -303,4 +303,4 @@ def methods(server: App, typed_calls: TypedCalls | None = None) -> dict[str, Han
             return False, _failed(ctx, tool, exc)
         return False, shape(tool, value)
 
-    return {"tools/list": list_tools, "tools/call": call_tool}
+    return {TOOLS_LIST: list_tools, TOOLS_CALL: call_tool}

@@ -17,6 +17,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._context import Context
     from ._header import Header
+    from ._lifetime import ServerCrashed
     from ._server import Lifespan, Server
     from .core import Limits, Session
     from .features import (
@@ -50,6 +51,7 @@ __all__ = [
     "ResourceLink",
     "ResourceNotFoundError",
     "Server",
+    "ServerCrashed",
     "Session",
     "TextContent",
     "TextResourceContents",
@@ -62,6 +64,7 @@ _LAZY = {
     "Header": "._header",
     "Server": "._server",
     "Lifespan": "._server",
+    "ServerCrashed": "._lifetime",
     "InputRequired": ".features",
     "JSONRPCError": ".protocol",
     "Limits": ".core",

@@ -1,5 +1,5 @@
 """``python -m runtime`` is the ``mcp-runtime`` command."""
 
-from ._cli import main
+from .cli import main
 
 raise SystemExit(main())

@@ -18,11 +18,12 @@ import logging
 import secrets
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
 from .core import Connection, LoggedDispatcher, Session
+from .ensemble import Mountable
 from .features import REPLICA_COPY, Registry
 from .protocol import (
     OPERATING,
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
     from msgspec import Raw
 
     from ._handlers import TypedCalls
-    from ._server import Server
-    from .core import Dispatcher
+    from .core import Dispatcher, Limits
+    from .core import MessageChannel as CoreChannel
     from .stores import SessionRecord
     from .transports import (
         HeaderRule,
@@ -51,14 +52,38 @@ if TYPE_CHECKING:
         SessionConnection,
     )
 
-__all__ = ["CorePort", "build_dispatcher", "transport_port"]
+__all__ = ["Composed", "CorePort", "build_dispatcher", "transport_port"]
+
+
+class Composed(Mountable, Protocol):
+    """What the composition root needs of a server (``runtime.Server`` is one): what the
+    handlers and mounting need, and what the transports are given of it."""
+
+    limits: Limits
+    #: The one process serving its store's sessions (``mcp-runtime dev``): it adopts them.
+    sole_version: bool
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    def serve_connection(
+        self,
+        channel: CoreChannel,
+        *,
+        session: Session | None = None,
+        connection_id: str | None = None,
+        shutdown: trio.Event | None = None,
+        drain_on_eof: bool = False,
+        started: Callable[[Connection], None] | None = None,
+    ) -> Awaitable[None]: ...
+
 
 #: ``Session.state`` key of a session adopted by a ``sole_version`` server, until its
 #: connection serves (then its subscriber opens: ``CorePort.serve_connection``).
 _ADOPTED: Final = "mcp.adopted"
 
 
-def build_dispatcher(server: Server) -> Dispatcher:
+def build_dispatcher(server: Composed) -> Dispatcher:
     """The method tables of every MCP feature, for ``server`` (era selection included),
     inside the server's middleware chain when it has one (else nothing of it: zero cost)."""
     from . import _handlers
@@ -66,7 +91,7 @@ def build_dispatcher(server: Server) -> Dispatcher:
     dispatcher = _handlers.build_dispatcher(server)
     chain = list(server.middleware_chain)
     if server.mounts:
-        from ._mount_chain import MountedChains, has_mounted_middleware
+        from .ensemble import MountedChains, has_mounted_middleware
 
         if has_mounted_middleware(server):  # the mounted servers' own, innermost
             chain.append(MountedChains(server))
@@ -119,7 +144,7 @@ _header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
 )
 
 
-def transport_port(server: Server) -> CorePort:
+def transport_port(server: Composed) -> CorePort:
     """What the network transports need from ``server`` (they never import the core)."""
     # Here, not at the top: a stdio server needs neither (start-up time).
     from . import _handlers
@@ -148,7 +173,7 @@ class CorePort:
 
     def __init__(
         self,
-        server: Server,
+        server: Composed,
         calls: TypedCalls,
         header_rules: Mapping[str, HeaderRule],
         open_session_feed: Callable[[Session, Connection], object] | None,

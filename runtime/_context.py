@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Final
+from typing import Any
 
 from .core import RequestContext, Session
 from .features import (
@@ -19,26 +19,25 @@ from .features import (
     required_capability,
     to_contents,
 )
-from .protocol import META_CLIENT_INFO, META_LOG_LEVEL, RequestId
+from .protocol import (
+    ELICITATION_CREATE,
+    LOG_LEVELS,
+    LOG_MESSAGE,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROGRESS_TOKEN,
+    META_RELATED_TASK,
+    PING,
+    PROGRESS,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+    RequestId,
+)
 
 __all__ = ["Context"]
 
 log = logging.getLogger("mcp_runtime.context")
 #: 2025-11-25 basic/utilities/tasks: the ``_meta`` key tying a message to its task.
-_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
-
-
-# RFC 5424 severities as MCP names them (2025-11-25 server/utilities/logging).
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 
 class Context:
@@ -183,7 +182,7 @@ class Context:
 
     @property
     def progress_token(self) -> str | int | None:
-        token = self._meta.get("progressToken")
+        token = self._meta.get(META_PROGRESS_TOKEN)
         return token if isinstance(token, str | int) else None
 
     @property
@@ -218,7 +217,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._request.peer.notify("notifications/progress", params, related=self._related)
+        await self._request.peer.notify(PROGRESS, params, related=self._related)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through."""
@@ -238,7 +237,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._request.peer.notify("notifications/message", params, related=self._related)
+        await self._request.peer.notify(LOG_MESSAGE, params, related=self._related)
 
     async def debug(self, data: Any) -> None:
         await self.log("debug", data)
@@ -345,7 +344,7 @@ class Context:
         task = self.task
         assert task is not None
         meta = dict(params.get("_meta") or {})
-        meta[_RELATED_TASK] = {"taskId": task.task_id}
+        meta[META_RELATED_TASK] = {"taskId": task.task_id}
         # Not related to the creating request: its answer (CreateTaskResult) ends its
         # stream, maybe before this is sent; unrelated, HTTP sends it on the session's GET
         # stream ("clients SHOULD expect messages to be delivered on any SSE stream").
@@ -377,7 +376,7 @@ class Context:
         version = self.protocol_version or ""
         if self.modern or version >= "2025-11-25":
             params["mode"] = "form"
-        result: dict[str, Any] = await self.ask("elicitation/create", params, key=key)
+        result: dict[str, Any] = await self.ask(ELICITATION_CREATE, params, key=key)
         return result
 
     async def elicit_url(
@@ -391,7 +390,7 @@ class Context:
             # 2025-11-25 client/elicitation: URL mode carries an elicitationId (removed in
             # 2026-07-28, where requestState correlates the retry instead).
             params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
-        result: dict[str, Any] = await self.ask("elicitation/create", params, key=key)
+        result: dict[str, Any] = await self.ask(ELICITATION_CREATE, params, key=key)
         return result
 
     async def sample(
@@ -407,17 +406,17 @@ class Context:
         params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        result: dict[str, Any] = await self.ask("sampling/createMessage", params, key=key)
+        result: dict[str, Any] = await self.ask(SAMPLING_CREATE_MESSAGE, params, key=key)
         return result
 
     async def ping(self, *, timeout: float = 30.0) -> None:
         """Ping the client (handshake era only: the modern revision removed ping)."""
         if self._request.modern:
             raise RuntimeError("ping does not exist in the 2026-07-28 revision")
-        await self._request.peer.request("ping", None, timeout=timeout, related=self._request.id)
+        await self._request.peer.request(PING, None, timeout=timeout, related=self._request.id)
 
     async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """The client's roots (``roots/list``)."""
-        result = await self.ask("roots/list", {}, key=key)
+        result = await self.ask(ROOTS_LIST, {}, key=key)
         roots: list[dict[str, Any]] = result.get("roots", [])
         return roots

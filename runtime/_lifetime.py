@@ -21,11 +21,14 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .features import Broadcast, TaskTable
+
+if TYPE_CHECKING:
+    from .core import Connection
 
 __all__ = ["Lifetime", "ServerCrashed", "run_with_signals"]
 
@@ -79,11 +82,25 @@ class Lifetime:
         finally:
             self._shutdown_events.discard(event)
 
+    async def serve_connection(
+        self, connection: Connection, started: Callable[[Connection], None] | None
+    ) -> None:
+        """Serve ``connection`` with the server held serving. Every connection of a
+        transport nests in its serve: that is a plain count (:meth:`hold`), not a context
+        manager per connection."""
+        if self.hold():
+            try:
+                await connection.serve(started=started)
+            finally:
+                self.release()
+            return
+        async with self.running():
+            await connection.serve(started=started)
+
     def hold(self) -> bool:
         """Count one more serve inside one already running (True) without entering
         anything; False when none runs (then use :meth:`running`). Pair with
-        :meth:`release`. Every connection of a transport nests like this: a plain count
-        instead of a context manager per connection (issue 22 item 4)."""
+        :meth:`release`."""
         if self._serving == 0:
             return False
         self._serving += 1

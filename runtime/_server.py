@@ -1,44 +1,45 @@
 """``Server``: the user's app object: decorators to register features, ``serve_*`` to run.
 
-A facade over its collaborators: the ``Registry`` (what is registered, ``runtime.features``),
-the ``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``), the dispatcher built by
-the composition root (``_compose``, which joins the MCP handlers to it) and the transports
-(``runtime.transports``), each wired here in one ``serve_*`` method. See
-docs/architecture.md.
+A facade over collaborators with one job each: the ``Registry`` (what is registered,
+``runtime.features``) fed by ``_definitions`` (a function read into a definition); the
+``Lifetime`` (lifespan, task nursery, shutdown; ``_lifetime``); the dispatcher built by the
+composition root (``_compose``, which joins the MCP handlers to it); ``Serving`` (each
+transport wired to the server, ``_serving``); ``Mounts`` (the servers mounted in this one,
+``runtime.ensemble``). Each receives what it needs as values or a small Protocol, never the
+``Server`` class. See docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import itertools
-import logging
-import math
-import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Concatenate,
-    Final,
-    Generic,
-    Literal,
-    ParamSpec,
-    TypeVar,
-    cast,
-    overload,
-)
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar, cast, overload
 
 import trio
 
 from ._compose import build_dispatcher
-from ._context import LOG_LEVELS, Context
-from ._lifetime import Lifetime, ServerCrashed, run_with_signals
-from ._mount import Mount, MountLifespans, complete_through_mounts
+from ._definitions import (
+    check_resource_uri,
+    prompt_definition,
+    resource_cache,
+    resource_definition,
+    tool_definition,
+)
+from ._lifetime import Lifetime, run_with_signals
+from ._serving import Serving
 from .core import Connection, Dispatcher, Limits, MessageChannel, Session
-from .transports import FramedChannel, FramingName, make_framer, open_stdio_channel
+from .ensemble import Mount, Mounts
+from .features import (
+    Completer,
+    CursorCodec,
+    Registry,
+    StateSealer,
+    TaskTable,
+    TemplateDef,
+    WorkerThreads,
+)
+from .protocol import LOG_LEVELS, RESOURCES_READ
 
 if TYPE_CHECKING:
     # The network transports and auth load on first use (start-up time of stdio servers).
@@ -46,71 +47,28 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .auth import AuthConfig
-    from .features import UriTemplate
     from .middleware import Metrics, Middleware, RequestMiddleware
     from .stores import Store
-    from .transports import EventStore, HttpLimits
-from .features import (
-    Completer,
-    CursorCodec,
-    PromptDef,
-    Registry,
-    ResourceDef,
-    StateSealer,
-    TaskTable,
-    TemplateDef,
-    ToolDef,
-    WorkerThreads,
-    doc_summary,
-    inspect_signature,
-    output_spec,
-)
+    from .transports import EventStore, FramingName, HttpLimits
 
 __all__ = ["Lifespan", "Server"]
 
-log = logging.getLogger("mcp_runtime.server")
 F = TypeVar("F", bound=Callable[..., Any])
 #: ``lifespan(app)`` -> an async context manager whose value becomes ``app.state``.
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 C = TypeVar("C", bound=Completer)
 M = TypeVar("M", bound=Callable[..., Any])
-P = ParamSpec("P")
-R = TypeVar("R")
 V = TypeVar("V")
-_stream_ids = itertools.count(1)
-#: Seconds after serving stdio on past a fault within which another fault ends the server
-#: (``serve_stdio``): a fault that comes back at once would otherwise be served on in a loop.
-_FAULT_AGAIN: Final = 1.0
-
-
-def _template_of(uri: str) -> UriTemplate | None:
-    """The RFC 6570 template ``uri`` is, or None for a plain URI. Only a ``{`` opens an
-    expression, so a server without templates never imports the template module (start-up
-    time, issue 22)."""
-    if "{" not in uri:
-        return None
-    from .features import UriTemplate, is_template
-
-    return UriTemplate(uri) if is_template(uri) else None
-
-
-def _holding_running(
-    method: Callable[Concatenate[Server, P], Awaitable[R]],
-) -> Callable[Concatenate[Server, P], Awaitable[R]]:
-    """Run a ``serve_*`` method inside the server's ``Lifetime.running`` (lifespan, count)."""
-
-    @functools.wraps(method)
-    async def serve(self: Server, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        lifetime = self._lifetime
-        if lifetime.hold():  # nested in a running serve (each connection): a count only
-            try:
-                return await method(self, *args, **kwargs)
-            finally:
-                lifetime.release()
-        async with lifetime.running():
-            return await method(self, *args, **kwargs)
-
-    return serve
+#: ``run(transport)``: the serve method each transport name runs.
+_RUN: Final = {
+    "stdio": "serve_stdio",
+    "tcp": "serve_tcp",
+    "unix": "serve_unix",
+    "http": "serve_http",
+    "sse": "serve_sse",
+    "ws": "serve_websocket",
+    "pipe": "serve_pipe",
+}
 
 
 class _InfoField(Generic[V]):
@@ -221,14 +179,15 @@ class Server:
         self.store = store
         #: Tasks (both task protocols): bounded, with TTLs; see ``runtime.features``.
         self.tasks = TaskTable(on_change=self.registry.changes.task_changed)
-        #: Worker threads for plain ``def`` handlers, bounded by ``limits`` (issue 16).
+        #: Worker threads for plain ``def`` handlers, bounded by ``limits``.
         self.worker_threads = WorkerThreads(lambda: self.limits)
         self._cache_default = (cache_ttl_ms, cache_scope)
         self._cache_hints: dict[str, tuple[int, str]] = dict(cache_hints or {})
         self._dispatcher: Dispatcher | None = None
+        # Typed by application, not annotation: mypy checks the bound once Server is whole.
+        self._mounts = Mounts[Server](lambda: self.tasks.nursery)
         #: Mounted servers by prefix (``mount``; docs/composition.md).
-        self.mounts: dict[str, Mount] = {}
-        self._mount_lifespans = MountLifespans(lambda: self.tasks.nursery)
+        self.mounts = self._mounts.by_prefix
         #: The servers this one was mounted in (weakly: an unmounted one checks its mounts).
         self.mounted_in: weakref.WeakSet[Server] = weakref.WeakSet()
         #: Set by ``mcp-runtime dev`` in each version it runs: the one process serving the
@@ -244,6 +203,7 @@ class Server:
         self._lifetime = Lifetime(
             self.tasks, self.registry.changes, self._open_lifespan, self._set_state
         )
+        self._serving = Serving(self, self._lifetime)
 
     def __repr__(self) -> str:
         reg = self.registry
@@ -254,10 +214,7 @@ class Server:
 
     def _open_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
         own = None if self._lifespan is None else self._lifespan(self)
-        if not self.mounts:
-            return own
-        # The mounted children's lifespans, and a place for those mounted while serving.
-        return self._mount_lifespans.serving(self.mounts, own)
+        return self._mounts.lifespan(own)
 
     def _set_state(self, state: Any) -> None:
         self.state = state
@@ -329,31 +286,20 @@ class Server:
         """
 
         def register(func: F) -> F:
-            tool_name = name or func.__name__
-            sig = inspect_signature(func, name=tool_name, context_type=Context)
-            output = None
-            if structured_output is not False and output_schema is None:
-                output = output_spec(func, name=tool_name, required=bool(structured_output))
-            if structured_output and output is None and output_schema is None:
-                raise TypeError(
-                    f"{tool_name}: structured_output=True needs a data return annotation "
-                    "or output_schema"
-                )
             self.registry.add_tool(
-                ToolDef(
-                    name=tool_name,
-                    fn=func,
-                    signature=sig,
+                tool_definition(
+                    func,
+                    name=name,
                     title=title,
-                    description=description or doc_summary(func),
-                    input_schema=input_schema,
+                    description=description,
                     annotations=annotations,
                     icons=icons,
-                    meta=meta,
-                    output=output,
+                    input_schema=input_schema,
                     output_schema=output_schema,
-                    task_support=task,
+                    structured_output=structured_output,
+                    task=task,
                     defer_task=defer_task,
+                    meta=meta,
                 )
             )
             return func
@@ -380,63 +326,24 @@ class Server:
         ``BlobResourceContents`` or a list of those, or any JSON-encodable value.
         ``ttl_ms``/``cache_scope`` set this resource's 2026-07-28 cache hints.
         """
-        if not isinstance(uri, str):
-            # ``@app.resource`` without a URI would silently register nothing.
-            raise TypeError(
-                "@app.resource needs the resource's URI: @app.resource('config://app') "
-                "(or a template such as @app.resource('notes://{name}'))"
-            )
-        cache: tuple[int, str] | None = None
-        if ttl_ms is not None or cache_scope is not None:
-            default_ttl, default_scope = self.cache_hint("resources/read")
-            cache = (
-                default_ttl if ttl_ms is None else ttl_ms,
-                default_scope if cache_scope is None else cache_scope,
-            )
+        check_resource_uri(uri)
+        cache = resource_cache(ttl_ms, cache_scope, self.cache_hint(RESOURCES_READ))
 
         def register(func: F) -> F:
-            res_name = name or func.__name__
-            sig = inspect_signature(func, name=res_name, context_type=Context, lax=True)
-            desc = description or doc_summary(func)
-            template = _template_of(uri)
-            if template is not None:
-                missing = set(sig.required) - set(template.variable_names)
-                if missing:
-                    raise TypeError(
-                        f"{res_name}: parameters {sorted(missing)} are not variables of {uri!r}"
-                    )
-                self.registry.add_template(
-                    TemplateDef(
-                        template=template,
-                        name=res_name,
-                        fn=func,
-                        signature=sig,
-                        title=title,
-                        description=desc,
-                        mime_type=mime_type,
-                        icons=icons,
-                        cache=cache,
-                    )
-                )
+            definition = resource_definition(
+                func,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                icons=icons,
+                cache=cache,
+            )
+            if isinstance(definition, TemplateDef):
+                self.registry.add_template(definition)
             else:
-                if sig.required:
-                    raise TypeError(
-                        f"{res_name}: a static resource takes no arguments "
-                        f"(got {list(sig.required)}); use a URI template"
-                    )
-                self.registry.add_resource(
-                    ResourceDef(
-                        uri=uri,
-                        name=res_name,
-                        fn=func,
-                        signature=sig,
-                        title=title,
-                        description=desc,
-                        mime_type=mime_type,
-                        icons=icons,
-                        cache=cache,
-                    )
-                )
+                self.registry.add_resource(definition)
             return func
 
         return register
@@ -472,10 +379,10 @@ class Server:
         """
 
         def register(func: F) -> F:
-            prompt_name = name or func.__name__
-            sig = inspect_signature(func, name=prompt_name, context_type=Context, lax=True)
             self.registry.add_prompt(
-                PromptDef(prompt_name, func, sig, title, description or doc_summary(func), icons)
+                prompt_definition(
+                    func, name=name, title=title, description=description, icons=icons
+                )
             )
             return func
 
@@ -483,11 +390,9 @@ class Server:
 
     @property
     def completer(self) -> Completer | None:
-        if not self.mounts:
-            return self._completer
         # A mounted server's prompts and templates are completed by its own completer,
         # under its own names (docs/composition.md).
-        return functools.partial(complete_through_mounts, self)
+        return self._mounts.completer(self._completer)
 
     def completion(self, fn: C) -> C:
         """Register the server's completer for ``completion/complete``:
@@ -561,48 +466,35 @@ class Server:
         """
         if other is self:
             raise ValueError("a server cannot mount itself")
-        if prefix in self.mounts:
-            raise ValueError(f"prefix {prefix!r} is already mounted")
-        mount = Mount(self, other, prefix)
+        self._mounts.check_free(prefix)
+        mount = Mount(self.registry, other, prefix, other._open_lifespan)
         self._keep_mounted_middleware(other)
-        if not self._mount_lifespans.open:
-            mount.attach()
-            self.mounts[prefix] = mount
-            other.mounted_in.add(self)
-            return
-        taken = mount.collisions()
-        if taken:
-            raise ValueError(f"mount {prefix}: the parent already has {', '.join(taken)}")
+        self._mounts.add(mount)  # while serving, after its lifespan is entered
         other.mounted_in.add(self)
-        # Serving: the child's lifespan is entered first, in a task of its own; its
-        # features appear (with list-changed) once it is.
-        self.mounts[prefix] = mount
-        self._mount_lifespans.mount_while_serving(self, prefix, mount)
 
     def _keep_mounted_middleware(self, other: Server) -> None:
-        """A dispatcher built before ``other`` (with middleware) was mounted lacks the chain
+        """A dispatcher built before ``other`` (mounted here) had middleware lacks the chain
         that runs it: rebuilt before serving; changed in place while serving (connections
         keep it)."""
         dispatcher = self._dispatcher
         if dispatcher is None:
             return
-        from ._mount_chain import has_mounted_middleware, install_mounted_chains, routes_mounts
+        from .ensemble import keep_mounted_chains
 
-        if not (other.middleware_chain or has_mounted_middleware(other)):
-            return
-        if routes_mounts(dispatcher):
-            return
-        if self._lifetime.serving:
-            install_mounted_chains(self, dispatcher)  # in place: connections hold it
-            return
-        self._dispatcher = None
+        if not keep_mounted_chains(self, dispatcher, other, serving=self._lifetime.serving):
+            self._dispatcher = None
+
+    def _middleware_changed(self) -> None:
+        """This server got middleware: each server it is mounted in (and theirs, up the tree)
+        runs it from the next request on."""
+        for parent in list(self.mounted_in):
+            if any(mount.child is self for mount in parent.mounts.values()):
+                parent._keep_mounted_middleware(self)
+                parent._middleware_changed()
 
     def unmount(self, prefix: str) -> Server:
         """Remove what ``mount(..., prefix)`` added (sends list-changed); returns the server."""
-        mount = self.mounts.pop(prefix)
-        mount.detach()
-        self._mount_lifespans.release(prefix)  # while serving: its lifespan exits
-        return mount.child
+        return self._mounts.remove(prefix).child  # while serving: its lifespan exits
 
     # -- middleware -------------------------------------------------------------------------
 
@@ -622,9 +514,7 @@ class Server:
         self.middleware_chain.extend(as_middleware(mw) for mw in middleware)
         self._dispatcher = None
         if self.mounted_in:
-            from ._mount_chain import middleware_changed
-
-            middleware_changed(self)
+            self._middleware_changed()
 
     def middleware(self, fn: M) -> M:
         """Decorator form of :meth:`add_middleware` for a plain function."""
@@ -645,8 +535,8 @@ class Server:
     def server_info(self) -> dict[str, Any]:
         """The Implementation object (serverInfo): name, version, title, icons, websiteUrl.
 
-        Made once and again only after one of its fields is set (the ``_InfoField``s below): every
-        2026-07-28 result carries it (issue 22 target 1). Callers must not change it."""
+        Made once and again only after one of its fields is set (the ``_InfoField``s below),
+        since every 2026-07-28 result carries it. Callers must not change it."""
         info = self._server_info
         if info is None:
             info = {"name": self.name, "version": self.version}
@@ -676,7 +566,6 @@ class Server:
         """
         self._lifetime.shutdown()
 
-    @_holding_running
     async def serve_connection(
         self,
         channel: MessageChannel,
@@ -702,9 +591,8 @@ class Server:
             connection_id=connection_id,
             drain_on_eof=drain_on_eof,
         )
-        await connection.serve(started=started)
+        await self._lifetime.serve_connection(connection, started)
 
-    @_holding_running
     async def serve_stdio(
         self,
         *,
@@ -715,46 +603,8 @@ class Server:
 
         While serving, anything else written to stdout (``print``) goes to stderr.
         """
-        limits = self.limits
-        with self._lifetime.shutdown_signal() as shutdown:
-            async with open_stdio_channel(
-                framing=framing,
-                max_frame_size=limits.max_frame_size,
-                read_timeout=limits.read_timeout,
-                idle_timeout=limits.idle_timeout,
-            ) as channel:
-                task_status.started()
-                session = Session("stdio")
-                last_fault = -math.inf
-                while True:
-                    served: list[Connection] = []
-                    try:
-                        await self.serve_connection(
-                            channel,
-                            session=session,
-                            connection_id="stdio",
-                            shutdown=shutdown,
-                            started=served.append,
-                        )
-                    except Exception:  # a fault of ours the connection did not catch itself
-                        log.exception("stdio connection failed")
-                    else:
-                        if not served or served[0].close_reason != "crashed":
-                            break  # the end of input, shutdown, a read timeout...
-                    # The one connection is the server. As a TCP, WebSocket or HTTP
-                    # connection's fault costs that connection, this one's costs the
-                    # connection (logged with its traceback, requests it cut short answered
-                    # -32603), and a new one serves on over the same pipes and session. A
-                    # fault again within a second is one that serving on cannot get past
-                    # (the same input, the same start): the process must then not look like
-                    # it ended well.
-                    now = trio.current_time()
-                    if shutdown.is_set() or now - last_fault < _FAULT_AGAIN:
-                        raise ServerCrashed("the stdio connection crashed (see the log above)")
-                    last_fault = now
-                    log.warning("serving stdio on after a fault (see the log above)")
+        await self._serving.stdio(framing, task_status)
 
-    @_holding_running
     async def serve_tcp(
         self,
         port: int = 0,
@@ -770,14 +620,8 @@ class Server:
         ``await nursery.start(app.serve_tcp, 0)`` gives the ephemeral port. ``sock``: an
         already listening socket to accept on instead of binding (``--workers``).
         """
-        if sock is not None:
-            listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
-        else:
-            listeners = await trio.open_tcp_listeners(port, host=host)
-        address = listeners[0].socket.getsockname()
-        await self._serve_listeners(listeners, framing, "tcp", address, task_status)
+        await self._serving.tcp(port, host, framing, sock, task_status)
 
-    @_holding_running
     async def serve_unix(
         self,
         path: str,
@@ -789,20 +633,8 @@ class Server:
         """Accept connections on a Unix socket at ``path`` (removed again on exit).
         ``sock``: the socket already listening at ``path`` (``--workers``: its supervisor
         bound it and removes it, so a worker leaves the path alone)."""
-        if sock is not None:
-            shared = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-            await self._serve_listeners([shared], framing, "unix", path, task_status)
-            return
-        from .transports import open_unix_listener  # on first use (start-up time)
+        await self._serving.unix(path, framing, sock, task_status)
 
-        listener = await open_unix_listener(path)
-        try:
-            await self._serve_listeners([listener], framing, "unix", path, task_status)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-    @_holding_running
     async def serve_pipe(
         self,
         directory: str,
@@ -812,38 +644,8 @@ class Server:
     ) -> None:
         """Serve over a named pipe pair (POSIX FIFOs ``to-server`` and ``from-server`` in
         ``directory``), one client at a time, until cancelled or shut down."""
-        from .transports import serve_pipe  # on first use (start-up time, issue 22)
+        await self._serving.pipe(directory, framing, task_status)
 
-        limits = self.limits
-        with self._lifetime.shutdown_signal() as shutdown:
-
-            async def handle(channel: FramedChannel) -> None:
-                await self.serve_connection(
-                    channel,
-                    session=Session("pipe"),
-                    connection_id=f"pipe-{next(_stream_ids)}",
-                    shutdown=shutdown,
-                )
-
-            with trio.CancelScope() as scope:
-
-                async def stop() -> None:
-                    await shutdown.wait()
-                    scope.cancel()
-
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(stop)
-                    await serve_pipe(
-                        directory,
-                        handle,
-                        framing=framing,
-                        max_frame_size=limits.max_frame_size,
-                        read_timeout=limits.read_timeout,
-                        idle_timeout=limits.idle_timeout,
-                        task_status=task_status,
-                    )
-
-    @_holding_running
     async def serve_http(
         self,
         port: int = 0,
@@ -885,41 +687,35 @@ class Server:
         it is not there yet. ``metrics_token``: GET ``metrics_path`` then needs
         ``Authorization: Bearer <metrics_token>`` (else 401).
         """
-        from ._shared import sharing
-        from .stores import open_store
-
         if metrics is not None and metrics not in self.middleware_chain:
             self.middleware_chain.insert(0, metrics)
             self._dispatcher = None
-        store = open_store(self.store)
-        with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_port
-            from .transports import serve_http as _serve_http
+        from .transports import serve_http
 
-            async with sharing(self, store):
-                await _serve_http(
-                    transport_port(self),
-                    port=port,
-                    host=host,
-                    path=path,
-                    sse_path=sse_path,
-                    messages_path=messages_path,
-                    allowed_origins=allowed_origins,
-                    allowed_hosts=allowed_hosts,
-                    limits=http_limits or self.http_limits,
-                    max_body_size=self.limits.max_frame_size,
-                    authenticate=authenticate,
-                    auth=auth,
-                    event_store=event_store or self.event_store,
-                    store=store,
-                    sock=sock,
-                    sockets=sockets,
-                    metrics=metrics.render if metrics is not None else None,
-                    metrics_path=metrics_path,
-                    metrics_token=metrics_token,
-                    shutdown=shutdown,
-                    task_status=task_status,
-                )
+        async with self._serving.network() as (hooks, store, shutdown):
+            await serve_http(
+                hooks,
+                port=port,
+                host=host,
+                path=path,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or self.http_limits,
+                max_body_size=self.limits.max_frame_size,
+                authenticate=authenticate,
+                auth=auth,
+                event_store=event_store or self.event_store,
+                store=store,
+                sock=sock,
+                sockets=sockets,
+                metrics=metrics.render if metrics is not None else None,
+                metrics_path=metrics_path,
+                metrics_token=metrics_token,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
 
     async def serve_sse(
         self,
@@ -935,7 +731,6 @@ class Server:
             port, host=host, path=None, sse_path=path, messages_path=messages_path, **options
         )
 
-    @_holding_running
     async def serve_websocket(
         self,
         port: int = 0,
@@ -956,100 +751,24 @@ class Server:
         ``sock``: a listening socket to accept on instead (``--workers``). With a shared
         ``store``, list changes, resource updates, sealing keys and 2026-07-28 tasks are
         shared with the other workers and replicas (each connection is its own session)."""
-        from ._shared import sharing
-        from .stores import open_store
+        from .transports import serve_websocket
 
-        with self._lifetime.shutdown_signal() as shutdown:
-            from ._compose import transport_port
-            from .transports import serve_websocket as _serve_websocket
-
-            async with sharing(self, open_store(self.store)):
-                await _serve_websocket(
-                    transport_port(self),
-                    port=port,
-                    host=host,
-                    path=path,
-                    allowed_origins=allowed_origins,
-                    allowed_hosts=allowed_hosts,
-                    limits=http_limits or self.http_limits,
-                    max_message_size=self.limits.max_frame_size,
-                    auth=auth,
-                    authenticate=authenticate,
-                    shutdown=shutdown,
-                    sock=sock,
-                    task_status=task_status,
-                )
-
-    async def _serve_listeners(
-        self,
-        listeners: list[trio.SocketListener],
-        framing: FramingName,
-        transport: str,
-        address: Any,
-        task_status: trio.TaskStatus[Any],
-    ) -> None:
-        make_framer(framing, 1)  # reject a bad framing name before accepting anything
-        limits = self.limits
-        stack = contextlib.ExitStack()
-        shutdown = stack.enter_context(self._lifetime.shutdown_signal())
-
-        # One task watches shutdown for every connection (stop_accepting), and connections
-        # are served directly (this serve already holds the server running): an idle
-        # connection costs no watcher task and no context manager (issue 22 item 4).
-        live: set[Connection] = set()
-
-        def started(connection: Connection) -> None:
-            live.add(connection)
-            if shutdown.is_set():
-                connection.stop_reading()
-
-        async def handle(stream: trio.SocketStream) -> None:
-            channel = FramedChannel.over_socket(
-                stream,
-                make_framer(framing, limits.max_frame_size),
-                read_timeout=limits.read_timeout,
-                idle_timeout=limits.idle_timeout,
+        async with self._serving.network() as (hooks, _store, shutdown):
+            await serve_websocket(
+                hooks,
+                port=port,
+                host=host,
+                path=path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or self.http_limits,
+                max_message_size=self.limits.max_frame_size,
+                auth=auth,
+                authenticate=authenticate,
+                shutdown=shutdown,
+                sock=sock,
+                task_status=task_status,
             )
-            connection = Connection(
-                channel,
-                self.dispatcher,
-                limits=limits,
-                session=Session(transport),
-                connection_id=f"{transport}-{next(_stream_ids)}",
-            )
-            try:
-                await connection.serve(started=started)
-            except Exception:  # a fault of ours costs this connection, never the server
-                log.exception("%s connection failed conn=%s", transport, connection.connection_id)
-                with trio.CancelScope(shield=True):
-                    await channel.aclose()
-            finally:
-                live.discard(connection)
-
-        from ._shared import sharing
-        from .stores import open_store
-
-        try:
-            # With a shared store (--store, e.g. under --workers): list changes, resource
-            # updates, sealing keys and 2026-07-28 tasks reach the other workers/replicas.
-            async with sharing(self, open_store(self.store)), trio.open_nursery() as connections:
-                with trio.CancelScope() as accept_scope:
-
-                    async def stop_accepting() -> None:
-                        await shutdown.wait()
-                        accept_scope.cancel()
-                        for connection in list(live):
-                            connection.stop_reading()
-
-                    connections.start_soon(stop_accepting)
-                    log.info("listening transport=%s address=%s", transport, address)
-                    task_status.started(address)
-                    await trio.serve_listeners(handle, listeners, handler_nursery=connections)
-        finally:
-            stack.close()
-            with trio.CancelScope(shield=True):
-                for listener in listeners:
-                    await listener.aclose()
 
     def run(
         self,
@@ -1061,21 +780,7 @@ class Server:
         """Blocking convenience: serve with SIGINT/SIGTERM handled (see ``runtime._lifetime``).
         ``started(address)`` is called once the transport serves (the bound address, or None
         for stdio)."""
-
-        serve: dict[str, Callable[..., Any]] = {
-            "stdio": self.serve_stdio,
-            "tcp": self.serve_tcp,
-            "unix": self.serve_unix,
-            "http": self.serve_http,
-            "sse": self.serve_sse,
-            "ws": self.serve_websocket,
-            "pipe": self.serve_pipe,
-        }
+        serve = getattr(self, _RUN[transport])
         trio.run(
-            run_with_signals,
-            self.shutdown,
-            self.limits.shutdown_grace,
-            serve[transport],
-            options,
-            started,
+            run_with_signals, self.shutdown, self.limits.shutdown_grace, serve, options, started
         )

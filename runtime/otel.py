@@ -50,7 +50,17 @@ from .middleware import (
     SessionCounter,
     method_label,
 )
-from .protocol import SERVER_OVERLOADED, JSONRPCError, Refusal, RequestId
+from .protocol import (
+    PROMPTS_GET,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+    SERVER_OVERLOADED,
+    TOOLS_CALL,
+    JSONRPCError,
+    Refusal,
+    RequestId,
+)
 
 if TYPE_CHECKING:
     from .features import App
@@ -61,7 +71,9 @@ __all__ = ["PROPAGATION_KEYS", "OpenTelemetry"]
 PROPAGATION_KEYS: Final = ("traceparent", "tracestate", "baggage")
 #: Attributes of the metrics (low cardinality: no ids, no URIs; names the server knows).
 _METRIC_KEYS: Final = ("mcp.method.name", "gen_ai.tool.name", "mcp.protocol.version")
-_TARGET: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
+_TARGET: Final = {TOOLS_CALL: "gen_ai.tool.name", PROMPTS_GET: "gen_ai.prompt.name"}
+#: Requests about one resource: their span names its URI (``mcp.resource.uri``).
+_RESOURCE_METHODS: Final = frozenset({RESOURCES_READ, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE})
 #: ``network.transport`` by the session's transport kind.
 _NETWORK: Final = {"stdio": "pipe", "tcp": "tcp", "http": "tcp", "ws": "tcp", "unix": "unix"}
 
@@ -189,9 +201,9 @@ class OpenTelemetry(Middleware):
                 known = _tool_or_prompt(self.names, method, target)
                 attributes[target_key] = known
                 name = f"{method} {known}"
-            if method == "tools/call":
+            if method == TOOLS_CALL:
                 attributes["gen_ai.operation.name"] = "execute_tool"
-        elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        elif method in _RESOURCE_METHODS:
             uri = request.params.get("uri")
             if isinstance(uri, str):
                 attributes["mcp.resource.uri"] = self.names.resource(uri)
@@ -280,7 +292,7 @@ class OpenTelemetry(Middleware):
 
 
 def _tool_or_prompt(names: KnownNames, method: str, target: str) -> str:
-    return names.tool(target) if method == "tools/call" else names.prompt(target)
+    return names.tool(target) if method == TOOLS_CALL else names.prompt(target)
 
 
 def _refusal_error_type(refusal: Refusal) -> str:

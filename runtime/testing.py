@@ -38,7 +38,36 @@ import trio.testing
 from ._server import Server
 from .core import Session
 from .framing import NdjsonFramer
-from .protocol import JSONRPCError, encode_error, encode_notification, encode_request, encode_result
+from .protocol import (
+    ELICITATION_CREATE,
+    INITIALIZE,
+    INITIALIZED,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROGRESS_TOKEN,
+    META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
+    PING,
+    PROGRESS,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_UNSUBSCRIBE,
+    ROOTS_LIST,
+    ROOTS_LIST_CHANGED,
+    SAMPLING_CREATE_MESSAGE,
+    TOOLS_CALL,
+    TOOLS_LIST,
+    JSONRPCError,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+    relayed_error,
+)
 from .transports import FramedChannel
 
 __all__ = [
@@ -330,12 +359,12 @@ class TestClient:
         self._on_request = on_request
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
         if elicitation is not None:
-            self._handlers["elicitation/create"] = elicitation
+            self._handlers[ELICITATION_CREATE] = elicitation
         if sampling is not None:
-            self._handlers["sampling/createMessage"] = sampling
+            self._handlers[SAMPLING_CREATE_MESSAGE] = sampling
         self._roots = roots
         if roots is not None:
-            self._handlers["roots/list"] = self._list_roots
+            self._handlers[ROOTS_LIST] = self._list_roots
         self._progress: dict[str, ProgressCallback] = {}
         self._tokens = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
@@ -368,7 +397,7 @@ class TestClient:
             del self._pending[request_id]
         reply = slot[1][0]
         if reply.error is not None:
-            raise JSONRPCError(
+            raise relayed_error(
                 reply.error.get("code", 0), reply.error.get("message", ""), reply.error.get("data")
             )
         return reply.result
@@ -391,19 +420,19 @@ class TestClient:
         self, protocol_version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         result: dict[str, Any] = await self.request(
-            "initialize",
+            INITIALIZE,
             {
                 "protocolVersion": protocol_version,
                 "capabilities": capabilities or {},
                 "clientInfo": {"name": "runtime.testing", "version": "0"},
             },
         )
-        await self.notify("notifications/initialized")
+        await self.notify(INITIALIZED)
         self.initialize_result = result
         return result
 
     async def ping(self) -> Any:
-        return await self.request("ping")
+        return await self.request(PING)
 
     async def call_tool(
         self,
@@ -423,12 +452,12 @@ class TestClient:
         token: str | None = None
         if progress is not None:
             token = f"runtime.testing-{next(self._tokens)}"
-            request_meta["progressToken"] = token
+            request_meta[META_PROGRESS_TOKEN] = token
             self._progress[token] = progress
         if request_meta:
             params["_meta"] = request_meta
         try:
-            result = await self.request("tools/call", params)
+            result = await self.request(TOOLS_CALL, params)
             rounds = 0
             while self.modern_meta is not None and result.get("resultType") == "input_required":
                 rounds += 1
@@ -444,18 +473,18 @@ class TestClient:
                 retry = {**params, "inputResponses": responses}
                 if "requestState" in result:
                     retry["requestState"] = result["requestState"]
-                result = await self.request("tools/call", retry)
+                result = await self.request(TOOLS_CALL, retry)
         finally:
             if token is not None:
                 del self._progress[token]
         return ToolResult(result)
 
     async def read_resource(self, uri: str) -> ReadResult:
-        return ReadResult(await self.request("resources/read", {"uri": uri}))
+        return ReadResult(await self.request(RESOURCES_READ, {"uri": uri}))
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> PromptResult:
         params = {"name": name, "arguments": arguments or {}}
-        return PromptResult(await self.request("prompts/get", params))
+        return PromptResult(await self.request(PROMPTS_GET, params))
 
     async def list_tools(self) -> list[Tool]:
         """Every tool, following ``nextCursor`` to the last page."""
@@ -475,34 +504,34 @@ class TestClient:
 
     async def list_tools_page(self, cursor: str | None = None) -> Page[Tool]:
         """One page of ``tools/list`` (does not follow ``nextCursor``)."""
-        return await self._page("tools/list", "tools", Tool, cursor)
+        return await self._page(TOOLS_LIST, "tools", Tool, cursor)
 
     async def list_resources_page(self, cursor: str | None = None) -> Page[Resource]:
         """One page of ``resources/list`` (does not follow ``nextCursor``)."""
-        return await self._page("resources/list", "resources", Resource, cursor)
+        return await self._page(RESOURCES_LIST, "resources", Resource, cursor)
 
     async def list_resource_templates_page(
         self, cursor: str | None = None
     ) -> Page[ResourceTemplate]:
         """One page of ``resources/templates/list`` (does not follow ``nextCursor``)."""
         return await self._page(
-            "resources/templates/list", "resourceTemplates", ResourceTemplate, cursor
+            RESOURCES_TEMPLATES_LIST, "resourceTemplates", ResourceTemplate, cursor
         )
 
     async def list_prompts_page(self, cursor: str | None = None) -> Page[Prompt]:
         """One page of ``prompts/list`` (does not follow ``nextCursor``)."""
-        return await self._page("prompts/list", "prompts", Prompt, cursor)
+        return await self._page(PROMPTS_LIST, "prompts", Prompt, cursor)
 
     async def subscribe(self, uri: str) -> None:
         """``resources/subscribe`` (handshake era)."""
-        await self.request("resources/subscribe", {"uri": uri})
+        await self.request(RESOURCES_SUBSCRIBE, {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
-        await self.request("resources/unsubscribe", {"uri": uri})
+        await self.request(RESOURCES_UNSUBSCRIBE, {"uri": uri})
 
     async def roots_changed(self) -> None:
         """Tell the server the roots changed (``notifications/roots/list_changed``)."""
-        await self.notify("notifications/roots/list_changed")
+        await self.notify(ROOTS_LIST_CHANGED)
 
     async def _page(self, method: str, key: str, kind: type[R], cursor: str | None) -> Page[R]:
         result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
@@ -556,7 +585,7 @@ class TestClient:
                 slot[1].append(message)
                 slot[0].set()
             return
-        if message.method == "notifications/progress" and isinstance(message.params, dict):
+        if message.method == PROGRESS and isinstance(message.params, dict):
             params: dict[str, Any] = message.params
             callback = self._progress.get(str(params.get("progressToken")))
             if callback is not None:
@@ -580,10 +609,11 @@ class TestClient:
                 reply = encode_result(
                     message.id, await self._on_request(message.method, message.params)
                 )
-            elif message.method == "ping":
+            elif message.method == PING:
                 reply = encode_result(message.id, {})
             else:
-                reply = encode_error(message.id, -32601, f"Method not found: {message.method}")
+                unknown = f"Method not found: {message.method}"
+                reply = encode_error(message.id, METHOD_NOT_FOUND, unknown)
         except JSONRPCError as exc:
             reply = encode_error(message.id, exc.code, exc.message, exc.data)
         await self._channel.send([(reply, None)])
@@ -646,9 +676,9 @@ async def open_client(
             modern_meta = None
             if protocol_version >= "2026":
                 modern_meta = {
-                    "io.modelcontextprotocol/protocolVersion": protocol_version,
-                    "io.modelcontextprotocol/clientCapabilities": capabilities,
-                    "io.modelcontextprotocol/clientInfo": {
+                    META_PROTOCOL_VERSION: protocol_version,
+                    META_CLIENT_CAPABILITIES: capabilities,
+                    META_CLIENT_INFO: {
                         "name": "runtime.testing",
                         "version": "0",
                     },

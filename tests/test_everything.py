@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 from runtime.testing import open_client
 
 APP = load_target("examples/everything.py")

@@ -74,3 +74,139 @@ def test_the_figures_comments_point_to_are_in_benchmarks_readme() -> None:
     assert cited, "no comment points to benchmarks/README.md"
     missing = {title: str(where) for title, where in cited.items() if title not in sections}
     assert not missing, missing
+
+
+#: ``Server``'s public surface: its attributes, and each method's parameters (in order).
+SERVER_ATTRIBUTES = {
+    "completer",
+    "cursors",
+    "default_log_level",
+    "dispatcher",
+    "event_store",
+    "http_limits",
+    "icons",
+    "instructions",
+    "limits",
+    "middleware_chain",
+    "mounted_in",
+    "mounts",
+    "name",
+    "registry",
+    "sole_version",
+    "state",
+    "state_sealer",
+    "state_secret_given",
+    "store",
+    "tasks",
+    "title",
+    "version",
+    "website_url",
+    "worker_threads",
+}
+SERVER_METHODS = {
+    "add_middleware": ("middleware",),
+    "add_prompt": ("fn", "options"),
+    "add_resource": ("fn", "uri", "options"),
+    "add_tool": ("fn", "options"),
+    "cache_hint": ("method",),
+    "completion": ("fn",),
+    "middleware": ("fn",),
+    "mount": ("other", "prefix"),
+    "notify_list_changed": ("kind",),
+    "notify_resource_updated": ("uri",),
+    "prompt": ("fn", "name", "title", "description", "icons"),
+    "remove_prompt": ("name",),
+    "remove_resource": ("uri",),
+    "remove_tool": ("name",),
+    "resource": (
+        "uri",
+        "name",
+        "title",
+        "description",
+        "mime_type",
+        "icons",
+        "ttl_ms",
+        "cache_scope",
+    ),
+    "run": ("transport", "started", "options"),
+    "serve_connection": (
+        "channel",
+        "session",
+        "connection_id",
+        "shutdown",
+        "drain_on_eof",
+        "started",
+    ),
+    "serve_http": (
+        "port",
+        "host",
+        "path",
+        "sse_path",
+        "messages_path",
+        "allowed_origins",
+        "allowed_hosts",
+        "http_limits",
+        "authenticate",
+        "auth",
+        "event_store",
+        "sock",
+        "metrics",
+        "metrics_path",
+        "metrics_token",
+        "sockets",
+        "task_status",
+    ),
+    "serve_pipe": ("directory", "framing", "task_status"),
+    "serve_sse": ("port", "host", "path", "messages_path", "options"),
+    "serve_stdio": ("framing", "task_status"),
+    "serve_tcp": ("port", "host", "framing", "sock", "task_status"),
+    "serve_unix": ("path", "framing", "sock", "task_status"),
+    "serve_websocket": (
+        "port",
+        "host",
+        "path",
+        "allowed_origins",
+        "allowed_hosts",
+        "http_limits",
+        "auth",
+        "authenticate",
+        "sock",
+        "task_status",
+    ),
+    "server_info": (),
+    "shutdown": (),
+    "tool": (
+        "fn",
+        "name",
+        "title",
+        "description",
+        "annotations",
+        "icons",
+        "input_schema",
+        "output_schema",
+        "structured_output",
+        "task",
+        "defer_task",
+        "meta",
+    ),
+    "unmount": ("prefix",),
+}
+
+
+def test_the_server_keeps_its_public_api() -> None:
+    """Every public method (with its parameters, in order) and attribute of ``Server``, the
+    facade the docs' reference renders: its collaborators change, its face does not."""
+    import inspect
+
+    from runtime import Server
+
+    server = Server("api")
+    public = {n for n in set(dir(Server)) | set(vars(server)) if not n.startswith("_")}
+    methods = {
+        name: tuple(inspect.signature(getattr(Server, name)).parameters)[1:]
+        for name in public
+        if callable(getattr(Server, name, None))
+        and not isinstance(inspect.getattr_static(Server, name, None), property)
+    }
+    assert methods == SERVER_METHODS
+    assert public - set(methods) == SERVER_ATTRIBUTES

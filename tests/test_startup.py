@@ -35,11 +35,15 @@ LAZY = {
     "runtime.transports._pipe": "--transport pipe only",
     "runtime.transports._socket": "--transport unix only",
     "runtime.core._single": "HTTP's one-request path only",
-    "runtime._cli_tools": "the dev and install commands (and --middleware) only",
-    "runtime._install": "the install command only",
+    "runtime.cli._commands": "the dev and install commands only",
+    "runtime.cli._install": "the install command only",
+    "runtime.cli._client_verbs": "the client commands (list, call, read, inspect) only",
+    "runtime.ensemble._sharing": "a shared store's relays: the listening transports only",
+    "runtime.ensemble._chains": "mounted servers' middleware only",
+    "runtime.ensemble._workers": "--workers only",
     "json": "--log-format json only (msgspec does the protocol's JSON)",
     "dataclasses": "Limits, Refusal and the definitions are msgspec Structs (built in C)",
-    "argparse": "help, errors and the other commands only (_cli._plain_serve reads the rest)",
+    "argparse": "help, errors and the other commands only (cli._flags.plain_serve reads the rest)",
 }
 
 SERVER = '''

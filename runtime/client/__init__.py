@@ -1,5 +1,5 @@
-"""The client half: talk to any MCP server from a trio program (and the CLI's ``list``,
-``call``, ``read`` and ``inspect``).
+"""The client half: talk to any MCP server from a trio program (the CLI's ``list``,
+``call``, ``read`` and ``inspect`` use it: ``runtime.cli``).
 
     from runtime.client import open_client
 
@@ -11,10 +11,10 @@ See ``docs/client.md`` for targets, eras, timeouts and the reconnection policy.
 """
 
 from ._backoff import Backoff, BackoffRun, parse_retry_after
-from ._cli import main as cli_main
 from ._client import Client, Era, Notification, RequestHandler
+from ._conversation import RAISED
 from ._errors import BadMessage, ClientError, PeerError, RequestTimeout, TransportLost
-from ._open import connector_for, open_client, server_command
+from ._open import connector_for, is_server_file, open_client, server_command
 from ._types import (
     AudioContent,
     CallToolResult,
@@ -44,6 +44,7 @@ from ._types import (
 )
 
 __all__ = [
+    "RAISED",
     "AudioContent",
     "Backoff",
     "BackoffRun",
@@ -80,8 +81,8 @@ __all__ = [
     "TextContent",
     "Tool",
     "TransportLost",
-    "cli_main",
     "connector_for",
+    "is_server_file",
     "open_client",
     "parse_retry_after",
     "server_command",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from ..protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE, method_not_found
 from ._errors import ClientError, PeerError
-from ._wire import METHOD_NOT_FOUND
 
 __all__ = ["Answers", "RequestHandler"]
 
@@ -39,20 +39,22 @@ class Answers:
         #: ``_meta[".../clientCapabilities"]``).
         self.capabilities: dict[str, Any] = {}
         if sampling is not None:
-            self._handlers["sampling/createMessage"] = sampling
+            self._handlers[SAMPLING_CREATE_MESSAGE] = sampling
             self.capabilities["sampling"] = {}
         if elicitation is not None:
-            self._handlers["elicitation/create"] = elicitation
+            self._handlers[ELICITATION_CREATE] = elicitation
             self.capabilities["elicitation"] = {"form": {}, "url": {}}
         if roots is not None:
-            self._handlers["roots/list"] = roots
+            self._handlers[ROOTS_LIST] = roots
             self.capabilities["roots"] = {"listChanged": False}
 
     async def server_request(self, method: str, params: dict[str, Any]) -> Any:
-        """Answer a server-to-client request; -32601 for one no handler takes."""
+        """Answer a server-to-client request; -32601 for one no handler takes (as the
+        server answers an unknown method: ``runtime.protocol.method_not_found``)."""
         handler = self._handlers.get(method)
         if handler is None:
-            raise PeerError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            refused = method_not_found(method)
+            raise PeerError(refused.code, refused.message, refused.data)
         return await handler(params)
 
     async def input_requests(self, requests: Mapping[str, Any]) -> dict[str, Any]:

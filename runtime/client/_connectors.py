@@ -32,10 +32,11 @@ from typing import Final, Protocol
 
 import trio
 
+from ..framing import loggable
+from ..transports import open_fifo_pair, pipe_client_lock, pipe_paths
 from ._errors import TransportLost
-from ._link import FramedLink, Link, single_errors
+from ._link import FramedLink, Link, make_framer, single_errors
 from ._unreached import connect_failure
-from ._wire import loggable, make_framer, open_fifo_pair, pipe_client_lock, pipe_paths
 
 __all__ = [
     "Connector",
@@ -69,6 +70,26 @@ _REAPER_REPORT: Final = 30.0
 
 
 class Connector(Protocol):
+    """How the client reaches one server: each ``open()`` a new link.
+
+    ``open()`` is an async context manager: entering it connects (or spawns the server) and
+    yields a :class:`Link` ready to send on; leaving it closes the link and releases
+    everything the connection held (a stdio server is stopped, its process group and, on
+    Linux, its whole process tree ended), also when left by cancellation or an error. It
+    raises :class:`TransportLost` when no link can be made, with ``refused`` True when
+    nothing is there to answer (a port nothing listens on, a host that does not resolve, a
+    404 at the endpoint: trying again in a moment cannot help), and a loss inside the
+    context may be raised again with more said (a stdio server's exit status and its last
+    stderr lines). It may be opened again after a loss, one link at a time.
+
+    ``reconnects``: whether the client may open it again by itself after a loss (the
+    reconnection policy, ``LinkKeeper``): yes where the server is still there to reach (a
+    socket, a URL), no for a spawned stdio server unless ``respawn`` was asked. An HTTP
+    connector says no: its link retries each request itself. ``description`` names the
+    server in logs and errors, with no secret in it (a URL loses its userinfo and query
+    values).
+    """
+
     reconnects: bool
     description: str
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import JSONRPCError
+
 __all__ = ["BadMessage", "ClientError", "PeerError", "RequestTimeout", "TransportLost"]
 
 
@@ -85,6 +87,13 @@ class PeerError(ClientError):
         self.code = code
         self.message = message
         self.data = data
+
+    @classmethod
+    def of(cls, error: JSONRPCError) -> PeerError:
+        """The error a protocol builder made (``runtime.protocol``), as the client raises it:
+        for a failure the client reports in the server's words (an HTTP status without a
+        JSON-RPC body, say), spelled where every error is."""
+        return cls(error.code, error.message, error.data)
 
 
 class BadMessage(ClientError):

@@ -27,7 +27,8 @@ from typing import Any, Final
 
 import msgspec
 
-from ._wire import Envelope, FramingError, SSEDecoder, Unreadable, decode_incoming
+from ..framing import FramingError, SSEDecoder
+from ..protocol import Envelope, JSONRPCError, decode_messages
 
 __all__ = ["SEEN_IDS", "EventReading", "SeenIds"]
 
@@ -60,9 +61,9 @@ def answered(data: bytes, awaiting: set[Any]) -> set[Any] | str:
     """The request ids among ``awaiting`` that the message ``data`` answers, or why it
     cannot be read (``runtime.protocol``'s rules, as every message from the server)."""
     found: set[Any] = set()
-    for item in decode_incoming(data):
-        if isinstance(item, Unreadable):
-            return item.reason
+    for item in decode_messages(data):
+        if isinstance(item, JSONRPCError):
+            return item.message
         if isinstance(item, Envelope) and item.method is msgspec.UNSET and item.id in awaiting:
             found.add(item.id)
     return found

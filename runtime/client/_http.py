@@ -42,9 +42,10 @@ from typing import Final
 
 import trio
 
+from ..transports import lifted
 from ._errors import BadMessage, TransportLost
+from ._link import socket_of
 from ._unreached import connect_failure
-from ._wire import lifted, socket_of
 
 __all__ = [
     "DEFAULT_IDLE_CONNECTION_TIMEOUT",
@@ -610,7 +611,8 @@ class HttpPool:
         try:
             try:
                 # A big request (a tools/call with big arguments) goes out with the send
-                # low-water mark lifted, not trio's 16 KiB at a time (issue 22 target 2).
+                # low-water mark lifted, not trio's 16 KiB at a time (a scheduler pass per
+                # 16 KiB).
                 with lifted(socket_of(stream), len(request)):
                     await stream.send_all(request)
             except (trio.BrokenResourceError, OSError) as exc:

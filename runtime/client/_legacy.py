@@ -17,6 +17,8 @@ from typing import Final
 
 import trio
 
+from ..framing import FramingError, SSEDecoder, redact_url
+from ..protocol import http_failure
 from ._errors import BadMessage, PeerError, TransportLost
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
@@ -29,7 +31,6 @@ from ._http import (
 )
 from ._link import Link, Outgoing
 from ._unreached import refused_status
-from ._wire import FramingError, SSEDecoder, redact_url
 
 __all__ = ["LegacySseConnector", "is_legacy_sse_url"]
 
@@ -177,10 +178,12 @@ class _LegacyLink:
             if response.status >= 300:
                 if response.status == 404:
                     raise TransportLost("the server does not know our SSE session (404)")
-                raise PeerError(
-                    -32000,
-                    f"HTTP {response.status}: {body[:200].decode('utf-8', 'replace')}",
-                    {"status": response.status},
+                raise PeerError.of(
+                    http_failure(
+                        response.status,
+                        body[:200].decode("utf-8", "replace"),
+                        {"status": response.status},
+                    )
                 )
         finally:
             await response.aclose()

@@ -1,22 +1,10 @@
-"""Links: what the client core sends messages through and receives them from.
+"""Links: what the client's conversation sends messages through and receives them from.
 
-A link carries whole JSON-RPC messages. Stream links (stdio, TCP, Unix sockets, named pipes)
-frame them with the runtime's sans-IO framers; the WebSocket link sends one message per
-WebSocket message; the Streamable HTTP link (``_streamable``) turns each request into a POST.
-
-Contract of every link (``Link``):
-
-- ``send(out)`` writes one outgoing message; raises :class:`TransportLost` when the link is
-  broken. Cancelling it may leave the link broken (a partly written frame).
-- ``receive()`` returns the next incoming frame (bytes), an :class:`OnStream` frame (one that
-  arrived on a request's own response stream, when the link has such streams) or a
-  :class:`Failed` record for one request the link gave up on; raises ``trio.EndOfChannel``
-  on a clean end of input and :class:`TransportLost` when the link broke (a stalled partial
-  frame included), :class:`MessageTooLarge` when what broke it was a message over the size
-  cap that could not be skipped (a WebSocket closes with 1009: the requests in flight on it
-  are not sent again, one of them would bring it back), :class:`BadMessage` for a frame
-  skipped as oversized or unreadable while the link goes on.
-- ``aclose()`` releases everything; idempotent; never raises for an already broken link.
+A link carries whole JSON-RPC messages (its contract: :class:`Link`). Stream links (stdio,
+TCP, Unix sockets, named pipes) frame them with the runtime's sans-IO framers
+(:class:`FramedLink`); the WebSocket link sends one message per WebSocket message; the
+Streamable HTTP link (``_streamable``) turns each request into a POST; the legacy HTTP+SSE
+link (``_legacy``) POSTs every message and reads one event stream.
 """
 
 from __future__ import annotations
@@ -24,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, runtime_checkable
 
 import trio
 
+from ..framing import ContentLengthFramer, Framer, FramingError, NdjsonFramer, escape_excerpt
+from ..transports import lifted
 from ._errors import BadMessage, ClientError, TransportLost
-from ._wire import Framer, FramingError, escape_excerpt, lifted, socket_of
+from ._outgoing import Outgoing
 
 __all__ = [
     "Failed",
@@ -40,29 +30,12 @@ __all__ = [
     "OnStream",
     "Outgoing",
     "ReportsUnreached",
+    "make_framer",
     "single_errors",
+    "socket_of",
 ]
 
 _RECEIVE_SIZE: Final = 64 * 1024
-
-
-@dataclasses.dataclass(slots=True)
-class Outgoing:
-    """One message for the link, with what the HTTP link needs to know about it."""
-
-    data: bytes
-    method: str | None = None
-    request_id: Any = None
-    #: ``params.name`` / ``params.uri`` of tools/call, prompts/get, resources/read.
-    name: str | None = None
-    modern: bool = False
-    repeatable: bool = False
-    #: Request ids carried by a batch (``data`` is a JSON array).
-    batch_ids: Sequence[Any] = ()
-    #: A request (or batch of requests): the server owes an answer.
-    expects_response: bool = False
-    #: Extra HTTP headers for this message (2026-07-28 ``Mcp-Param-*``).
-    headers: Sequence[tuple[str, str]] = ()
 
 
 class MessageTooLarge(TransportLost):
@@ -113,6 +86,36 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 
 
 class Link(Protocol):
+    """A connection to one server that carries whole JSON-RPC messages, both ways.
+
+    ``send(out)`` writes one message (``out.data``: a request, a notification, an answer to
+    the server, or a batch) and returns once the link took it: written to the stream, or,
+    over HTTP, handed to the task that POSTs it (a request's answer then arrives through
+    ``receive``). Raises :class:`TransportLost` when the link is broken; the HTTP links
+    also :class:`PeerError` for a notification or an answer whose POST the server refused.
+    Sends never interleave: two concurrent sends write two whole messages. Cancelled, it
+    may leave a partly written frame behind, which breaks the link (a stream link's next
+    send or receive raises :class:`TransportLost`).
+
+    ``receive()`` returns the next incoming frame (bytes: one message, or a JSON-RPC batch),
+    an :class:`OnStream` frame (one that arrived on a request's own response stream, when
+    the link has such streams) or a :class:`Failed` record for one request the link gave up
+    on (``request_id`` None: the stream that carried the server's notifications is gone for
+    good). It raises ``trio.EndOfChannel`` on a clean end of input, :class:`TransportLost`
+    when the link broke (a partial frame stalled past the read timeout included),
+    :class:`MessageTooLarge` when what broke it was a message over the size cap that could
+    not be skipped (a WebSocket closes with 1009: the requests in flight on it are not sent
+    again, one of them would bring it back), and :class:`BadMessage` for a frame skipped as
+    oversized while the link goes on. Cancelled, it loses nothing: a frame not yet returned
+    is returned by the next call. One reader at a time.
+
+    ``aclose()`` releases everything the link holds (a stream, a pool of HTTP connections,
+    a handshake-era HTTP session, ended with DELETE); idempotent; never raises for a link
+    already broken. What waits on the server there (the DELETE, a WebSocket's closing
+    handshake) is shielded from outside cancellation and bounded in time, so closing a
+    client in a cancelled scope still ends its session.
+    """
+
     async def send(self, out: Outgoing) -> None: ...
 
     async def receive(self) -> bytes | OnStream | Failed: ...
@@ -163,8 +166,8 @@ class FramedLink:
         async with self._send_lock:  # one frame at a time: never interleave two messages
             try:
                 # A big frame (a tools/call with big arguments) over TCP goes out with the
-                # socket's send low-water mark lifted, not trio's 16 KiB at a time (issue 22
-                # target 2); a pipe or a Unix socket has no mark to lift.
+                # socket's send low-water mark lifted, not trio's 16 KiB at a time (a
+                # scheduler pass per 16 KiB); a pipe or a Unix socket has no mark to lift.
                 with lifted(socket_of(self._send_stream), len(frame)):
                     await self._send_stream.send_all(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -215,3 +218,21 @@ class FramedLink:
             for stream in (self._send_stream, self._receive_stream):
                 with contextlib.suppress(trio.BrokenResourceError, OSError):
                     await stream.aclose()
+
+
+def make_framer(framing: str, max_frame_size: int) -> Framer:
+    """The sans-IO framer for a stream transport: ``ndjson`` or ``content-length``."""
+    if framing == "ndjson":
+        return NdjsonFramer(max_frame_size=max_frame_size)
+    if framing == "content-length":
+        return ContentLengthFramer(max_frame_size=max_frame_size)
+    raise ValueError(f"unknown framing {framing!r} (expected 'ndjson' or 'content-length')")
+
+
+def socket_of(stream: trio.abc.SendStream) -> trio.socket.SocketType | None:
+    """The socket under a trio stream (a ``SocketStream``, or one under TLS), for its send
+    low-water mark (``runtime.transports.lifted``); None for any other stream (a pipe, a
+    WebSocket)."""
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    return stream.socket if isinstance(stream, trio.SocketStream) else None

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from ..protocol import LATEST_HANDSHAKE_VERSION, Implementation
 from ._backoff import Backoff
 from ._client import (
     MAX_LIST_ITEMS,
@@ -27,7 +28,6 @@ from ._connectors import (
     SocketConnector,
     StdioConnector,
 )
-from ._conversation import DEFAULT_MAX_SERVER_REQUESTS
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -36,10 +36,9 @@ from ._http import (
 )
 from ._legacy import LegacySseConnector, is_legacy_sse_url
 from ._link import single_errors
+from ._requests import DEFAULT_MAX_SERVER_REQUESTS
 from ._streamable import HttpConnector
-from ._types import Implementation
 from ._websocket import WebSocketConnector
-from ._wire import LATEST_HANDSHAKE_VERSION
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",

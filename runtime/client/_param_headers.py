@@ -10,15 +10,29 @@ tools and trying once more: ``Client.call_tool``).
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-from ._types import Tool
-from ._wire import encode_header_value
+from ..protocol import Tool
 
-__all__ = ["ParamHeaders", "header_params"]
+__all__ = ["ParamHeaders", "encode_header_value", "header_params"]
+
+# RFC 9110 field values the 2026-07-28 spec lets through unencoded: visible ASCII, space, tab
+# (and no leading/trailing whitespace, which HTTP would strip).
+_PLAIN_HEADER: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?")
+
+
+def encode_header_value(value: str) -> str:
+    """A value for ``Mcp-Name`` / ``Mcp-Param-*``: as is when it is plain visible ASCII,
+    else the spec's Base64 sentinel ``=?base64?...?=`` (2026-07-28 streamable-http,
+    "Encoding Header Values")."""
+    if _PLAIN_HEADER.fullmatch(value) and not value.startswith("=?base64?"):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 class ParamHeaders:

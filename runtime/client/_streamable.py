@@ -47,6 +47,8 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ..framing import loggable, redact_url
+from ..protocol import BATCH_REVISION, CANCELLED, INITIALIZE, http_failure
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._events import SEEN_IDS, EventReading, SeenIds, answered
@@ -61,13 +63,13 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
-from ._wire import MODERN_VERSION, encode_header_value, loggable, redact_url
+from ._outgoing import MODERN_VERSION
+from ._param_headers import encode_header_value
 
 __all__ = ["HttpConnector", "StreamableLink"]
 
 log = logging.getLogger("mcp_runtime.client")
 
-_BATCH_REVISION: Final = "2025-03-26"
 #: Seconds an SSE answer's stream may take to end after the answer, so that its connection
 #: can be reused (2025-11-25: the server SHOULD close the stream after the response); a
 #: stream still open then is closed with its connection. The caller has its answer already.
@@ -186,12 +188,12 @@ class StreamableLink:
             self._nursery.start_soon(self._standing_stream)
 
     def allows_batches(self) -> bool:
-        return self.protocol_version == _BATCH_REVISION and self.session_id is not None
+        return self.protocol_version == BATCH_REVISION and self.session_id is not None
 
     async def send(self, out: Outgoing) -> None:
         if self._closed:
             raise TransportLost("the HTTP link is closed")
-        if out.method == "notifications/cancelled" and out.modern:
+        if out.method == CANCELLED and out.modern:
             # 2026-07-28: "closing the response stream cancels the request".
             scope = self._posts.get(out.request_id)
             if scope is not None:
@@ -275,8 +277,8 @@ class StreamableLink:
         try:
             body = await response.read_all(64 * 1024)  # read to its end: the connection is reused
             if response.status >= 400:
-                raise PeerError(
-                    -32000, f"HTTP {response.status}: {body[:200].decode('utf-8', 'replace')}"
+                raise PeerError.of(
+                    http_failure(response.status, body[:200].decode("utf-8", "replace"))
                 )
         finally:
             await response.aclose()
@@ -337,7 +339,7 @@ class StreamableLink:
                         f"{out.method}: the session was lost before the answer; not re-sent, "
                         "it is not safe to repeat"
                     ) from None
-                if reinitialized or out.method == "initialize":
+                if reinitialized or out.method == INITIALIZE:
                     raise TransportLost(
                         "the server does not know our session (404), even after re-initializing"
                     ) from None
@@ -405,7 +407,7 @@ class StreamableLink:
             raise _Retry(f"HTTP {status}", hint)
         if resuming and status in (400, 405):
             raise TransportLost(f"the server cannot resume the stream (HTTP {status})")
-        if out.method == "initialize" and status < 300:
+        if out.method == INITIALIZE and status < 300:
             session = response.header("mcp-session-id")
             if session is not None:
                 self.session_id = session
@@ -437,20 +439,17 @@ class StreamableLink:
                 raise self._no_endpoint()
             error = _error_of(body)
             if error is not None:  # an error for no id of ours (id null): e.g. a 401, a 400
+                failure = http_failure(status, str(error.get("message", "")), error.get("data"))
                 code = error.get("code")
                 raise PeerError(
-                    code if isinstance(code, int) else -32000,
-                    f"HTTP {status}: {error.get('message', '')}",
-                    error.get("data"),
+                    code if isinstance(code, int) else failure.code, failure.message, failure.data
                 )
         if 200 <= status < 300:
             raise BadMessage(f"{out.method}: HTTP {status} without an answer")
         if status == 404:
             raise self._no_endpoint()
-        raise PeerError(
-            -32000,
-            f"HTTP {status}: {body[:300].decode('utf-8', 'replace').strip()}",
-            {"status": status},
+        raise PeerError.of(
+            http_failure(status, body[:300].decode("utf-8", "replace").strip(), {"status": status})
         )
 
     def _no_endpoint(self) -> TransportLost:

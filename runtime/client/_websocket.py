@@ -34,10 +34,10 @@ from typing import Any, Final
 
 import trio
 
+from ..framing import redact_url
 from ._errors import TransportLost
 from ._link import Link, MessageTooLarge, Outgoing, single_errors
 from ._unreached import connect_failure, refused_status
-from ._wire import redact_url
 
 __all__ = ["FrameTracker", "StallGuard", "WebSocketConnector"]
 

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: Loaded on first use (PEP 562): only HTTP's one-request path runs requests without a
-#: connection; a stdio server never needs it (start-up time, issue 22, target 6).
+#: connection; a stdio server never needs it (benchmarks/README.md, "Start-up").
 _LAZY = {"dispatch_single": "._single"}
 
 

@@ -27,8 +27,8 @@ has nothing to cancel; a request run whole by the caller before it starts), and 
 
 It is one object per connection (and one shared by every lone request) rather than a
 function so that a request pays for no argument it does not vary: the reader's first step is
-the hot path (the guard's stdio_batch_item), and this call replaces the admission check it
-made before.
+the hot path (the guard's stdio_batch_item), and this one call is all that admitting and
+assembling a request costs it.
 """
 
 from __future__ import annotations

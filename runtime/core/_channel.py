@@ -47,8 +47,8 @@ class MessageChannel(Protocol):
     ``trio.WouldBlock`` when there is none, and what ``receive`` raises otherwise); with it
     the channel is read only while it has input, and must have ``wake()`` too. Then
     ``Connection.serve`` runs in rounds: a round ends once nothing is left to read and
-    nothing runs in its nursery (an idle connection holds no task, nursery or cancel scope:
-    issue 22 item 4), and ``serve`` returns with the connection alive (``ended`` False).
+    nothing runs in its nursery (an idle connection holds no task, nursery or cancel
+    scope), and ``serve`` returns with the connection alive (``ended`` False).
     Whoever feeds the channel calls ``Connection.resume()`` after; when the connection needs
     a round and none is serving (input, ``start_soon``, shutdown, its end), it calls the
     channel's ``wake()``, whose owner then calls ``serve()`` again, from a task of its own.

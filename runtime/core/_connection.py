@@ -25,11 +25,14 @@ session's) is served in rounds: the tree above exists while a round runs (input 
 requests or ``start_soon`` tasks running, the end); idle, the connection is plain state with
 no task, nursery or cancel scope, and its channel's ``wake()`` asks for the next round.
 
-Collaborators: the ``Reader`` (input, running requests), the ``RequestTable`` (admission,
-in flight, cancellation, the server's own requests; sans-IO), the session's ``Lifecycle``
-(sans-IO, ``runtime.protocol``) and the ``Outbox`` (output: whichever task finds no write in
-progress flushes the queue in one write). This module holds supervision, the handling of
-incoming notifications and responses, the ``Peer`` API and ``run_request``.
+Collaborators, each with one job: the ``Intake`` (the channel's frames, and how reading
+ends), the ``Reader`` (generations: what is read, run through the request engine), the
+``Replies`` (where the replies of suspended requests and batches go), the ``Assembler`` (a
+request's admission and context), the ``RequestTable`` (admission, in flight, cancellation,
+the ids of the server's own requests; sans-IO), the session's ``Lifecycle`` (sans-IO,
+``runtime.protocol``), the ``ServerRequests`` (the server's requests to the client and their
+answers) and the ``Outbox`` (output: whichever task finds no write in progress flushes the
+queue in one write). This module holds supervision, the ``Peer`` API and ``run_request``.
 
 Cancellation contract: ``notifications/cancelled`` cancels the scope of a request that
 suspended; its ``finally`` blocks run and no response is sent (MCP basic/utilities/
@@ -45,33 +48,29 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
-import msgspec
 import trio
-from msgspec import Raw
 
 from ..protocol import (
-    CANCELLED,
-    INVALID_REQUEST,
     Envelope,
-    JSONRPCError,
     RequestId,
     ToolCall,
-    connection_closed,
     encode_notification,
-    encode_request,
-    peer_timeout,
 )
 from . import _engine as engine
 from ._assembler import Assembler
 from ._channel import MessageChannel
 from ._context import RequestContext
 from ._dispatch import Dispatcher
+from ._intake import Intake
 from ._limits import Limits
 from ._outbox import Outbox
 from ._reader import Reader
+from ._replies import Replies
 from ._requests import RequestTable
+from ._rounds import Rounds
+from ._server_requests import ServerRequests, Waiter
 from ._session import Session
 
 __all__ = ["Connection"]
@@ -79,26 +78,6 @@ __all__ = ["Connection"]
 log = logging.getLogger("mcp_runtime.connection")
 
 _connection_ids = itertools.count(1)
-
-
-class _Waiter:
-    """A request of ours to the client, waiting for its answer."""
-
-    __slots__ = ("error", "event", "result")
-
-    def __init__(self) -> None:
-        self.event = trio.Event()
-        self.result: Raw | None = None
-        self.error: JSONRPCError | None = None
-
-
-class _ErrorObject(msgspec.Struct):
-    code: int
-    message: str
-    data: Any = None
-
-
-_error_decoder: Final = msgspec.json.Decoder(_ErrorObject)
 
 
 class Connection:
@@ -109,23 +88,22 @@ class Connection:
         "_at_close",
         "_broke",
         "_closing",
-        "_connection_scope",
         "_drain_scope",
         "_drained",
         "_ended",
-        "_hosted",
         "_id",
+        "_intake",
         "_opened",
         "_out",
         "_outside",
         "_poke",
         "_reader",
+        "_replies",
         "_requests",
-        "_serving",
+        "_rounds",
+        "_server_requests",
         "_shutdown",
         "_table",
-        "_wake",
-        "_wanted",
         "channel",
         "dispatcher",
         "drain_on_eof",
@@ -154,7 +132,7 @@ class Connection:
         self.session = session = session or Session()
         self._shutdown = shutdown
         self._id = connection_id or f"c{next(_connection_ids)}"
-        self._table: RequestTable[_Waiter] = RequestTable(
+        self._table: RequestTable[Waiter] = RequestTable(
             limits.max_in_flight,
             session.first_request_id,
             # (``MessageChannel.refuses_duplicate_ids``: a channel that judges ids itself.)
@@ -162,27 +140,30 @@ class Connection:
         )
         self._out = Outbox(channel, limits, self._id, self._output_broke)
         self._assembler = Assembler(dispatcher, limits.request_timeout, self._table)
+        self._intake = Intake(channel, self._out, self._assembler, session, self._id)
+        self._replies = Replies(self._out, self._table, self._on_idle)
+        self._server_requests = ServerRequests(self._out, self._table, self._id)
         self._reader = Reader(
             channel=channel,
+            intake=self._intake,
             outbox=self._out,
-            table=self._table,  # type: ignore[arg-type]
+            replies=self._replies,
+            server_requests=self._server_requests,
+            table=self._table,
             assembler=self._assembler,
             dispatcher=dispatcher,
             session=session,
             peer=self,
             limits=limits,
             connection_id=self._id,
-            on_notification=self._on_notification,
-            on_response=self._on_response,
-            on_idle=self._on_idle,
         )
         self._drained: trio.Event | None = None
-        self._connection_scope: trio.CancelScope | None = None
+        #: The nursery of the requests (and of ``start_soon`` tasks) while serving.
         self._requests: trio.Nursery | None = None
         #: The connection is ending: requests still running get no reply.
         self._closing = False
-        #: In-flight requests running in other tasks (``run_request``).
-        #: (A dict rather than a set: 64 bytes empty, not 216; issue 22 item 4.)
+        #: In-flight requests running in other tasks (``run_request``); a dict for its size:
+        #: every idle session holds one.
         self._outside: dict[RequestContext, None] = {}
         self._broke: str | None = None
         #: The drain after reading ended (shutdown bounds it too, see ``_watch_shutdown``).
@@ -192,23 +173,14 @@ class Connection:
         self._ended = False
         self._opened = False
         #: A channel read only while it has input (``MessageChannel.receive_nowait``) is
-        #: served only while there is work: ``serve`` returns when the connection is idle,
-        #: and the channel's ``wake()`` asks its owner to call ``serve`` again (issue 22
-        #: item 4: an idle HTTP session holds no task, nursery or cancel scope).
-        self._wake: Callable[[], None] | None = (
-            getattr(channel, "wake", None) if hasattr(channel, "receive_nowait") else None
-        )
-        #: A ``serve`` call is running (idle-exit connections: between rounds it is not).
-        self._serving = False
-        #: Work for the next round of an idle-exit connection: input or an end to read.
-        self._wanted = False
-        #: ``start_soon`` calls made while no round served, for the next one.
-        self._hosted: list[tuple[Callable[[], Awaitable[object]], str | None]] | None = None
-        #: What a round of an idle-exit connection waits on: reading parked or ended, a
-        #: request or task in its nursery finished.
+        #: served in rounds, only while there is work (``Rounds``); None for the others.
+        wake = getattr(channel, "wake", None) if hasattr(channel, "receive_nowait") else None
+        self._rounds = None if wake is None else Rounds(wake)
+        #: What a round waits on: reading parked or ended, a request or task in its nursery
+        #: finished.
         self._poke: trio.Event | None = None
-        if self._wake is not None:
-            self._reader.on_settle = self._nudge
+        if self._rounds is not None:
+            self._intake.on_settle = self._nudge
 
     @property
     def ended(self) -> bool:
@@ -219,7 +191,7 @@ class Connection:
     @property
     def close_reason(self) -> str:
         """Why the connection ended (or "running"): the output broke, else why reading ended."""
-        return self._broke or self._reader.end_reason
+        return self._broke or self._intake.end_reason
 
     # -- Peer -------------------------------------------------------------------------------
 
@@ -242,15 +214,15 @@ class Connection:
     ) -> bool:
         """``notify`` in this step, without waiting: False (nothing sent) when it would have
         to wait, or the connection is not serving; then ``notify`` it. For delivering one
-        change to many connections from the publishing task (issue 22 item 3)."""
+        change to many connections from the publishing task."""
         return self.send_nowait(encode_notification(method, params), related)
 
     def send_nowait(self, data: bytes, related: RequestId | None = None) -> bool:
         """``notify_nowait`` of a notification encoded already: one change encoded once
-        for many connections (issue 22 item 3)."""
+        for many connections."""
         requests = self._requests
-        if requests is None or self._wake is not None:
-            if self._wake is None or not self._opened:
+        if requests is None or self._rounds is not None:
+            if self._rounds is None or not self._opened:
                 return False
             # (An idle-exit connection counts its tasks: its own ``start_soon``.)
             return self._out.send_nowait(data, related, self.start_soon)
@@ -263,9 +235,9 @@ class Connection:
         (after in-flight requests drained it is cancelled). For per-session services such
         as delivering unsolicited notifications. Only while the connection serves.
         """
-        requests = self._requests
+        requests, rounds = self._requests, self._rounds
         if requests is not None:
-            if self._wake is None:
+            if rounds is None:
                 requests.start_soon(fn, name=name)
                 return
             try:
@@ -273,13 +245,9 @@ class Connection:
                 return
             except RuntimeError:
                 pass
-        if self._wake is None or not self._opened or self._ended or self._closing:
+        if rounds is None or not self._opened or self._ended or self._closing:
             raise RuntimeError("the connection is not serving")
-        # Idle between rounds (or the round's nursery just closed): the next round starts it.
-        if self._hosted is None:
-            self._hosted = []
-        self._hosted.append((fn, name))
-        self._ask_round()
+        rounds.host(fn, name)  # idle, or the round's nursery just closed: the next round
 
     def at_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once the connection has ended (at once if it has): for
@@ -299,32 +267,7 @@ class Connection:
         timeout: float = 60.0,
         related: RequestId | None = None,
     ) -> Any:
-        waiter = _Waiter()
-        request_id = self._table.expect(waiter)
-        try:
-            await self._out.send(encode_request(request_id, method, params), related)
-            try:
-                with trio.move_on_after(timeout):
-                    await waiter.event.wait()
-            except trio.Cancelled:
-                # The asking request was cancelled: tell the client to stop working on ours
-                # (MCP basic/utilities/cancellation: either side may cancel its requests).
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await self.notify(
-                        CANCELLED, {"requestId": request_id, "reason": "cancelled"}, related=related
-                    )
-                raise
-            if not waiter.event.is_set():
-                await self.notify(
-                    CANCELLED, {"requestId": request_id, "reason": "timeout"}, related=related
-                )
-                raise peer_timeout(method)
-            if waiter.error is not None:
-                raise waiter.error
-            assert waiter.result is not None
-            return msgspec.json.decode(waiter.result)
-        finally:
-            self._table.forget(request_id)
+        return await self._server_requests.request(method, params, timeout=timeout, related=related)
 
     # -- supervision ------------------------------------------------------------------------
 
@@ -342,24 +285,26 @@ class Connection:
         ends the connection, as cancelling ``serve`` always does.
         """
         idle = False
-        self._serving = True
+        rounds = self._rounds
+        if rounds is not None:
+            rounds.serving = True
         if not self._opened:
             log.debug("connection open conn=%s transport=%s", self._id, self.session.transport)
         try:
-            # One nursery and no scope of its own: the shutdown watcher runs in the requests
-            # nursery, and broken output cancels that nursery's scope (what follows it here
-            # is shielded anyway); issue 22 item 4, memory per idle connection.
+            # One nursery and no scope of its own (each costs memory an idle session would
+            # hold): the shutdown watcher runs in the requests nursery, and broken output
+            # cancels that nursery's scope (what follows it here is shielded anyway).
             try:
                 idle = await self._serve_requests(started)
             except Exception:
                 self._broke = "crashed"  # (stdio serves on with a new connection: _server)
                 log.exception("connection crashed conn=%s", self._id)
                 # What the fault cut short gets -32603, in the flush below.
-                self._reader.answer_cut_short()
+                self._replies.answer_cut_short()
             finally:
                 if not idle:
                     self._cancel_outside_requests()
-                    self._fail_pending()
+                    self._server_requests.fail_all()
                     # Flush what is still queued (shielded, bounded by the write timeout).
                     await self._out.close()
         except Exception:  # (a fault in the ending itself)
@@ -372,7 +317,8 @@ class Connection:
                 self._run_at_close()
                 log.debug("connection closed conn=%s reason=%s", self._id, self.close_reason)
             # (No checkpoint from here to the return: a wake-up now finds no round serving.)
-            self._serving = False
+            if rounds is not None:
+                rounds.serving = False
 
     def _run_at_close(self) -> None:
         self._ended = True
@@ -389,17 +335,16 @@ class Connection:
         while True:
             async with trio.open_nursery() as requests:
                 self._requests = requests
-                self._connection_scope = requests.cancel_scope
                 if await self._serve_round(requests, started):
                     return False
             # Idle-exit channels only: the reader parked and the nursery's tasks ended.
-            self._requests = self._connection_scope = None
+            self._requests = None
             if self._broke is not None:  # (it cancelled the round: the connection ends)
                 return False
             started = None
-            if not (self._wanted or self._hosted or self._reader.ended):
+            assert self._rounds is not None
+            if not self._rounds.more(self._intake.ended):
                 return True
-            # (Work arrived while the nursery was closing: another round.)
 
     async def _serve_round(
         self, requests: trio.Nursery, started: Callable[[Connection], None] | None
@@ -407,7 +352,7 @@ class Connection:
         """One round in ``requests``: True once the connection ended (its requests drained
         and the nursery cancelled), False when the reader parked (the nursery then waits for
         the tasks still in it before the round ends)."""
-        reader = self._reader
+        reader, intake = self._reader, self._intake
         if not self._opened:
             self._opened = True
             if self._shutdown is not None:
@@ -419,17 +364,17 @@ class Connection:
         else:  # another round of an idle-exit connection
             if self._broke is not None:
                 requests.cancel_scope.cancel()
-            if self._wanted:
-                self._wanted = False
+            assert self._rounds is not None
+            wanted, hosted = self._rounds.take()
+            if wanted:
                 reader.resume(requests)
-            hosted, self._hosted = self._hosted or [], None
             for fn, name in hosted:
                 requests.start_soon(self._run_hosted, fn, name=name or fn)
-        if self._wake is None:
-            await reader.wait_ended()
+        if self._rounds is None:
+            await intake.wait_ended()
         else:
-            while not reader.ended:
-                if reader.parked and not requests.child_tasks:
+            while not intake.ended:
+                if intake.parked and not requests.child_tasks:
                     self._poke = None
                     return False  # idle: the round ends, and no task waits for input
                 self._poke = trio.Event()
@@ -453,19 +398,13 @@ class Connection:
         """An idle-exit connection's channel got input or ended (or shutdown must be seen):
         read it, in the round serving now or, when none serves, in the next one (the
         channel's ``wake()`` asks its owner for it). Nothing to do while reading."""
-        reader = self._reader
-        if not reader.parked or self._ended:
+        if not self._intake.parked or self._ended:
             return
         requests = self._requests
-        if requests is not None and reader.resume(requests):
+        if requests is not None and self._reader.resume(requests):
             return
-        self._wanted = True
-        self._ask_round()
-
-    def _ask_round(self) -> None:
-        if not self._serving:
-            assert self._wake is not None
-            self._wake()
+        assert self._rounds is not None
+        self._rounds.want_input()
 
     async def _drain_and_end(self, requests: trio.Nursery) -> None:
         reason = self.close_reason
@@ -475,7 +414,7 @@ class Connection:
             grace = math.inf
             # Shutdown seen by this connection's watcher or, for connections watched by
             # one shared watcher (``stop_reading``), by that one before the drain began.
-            if self._reader.stopped or (self._shutdown is not None and self._shutdown.is_set()):
+            if self._intake.stopping or (self._shutdown is not None and self._shutdown.is_set()):
                 grace = self.limits.shutdown_grace
         else:
             grace = self.limits.eof_grace
@@ -492,7 +431,7 @@ class Connection:
                     grace,
                 )
         # The grace ran out: what is cut short now is still answered, -32000 "Server is
-        # shutting down" (every accepted request gets one reply; issue 16 item 4).
+        # shutting down" (every accepted request gets one reply).
         self._reader.ending = True
         self._cancel_outside_requests()
         requests.cancel_scope.cancel()
@@ -521,7 +460,7 @@ class Connection:
         if drain is not None:  # draining a one-POST connection: shutdown bounds it too
             drain.deadline = min(drain.deadline, trio.current_time() + self.limits.shutdown_grace)
         self._reader.stop()
-        if self._wake is not None:
+        if self._rounds is not None:
             self.resume()  # a parked reader reads again, to see it
 
     def _on_idle(self) -> None:
@@ -530,59 +469,12 @@ class Connection:
         if self._poke is not None:
             self._poke.set()
 
-    def _fail_pending(self) -> None:
-        for waiter in self._table.waiting():
-            if not waiter.event.is_set():
-                waiter.error = connection_closed()
-                waiter.event.set()
-
     def _output_broke(self, reason: str) -> None:
         self._broke = reason
-        if self._connection_scope is not None:
-            self._connection_scope.cancel()
-        elif self._wake is not None and self._opened and not self._ended:
-            self._ask_round()  # idle: a round ends it
-
-    # -- incoming notifications and responses -------------------------------------------------
-
-    async def _on_notification(self, env: Envelope) -> None:
-        assert isinstance(env.method, str)
-        params = env.params if isinstance(env.params, Raw) else None
-        if env.method == CANCELLED:
-            self._cancel_request(params)
-        ctx = RequestContext(env.method, None, params, self.session, self)
-        await self.dispatcher.dispatch_notification(ctx)
-
-    def _cancel_request(self, params: Raw | None) -> None:
-        try:
-            ctx = self._table.cancel(params, self.session.lifecycle)
-        except JSONRPCError as exc:
-            log.info("ignoring malformed notifications/cancelled conn=%s", self._id)
-            # No answer on the wire: the observer hears of it.
-            self._assembler.observe(exc, self.session, self._id, CANCELLED)
-            return
-        if ctx is not None:
-            log.debug("cancelling conn=%s id=%r", self._id, ctx.id)
-            assert ctx.cancel_scope is not None
-            ctx.cancel_scope.cancel()
-
-    def _on_response(self, env: Envelope) -> None:
-        waiter = self._table.answered(env.id)
-        if waiter is None or waiter.event.is_set():
-            # JSON-RPC 2.0 section 5: a peer answers an unparseable request with id null;
-            # that, and an id of no request of ours, correlates with nothing.
-            log.info("dropping response to unknown request conn=%s id=%r", self._id, env.id)
-            return
-        if isinstance(env.error, Raw):
-            try:
-                err = _error_decoder.decode(env.error)
-                waiter.error = JSONRPCError(err.code, err.message, err.data)
-            except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
-                waiter.error = JSONRPCError(INVALID_REQUEST, "Malformed error object from client")
-        else:
-            assert isinstance(env.result, Raw)
-            waiter.result = env.result
-        waiter.event.set()
+        if self._requests is not None:
+            self._requests.cancel_scope.cancel()
+        elif self._rounds is not None and self._opened and not self._ended:
+            self._rounds.ask()  # idle: a round ends it
 
     # -- running a request from another task ------------------------------------------------
 
@@ -605,7 +497,8 @@ class Connection:
 
         ``scope``, when given, is a cancel scope the caller has entered already and runs
         request after request under (a generation, as the stdio reader's): a scope of the
-        request's own costs about 550 bytecodes to make, enter and leave (issue 22 target 1).
+        request's own is a large part of a session POST's cost (benchmarks/README.md, "A
+        caller's cancel scope").
         Cancelling the request then cancels that scope: ``on_cancelled(reply)`` is called
         with what the request is answered (None: nothing; -32001 when its timeout passed;
         -32000 when the end of the connection cut it short) and ``trio.Cancelled`` propagates

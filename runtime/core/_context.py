@@ -85,8 +85,8 @@ class RequestContext:
     ) -> None:
         """``modern``: the request's era as the transport already read it from its
         ``params._meta`` (``select_era``), set here at once rather than overwritten after
-        (a modern HTTP POST builds one context per request: issue 22 target 1). With it,
-        ``session`` may be what makes the session, on first use of :attr:`session`."""
+        (a modern HTTP POST builds one context per request). With it, ``session`` may be
+        what makes the session, on first use of :attr:`session`."""
         self.method = method
         #: None for a notification.
         self.id = request_id
@@ -134,7 +134,7 @@ class RequestContext:
         self.cut_short = False
         #: Set by a caller that writes a reply given as ``runtime.protocol.Pieces`` as it is
         #: (a vector): the dispatcher then does not join the pieces of a result that holds
-        #: them (issue 22 target 2: a 16 MiB text copied once, by its encode).
+        #: them (a 16 MiB text is then copied once, by its encode).
         self.takes_pieces = takes_pieces
 
     if not TYPE_CHECKING:  # (mypy keeps checking every other attribute name)
@@ -143,10 +143,8 @@ class RequestContext:
             # Reached only for a slot never set: the ``session`` of a modern (2026-07-28)
             # request served alone (``dispatch_single``, one per HTTP POST), made when a
             # handler first asks; most never do. A lazy attribute here rather than a
-            # property: a property costs every handshake-era request a call per use
-            # (guard: stdio_batch_item +1.7%), this costs them nothing; a Session per
-            # stateless request was about 40 bytecodes of every modern POST (issue 22 target
-            # 1; guard http_modern_post 2,506 -> ~2,466, 1.6%).
+            # property: a property costs every handshake-era request a call per use, this
+            # costs them nothing (benchmarks/README.md, "A stateless request's session").
             if name == "session":
                 session = self.session = self._make_session()
                 return session

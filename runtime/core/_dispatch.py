@@ -127,8 +127,8 @@ class Dispatcher:
             try:
                 return encode_result(request_id, result)
             except TypeError:
-                # A type msgspec does not know: Pieces (a long text of a resources/read,
-                # issue 22 target 2) are spliced in; anything else fails again, as it did.
+                # A type msgspec does not know: Pieces (a long text of a resources/read) are
+                # spliced in; anything else raises TypeError again, a handler bug (-32603).
                 return encode_result_pieces(request_id, result, vector=ctx.takes_pieces)
         except JSONRPCError as exc:
             return error_reply(exc, request_id)
@@ -157,7 +157,7 @@ class Dispatcher:
             if _stops_the_task(exc):
                 raise
             # Any other BaseException subclass a handler raises is a bug like any other; it
-            # must not take the connection (and every request on it) down (issue 16).
+            # must not take the connection (and every request on it) down.
             log.exception(
                 "handler failed conn=%s id=%r method=%s",
                 ctx.peer.connection_id,

@@ -91,7 +91,7 @@ def cancelled_reply(ctx: RequestContext, timeout: float | None) -> bytes | None:
 
 def shutting_down_reply(ctx: RequestContext) -> bytes:
     """The answer for a request the end of its connection cut short after the grace period:
-    every accepted request gets one reply (issue 16 item 4)."""
+    every accepted request gets one reply."""
     log.info(
         "answering unfinished request conn=%s id=%r method=%s",
         ctx.peer.connection_id,
@@ -103,8 +103,8 @@ def shutting_down_reply(ctx: RequestContext) -> bytes:
 
 def own_scope(timeout: float | None) -> trio.CancelScope:
     """A request's own cancel scope, its ``request_timeout`` deadline given at construction:
-    trio's ``deadline`` setter re-registers the deadline through a context manager, about
-    125 bytecodes per request (issue 22 target 1, guard ``http_session_post``)."""
+    trio's ``deadline`` setter re-registers the deadline through a context manager, a cost
+    every timed request would pay (benchmarks/README.md, "A caller's cancel scope")."""
     if timeout is None:
         return trio.CancelScope()
     return trio.CancelScope(deadline=trio.current_time() + timeout)

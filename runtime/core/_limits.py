@@ -13,7 +13,7 @@ class Limits(msgspec.Struct, frozen=True):
 
     A frozen msgspec Struct: ``msgspec.structs.replace(limits, max_in_flight=128)`` makes a
     changed copy (checked again). Not a dataclass: a frozen dataclass compiles its generated
-    methods when the module is imported, about 0.9 ms of every start-up (issue 22, target 6).
+    methods when the module is imported, on every start-up (benchmarks/README.md, "Start-up").
     """
 
     #: Largest frame accepted, in bytes. 4 MiB holds any realistic tool call (images included)
@@ -36,12 +36,13 @@ class Limits(msgspec.Struct, frozen=True):
     #: Seconds one write may block (a peer that stopped reading) before the connection closes.
     write_timeout: float = 30.0
     #: Seconds a frame may take from its first byte to its last before the connection
-    #: closes (a stalled or a trickled frame alike; issue 16).
+    #: closes (a stalled or a trickled frame alike: a slow-loris peer holds nothing longer).
     read_timeout: float | None = 30.0
     #: Seconds without any incoming frame before the connection closes; None = never.
     idle_timeout: float | None = None
     #: Worker threads (plain ``def`` handlers) one connection may hold, running or abandoned
-    #: by a cancelled caller; past it a call is refused at once with -32010 (issue 16).
+    #: by a cancelled caller; past it a call is refused at once with -32010, so that one
+    #: client cannot hold every worker thread of the server.
     max_threads_per_connection: int = 8
     #: Worker threads running for callers that still wait, across the server; more calls
     #: wait for a thread. 40 is trio's default thread limit.

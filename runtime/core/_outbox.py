@@ -93,8 +93,8 @@ class Outbox:
         must queue behind a write in progress, the channel would queue it (``ready``) or
         writes only by waiting.
 
-        For a publisher that delivers to many connections from one task (issue 22: one
-        change to 1,000 subscribers without a task switch per subscriber). What the channel
+        For a publisher that delivers to many connections from one task (one change to
+        1,000 subscribers without a task switch per subscriber). What the channel
         does not take at once is finished by a task ``spawn``-ed for it, as the writer:
         later messages queue behind it, so nothing is reordered, and the write timeout
         bounds it as any write (``_flush``).
@@ -190,7 +190,7 @@ class Outbox:
                     self._room.set()
                     self._room = None
                 # A channel that can write without waiting (stdio) does so here: a write
-                # that fits needs neither a scope nor the scheduler (issue 22 item 5).
+                # that fits needs neither a scope nor the scheduler.
                 pending = send_now(batch) if send_now is not None else self._channel.send(batch)
                 if pending is not None:
                     await self._complete(pending)

@@ -35,7 +35,7 @@ from ..protocol import (
     RequestId,
     ToolCall,
     cancelled_id,
-    duplicate_request_id,
+    duplicate_request,
     id_key,
     overloaded,
     prepare_error,
@@ -82,10 +82,10 @@ class Batch:
 
 @functools.lru_cache(maxsize=16)
 def _overloaded(max_in_flight: int) -> JSONRPCError:
-    """Built once per cap, shared by every connection (about 400 bytes each, issue 22 item
-    4): a full table refuses every request with the same error (only the id differs), which
-    under overload is most of what the connection does (issue 22). Returned, never raised,
-    so it is never changed."""
+    """Built once per cap, shared by every connection (each idle session would hold its
+    own): a full table refuses every request with the same error (only the id differs),
+    which under overload is most of what the connection does. Returned, never raised, so it
+    is never changed."""
     return prepare_error(
         overloaded("too many requests in flight on this connection", maxInFlight=max_in_flight)
     )
@@ -133,7 +133,7 @@ class RequestTable(Generic[W]):
         in_flight = self._in_flight
         if in_flight:  # (nothing in flight, the usual case: no duplicate, room for one)
             if self._judges_ids and id_key(request_id) in in_flight:
-                return duplicate_request_id(request_id)
+                return duplicate_request(request_id)
             if len(in_flight) >= self.max_in_flight:
                 return self._overloaded
         return None

@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from ..protocol import (
+    CANCELLED,
     Envelope,
     ModernRequest,
     Pieces,
@@ -70,8 +71,8 @@ class _SinglePeer:
         #: ``send_nowait(data, related=None)``: an encoded notification sent in this step
         #: (``Connection.send_nowait``), False when it must be ``notify``-ed instead. The
         #: caller's ``send_now`` itself, not a method around it: a change published to
-        #: 1,000 listens is written by the publisher with one call less each (issue 22
-        #: item 3: 14 of 224 bytecodes per listen, at 1,000).
+        #: 1,000 listens is written by the publisher with one call less each
+        #: (benchmarks/README.md, "Fan-out to listens").
         self.send_nowait: SendNow = send_now if send_now is not None else _not_now
         #: The caller's wait while the request idles (``dispatch_single``), or None: a
         #: listen passes it to ``Subscriber.receive`` (read with getattr, as send_nowait).
@@ -110,7 +111,7 @@ class _SinglePeer:
         request_id = next(self._next_request_id)
         await self._send(encode_request(request_id, method, params))
         await trio.sleep(timeout)
-        await self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
+        await self.notify(CANCELLED, {"requestId": request_id, "reason": "timeout"})
         raise peer_timeout(method)
 
 
@@ -139,7 +140,7 @@ def dispatch_single(
     its era and header rules), for the handler (``RequestContext.prepared``);
     ``send_now(data, related=None)``, when given, sends an encoded notification in this step
     (True) or declines (False): the peer's ``send_nowait``, for a long request such as a
-    2026-07-28 ``subscriptions/listen`` served without a Connection (issue 22 item 4);
+    2026-07-28 ``subscriptions/listen`` served without a Connection;
     ``idle(wake)``, when given, the peer's ``idle``: what the caller's task must do while
     the request waits with nothing to send (the listen's HTTP connection watching its
     socket and writing keep-alives, so that the request needs no task of its own), until

@@ -115,7 +115,7 @@ __all__ = [
 
 #: Loaded on first use (PEP 562): a server without resource templates never needs the RFC 6570
 #: module (its regular expressions and dataclasses cost every ``mcp-runtime serve`` start-up
-#: time; issue 22, target 6; tests/test_startup.py keeps it lazy).
+#: time; tests/test_startup.py keeps it lazy).
 _LAZY = dict.fromkeys(("UriTemplate", "UriTemplateError", "is_template"), "._uritemplate")
 
 

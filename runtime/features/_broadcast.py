@@ -76,8 +76,8 @@ class Subscriber:
         self._hub = hub
         self.label = label
         # One shared frozenset per combination of kinds (eight at most), and no set of
-        # URIs until one is watched: 216 bytes each per subscriber otherwise, held by every
-        # idle listen and session (issue 22 item 4).
+        # URIs until one is watched: every idle listen and session holds a subscriber, so
+        # what one holds at rest is paid ten thousand times over.
         kind_set = frozenset(kinds)
         self.kinds: frozenset[ListKind] = _KIND_SETS.setdefault(kind_set, kind_set)
         #: Resource URIs watched for ``notifications/resources/updated`` (see :meth:`watch`);
@@ -86,20 +86,20 @@ class Subscriber:
         # dict as an ordered set: first-changed first-delivered, duplicates coalesce.
         self._pending: dict[Change, None] = {}
         #: The consumer task waiting in ``receive``, if any: woken by rescheduling it, so
-        #: a subscriber holds no Event (and its parking lot) while idle (issue 22 item 4:
-        #: memory per idle listen and per session); or, for a ``receive(idle)``, the scope
+        #: a subscriber holds no Event (and its parking lot) while idle (memory per idle
+        #: listen and per session); or, for a ``receive(idle)``, the scope
         #: its ``idle`` waits in, woken by cancelling it.
         self._waiter: trio.lowlevel.Task | trio.CancelScope | None = None
         #: None while live; why it ended ("shutdown", "closed", ...) once ended.
         self.end_reason: str | None = None
         #: Called (synchronously, in the trio thread) with each change offered: a consumer
         #: that starts a task only when there is something to deliver, instead of one
-        #: waiting in ``receive`` all the time (issue 22 item 4: memory at rest).
+        #: waiting in ``receive`` all the time (a task's frame and stack are memory at rest).
         self.on_offer: Callable[[], None] | None = None
         #: Set by a consumer while it waits: instead of waking it, the hub hands it its
         #: pending changes (oldest first) once the publishing task has yielded, all
         #: subscribers in one pass of one task (``Broadcast._flush``): one change to many
-        #: subscribers then costs no task switch per subscriber (issue 22 item 3), and a
+        #: subscribers then costs no task switch per subscriber (fan-out), and a
         #: burst published at once still coalesces. True: delivered; False: it stays
         #: pending, with what follows it, and the consumer is woken as usual.
         self.take: Callable[[Change], bool] | None = None
@@ -181,7 +181,7 @@ class Subscriber:
         ``idle(wake)``, when given, is awaited to wait instead of parking the task: what
         else the task must do while nothing comes (a 2026-07-28 listen served in its HTTP
         connection's own task watches the socket and writes keep-alives: one task per idle
-        listen, issue 22 item 4), under ``wake``, a cancel scope the subscriber cancels
+        listen, not two), under ``wake``, a cancel scope the subscriber cancels
         when a change arrives (that ``take`` did not take) or it ends; ``idle`` may set
         its deadline or cancel it too, to be awaited again in a fresh one. Raises
         ``trio.EndOfChannel`` once the subscriber ended and nothing is pending.
@@ -235,7 +235,7 @@ class Broadcast:
         #: Set by :meth:`end_all` (server shutdown): new subscribers start ended.
         self.closed_reason: str | None = None
         #: Called (in the trio thread) with each list change and resource update published
-        #: here, to pass it on to other replicas (``runtime._shared``); those deliver it
+        #: here, to pass it on to other replicas (``runtime.ensemble._sharing``); those deliver it
         #: with :meth:`deliver`, which does not relay again.
         self.relay: Callable[[Change], None] | None = None
         #: Called with every list change and resource update, synchronously in the
@@ -340,8 +340,8 @@ class Broadcast:
             targets = self._by_uri.get(TASK_KEY + key, ())
         else:
             targets = self._by_kind[cast(ListKind, key)]
-        # ``Subscriber._offer`` inlined for the subscribers that ``take``: one change to
-        # 1,000 listens is two dict insertions each here, no call (issue 22 item 3).
+        # ``Subscriber._offer`` inlined for the subscribers that ``take``: in a fan-out to
+        # many listens, each costs two dict insertions here and no call.
         due = self._due
         scheduled = bool(due)
         for sub in tuple(targets):
@@ -365,7 +365,7 @@ class Broadcast:
     def _flush(self) -> None:
         due, self._due = self._due, {}
         for sub in due:
-            # The usual case inlined: one change pending, taken at once (issue 22 item 3).
+            # The usual case inlined (one change pending, taken at once): the fan-out loop.
             pending = sub._pending
             take = sub.take
             if len(pending) != 1 or take is None or sub.end_reason is not None:

@@ -43,21 +43,21 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
 
 #: A text longer than this (characters) goes into a ``resources/read`` reply encoded this much
 #: at a time, with a trio checkpoint between pieces, so that one big read never holds the
-#: event loop for long (issue 22: no task step over 20 ms; a 16 MiB text in one go held it
-#: 87 ms on the benchmark machine). Shorter ones are encoded with the rest of the reply, in
-#: one go, straight into its buffer. 4 MiB, not 1: a 4 MiB piece of text encodes in about
-#: 1.6 ms, and every piece is one more big temporary.
+#: event loop for long (the aim: no task step over 20 ms, which a 16 MiB text encoded in one
+#: go exceeds several times). Shorter ones are encoded with the rest of the reply, in one go,
+#: straight into its buffer. 4 MiB, not 1: a piece that size stays a small fraction of the
+#: aim, and every piece is one more big temporary (figures: ``benchmarks/README.md``).
 ENCODE_PIECE: Final = 4 << 20
 
 #: A blob up to this long (bytes) is written as base64 by the reply's own encode, straight into
-#: the reply's buffer: one buffer per read, the blob's base64 and the reply at once. 4 MiB of
-#: bytes is about 4 ms of msgspec's base64. A longer blob is encoded BLOB_PIECE at a time
+#: the reply's buffer: one buffer per read, the blob's base64 and the reply at once, in one
+#: step well under the 20 ms aim. A longer blob is encoded BLOB_PIECE at a time
 #: (:func:`_base64_string`), which bounds each step but costs a second buffer as big as the
-#: reply: for the 4 MiB benchmark blob that made 14.6 MiB live per read against 9.3, RSS 3.6x
-#: the payload (issue 22: at most 3x), and, past glibc's trim threshold (twice the largest
-#: block freed), 3,727 page faults per read: server CPU 13.6 ms against 7.4 in one go.
-#: (Measured under glibc's default thresholds, which an embedding program keeps; ``mcp-runtime
-#: serve`` fixes them, runtime/_heap.py, and the memory bound alone then makes the choice.)
+#: reply: at 4 MiB that would take a read's peak memory past 3x the payload, and, past glibc's
+#: trim threshold (twice the largest block freed), page faults would cost more CPU than the
+#: pieces save (figures: ``benchmarks/README.md``). (Under glibc's default thresholds, which an
+#: embedding program keeps; ``mcp-runtime serve`` fixes them, runtime/cli/_heap.py, and the memory
+#: bound alone then makes the choice.)
 ONE_GO_BLOB: Final = 4 << 20
 
 #: The piece size of a blob over ONE_GO_BLOB, and the size over which a blob's one-go encode
@@ -95,7 +95,7 @@ async def _json_string(value: str) -> Pieces:
     which is handed on as it is (``Pieces``): the reply is encoded around it
     (``runtime.protocol.encode_result_pieces``) and an HTTP transport writes it beside the
     reply's envelope, so that the text is copied once, by its encode, not again by a join and
-    by the reply's encode (issue 22 target 2)."""
+    by the reply's encode."""
     out = bytearray()
     for start in range(0, len(value), ENCODE_PIECE):
         piece = value[start : start + ENCODE_PIECE]
@@ -152,7 +152,7 @@ async def reply_contents(uri: str, value: Any, mime_type: str | None) -> list[An
             blob = value
             if size > BLOB_PIECE:
                 # The reply's encode writes its base64 in a step of its own, not in the one
-                # that ran the resource function (issue 22: no step over 20 ms).
+                # that ran the resource function (the 20 ms aim of ENCODE_PIECE).
                 await trio.lowlevel.checkpoint()
         return [_BlobReply(uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream")]
     if isinstance(value, str) and len(value) > ENCODE_PIECE:

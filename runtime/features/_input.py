@@ -13,7 +13,16 @@ from __future__ import annotations
 import secrets
 from typing import Any, Final
 
-from ..protocol import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, JSONRPCError
+from ..protocol import (
+    ELICITATION_CREATE,
+    PROMPTS_GET,
+    RESOURCES_READ,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+    TOOLS_CALL,
+    invalid_params,
+    missing_capability,
+)
 
 __all__ = [
     "INPUT_METHODS",
@@ -26,7 +35,7 @@ __all__ = [
 
 #: Requests that may answer with an InputRequiredResult (2026-07-28 mrtr, "Supported
 #: Requests"); any other request asking for input is a server bug.
-INPUT_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
+INPUT_METHODS: Final = frozenset({TOOLS_CALL, RESOURCES_READ, PROMPTS_GET})
 
 
 class InputRequired(Exception):
@@ -57,7 +66,7 @@ class InputRound:
     ``state`` is the handler's own data (``Context.request_state``), sealed into the next
     requestState. ``keys`` are the keys given to unkeyed asks so far, in call order (from
     the sealed state): a rerun handler's n-th ask gets the n-th again; a new ask gets a random
-    one, so a client cannot answer a question before it is asked (issue 16 item 5)."""
+    one, so a client cannot answer a question before it is asked (and skip a round)."""
 
     __slots__ = ("calls", "keys", "responses", "state")
 
@@ -84,11 +93,11 @@ class InputRound:
 
 def required_capability(method: str, params: dict[str, Any]) -> tuple[str, ...]:
     """The client capability path a server-to-client request needs."""
-    if method == "elicitation/create":
+    if method == ELICITATION_CREATE:
         return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation",)
-    if method == "sampling/createMessage":
+    if method == SAMPLING_CREATE_MESSAGE:
         return ("sampling",)
-    if method == "roots/list":
+    if method == ROOTS_LIST:
         return ("roots",)
     raise ValueError(f"{method!r} is not a request a server may send to a client")
 
@@ -103,10 +112,8 @@ def check_capability(capabilities: dict[str, Any], path: tuple[str, ...]) -> Non
             for name in path[:-1]:
                 cursor = cursor.setdefault(name, {})
             cursor[path[-1]] = {}
-            raise JSONRPCError(
-                MISSING_CLIENT_CAPABILITY,
-                f"The client did not declare the {'.'.join(path)} capability",
-                {"requiredCapabilities": required},
+            raise missing_capability(
+                f"The client did not declare the {'.'.join(path)} capability", required
             )
         node = node[part]
 
@@ -118,18 +125,18 @@ def _response_problem(method: str, value: Any) -> str | None:
     """Why ``value`` is not a result of ``method`` (the client's answer), or None."""
     if not isinstance(value, dict):
         return f"expected the {method} result object, got {type(value).__name__}"
-    if method == "elicitation/create":
+    if method == ELICITATION_CREATE:
         # ElicitResult: action, and for "accept" an object of field values.
         if value.get("action") not in _ACTIONS:
             return 'action must be "accept", "decline" or "cancel"'
         content = value.get("content")
         if content is not None and not isinstance(content, dict):
             return "content must be an object"
-    elif method == "sampling/createMessage":
+    elif method == SAMPLING_CREATE_MESSAGE:
         # CreateMessageResult: a message (role, content) from the client's model.
         if not isinstance(value.get("content"), dict | list) or "role" not in value:
             return "a CreateMessageResult needs role and content"
-    elif method == "roots/list" and not isinstance(value.get("roots"), list):
+    elif method == ROOTS_LIST and not isinstance(value.get("roots"), list):
         return "a ListRootsResult needs a roots array"
     return None
 
@@ -141,9 +148,5 @@ def check_response(key: str, method: str, value: Any) -> Any:
     client-supplied input; SEP-2322 "validate InputResponses")."""
     problem = _response_problem(method, value)
     if problem is not None:
-        raise JSONRPCError(
-            INVALID_PARAMS,
-            f"Invalid params: inputResponses[{key!r}]: {problem}",
-            {"key": key[:100], "method": method},
-        )
+        raise invalid_params(f"inputResponses[{key!r}]: {problem}", key=key[:100], method=method)
     return value

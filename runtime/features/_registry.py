@@ -73,8 +73,8 @@ def _wire(**items: Any) -> dict[str, Any]:
 
 
 # The definitions are msgspec Structs rather than dataclasses: msgspec builds a class in C,
-# where a dataclass compiles its generated methods when the module is imported (these five
-# were about 2.8 ms of every ``mcp-runtime serve`` start-up; issue 22, target 6). Like the
+# where a dataclass compiles its generated methods when the module is imported, a cost paid
+# by every ``mcp-runtime serve`` start-up (figures: ``benchmarks/README.md``). Like the
 # dataclasses, they compare by value, are mutable, and ``msgspec.structs.replace`` runs
 # ``__post_init__`` (a copy's ``listing`` follows its new name).
 class ToolDef(msgspec.Struct):

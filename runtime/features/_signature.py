@@ -44,8 +44,8 @@ class Signature(msgspec.Struct, frozen=True):
     """What registration learned about a function.
 
     A frozen msgspec Struct rather than a frozen dataclass: msgspec builds the class in C,
-    where a dataclass compiles its generated methods on import (about 4M instructions of
-    every ``mcp-runtime serve`` start-up; callgrind, issue 22, target 6)."""
+    where a dataclass compiles its generated methods on import, in every ``mcp-runtime
+    serve`` start-up (figures: ``benchmarks/README.md``)."""
 
     #: Struct type holding the arguments (empty struct for no arguments).
     struct: type[msgspec.Struct]
@@ -250,7 +250,7 @@ def inspect_signature(
     hook = SchemaBuilder()
     try:
         # No arguments: the empty object schema, which is what msgspec's schema pass gives an
-        # empty struct, at 50-70 us a registration (start-up time, issue 22, target 6).
+        # empty struct, without the schema pass (start-up time: it runs per registration).
         schema: dict[str, Any] = (
             _inline_schema(struct, hook) if fields else {"type": "object", "properties": {}}
         )

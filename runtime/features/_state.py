@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..protocol import INVALID_PARAMS, JSONRPCError
+from ..protocol import bad_request_state
 
 __all__ = ["SealedRound", "StateSealer", "params_digest", "principal_key"]
 
@@ -41,7 +41,7 @@ class SealedRound(msgspec.Struct, forbid_unknown_fields=True):
     #: What the handler keeps between rounds (``Context.request_state``).
     data: dict[str, Any] = {}
     #: The keys of the input requests this state answers: a retry may answer only these
-    #: (issue 16 item 5: answers to questions never asked would skip a round).
+    #: (answers to questions never asked would skip a round).
     asked: list[str] = msgspec.field(default_factory=list)
     #: The random keys given so far to the handler's unkeyed asks, in call order, so that
     #: each ask gets the same key again when the handler reruns (unguessable, not a count).
@@ -155,12 +155,12 @@ class StateSealer:
                 raise ValueError("bad mac")
             payload = _decoder.decode(_unb64(payload_text))
         except (ValueError, binascii.Error, msgspec.DecodeError):
-            raise JSONRPCError(INVALID_PARAMS, "Invalid requestState") from None
+            raise bad_request_state("Invalid requestState") from None
         if payload.expires < time.time():
-            raise JSONRPCError(INVALID_PARAMS, "requestState has expired")
+            raise bad_request_state("requestState has expired")
         if payload.method != method or payload.digest != digest:
-            raise JSONRPCError(INVALID_PARAMS, "requestState was issued for a different request")
+            raise bad_request_state("requestState was issued for a different request")
         if payload.principal != principal:
             # 2026-07-28 mrtr: reject state presented by a different principal.
-            raise JSONRPCError(INVALID_PARAMS, "requestState was issued to another principal")
+            raise bad_request_state("requestState was issued to another principal")
         return payload

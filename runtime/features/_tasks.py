@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
 
-from ..protocol import INVALID_PARAMS, JSONRPCError, internal_error, overloaded
+from ..protocol import JSONRPCError, internal_error, overloaded, unknown_task
 from ._input import check_response
 
 __all__ = ["TERMINAL", "TaskHandle", "TaskMirror", "TaskRecord", "TaskTable", "legacy_wire"]
@@ -202,8 +202,8 @@ _MODERN_ONLY: Final = frozenset({"ttlMs", "pollIntervalMs", "inputRequests", "re
 
 class TaskHandle(Protocol):
     """What the task methods use of a task: a local :class:`TaskRecord`, or a task another
-    replica runs (``runtime._shared``: read from the shared store, updates and cancellation
-    sent to that replica)."""
+    replica runs (``runtime.ensemble``'s task mirror: read from the shared store, updates and
+    cancellation sent to that replica)."""
 
     task_id: str
 
@@ -315,7 +315,7 @@ class TaskTable:
         particular), and a foreign task looks exactly like an unknown one."""
         record = self.peek(task_id)
         if record is None or record.owner != owner:
-            raise JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+            raise unknown_task(task_id)
         return record
 
     def latest(self, task_id: str) -> dict[str, Any] | None:

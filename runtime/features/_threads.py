@@ -3,7 +3,7 @@
 Python cannot interrupt a thread, so a cancelled caller (a hang-up, ``notifications/
 cancelled``, ``request_timeout``) abandons its handler's thread, which runs on. trio's default
 limiter would keep counting that thread until it ends: 40 abandoned slow calls from one client
-held every token and stalled every other client's plain ``def`` tools (issue 16 item 2). Here:
+held every token and stalled every other client's plain ``def`` tools. Here:
 
 - at most ``Limits.max_threads_per_connection`` threads per connection, running or abandoned;
 - at most ``Limits.max_worker_threads`` threads whose callers still wait (more wait in line);

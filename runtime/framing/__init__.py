@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 #: Loaded on first use (PEP 562): an NDJSON server (stdio's default) never needs the
-#: Content-Length framer or the SSE codec, and importing them cost every ``mcp-runtime serve``
-#: start-up time (issue 22, target 6; tests/test_startup.py keeps them lazy).
+#: Content-Length framer or the SSE codec, and importing them would cost every
+#: ``mcp-runtime serve`` start-up time (benchmarks/README.md, "Start-up";
+#: tests/test_startup.py keeps them lazy).
 _LAZY = {
     **dict.fromkeys(("DEFAULT_MAX_HEADER_SIZE", "ContentLengthFramer"), "._content_length"),
     **dict.fromkeys(("SSEDecoder", "SSEEvent", "encode_sse_comment", "encode_sse_event"), "._sse"),

@@ -26,10 +26,10 @@ _BLANK: Final = b" \t\r"
 _BLANK_CODES: Final = frozenset(_BLANK)
 #: A line whose unterminated start is buffered this long already keeps its further chunks as
 #: they came, and joins them once when its newline arrives: the frame is then one copy of
-#: the chunks, where appending them to the buffer and copying the line out of it made two,
-#: plus the buffer's growth (issue 22: a 1 MiB tools/call over stdio, a 1 MiB buffer grown
-#: and freed per request and its pages faulted in again, 256 of the 736 faults per call).
-#: One pipe read (64 KiB): ordinary messages never get here.
+#: the chunks, where appending them to the buffer and copying the line out of it would make
+#: two, plus the buffer's growth: a 1 MiB buffer grown and freed per request and its pages
+#: faulted in again (benchmarks/README.md, "Big lines over stdio"). One pipe read (64 KiB):
+#: ordinary messages never get here.
 _HOLD_CHUNKS_OVER: Final = 64 * 1024
 
 
@@ -129,12 +129,12 @@ class NdjsonFramer:
                 raise self._too_long(start)
             if end == start or (buf[start] in _BLANK_CODES and _is_blank(buf[start:end])):
                 continue
-            # One copy: slicing the bytearray itself would copy once more (1 MiB: ~0.1 ms).
+            # One copy: slicing the bytearray itself would copy once more.
             frame = bytes(memoryview(buf)[start:end])
             if self._start == len(buf):
                 # The buffer ended with this line (a lone request, the last of a burst):
                 # empty it now, so that the reader's next asks take the early return above
-                # rather than a failed search and a compaction (issue 22 item 5).
+                # rather than a failed search and a compaction.
                 self._base += self._start
                 buf.clear()
                 self._start = self._scan = 0

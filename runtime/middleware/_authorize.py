@@ -11,7 +11,7 @@ import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from ..protocol import forbidden
+from ..protocol import PROMPTS_LIST, RESOURCES_LIST, RESOURCES_TEMPLATES_LIST, TOOLS_LIST, forbidden
 from ._chain import Middleware, Next, PromptGet, Request, ResourceRead, ToolCall
 
 __all__ = ["Authorize", "scopes_of"]
@@ -20,10 +20,10 @@ __all__ = ["Authorize", "scopes_of"]
 Predicate = Callable[[Any, str, str], bool]
 
 _LISTS: Final = {
-    "tools/list": ("tools", "tool", "name"),
-    "prompts/list": ("prompts", "prompt", "name"),
-    "resources/list": ("resources", "resource", "uri"),
-    "resources/templates/list": ("resourceTemplates", "resource", "uriTemplate"),
+    TOOLS_LIST: ("tools", "tool", "name"),
+    PROMPTS_LIST: ("prompts", "prompt", "name"),
+    RESOURCES_LIST: ("resources", "resource", "uri"),
+    RESOURCES_TEMPLATES_LIST: ("resourceTemplates", "resource", "uriTemplate"),
 }
 
 

@@ -22,7 +22,7 @@ import msgspec
 import trio
 
 from ..features import principal_key
-from ..protocol import CACHEABLE_METHODS
+from ..protocol import CACHEABLE_METHODS, RESOURCES_READ
 from ._chain import Middleware, Next, Request
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class ResponseCache(Middleware):
         result = await call_next()
         if isinstance(result, dict) and result.get("resultType", "complete") == "complete":
             stored = msgspec.json.decode(msgspec.json.encode(result))  # a private copy
-            uri = request.params.get("uri") if method == "resources/read" else None
+            uri = request.params.get("uri") if method == RESOURCES_READ else None
             self._entries[key] = (
                 now + ttl_ms / 1000,
                 stored,

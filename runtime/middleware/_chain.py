@@ -3,7 +3,8 @@ three feature operations (tool calls, resource reads, prompt gets).
 
 Zero cost when unused: ``runtime._compose.build_dispatcher`` wraps the era dispatcher in a
 :class:`MiddlewareDispatcher` only when a server has middleware, so a server without any
-runs exactly the code it ran before (``python -m benchmarks.http_floor --opcodes``).
+runs exactly the code it would run without this package (``python -m benchmarks.http_floor
+--opcodes`` shows it).
 
 Where the chain sits: the wrapped dispatcher's ``route`` first lets the era dispatcher pick
 the era of the request (``handlers/era.py``: ``select_era``; its refusals, such as -32022,
@@ -35,7 +36,14 @@ import msgspec
 import trio
 
 from ..core import Dispatcher, Handler, NotificationHandler, RequestContext, Session
-from ..protocol import JSONRPCError, Refusal, method_not_found
+from ..protocol import (
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    JSONRPCError,
+    Refusal,
+    method_not_found,
+)
 
 if TYPE_CHECKING:
     from ..features import App
@@ -76,8 +84,8 @@ class Request:
     def __init__(self, context: RequestContext) -> None:
         self.context = context
         self._params: dict[str, Any] | None = None
-        #: ``time.perf_counter()`` when the chain started: for durations (a C call, where
-        #: ``trio.current_time()`` costs ~57 bytecodes: benchmarks.http_floor --opcodes).
+        #: ``time.perf_counter()`` when the chain started: for durations (a C call, far
+        #: cheaper per request than ``trio.current_time()``).
         self.started = perf_counter()
 
     @property
@@ -309,9 +317,9 @@ def _run(hooks: Sequence[_Hook], index: int, subject: Any, last: Next) -> Awaita
 
 
 _OPERATIONS: Final = {
-    "tools/call": (ToolCall, "on_call_tool"),
-    "resources/read": (ResourceRead, "on_read_resource"),
-    "prompts/get": (PromptGet, "on_get_prompt"),
+    TOOLS_CALL: (ToolCall, "on_call_tool"),
+    RESOURCES_READ: (ResourceRead, "on_read_resource"),
+    PROMPTS_GET: (PromptGet, "on_get_prompt"),
 }
 
 
@@ -325,7 +333,7 @@ class MiddlewareDispatcher(Dispatcher):
 
     def rechain(self, middleware: Sequence[Middleware]) -> None:
         """Serve with ``middleware`` from now on (a server mounted while serving adds its
-        chain: ``runtime._mount_chain``). Each chain is one tuple, swapped whole: a request
+        chain: ``runtime.ensemble._chains``). Each chain is one tuple, swapped whole: a request
         already in the chain finishes on the hooks it started with."""
         self.middleware = tuple(middleware)
         self._requests = _hooks(self.middleware, "on_request")
@@ -377,7 +385,7 @@ class MiddlewareDispatcher(Dispatcher):
 
     def around(self, ctx: RequestContext, handler: Handler) -> Awaitable[Any]:
         """Run ``handler(ctx)`` inside this dispatcher's chains for ``ctx`` (a mounted
-        server's own middleware around the rest of its parent's chain: ``runtime._mount``)."""
+        server's own middleware around the rest of its parent's chain: ``runtime.ensemble``)."""
         return self._serve(handler, ctx)
 
     async def _serve(self, handler: Handler | None, ctx: RequestContext) -> Any:

@@ -14,14 +14,14 @@ from time import monotonic
 from typing import Any, Final
 
 from ..features import principal_key
-from ..protocol import rate_limited
+from ..protocol import INITIALIZE, PING, rate_limited
 from ._chain import Middleware, Next, Request
 
 __all__ = ["RateLimit", "TokenBucket"]
 
 #: Never limited: the handshake and liveness checks (a client must be able to connect and
 #: to learn that it is limited).
-_EXEMPT: Final = frozenset({"initialize", "ping"})
+_EXEMPT: Final = frozenset({INITIALIZE, PING})
 
 
 class TokenBucket:
@@ -93,7 +93,7 @@ class RateLimit(Middleware):
 
     def check(self, request: Request) -> None:
         """Charge ``request`` to its buckets; raises the -32010 refusal when one is dry."""
-        now = monotonic()  # a C call; trio.current_time() costs ~57 bytecodes a request
+        now = monotonic()  # a C call, far cheaper per request than trio.current_time()
         if self.per_principal is not None:
             key = principal_key(request.principal) or f"anonymous:{request.transport}"
             bucket = self._bucket(key, now)

@@ -34,25 +34,38 @@ __all__ = [
     "JSONRPCError",
     "ResourceNotFoundError",
     "ToolError",
+    "bad_request_state",
+    "batch_forbidden",
+    "cancellation_unconfirmed",
+    "client_overloaded",
     "connection_closed",
-    "duplicate_request_id",
+    "duplicate_request",
     "forbidden",
     "framing_error",
     "header_mismatch",
+    "http_failure",
     "internal_error",
     "invalid_params",
     "invalid_request",
+    "malformed_error_object",
     "method_not_found",
     "missing_capability",
     "overloaded",
     "parse_error",
     "peer_timeout",
     "rate_limited",
+    "relayed_error",
     "replica_gone",
     "request_timeout",
+    "resource_not_found",
     "shutting_down",
     "store_unavailable",
+    "task_cancelled",
+    "task_ended",
+    "unknown_task",
     "unsupported_version",
+    "upstream_error",
+    "upstream_timeout",
 ]
 
 PARSE_ERROR: Final = -32700
@@ -119,6 +132,7 @@ class ResourceNotFoundError(JSONRPCError):
 
     def __init__(self, uri: str, message: str = "Resource not found") -> None:
         super().__init__(RESOURCE_NOT_FOUND, message, {"uri": uri})
+        self.uri = uri
 
 
 # -- builders: one per error, so a message and its data are spelled in one place -----------
@@ -141,10 +155,11 @@ def invalid_request(reason: str, request_id: Any = None, data: Any = None) -> JS
     return JSONRPCError(INVALID_REQUEST, f"Invalid Request: {reason}", data, request_id=request_id)
 
 
-def duplicate_request_id(request_id: Any) -> JSONRPCError:
-    """-32600 for a request whose id is one already in flight (JSON-RPC 2.0 section 4: the id
-    correlates the response, so two in flight at once could not be told apart)."""
-    return invalid_request(f"Duplicate request id {request_id!r} is in flight")
+def duplicate_request(request_id: Any) -> JSONRPCError:
+    """-32600 for a request whose id is already in flight on the connection: ids correlate
+    answers with requests (JSON-RPC 2.0 section 4), so a second one could not be told apart.
+    Either side refuses it so (the server's request table, the client's)."""
+    return invalid_request(f"Duplicate request id {request_id!r} is in flight", request_id)
 
 
 def method_not_found(method: str) -> JSONRPCError:
@@ -156,6 +171,45 @@ def invalid_params(detail: str, path: str | None = None, **data: Any) -> JSONRPC
     if path is not None:
         data = {"path": path, **data}
     return JSONRPCError(INVALID_PARAMS, f"Invalid params: {detail}", data or None)
+
+
+def batch_forbidden(reason: str) -> JSONRPCError:
+    """-32600 with ``reason`` as the whole message: a batch the connection's or session's
+    revision does not allow, refused whole before any item is read (``batch_refusal``
+    words the reason)."""
+    return JSONRPCError(INVALID_REQUEST, reason)
+
+
+def malformed_error_object(peer: str) -> JSONRPCError:
+    """-32600: ``peer`` answered one of our requests with an ``error`` member that is not a
+    JSON-RPC error object (JSON-RPC 2.0 section 5.1: ``code`` an integer, ``message`` a
+    string); the request it answers fails with this instead."""
+    return JSONRPCError(INVALID_REQUEST, f"Malformed error object from {peer}")
+
+
+def relayed_error(code: Any, message: Any, data: Any = None) -> JSONRPCError:
+    """A peer's JSON-RPC error answered on as the peer gave it (a client's answer to a
+    server-to-client request, a task's recorded failure, a proxy's remote): the same code,
+    message and data. JSON-RPC 2.0 section 5.1 makes the code an integer: one that is not
+    (``true``, ``1.5``, a string; Python counts ``True`` as an int) is -32603 here, never
+    passed on."""
+    return JSONRPCError(code if type(code) is int else INTERNAL_ERROR, str(message), data)
+
+
+def resource_not_found(
+    uri: str, message: str = "Resource not found", *, modern: bool = False
+) -> JSONRPCError:
+    """A URI that names no resource: -32002 in the handshake era (2025-11-25
+    server/resources, "Error Handling"), -32602 from 2026-07-28 on (its changelog, minor
+    change 6), with the URI in ``data``."""
+    return JSONRPCError(INVALID_PARAMS if modern else RESOURCE_NOT_FOUND, message, {"uri": uri})
+
+
+def bad_request_state(reason: str) -> JSONRPCError:
+    """-32602 with ``reason`` as the whole message: a multi-round-trip request's
+    ``requestState`` this server cannot take (forged, expired, issued for another request or
+    to another principal; 2026-07-28 basic/patterns/mrtr)."""
+    return JSONRPCError(INVALID_PARAMS, reason)
 
 
 def internal_error() -> JSONRPCError:
@@ -170,7 +224,7 @@ def connection_closed() -> JSONRPCError:
 
 def shutting_down() -> JSONRPCError:
     """-32000 for a request the server's shutdown cut short after its grace period: every
-    accepted request gets one reply (DESIGN.md; issue 16 item 4)."""
+    accepted request gets one reply (DESIGN.md)."""
     return JSONRPCError(CONNECTION_CLOSED, "Server is shutting down: request not finished")
 
 
@@ -214,6 +268,13 @@ def overloaded(reason: str, **data: Any) -> JSONRPCError:
     return JSONRPCError(SERVER_OVERLOADED, f"Server overloaded: {reason}", data or None)
 
 
+def client_overloaded(reason: str, **data: Any) -> JSONRPCError:
+    """-32010 ``Client overloaded: reason``, the client's side of :func:`overloaded`: the
+    server sent more requests (sampling, elicitation, roots, ping) than the client serves at
+    once; ``data`` names the limit."""
+    return JSONRPCError(SERVER_OVERLOADED, f"Client overloaded: {reason}", data or None)
+
+
 def rate_limited(retry_after_seconds: float, limit: str) -> JSONRPCError:
     """-32010 for a request refused by a rate limit (``runtime.middleware.RateLimit``):
     ``data.retryAfterMs`` says when a token is back, ``data.limit`` which bucket ran dry.
@@ -224,6 +285,15 @@ def rate_limited(retry_after_seconds: float, limit: str) -> JSONRPCError:
         "Server overloaded: rate limit exceeded",
         {"limit": limit, "retryAfterMs": retry_ms},
     )
+
+
+def http_failure(status: int, detail: str, data: Any = None) -> JSONRPCError:
+    """-32000 ``HTTP status: detail``: how a client reports an HTTP answer that carries no
+    JSON-RPC error of its own (a 500 with an HTML page, a 401 from a proxy), as the first code
+    of the implementation-defined range (JSON-RPC 2.0 section 5.1), the code the official
+    SDKs give a failed transport. ``detail`` is the start of the body, or the message of a
+    JSON-RPC error sent for no request of ours (id null)."""
+    return JSONRPCError(CONNECTION_CLOSED, f"HTTP {status}: {detail}", data)
 
 
 def header_mismatch(reason: str) -> JSONRPCError:
@@ -242,4 +312,56 @@ def unsupported_version(requested: str, supported: list[str] | tuple[str, ...]) 
         UNSUPPORTED_PROTOCOL_VERSION,
         f"Unsupported protocol version: {requested}",
         {"supported": list(supported), "requested": requested},
+    )
+
+
+# -- tasks (2025-11-25 basic/utilities/tasks; the io.modelcontextprotocol/tasks extension) ---
+
+
+def unknown_task(task_id: str) -> JSONRPCError:
+    """-32602 ``Unknown task``: no task has this id (never made, or expired), or none the
+    caller may see. The id is echoed in ``data``, cut to 100 characters: the peer chose it."""
+    return JSONRPCError(INVALID_PARAMS, "Unknown task", {"taskId": task_id[:100]})
+
+
+def task_ended(task_id: str, status: str) -> JSONRPCError:
+    """-32602 ``Task is already <status>``: a ``tasks/cancel`` of a task in a terminal
+    status (2025-11-25 basic/utilities/tasks, "Cancelling Tasks")."""
+    return JSONRPCError(INVALID_PARAMS, f"Task is already {status}", {"taskId": task_id})
+
+
+def task_cancelled(task_id: str) -> JSONRPCError:
+    """-32602 ``Task was cancelled``: a 2025-11-25 ``tasks/result`` of a cancelled task,
+    which has no result to give."""
+    return JSONRPCError(INVALID_PARAMS, "Task was cancelled", {"taskId": task_id})
+
+
+def cancellation_unconfirmed(task_id: str, by: str) -> JSONRPCError:
+    """-32603: a 2025-11-25 ``tasks/cancel`` answers with the cancelled task, and ``by``
+    (whoever runs it) did not report it cancelled in time."""
+    return JSONRPCError(
+        INTERNAL_ERROR, f"Task cancellation not confirmed by {by}", {"taskId": task_id}
+    )
+
+
+# -- a proxy's errors: what went wrong beyond this server ------------------------------------
+
+
+def upstream_error(message: str, data: Any = None) -> JSONRPCError:
+    """-32603 with ``message``: a request a proxy could not have answered by the server
+    behind it (unreachable, gone, an answer outside MCP's schema). Unlike
+    :func:`internal_error` the message is for the client: it says what failed beyond this
+    server, never a traceback or a secret."""
+    return JSONRPCError(INTERNAL_ERROR, message, data)
+
+
+def upstream_timeout(method: str, timeout_seconds: float, limit: str) -> JSONRPCError:
+    """-32001: the server behind a proxy did not answer ``method`` within
+    ``timeout_seconds`` (the proxy's limit named ``limit``), so the proxy cancelled it
+    there."""
+    return JSONRPCError(
+        REQUEST_TIMEOUT,
+        f"Request timed out: the remote MCP server did not answer {method} "
+        f"within {timeout_seconds:g} s ({limit})",
+        {"timeoutSeconds": timeout_seconds, "limit": limit},
     )

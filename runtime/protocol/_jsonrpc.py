@@ -22,7 +22,7 @@ from msgspec import UNSET, Raw, UnsetType
 from ._errors import (
     PARSE_ERROR,
     JSONRPCError,
-    duplicate_request_id,
+    duplicate_request,
     invalid_params,
     invalid_request,
     parse_error,
@@ -42,6 +42,7 @@ __all__ = [
     "classify",
     "decode_frame",
     "decode_item",
+    "decode_messages",
     "encode",
     "encode_error",
     "encode_notification",
@@ -178,6 +179,40 @@ def classify(env: Envelope) -> int:
     return Kind.RESPONSE
 
 
+def decode_messages(frame: bytes | memoryview) -> list[Envelope | JSONRPCError]:
+    """Every message of a frame from a peer, each judged on its own: an :class:`Envelope`
+    that :func:`classify` accepts (``params``, ``result`` and ``error`` still raw), or the
+    :class:`JSONRPCError` this validator gives it (one for the whole frame when it is not
+    JSON, or a batch that is empty). Never raises.
+
+    For a reader that answers no refusal (a client reading its server, which must not reply
+    to a response or a notification): the same rules as :func:`decode_frame`,
+    :func:`decode_item` and :func:`classify` give a server, the bound on nesting included."""
+    try:
+        decoded = decode_frame(frame)
+    except JSONRPCError as exc:
+        return [exc]
+    if isinstance(decoded, Envelope):
+        return [_judged(decoded)]
+    if not decoded:
+        return [invalid_request("empty batch")]
+    items: list[Envelope | JSONRPCError] = []
+    for raw in decoded:
+        try:
+            items.append(_judged(decode_item(raw)))
+        except JSONRPCError as exc:
+            items.append(exc)
+    return items
+
+
+def _judged(envelope: Envelope) -> Envelope | JSONRPCError:
+    try:
+        classify(envelope)
+    except JSONRPCError as exc:
+        return exc
+    return envelope
+
+
 def id_key(request_id: RequestId) -> tuple[type, RequestId]:
     """A dict key that keeps 1 and "1" apart (they are different JSON-RPC ids)."""
     return (type(request_id), request_id)
@@ -193,7 +228,7 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
     """A whole response; ``result`` may be a msgspec.Raw that is already encoded.
 
     One encode of the whole response: splicing a separately encoded result into the envelope
-    copied it once more (a 1 MiB resources/read: 7.37M -> 6.3M instructions, callgrind).
+    would copy it once more (benchmarks/README.md, "One encode per response").
     """
     return encode(_Result("2.0", request_id, result))
 
@@ -209,8 +244,8 @@ class ErrorReply(bytes):
     """A whole JSON-RPC error response as this runtime encodes it (:func:`encode_error`,
     :func:`error_reply`): its type says it is an error, so a transport that must tell a
     result from an error (a 2026-07-28 HTTP status, ``status_of``) need not read a reply it
-    was handed as it left the dispatcher (issue 22 target 1: no re-parsing of our own
-    replies). Only errors pay for it: one copy of a small body."""
+    was handed as it left the dispatcher (our own replies are never parsed again). Only
+    errors pay for it: one copy of a small body."""
 
     __slots__ = ()
 
@@ -227,7 +262,7 @@ def encode_error(
 def prepare_error(exc: JSONRPCError) -> JSONRPCError:
     """``exc`` with its error object encoded once (``exc.encoded``), for an error answered
     many times: :func:`error_reply` then only encodes the id (the in-flight cap's -32010,
-    which under overload is most of what a connection answers: issue 22). ``exc`` must not
+    which under overload is most of what a connection answers). ``exc`` must not
     change afterwards."""
     exc.encoded = encode(_error_object(exc.code, exc.message, exc.data))
     return exc
@@ -273,7 +308,7 @@ def probe(data: bytes) -> tuple[bool, RequestId | None]:
     if data.startswith(_NOTIFICATION_HEAD):
         # A notification (MCP: every ``notifications/`` method is one; JSON-RPC 2.0 section
         # 4.1: no id), as ``encode_notification`` writes it: no decode, which one change to
-        # 1,000 subscribers would otherwise pay per subscriber (issue 22 item 3).
+        # 1,000 subscribers would otherwise pay per subscriber.
         return False, None
     try:
         message = _outgoing_probe.decode(data)
@@ -324,7 +359,7 @@ def split_batch(
     """Judge every item of a batch: its shape (:func:`batch_shape_error`, raised: the batch is
     refused whole), then each item alone. ``read``: items read already, by index (a big
     ``tools/call`` read whole with its batch), taken as they are. A request whose id an
-    earlier request of the batch has is refused (:func:`duplicate_request_id`): the replies
+    earlier request of the batch has is refused (:func:`duplicate_request`): the replies
     of both could not be told apart."""
     refused = batch_shape_error(len(items), max_batch_size)
     if refused is not None:
@@ -347,7 +382,7 @@ def split_batch(
             assert isinstance(request_id, REQUEST_ID_TYPES)
             key = id_key(request_id)
             if key in seen:
-                split.errors.append(error_reply(duplicate_request_id(request_id), request_id))
+                split.errors.append(error_reply(duplicate_request(request_id), request_id))
                 continue
             seen.add(key)
             split.request_ids.append(request_id)
@@ -374,7 +409,7 @@ def cancelled_id(params: Raw | None) -> RequestId | None:
         return None
     try:
         return _cancelled_decoder.decode(params).requestId
-    except (msgspec.DecodeError, RecursionError):  # nesting: issue 16
+    except (msgspec.DecodeError, RecursionError):  # (too deeply nested is malformed too)
         raise invalid_request("malformed notifications/cancelled params") from None
 
 

@@ -111,7 +111,7 @@ class Lifecycle:
 def batch_refusal(version: str | None, *, http: bool) -> str | None:
     """Why a JSON-RPC batch is refused at revision ``version`` (None: allowed): streams take
     batches in every revision, HTTP only at ``BATCH_REVISION`` (2025-03-26 added them,
-    2025-06-18 removed them; changelog item 1)."""
+    2025-06-18 removed them: "Remove support for JSON-RPC batching", its changelog)."""
     if not http or version == BATCH_REVISION:
         return None
     return (

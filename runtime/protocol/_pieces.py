@@ -1,15 +1,15 @@
 """Encoded bytes kept as several buffers, in order, instead of one joined ``bytes``.
 
 A long text in a ``resources/read`` reply is encoded a piece at a time, with a checkpoint
-between pieces (``runtime.features``: no event-loop step over 20 ms, issue 22 target 2).
-Joining those pieces into one ``msgspec.Raw`` and then encoding the reply around it copied the
-whole text twice more (16 MiB: two 16 MiB copies, a third of the server's CPU over HTTP in a
-perf profile). Instead the text stays its pieces (:class:`Pieces`, a value inside the result),
-the reply's envelope is encoded around a one-byte mark where the text goes, and the reply comes
-out as :class:`Pieces` too: the envelope's bytes before the text, the text's pieces, the
-envelope's bytes after it. A transport that writes a vector (``writev``) sends it as it is;
-anything else takes :meth:`Pieces.join`, one copy (still one fewer than the join and the
-reply's encode made).
+between pieces (``runtime.features``: no event-loop step over 20 ms, so that one big read
+never stalls the other requests). Joining those pieces into one ``msgspec.Raw`` and then
+encoding the reply around it would copy the whole text twice more (benchmarks/README.md,
+"Long texts as pieces"). Instead the text stays its pieces (:class:`Pieces`, a value inside
+the result), the reply's envelope is encoded around a one-byte mark where the text goes, and
+the reply comes out as :class:`Pieces` too: the envelope's bytes before the text, the text's
+pieces, the envelope's bytes after it. A transport that writes a vector (``writev``) sends it
+as it is; anything else takes :meth:`Pieces.join`, one copy (still one fewer than the join
+and the reply's encode would make).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ class Refusal(msgspec.Struct, frozen=True):
     ``peer`` the remote address (``host:port``) when the transport knows it.
 
     A frozen msgspec Struct (msgspec builds it in C) rather than a frozen dataclass, whose
-    generated methods were compiled at every start-up, observer or not (issue 22, target 6).
+    generated methods would be compiled at every start-up, observer or not
+    (benchmarks/README.md, "Start-up").
     """
 
     code: int | None

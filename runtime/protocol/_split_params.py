@@ -1,9 +1,9 @@
 """A request frame's envelope read without its ``params``: the members around them only.
 
 The general reading (:func:`decode_frame`) keeps ``params`` raw, but msgspec still walks
-every byte of it to find where it ends: for a ``tools/call`` with a 1 MiB argument that walk
-is about 0.4 ms, a fifth of the server's CPU for the call, and the handler's typed decode
-then reads the same bytes again (issue 22 target 2). Clients write ``params`` as the last
+every byte of it to find where it ends, a large share of the server's work for a
+``tools/call`` with a 1 MiB argument (benchmarks/README.md, "Params read once"), and the
+handler's typed decode then reads the same bytes again. Clients write ``params`` as the last
 member (the official Python SDK, our own client: ``{"jsonrpc":..,"id":..,"method":..,
 "params":{..}}``) or followed by a few short members (the official TypeScript SDK:
 ``{"method":..,"params":{..},"jsonrpc":"2.0","id":1}``). Either way the span of ``params``

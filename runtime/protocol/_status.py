@@ -56,8 +56,8 @@ def status_of(data: bytes) -> int:
     encoded): 200, or the status of its error's code."""
     # Our replies put "result" or "error" right after the id (and a JSON string id cannot
     # hold either key: its quotes are escaped), so only the bytes before "result" can hold
-    # the error member: a whole-body search read every byte of a 16 MiB result (15% of its
-    # server CPU over HTTP, benchmarks/_big.py).
+    # the error member: a whole-body search would read every byte of a 16 MiB result
+    # (benchmarks/README.md, "Reading our own replies").
     if data[:1] != b"{":
         return 200
     result_at = data.find(b'"result":')

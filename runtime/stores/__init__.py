@@ -64,7 +64,7 @@ __all__ = [
 
 #: The Redis names, loaded on first use (PEP 562): a server on the default memory store never
 #: needs the RESP client, and importing it cost every ``mcp-runtime serve`` start-up time
-#: (issue 22, target 6; tests/test_startup.py keeps it lazy). The Unix-socket store (the one
+#: (tests/test_startup.py keeps it lazy). The Unix-socket store (the one
 #: ``mcp-runtime dev`` holds for its server's versions) likewise.
 _LAZY = {
     **dict.fromkeys(

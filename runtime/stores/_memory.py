@@ -1,4 +1,18 @@
-"""The in-memory store: one process, today's behaviour, no dependency (the default)."""
+"""The in-memory store: one process, no dependency (the default).
+
+What every part here promises, beyond the contracts of ``_contracts.py``:
+
+- **Atomic**: no method reaches a trio checkpoint (they are ``async`` for the protocol's
+  sake), so each runs whole in the trio task that calls it: no other task sees a half-done
+  call. Call them from the trio thread only; they take no lock.
+- **Cancellation**: having no checkpoint, a call in a cancelled scope still completes; the
+  caller's next checkpoint raises ``Cancelled``.
+- **Never unreachable**: nothing here raises :class:`StoreUnavailable`; ``timeout`` is
+  infinite and ``ready`` always True.
+- **Expiry** is on the trio clock (``trio.current_time()``), checked when an entry is read:
+  an expired session record or task snapshot is dropped by the read that finds it so (or by
+  ``delete``); until then it holds its memory. Nothing outlives the process.
+"""
 
 from __future__ import annotations
 
@@ -37,13 +51,17 @@ _Event = tuple[str, int, bytes | None]
 class MemoryEventStore:
     """In-memory event store, at most ``max_events`` per session (oldest dropped).
 
-    Event ids are ``<stream>_<n>``: ``n`` counts up within the stream.
+    Event ids are ``<stream>_<n>``: ``n`` counts up within the stream, from 1, and a stream's
+    counter lives as long as its session (``forget``), so an id is never given twice. Events
+    do not expire by age here: a session's go when it ends (``forget``), the oldest sooner
+    when the session holds ``max_events``. A POST stream's lease (``open_stream``,
+    ``renew``) ends on the trio clock; ``follow`` reports it held until then.
     """
 
     def __init__(self, max_events: int = 1000) -> None:
         self.max_events = max_events
         #: A list while short (most sessions hold their GET stream's priming event alone:
-        #: an empty deque is about 600 bytes, issue 22 item 4), a bounded deque once full.
+        #: an empty deque is several times a short list), a bounded deque once full.
         self._events: dict[str, list[_Event] | deque[_Event]] = {}
         #: session -> stream -> its last event number (per session, so that ``forget`` is
         #: one pop, not a scan of every session's streams)
@@ -57,7 +75,7 @@ class MemoryEventStore:
 
     def append_now(self, session_id: str, stream_id: str, data: bytes | None) -> str:
         """:meth:`append` in this step (it never waits): a session routes one change to its
-        GET stream without a coroutine per session (issue 22 item 3)."""
+        GET stream without a coroutine per session (a fan-out to many sessions)."""
         counters = self._counters.get(session_id)
         if counters is None:
             counters = self._counters[session_id] = {}
@@ -121,7 +139,9 @@ class MemoryEventStore:
 
 
 class MemorySessionStore:
-    """Session records in a dict, expiring on the trio clock."""
+    """Session records in a dict, expiring on the trio clock: ``load`` of a record past its
+    ``ttl`` drops it and answers None. ``touch`` moves a record's end; ``save`` replaces
+    the record and its end."""
 
     def __init__(self) -> None:
         self._records: dict[str, tuple[SessionRecord, float]] = {}
@@ -148,7 +168,10 @@ class MemorySessionStore:
 
 
 class MemoryTaskStore:
-    """Task snapshots in a dict (one process: nobody else reads them)."""
+    """Task snapshots in a dict (one process: nobody else reads them), each expiring
+    ``ttl`` seconds after its last ``put`` on the trio clock: ``get`` drops an expired one,
+    ``owned`` leaves expired ones out. ``put_many`` is the ``put``s one after the other,
+    with no checkpoint between them."""
 
     def __init__(self) -> None:
         self._snapshots: dict[str, tuple[TaskSnapshot, float]] = {}
@@ -177,7 +200,11 @@ class MemoryTaskStore:
 
 
 class MemoryBus:
-    """In-process channels: ``publish`` calls each subscriber at once."""
+    """In-process channels: ``publish`` calls each current subscriber of the channel at once,
+    in the publisher's task and in the order they subscribed, before it returns (exactly
+    once, where the contract allows at most once). A subscriber that raises stops the
+    publish there: the publisher gets the exception. ``subscribe`` takes effect before it
+    returns; the unsubscribe function it returns may be called any number of times."""
 
     def __init__(self) -> None:
         self._subscribers: dict[str, list[Callable[[bytes], None]]] = {}
@@ -201,7 +228,9 @@ class MemoryBus:
 
 class MemoryStore:
     """Everything in this process's memory: nothing is shared (``shared`` is False), so a
-    second process sees none of it. The default."""
+    second process sees none of it. The default. ``running`` holds nothing open;
+    ``shared_secret`` makes each named secret once, for the life of the process. (``mcp-runtime
+    dev`` shares one between the versions of a server: ``runtime.stores._unix``.)"""
 
     shared: bool = False
     timeout: float = math.inf

@@ -17,6 +17,13 @@ Keys (all under ``prefix``, default ``mcp:``):
 Round trips: ``append``, ``open_stream``, ``replay`` and ``follow`` are one each (a script,
 a pipeline); ``load`` and ``last_number`` one; a session's ``save`` and ``touch`` one each
 (a pipeline that sets its events' TTL with the record's).
+
+Every call goes through :class:`~runtime.stores._resp.RedisClient`, whose contract holds for
+all of them: bounded by ``timeout``, :class:`StoreUnavailable` when Redis cannot be reached
+or cannot serve now (an error reply inside a pipeline here too), a fast failure during the
+backoff that follows, and after a cancelled call no knowledge of whether Redis ran it.
+Atomic are the scripts only (``append``, ``open_stream``) and single commands; a pipeline
+(``save``, ``touch``, ``put_many``, ``replay``, ``follow``, ``renew``) may be cut anywhere.
 """
 
 from __future__ import annotations
@@ -105,8 +112,17 @@ def _seconds(ttl: float) -> int:
 
 
 class RedisEventStore:
-    """The replay store in Redis, at most ``max_events`` per session, expiring ``ttl``
-    seconds after the session's last event."""
+    """The replay store in Redis, at most ``max_events`` per session (``LTRIM``: oldest
+    dropped), expiring with the session's record (``ttl`` seconds after the last event
+    while there is no record).
+
+    ``append`` and ``open_stream`` are Lua scripts: the counter's increment, the event, the
+    trim and the TTLs happen at once, so an id is never given twice, by any replica, and a
+    POST stream is never seen without the requests it answers and its lease. ``replay`` and
+    ``follow`` read in one pipeline: an event appended meanwhile may or may not be in the
+    answer, never half of one. A lease (``open_stream``, ``renew``) expires by itself
+    (``PX``), so a replica that stops renewing is noticed without any replica cleaning up.
+    """
 
     def __init__(self, client: RedisClient, prefix: str, max_events: int, ttl: float) -> None:
         self.client = client
@@ -233,7 +249,13 @@ def _milliseconds(seconds: float) -> int:
 
 class RedisSessionStore:
     """Session records; each write of a record's TTL sets its events' too (they expire with
-    the session: a client may resume an event only while its session lives)."""
+    the session: a client may resume an event only while its session lives).
+
+    The record and its events' TTLs are one pipeline, not one step: a call that fails may
+    have moved the record's end and not its events' (these then end sooner or later than
+    the session, never leaving anything forever). ``load`` treats a record it cannot decode
+    (not written by this runtime) as absent, and logs it; ``delete`` removes the record only
+    (``EventStore.forget`` the events)."""
 
     def __init__(self, client: RedisClient, prefix: str) -> None:
         self.client = client
@@ -274,6 +296,13 @@ class RedisSessionStore:
 
 
 class RedisTaskStore:
+    """Task snapshots under ``t:<task>``, each expiring ``ttl`` seconds after its last
+    ``put``, and per owner an index of task ids (``to:<owner>``) that lives as long as the
+    owner's longest-lived task. ``put_many`` is one pipeline (renewals of many leases), not
+    one step. ``owned`` reads the index, then the snapshots: ids whose snapshot expired, or
+    that another owner's ``put`` took over, are left out and leave the index lazily (best
+    effort: a failure there is ignored). A snapshot it cannot decode reads as absent."""
+
     def __init__(self, client: RedisClient, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
@@ -333,7 +362,17 @@ def _decode_task(data: bytes) -> TaskSnapshot | None:
 
 
 class RedisBus:
-    """Redis pub/sub on one dedicated connection, reconnected with backoff by :meth:`serve`."""
+    """Redis pub/sub on one dedicated connection, reconnected with backoff by :meth:`serve`.
+
+    ``publish`` is one ``PUBLISH`` on the client's pool: at most once, to the replicas
+    subscribed at that moment. Deliveries run in :meth:`serve`'s task, one message at a
+    time in channel order; a ``deliver`` that raises is logged and the others still get the
+    message. After the connection is lost, :meth:`serve` connects again (backoff doubling
+    from the client's ``backoff_min`` to ``backoff_max``) and subscribes to every channel
+    that has a subscriber; messages published meanwhile are lost. ``subscribe`` waits for
+    Redis's confirmation at most ``timeout`` seconds (:class:`StoreUnavailable` past it);
+    failed or cancelled, it leaves nothing subscribed.
+    """
 
     def __init__(self, client: RedisClient, prefix: str) -> None:
         self.client = client
@@ -356,8 +395,14 @@ class RedisBus:
             self._commands_send.send_nowait(["SUBSCRIBE", name])
         confirmed = self._confirmed.get(name)
         if confirmed is not None and not confirmed.is_set():
-            with trio.move_on_after(self.client.timeout):
-                await confirmed.wait()
+            try:
+                with trio.move_on_after(self.client.timeout):
+                    await confirmed.wait()
+            except BaseException:
+                # Cancelled: the caller never gets the unsubscribe function, so nothing of
+                # this subscription may stay.
+                self._unsubscribe(name, deliver)
+                raise
             if not confirmed.is_set():
                 self._unsubscribe(name, deliver)
                 raise StoreUnavailable(f"redis did not confirm SUBSCRIBE {channel} in time")
@@ -459,7 +504,13 @@ class RedisBus:
 
 
 class RedisStore:
-    """Sessions, events, the bus and shared secrets in one Redis (``redis://host:port/db``)."""
+    """Sessions, events, the bus and shared secrets in one Redis (``redis://host:port/db``).
+
+    ``running`` keeps the bus's connection up, and PINGs Redis every ``health_interval``
+    seconds so that ``ready`` (the last call succeeded and the bus is connected) notices an
+    outage no request hit; leaving it closes the pool. ``shared_secret`` is a ``SET NX`` and
+    a ``GET`` in one pipeline: the first replica's secret wins and every replica reads it.
+    """
 
     shared: bool = True
 
@@ -544,7 +595,8 @@ class RedisStore:
                 await self.client.aclose()
 
     async def _watch(self) -> None:
-        """PING now and then, so readiness notices an outage nobody else hit."""
+        """PING now and then, so readiness notices an outage nobody else hit (a failed PING
+        sets the client's backoff as any failed call does)."""
         while True:
             with contextlib.suppress(StoreUnavailable, RedisError):
                 await self.client.call("PING")

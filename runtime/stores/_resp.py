@@ -5,6 +5,11 @@ coredis"): the runtime is trio-only (no anyio in the runtime), and this is all i
 Every call is bounded by ``timeout`` (connect, write and read together) and fails with
 :class:`StoreUnavailable`; after a failure, calls fail fast for a backoff window (doubling
 from ``backoff_min`` to ``backoff_max``), then the next call connects again.
+
+A pipeline is one round trip, not a transaction: Redis runs its commands in order, but other
+clients' commands may run between them, and a call that fails or is cancelled may have run
+all, some or none of them. What must happen at once is a Lua script (``EVAL``), which Redis
+runs whole (``runtime.stores._redis``).
 """
 
 from __future__ import annotations
@@ -83,7 +88,10 @@ def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
 
 
 class RespConnection:
-    """One connection: write commands, read replies (no timeouts here: callers bound them)."""
+    """One connection: write commands, read replies, in order (no timeouts here: callers
+    bound them). One task at a time. Cancelled between a write and its last reply, the
+    connection is out of step (the next read would get an earlier command's reply): close
+    it, never reuse it. ``aclose`` completes even in a cancelled scope."""
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
@@ -135,7 +143,18 @@ class RespConnection:
 
 
 class RedisClient:
-    """Commands on a pool of at most ``pool_size`` connections."""
+    """Commands on a pool of at most ``pool_size`` connections.
+
+    At most ``pool_size`` calls hold a connection at once; more wait for one, inside their
+    ``timeout``. A call that succeeds gives its connection back to the pool. One that fails
+    (refused, reset, no answer in time, or a server that cannot serve now: ``-LOADING``,
+    ``-BUSY``, ``-MASTERDOWN``) raises :class:`StoreUnavailable`, closes its connection and
+    every idle one, and starts the backoff window: calls fail fast until it ends, and the
+    first after it connects again (``up`` says which side of that the client is on). A
+    cancelled call closes the connection it held (it may be mid-reply); whether Redis ran its
+    commands is not known. Other error replies mean a wrong command, not an unreachable
+    server: ``pipeline`` returns them in place, ``call`` raises :class:`RedisError`.
+    """
 
     def __init__(
         self,
@@ -161,14 +180,17 @@ class RedisClient:
         self.up = True
 
     async def call(self, *args: Arg) -> Any:
-        """One command; an error reply raises :class:`RedisError`."""
+        """One command; an error reply raises :class:`RedisError` (one that says Redis
+        cannot serve now raises :class:`StoreUnavailable`, as every failure to reach it)."""
         reply = (await self.pipeline([args]))[0]
         if isinstance(reply, RedisError):
             raise reply
         return reply
 
     async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
-        """Several commands in one round trip; error replies are returned, not raised."""
+        """Several commands in one round trip, their replies in order; error replies are
+        returned in place, not raised. Bounded by ``timeout`` from the first byte of the
+        connect to the last reply (waiting for a pooled connection included)."""
         now = trio.current_time()
         if now < self._down_until:
             raise StoreUnavailable(

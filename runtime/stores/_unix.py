@@ -1,6 +1,6 @@
 """A store held by another process on this machine, reached over a Unix socket.
 
-``mcp-runtime dev`` (runtime/_dev.py) keeps one :class:`MemoryStore` in its supervisor for
+``mcp-runtime dev`` (runtime/cli/_dev.py) keeps one :class:`MemoryStore` in its supervisor for
 its whole life and serves it with :func:`serve_store`; each version of the server (a child
 process) gets ``unix:///path/to/socket`` as its store (:class:`UnixStore`), so handshake-era
 sessions, their SSE events, task snapshots and the bus outlive the version that made them
@@ -102,7 +102,14 @@ async def serve_store(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``store`` on a Unix socket at ``path`` until cancelled."""
+    """Serve ``store`` on a Unix socket at ``path`` until cancelled.
+
+    Each connection (one per process) gets its requests answered in the order they came, one
+    at a time, each op run whole on ``store`` (whose calls never checkpoint: an op of one
+    process never interleaves with another's). A frame it cannot read, an unknown op or
+    arguments of the wrong type get an error reply and the connection goes on; a frame over
+    ``MAX_FRAME`` ends that connection. A process's subscriptions end with its connection.
+    """
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     await sock.bind(path)
     sock.listen(16)
@@ -243,7 +250,19 @@ class _Bus:
 class UnixStore:
     """The store a holder serves at ``path`` (``unix:///path``): shared with every other
     process that uses it. Open while serving (``running``); a call that gets no answer
-    within ``timeout`` seconds, or while the holder is gone, raises StoreUnavailable."""
+    within ``timeout`` seconds, or while the holder is gone, raises StoreUnavailable.
+
+    Every call is one round trip, and as atomic as the holder's store makes it (each op runs
+    whole there). One connection for the life of ``running``, never reopened: once it is
+    lost (the holder ended), every call fails at once with :class:`StoreUnavailable` and
+    ``ready`` is False; ``mcp-runtime dev`` keeps the holder alive for longer than any
+    server version that uses it. A call cancelled while it waits for its answer abandons the
+    answer; the op may still run in the holder. One cancelled while its frame is being
+    written (a frame larger than the socket's buffer) can leave part of it on the
+    connection, after which the holder no longer reads frames in step and the calls after it
+    fail with :class:`StoreUnavailable`. The bus delivers in the task that reads the
+    connection; a ``deliver`` that raises is logged.
+    """
 
     shared: bool = True
 
@@ -275,6 +294,8 @@ class UnixStore:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """Connect to the holder and read its answers and bus messages while open;
+        StoreUnavailable at once when nothing listens at ``path``."""
         try:
             stream = await trio.open_unix_socket(self.path)
         except OSError as exc:
@@ -314,6 +335,9 @@ class UnixStore:
             self._waiting.clear()
 
     async def _call(self, op: str, args: tuple[Any, ...]) -> Any:
+        """``op`` run by the holder: its result, decoded to the op's result type.
+        StoreUnavailable when not connected, when the answer does not come within
+        ``timeout`` or the connection is lost first, and when the holder refused the op."""
         stream = self._stream
         if stream is None:
             raise StoreUnavailable(f"store at {self.path} is not connected")

@@ -25,7 +25,7 @@ _BIG_RECEIVE_SIZE: Final = 1024 * 1024
 #: (64 KiB on Linux by default), and asking for 1 MiB only allocates a 1 MiB buffer per read,
 #: which malloc maps and unmaps each time: page faults in the server's kernel time
 #: (benchmarks/README.md, "Reads of a pipe's capacity"; glibc's default thresholds, which an
-#: embedding program keeps, while ``mcp-runtime serve`` fixes them: runtime/_heap.py).
+#: embedding program keeps, while ``mcp-runtime serve`` fixes them: runtime/cli/_heap.py).
 #: So a pipe's big reads are its capacity (``big_receive_size``: stdio grows its pipes).
 #: A single outgoing message longer than this is written as its frame's parts (head, the
 #: payload itself, tail) instead of one joined copy (framer.encode_parts).
@@ -180,7 +180,7 @@ class FramedChannel:
     #: A reply may be given as ``runtime.protocol.Pieces`` (the reader asks for them only
     #: from a channel that says so): a lone one is written as its parts, uncopied, between
     #: its frame's head and tail; among other messages it is joined (a long text's bytes
-    #: are never copied into a whole: benchmarks/README.md, "Pieces").
+    #: are never copied into a whole: benchmarks/README.md, "Long texts as pieces").
     takes_pieces: Final = True
 
     async def send(self, messages: Sequence[tuple[bytes | Pieces, object]]) -> None:

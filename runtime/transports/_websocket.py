@@ -25,6 +25,7 @@ import trio
 from ..auth import AuthConfig
 from ..protocol import (
     REQUEST_ID_TYPES,
+    TOOLS_CALL,
     Envelope,
     JSONRPCError,
     Refusal,
@@ -54,6 +55,8 @@ _BUSY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 31\r\n"
     b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections, try later"
 )
+#: Messages without these bytes call no tool: the scope check decodes only those with them.
+_TOOLS_CALL: Final = TOOLS_CALL.encode()
 
 
 class _WebSocketChannel:
@@ -143,7 +146,7 @@ class _WebSocketChannel:
 
     def _refusal(self, data: bytes) -> bytes | None:
         """The in-band answer for a message calling a tool the token may not call."""
-        if self._gate is None or self._gate.auth is None or b"tools/call" not in data:
+        if self._gate is None or self._gate.auth is None or _TOOLS_CALL not in data:
             return None
         try:
             message = decode_frame(data)
@@ -166,7 +169,7 @@ class _WebSocketChannel:
             self._observed(
                 refused.code,
                 refused.message,
-                method=method if isinstance(method, str) else "tools/call",
+                method=method if isinstance(method, str) else TOOLS_CALL,
                 request_id=request_id,
             )
         return error_reply(

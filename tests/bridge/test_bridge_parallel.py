@@ -1,4 +1,4 @@
-"""Parallel forwarding over remote links without per-request streams (runtime._bridge_pool):
+"""Parallel forwarding over remote links without per-request streams (runtime/bridge/_pool.py):
 2026-07-28 calls that elicit, forwarded to a handshake-era remote over TCP, Unix, WebSocket or
 legacy SSE, each on an upstream session of its own (up to ``max_parallel``), so each is asked
 its own question and given its own log messages while they run at the same time; past the cap

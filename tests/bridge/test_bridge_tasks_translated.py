@@ -1,4 +1,4 @@
-"""Tasks translated between the two task protocols (runtime._bridge_tasks), with our server
+"""Tasks translated between the two task protocols (runtime/bridge/_tasks.py), with our server
 upstream over TCP (a link without per-request streams: the remote's questions inside a task
 are tied to it by the 2025-11-25 related-task ``_meta``) and our client downstream over
 Streamable HTTP:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._install import config_path, entry_for, install
+from runtime.cli._install import config_path, entry_for, install
 
 from ..peers import ROOT, cli
 

@@ -50,7 +50,7 @@ async def test_a_server_with_middleware_mounted_while_serving_gets_its_chain_in_
     same object), so their next requests run the child's middleware (over HTTP with the
     SDK: tests/composition/test_mount_lists.py)."""
     from runtime import Server
-    from runtime._mount_chain import routes_mounts
+    from runtime.ensemble import routes_mounts
     from runtime.middleware import Next, Request
 
     parent = Server("parent")

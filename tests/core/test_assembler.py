@@ -150,7 +150,7 @@ def _calls_of(tree: ast.AST) -> list[tuple[str, str | None]]:
 def test_requests_are_assembled_in_one_place(callee: str) -> None:
     """Of the product code, only the assembler builds a request's context and asks the
     request table for a refusal; the one other context is a notification's (no id, no
-    admission, no deadline: ``Connection._on_notification``)."""
+    admission, no deadline: ``Reader._on_notification``)."""
     places = set()
     for package in ("runtime", "handlers"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -159,7 +159,7 @@ def test_requests_are_assembled_in_one_place(callee: str) -> None:
                     places.add((str(path.relative_to(ROOT)), function))
     allowed = {("runtime/core/_assembler.py", "assemble")}
     if callee == "RequestContext":
-        allowed.add(("runtime/core/_connection.py", "_on_notification"))
+        allowed.add(("runtime/core/_reader.py", "_on_notification"))
     else:  # (the table's own method, and the HTTP handshake's session-level checks)
         places = {p for p in places if p[0].startswith("runtime/core/")}
     assert places == allowed

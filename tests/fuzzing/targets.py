@@ -34,18 +34,16 @@ from wsproto.events import (
     TextMessage,
 )
 
-from runtime._bridge_hop import (
-    META_SUBSCRIPTION_ID,
+from runtime.bridge._hop import (
     describe,
     per_hop_removed,
     remote_tool_tasks,
     with_subscription,
     without_subscription,
 )
-from runtime._bridge_listen import listen_filter
-from runtime._bridge_remote_task import await_remote_task
-from runtime._bridge_tasks import (
-    RELATED_TASK,
+from runtime.bridge._listen import listen_filter
+from runtime.bridge._remote_task import await_remote_task
+from runtime.bridge._tasks import (
     HandshakeClientTasks,
     ModernClientTasks,
     _without_related,
@@ -63,13 +61,21 @@ from runtime.client import (
     ServerDescription,
     Task,
 )
-from runtime.client._conversation import _params, peer_error
+from runtime.client._decode import decode_value, params_of, peer_error
 from runtime.client._events import EventReading, SeenIds, answered
 from runtime.client._http import ProtocolViolation, ResponseParser
 from runtime.client._websocket import FrameTracker
-from runtime.client._wire import Unreadable, decode_incoming, decode_value
 from runtime.framing import ContentLengthFramer, FramingError, NdjsonFramer, SSEDecoder
-from runtime.protocol import JSONRPCError, Kind, classify, decode_frame, decode_item
+from runtime.protocol import META_RELATED_TASK as RELATED_TASK
+from runtime.protocol import (
+    META_SUBSCRIPTION_ID,
+    JSONRPCError,
+    Kind,
+    classify,
+    decode_frame,
+    decode_item,
+    decode_messages,
+)
 from runtime.transports.http._http11 import BodyReader, ProtocolError, RequestParser
 
 MAX_FRAME = 512
@@ -181,12 +187,12 @@ _RESULT_TYPES: tuple[Any, ...] = (
 
 
 def _client_message(data: bytes) -> None:
-    """One message from the server through the client's decode (``Conversation._read``):
+    """One message from the server through the client's decode (``Conversation.read``):
     judged by the server's rules, then what the waiting request or a served request
-    decodes. Only ``Unreadable`` and ``BadMessage`` may say no; nothing raises out."""
-    for item in decode_incoming(data):
-        if isinstance(item, Unreadable):
-            assert isinstance(item.reason, str) and item.reason
+    decodes. Only a ``JSONRPCError`` item and ``BadMessage`` may say no; nothing raises out."""
+    for item in decode_messages(data):
+        if isinstance(item, JSONRPCError):
+            assert isinstance(item.message, str) and item.message
             continue
         if item.method is UNSET:  # a response
             if isinstance(item.error, Raw):
@@ -204,7 +210,7 @@ def _client_message(data: bytes) -> None:
                     except BadMessage as exc:
                         assert str(exc)
         else:  # a request or a notification
-            params = _params(item.params)
+            params = params_of(item.params)
             assert params is None or isinstance(params, dict)
 
 

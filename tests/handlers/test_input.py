@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from runtime import Context, JSONRPCError, Server
-from runtime._cli import load_target
+from runtime.cli import load_target
 from runtime.features import StateSealer
 from runtime.testing import open_client
 

@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from runtime import JSONRPCError
-from runtime._cli import load_target
+from runtime.cli import load_target
 from runtime.testing import open_client
 
 APP = load_target("examples/tasks.py")

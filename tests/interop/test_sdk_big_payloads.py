@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 
 from ..peers import cli, run_sdk_client
 from ..servers import big

@@ -28,7 +28,7 @@ async def test_sdk_client_answers_elicitation(mode: str, version: str) -> None:
 async def test_sdk_client_answers_elicitation_over_streamable_http(mode: str, version: str) -> None:
     """Handshake era: elicitation/create travels on the POST's SSE stream and the answer
     comes back as a new POST; modern: input_required retries."""
-    from runtime._cli import load_target
+    from runtime.cli import load_target
 
     app = load_target("examples/elicitation.py")
     with trio.fail_after(60):

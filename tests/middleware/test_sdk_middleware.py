@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 from runtime.middleware import Metrics, RequestLogging, ResponseCache, Timing
 
 from ..peers import run_sdk_client

@@ -52,7 +52,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_distribution_name_is_ours_and_the_command_stays() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == "trio-mcp-runtime"
-    assert project["scripts"] == {"mcp-runtime": "runtime._cli:main"}
+    assert project["scripts"] == {"mcp-runtime": "runtime.cli:main"}
 
 
 def test_every_runtime_package_is_packaged() -> None:

@@ -44,7 +44,7 @@ class Cluster:
         log = (self.dir / f"r{i}.log").open("ab")
         self.procs[i] = subprocess.Popen(
             [
-                sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+                sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
                 "--transport", "http", "--port", str(self.ports[i]),
                 "--store", self.redis_url + self.store_options,
                 "--log-level", os.environ.get("CLUSTER_LOG_LEVEL", "info"),

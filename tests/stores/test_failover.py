@@ -197,7 +197,7 @@ def test_workers_share_the_socket_and_are_restarted(redis_server: RedisServer) -
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
             "--transport", "http", "--port", str(port), "--workers", "2",
             "--store", redis_server.url, "--log-level", "warning",
         ],
@@ -254,7 +254,7 @@ def test_workers_share_the_socket_and_are_restarted(redis_server: RedisServer) -
 def test_more_workers_without_a_store_are_refused() -> None:
     done = subprocess.run(
         [
-            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
             "--transport", "http", "--workers", "2",
         ],
         env={**os.environ, "PYTHONPATH": str(ROOT), "MCP_RUNTIME_STORE": ""},

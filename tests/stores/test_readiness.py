@@ -27,7 +27,7 @@ def replica() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     port = free_port()
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
             "--transport", "http", "--port", str(port), "--log-level", "warning",
         ],
         env={**os.environ, "PYTHONPATH": str(ROOT), "MCP_RUNTIME_STORE": ""},

@@ -222,6 +222,28 @@ async def test_two_redis_stores_share_everything(redis_url: str) -> None:
             assert await one.shared_secret("k") == await two.shared_secret("k")
 
 
+async def test_a_cancelled_redis_subscribe_leaves_nothing_subscribed(redis_url: str) -> None:
+    """``subscribe`` cancelled while it waits for Redis's confirmation returns no unsubscribe
+    function, so nothing of it may stay: the ``deliver`` it was given never hears the
+    channel, while a subscription made after it does."""
+    one, two = RedisStore.from_url(redis_url), RedisStore.from_url(redis_url)
+    cancelled: list[bytes] = []
+    heard: list[bytes] = []
+    with trio.fail_after(5):
+        async with one.running(), two.running():
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await one.bus.subscribe("c", cancelled.append)
+            assert scope.cancelled_caught
+            stop = await one.bus.subscribe("c", heard.append)
+            await two.bus.publish("c", b"after")
+            await _until(lambda: bool(heard))
+            stop()
+            await trio.sleep(0.05)
+    assert heard == [b"after"]
+    assert cancelled == []
+
+
 async def test_unreachable_redis_fails_fast_and_recovers() -> None:
     """Calls against a stopped server raise StoreUnavailable within the timeout (never
     hang); once the server is back, the same client works again without a restart."""

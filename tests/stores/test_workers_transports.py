@@ -186,7 +186,7 @@ def serve_workers(transport: str, where: Any, *extra: str) -> subprocess.Popen[b
     place = ["--socket", where] if transport == "unix" else ["--port", str(where)]
     return subprocess.Popen(
         [
-            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
             "--transport", transport, *place, "--workers", "2", "--log-level", "warning",
             *extra,
         ],
@@ -259,7 +259,7 @@ def test_workers_on_every_listening_transport(transport: str, request: Any) -> N
 
 def refused(*args: str, env: dict[str, str] | None = None) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"), *args],
+        [sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"), *args],
         env={**os.environ, "PYTHONPATH": str(ROOT), "MCP_RUNTIME_STORE": "", **(env or {})},
         capture_output=True,
         timeout=30,
@@ -346,7 +346,7 @@ def test_workers_never_replace_a_file_that_is_not_a_socket(tmp_path: Path) -> No
     path.write_text("keep me")
     done = subprocess.run(
         [
-            sys.executable, "-m", "runtime._cli", "serve", str(HERE / "replica_app.py"),
+            sys.executable, "-m", "runtime", "serve", str(HERE / "replica_app.py"),
             "--transport", "unix", "--socket", str(path), "--workers", "2",
         ],
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -5,7 +5,7 @@ as that reading (``runtime.protocol.DecodedFrame`` to a session's connection, th
 a request or notification run with no connection), never as bytes to decode again. A
 batch's shape and each of its items are judged once, by the POST; a request id already
 waited for is refused once, by the session that routes answers by id, with the error the
-core gives for the same rule (``runtime.protocol.duplicate_request_id``).
+core gives for the same rule (``runtime.protocol.duplicate_request``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 
 from ..peers import run_sdk_client
 from .app import serving

@@ -10,7 +10,7 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
-from runtime._cli import load_target
+from runtime.cli import load_target
 from runtime.core import Connection
 
 from ..peers import ROOT

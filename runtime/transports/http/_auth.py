@@ -23,7 +23,7 @@ import msgspec
 from msgspec import Raw
 
 from ...auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
-from ...protocol import Envelope, JSONRPCError, decode_item
+from ...protocol import TOOLS_CALL, Envelope, JSONRPCError, decode_item
 from ._exchange import HttpError, HttpRequest, as_refusal, principal_key
 
 __all__ = ["Authenticate", "Gate", "calls_in"]
@@ -51,7 +51,7 @@ def calls_in(message: Envelope | list[Raw]) -> list[Envelope]:
 
 
 def _tool_name(env: Envelope) -> str | None:
-    if env.method != "tools/call" or not isinstance(env.params, Raw):
+    if env.method != TOOLS_CALL or not isinstance(env.params, Raw):
         return None
     try:
         name = _named.decode(env.params).name

@@ -243,7 +243,7 @@ class Exchange:
     async def respond_pieces(self, status: int, body: Pieces) -> None:
         """:meth:`respond` with a JSON body given as ``Pieces`` (a reply holding a long
         text's pieces): written beside its head as one vector, never joined (a 16 MiB text
-        is copied once, by its encode: benchmarks/README.md, "Pieces")."""
+        is copied once, by its encode: benchmarks/README.md, "Long texts as pieces")."""
         self.started = True
         head = simple_response_head(status, "application/json", body.nbytes, self.close_after)
         if self._head_only:
@@ -302,7 +302,7 @@ class Exchange:
     def write_framed_now(self, data: bytes) -> Awaitable[None] | None:
         """:meth:`write_now` of bytes already framed for the body (whole chunks when
         ``chunked``): one change to many listens is framed in one step each, not an SSE
-        event and then a chunk around it (benchmarks/README.md, "Fan-out")."""
+        event and then a chunk around it (benchmarks/README.md, "Fan-out over HTTP")."""
         rest = self._driver.write_now(data)
         return None if rest is None else self._driver.write_rest(rest)
 

@@ -28,7 +28,7 @@ from ...protocol import (
     ToolCall,
     batch_refusal,
     cancelled_id,
-    duplicate_request_id,
+    duplicate_request,
     error_reply,
     id_key,
     overloaded,
@@ -586,7 +586,7 @@ def _in_flight(session: HttpSession, keys: list[Key]) -> HttpError:
     (``HttpSession.taken``); the error names that id."""
     key = session.taken(keys)
     request_id = None if key is None else key[1]
-    return rejection(400, duplicate_request_id(request_id), request_id)
+    return rejection(400, duplicate_request(request_id), request_id)
 
 
 def store_refusal(exc: StoreUnavailable) -> HttpError:

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ...protocol import NAMED_METHODS, ToolCall
+from ...protocol import NAMED_METHODS, TOOLS_CALL, ToolCall
 from ._exchange import HttpRequest
 
 __all__ = [
@@ -152,7 +152,7 @@ def check_headers(
     expected = _BODY_FIELD[field](params)
     if name != expected:
         return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
-    if method != "tools/call":
+    if method != TOOLS_CALL:
         return None
     wanted = header_rules[name]
     if not wanted:

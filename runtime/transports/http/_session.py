@@ -359,7 +359,7 @@ class HttpSession:
         """:meth:`route` of one unrelated notification (it goes to the GET stream), for an
         unshared session on the in-memory store: in this step, with no coroutine, context
         or eager start around it. One change to 1,000 sessions is this once per session
-        (benchmarks/README.md, "Fan-out"). False: not that case, nothing
+        (benchmarks/README.md, "Fan-out over HTTP"). False: not that case, nothing
         done (:meth:`route` it)."""
         if related is not None or probe(data) != (False, None):
             return False

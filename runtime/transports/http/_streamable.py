@@ -26,6 +26,7 @@ from ...protocol import (
     MODERN_MARKER,
     ONE_PASS_OVER,
     SUBSCRIPTIONS_LISTEN,
+    TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION,
     DecodedFrame,
     Envelope,
@@ -456,7 +457,7 @@ def _modern_params(
     raw = message.params
     if raw is UNSET:
         return None, None
-    if message.method == "tools/call":
+    if message.method == TOOLS_CALL:
         # One pass gives the era rules their ``_meta`` and the handler its tool and typed
         # arguments, instead of a pass here that skips the arguments and the handler's two.
         call = port.read_call(raw) if called is None else called

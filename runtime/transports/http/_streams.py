@@ -358,7 +358,7 @@ async def pump(
 
     Keep-alive comments go out on quiet periods: one timer per ``keepalive`` interval (a
     tick), not one per event (a timer scope per event cost much of the server's CPU
-    delivering one change to many streams: benchmarks/README.md, "Fan-out"); a tick that
+    delivering one change to many streams: benchmarks/README.md, "Fan-out over HTTP"); a tick that
     saw no event ends with a
     keep-alive, so a quiet stream carries a byte at least every 2 x ``keepalive`` seconds.
 

@@ -1,0 +1,184 @@
+"""One request of the client, from its parameters to its decoded result.
+
+:class:`Caller` builds the request in the era the client speaks (``RequestBuilder``), sends
+it through the conversation under the request's timeout, and reads the answer:
+
+- 2026-07-28 input rounds (basic/utilities/mrtr): a result with ``resultType:
+  "input_required"`` lists ``inputRequests`` that the application's handlers answer
+  (``Answers``); the request goes again with ``inputResponses`` and the server's
+  ``requestState``, at most :data:`MAX_INPUT_ROUNDS` times.
+- The 2026-07-28 tasks extension: a server may answer with a task instead of the result
+  (``resultType: "task"``); the caller then follows the task (``tasks/get`` at its poll
+  interval, its input requests answered through ``tasks/update``) until it ends, within
+  the same timeout, and returns its result.
+- The result decodes as the type asked for, or :class:`BadMessage` names what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar
+
+import msgspec
+import trio
+
+from ..protocol import INTERNAL_ERROR, TASKS_GET, TASKS_UPDATE, Task
+from ._answers import Answers
+from ._conversation import Conversation
+from ._decode import convert_as, decode_as, decode_value
+from ._errors import ClientError, PeerError
+from ._notifications import NotificationCallback
+from ._outgoing import RequestBuilder, progress_token
+from ._serving import ServerRequestHandler
+
+__all__ = ["DEFAULT", "MAX_INPUT_ROUNDS", "Caller"]
+
+T = TypeVar("T")
+#: Stands for "the client's own timeout" in a ``timeout=`` argument (None means none).
+DEFAULT: Final[Any] = object()
+#: Input rounds (2026-07-28 mrtr) one request may go through before the client stops: a
+#: server that keeps asking is looping, and each round costs the user an answer.
+MAX_INPUT_ROUNDS: Final = 10
+#: How often a task that names no poll interval is polled (milliseconds).
+_DEFAULT_POLL_MS: Final = 200
+
+
+class _ResultProbe(msgspec.Struct):
+    result_type: str | None = msgspec.field(default=None, name="resultType")
+    input_requests: dict[str, Any] | None = msgspec.field(default=None, name="inputRequests")
+    request_state: str | None = msgspec.field(default=None, name="requestState")
+
+
+class Caller:
+    """Sends the client's requests (see the module docstring). ``era`` is the era the client
+    speaks (the handshake sets it); ``timeout`` the default of every request."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        builder: RequestBuilder,
+        answers: Answers,
+        *,
+        timeout: float | None,
+        era: Literal["modern", "handshake"],
+    ) -> None:
+        self.conversation = conversation
+        self.builder = builder
+        self.answers = answers
+        self.timeout = timeout
+        self.era: Literal["modern", "handshake"] = era
+
+    @property
+    def modern(self) -> bool:
+        return self.era == "modern"
+
+    async def raw(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        repeatable: bool | None = None,
+        modern: bool | None = None,
+        early: bool = False,
+        request_id: int | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_request: ServerRequestHandler | None = None,
+    ) -> msgspec.Raw:
+        """Send one request and return its raw result. ``modern`` overrides the era (the
+        era probe, the handshake); ``early``: it may go before the client is ready (the
+        handshake itself); ``request_id``: an id taken already (a listen's is its
+        subscription id)."""
+        if timeout is DEFAULT:
+            timeout = self.timeout
+        if request_id is None:
+            request_id = self.conversation.next_id()
+        out = self.builder.request(
+            request_id,
+            method,
+            params,
+            modern=self.modern if modern is None else modern,
+            progress=progress is not None,
+            repeatable=repeatable,
+        )
+        return await self.conversation.request(
+            out,
+            timeout=timeout,
+            progress=progress,
+            progress_token=progress_token(request_id) if progress is not None else None,
+            early=early,
+            on_notification=on_notification,
+            on_request=on_request,
+        )
+
+    async def call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        result_type: type[T],
+        *,
+        timeout: float | None = DEFAULT,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        on_notification: NotificationCallback | None = None,
+    ) -> T:
+        """A request whose result decodes as ``result_type``, through its input rounds and a
+        task the server chose to run it as (see the module docstring)."""
+        body = dict(params or {})
+        for _round in range(MAX_INPUT_ROUNDS + 1):
+            raw = await self.raw(
+                method, body, timeout=timeout, progress=progress, on_notification=on_notification
+            )
+            probe = (
+                decode_as(raw, _ResultProbe, method)
+                if b"resultType" in bytes(raw)
+                else _ResultProbe()
+            )
+            if probe.result_type == "task" and result_type is not Task:
+                task = decode_as(raw, Task, method)
+                return convert_as(await self.await_task(task, timeout), result_type, method)
+            if probe.result_type != "input_required":
+                return decode_as(raw, result_type, method)
+            body["inputResponses"] = await self.answers.input_requests(probe.input_requests or {})
+            if probe.request_state is not None:
+                body["requestState"] = probe.request_state
+            else:
+                body.pop("requestState", None)
+        raise ClientError(f"{method}: the server asked for input {MAX_INPUT_ROUNDS} times")
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self.call(TASKS_GET, {"taskId": task_id}, Task)
+
+    async def update_task(self, task_id: str, input_responses: Mapping[str, Any]) -> None:
+        params = {"taskId": task_id, "inputResponses": dict(input_responses)}
+        decode_value(await self.raw(TASKS_UPDATE, params), TASKS_UPDATE)
+
+    async def await_task(self, task: Task, timeout: float | None) -> Any:
+        """Poll a modern task (``tasks/get`` at its poll interval) until it ends, answering
+        its input requests through ``tasks/update``; its result, or :class:`PeerError`."""
+        if timeout is DEFAULT:
+            timeout = self.timeout
+        answered: set[str] = set()
+        with trio.fail_after(math.inf if timeout is None else timeout):
+            while True:
+                if task.status == "completed":
+                    return task.result
+                if task.status in ("failed", "cancelled"):
+                    error = task.error if isinstance(task.error, dict) else {}
+                    raise PeerError(
+                        int(error.get("code", INTERNAL_ERROR)),
+                        str(error.get("message", f"task {task.status}")),
+                        error.get("data"),
+                    )
+                if task.status == "input_required" and task.input_requests:
+                    fresh = {k: v for k, v in task.input_requests.items() if k not in answered}
+                    if fresh:
+                        responses = await self.answers.input_requests(fresh)
+                        answered.update(responses)
+                        await self.update_task(task.task_id, responses)
+                        task = await self.get_task(task.task_id)
+                        continue
+                interval = task.poll_interval_ms or task.poll_interval or _DEFAULT_POLL_MS
+                await trio.sleep(interval / 1000)
+                task = await self.get_task(task.task_id)
