@@ -28,8 +28,7 @@ from ...stores import SessionRecord, Store, StoreUnavailable
 from ._auth import Gate, calls_in
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, rejection
-from ._handshake import store_refusal
-from ._session import HttpSession, SessionRegistry, principal_key
+from ._session import HttpSession, SessionRegistry, principal_key, store_refusal
 from ._streams import pump
 
 __all__ = ["LegacySseEndpoint"]

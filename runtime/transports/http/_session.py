@@ -25,6 +25,7 @@ from ... import eager
 from ...protocol import (
     DecodedFrame,
     RequestId,
+    duplicate_request,
     error_reply,
     id_key,
     probe,
@@ -39,14 +40,14 @@ from ...stores import (
     StoreUnavailable,
 )
 from ._edge import HttpLimits
-from ._exchange import HttpError
+from ._exchange import HttpError, rejection
 from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
 if TYPE_CHECKING:
     from .. import ProtocolSession, ServerPort, SessionConnection
 
-__all__ = ["DirectSlot", "HttpSession", "SessionRegistry"]
+__all__ = ["DirectSlot", "HttpSession", "SessionRegistry", "in_flight", "store_refusal"]
 
 log = logging.getLogger("mcp_runtime.http")
 
@@ -734,3 +735,21 @@ class SessionRegistry:
                     if session.in_use == 0 and now - session.last_seen > timeout:
                         log.info("session expired session=%s idle=%ss", session.id[:8], timeout)
                         session.end()
+
+
+def in_flight(session: HttpSession, keys: Sequence[Key]) -> HttpError:
+    """400 for a POST naming a request id whose answer another POST still waits for
+    (``HttpSession.taken``); the error, the one any duplicate id gets, names that id."""
+    key = session.taken(keys)
+    request_id = None if key is None else key[1]
+    return rejection(400, duplicate_request(request_id), request_id)
+
+
+def store_refusal(exc: StoreUnavailable) -> HttpError:
+    """The shared store did not answer in time: 503 with a JSON-RPC error, at once (the
+    detail goes to the log, not the wire, under the correlation id the error carries)."""
+    correlation = secrets.token_hex(8)
+    log.warning("session store unavailable correlation=%s: %s", correlation, exc)
+    reason = "Service Unavailable: session store unavailable"
+    body = error_reply(store_unavailable("Session", correlation))
+    return HttpError(503, reason, body, [("Retry-After", "1")])

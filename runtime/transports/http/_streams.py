@@ -18,7 +18,8 @@ from typing import Any, Final
 import trio
 
 from ...framing import encode_sse_comment
-from ...protocol import Pieces, retry_after
+from ...protocol import Pieces
+from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError
 from ._in_order import DROP, FILL, InOrder, seq_of
 
@@ -205,25 +206,18 @@ class ResponseStream:
 async def answer(
     exchange: Exchange,
     stream: ResponseStream,
-    *,
+    limits: HttpLimits,
     accept_json: bool,
     accept_sse: bool,
     headers: list[tuple[str, str]],
-    status_of: Any = None,
-    resumable: bool,
     prime_id: str | None = None,
-    retry_ms: int,
-    keepalive: float,
-    on_disconnect: Any = None,
 ) -> None:
-    """Answer one POST from ``stream``: JSON when the first message is the whole answer
-    (and the client accepts JSON), else an SSE stream until the stream is done.
-
-    ``status_of(data) -> int`` picks the HTTP status of a JSON answer (modern error codes);
-    ``prime_id``: the priming event id of a resumable stream (allocated before the request
-    ran, so it precedes every event of the stream). Returns when the
-    answer is complete or the client hung up (then ``on_disconnect()`` is awaited).
-    """
+    """Answer a handshake-era session POST from its resumable ``stream``: JSON when the
+    first message is the whole answer (and the client accepts JSON), else an SSE stream
+    until the stream is done (2025-11-25 basic/transports, "Sending Messages to the
+    Server"). ``prime_id``: the stream's priming event id (allocated before the request ran,
+    so it precedes every event of the stream; None: the stream's own, if it has one).
+    Returns when the answer is complete or the client hung up."""
     first: tuple[str | None, bytes] | None = None
     with trio.CancelScope() as scope:
         exchange.cancel_on_disconnect(scope)
@@ -249,12 +243,10 @@ async def answer(
         # Cut before the first message: the priming event alone, so the client holds an
         # event id to resume from.
         stream._take_cut()
-        opening = sse_event(None, prime_id, retry_ms) if prime_id is not None else b""
+        opening = sse_event(None, prime_id, limits.sse_retry_ms) if prime_id is not None else b""
         await exchange.start_stream(200, "text/event-stream", headers, first=opening, end=True)
         return
     if scope.cancelled_caught and first is None:
-        if on_disconnect is not None:
-            await on_disconnect()
         return
     if first is None:  # ended without an answer (a cancelled request, a closed session)
         if accept_sse:
@@ -268,18 +260,15 @@ async def answer(
             # The client takes JSON only: wait for the answer, dropping the notifications.
             async for _event_id, last in stream.receive:
                 data = last
-        status = status_of(data) if status_of is not None else 200
-        if status == 429:  # a rate limit's refusal: RFC 6585 section 4
-            headers = [*headers, ("Retry-After", retry_after(data) or "1")]
-        await exchange.respond(status, data, headers=headers)
+        await exchange.respond(200, data, headers=headers)
         return
     # The head, the priming event and the first message leave in one write; a stream that
     # is already complete ends in that same write.
     opening = sse_event(first[1], first[0])
-    if resumable and prime_id is None:
+    if prime_id is None:
         prime_id = stream.prime_id  # (a lazy stream's, allocated before its first event)
-    if resumable and prime_id is not None:
-        opening = sse_event(None, prime_id, retry_ms) + opening
+    if prime_id is not None:
+        opening = sse_event(None, prime_id, limits.sse_retry_ms) + opening
     complete = stream.done and _queued(stream) == 0
     await exchange.start_stream(
         200,
@@ -290,11 +279,8 @@ async def answer(
     )
     if complete:
         return
-    ok = await pump(exchange, stream, keepalive)
-    if ok:
+    if await pump(exchange, stream, limits.sse_keepalive):
         await exchange.end()
-    elif on_disconnect is not None:
-        await on_disconnect()
 
 
 async def end_with_reply(
