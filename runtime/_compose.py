@@ -167,9 +167,9 @@ def transport_port(server: Composed) -> CorePort:
 class CorePort:
     """``runtime.transports.ServerPort`` over the core: the one implementation of what the
     HTTP and WebSocket transports need of a server. Sessions are ``runtime.core.Session``,
-    connections ``runtime.core.Connection``, a request or notification with no connection
-    runs through ``runtime.core.dispatch_single`` / ``notify_single``; the typed reading of a
-    ``tools/call`` is the handlers' (``TypedCalls``)."""
+    connections ``runtime.core.Connection``; a request with no connection runs through
+    ``runtime.core.dispatch_single``, a notification on a connection that receives only it;
+    the typed reading of a ``tools/call`` is the handlers' (``TypedCalls``)."""
 
     def __init__(
         self,

@@ -25,9 +25,8 @@ __all__ = ["PIPE_SIZE", "open_stdio_channel"]
 
 #: The capacity asked for on stdin and stdout when they are pipes (Linux ``F_SETPIPE_SZ``; an
 #: unprivileged process may go up to /proc/sys/fs/pipe-max-size, 1 MiB by default). With the
-#: default 64 KiB a 16 MiB reply is 256 partial writes, each a trip through trio's event loop:
-#: 42 ms of server CPU per 16 MiB resources/read against 29 ms with 1 MiB pipes (the bare
-#: msgspec floor 19 ms; benchmarks/_big.py). Best effort: left as it is where refused (the
+#: default 64 KiB a 16 MiB reply is 256 partial writes, each a trip through trio's event loop
+#: (benchmarks/README.md, "Stdio pipes grown"). Best effort: left as it is where refused (the
 #: user's pipe quota, pipe-user-pages-soft, may be spent), on non-pipes and off Linux.
 PIPE_SIZE: Final = 1 << 20
 
