@@ -78,6 +78,22 @@ class Composed(Mountable, Protocol):
     ) -> Awaitable[None]: ...
 
 
+#: ``ServerPort.dispatch_one``'s shape: ``runtime.core.dispatch_single`` given its dispatcher
+#: and request timeout.
+DispatchOne = Callable[
+    [
+        Envelope,
+        Callable[[bytes], Awaitable[None]],
+        str,
+        object,
+        "ModernRequest | None",
+        "ToolCall | None",
+        "SendNow | None",
+        "Callable[[trio.CancelScope], Awaitable[object]] | None",
+    ],
+    Awaitable["bytes | Pieces | None"],
+]
+
 #: ``Session.state`` key of a session adopted by a ``sole_version`` server, until its
 #: connection serves (then its subscriber opens: ``CorePort.serve_connection``).
 _ADOPTED: Final = "mcp.adopted"
@@ -183,9 +199,14 @@ class CorePort:
         self._server = server
         limits = server.limits
         self._dispatcher = server.dispatcher
-        self._timeout = limits.request_timeout
-        self._calls = calls
-        self._dispatch_single = dispatch_single
+        # The members every request goes through are the core's and the handlers' callables
+        # themselves (a partial is called in C), not methods forwarding to them: a forwarding
+        # frame would cost every request (benchmarks/README.md, "The server's port").
+        self.dispatch_one: DispatchOne = functools.partial(
+            dispatch_single, self._dispatcher, limits.request_timeout
+        )
+        self.read_call: Callable[[Raw], ToolCall | None] = calls.read
+        self.read_frame: Callable[[bytes | memoryview], ReadFrame | None] = calls.pre_read
         #: ``sole_version`` servers only (``mcp-runtime dev``): opens an adopted session's
         #: subscriber once its connection serves.
         self._open_session_feed = open_session_feed
@@ -263,31 +284,7 @@ class CorePort:
             session.state[REPLICA_COPY] = True
         return session
 
-    # -- requests with no connection ----------------------------------------------------------
-
-    def dispatch_one(
-        self,
-        envelope: Envelope,
-        send: Callable[[bytes], Awaitable[None]],
-        connection_id: str,
-        principal: object,
-        modern: ModernRequest | None,
-        prepared: ToolCall | None,
-        send_now: SendNow | None,
-        idle: Callable[[trio.CancelScope], Awaitable[object]] | None,
-    ) -> Awaitable[bytes | Pieces | None]:
-        return self._dispatch_single(
-            self._dispatcher,
-            self._timeout,
-            envelope,
-            send,
-            connection_id,
-            principal,
-            modern,
-            prepared,
-            send_now,
-            idle,
-        )
+    # -- notifications with no connection -------------------------------------------------
 
     async def dispatch_notification(
         self, frame: DecodedFrame, connection_id: str, principal: object
@@ -299,14 +296,6 @@ class CorePort:
             connection_id=connection_id,
             drain_on_eof=True,
         )
-
-    # -- the typed reading of a tools/call ----------------------------------------------------
-
-    def read_call(self, params: Raw) -> ToolCall | None:
-        return self._calls.read(params)
-
-    def read_frame(self, body: bytes | memoryview) -> ReadFrame | None:
-        return self._calls.pre_read(body)
 
 
 class _OneMessage:
