@@ -120,7 +120,8 @@ def build_dispatcher(server: Composed) -> Dispatcher:
     if logging.getLogger("mcp_runtime.requests").isEnabledFor(logging.DEBUG):
         dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
     # A big tools/call frame read whole in the tool's one typed pass (the stream reader asks
-    # before its general decode): its argument bytes read once, not twice (issue 22 target 2).
+    # before its general decode): its argument bytes read once, not twice
+    # (benchmarks/README.md, "Params read once").
     dispatcher.pre_read = _handlers.TypedCalls.of(server.registry).pre_read
     return dispatcher
 
@@ -162,7 +163,7 @@ _header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
 
 def transport_port(server: Composed) -> CorePort:
     """What the network transports need from ``server`` (they never import the core)."""
-    # Here, not at the top: a stdio server needs neither (start-up time).
+    # Here, not at the top: a stdio server needs neither (its start-up time).
     from . import _handlers
     from .transports.http import header_params
 

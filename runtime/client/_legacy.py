@@ -45,6 +45,18 @@ def is_legacy_sse_url(url: str) -> bool:
 
 
 class LegacySseConnector:
+    """Opens a 2024-11-05 HTTP+SSE link to ``url`` (the SSE endpoint): its GET, then the
+    ``endpoint`` event within ``_ENDPOINT_TIMEOUT`` seconds, before the link is yielded.
+
+    Each ``open`` is a new session with a pool of its own, closed with it. It raises
+    :class:`TransportLost` when the GET is not answered ``200 text/event-stream`` (``refused``
+    for a 4xx other than 408 and 429: no wait makes it an SSE endpoint), when the stream ends
+    or stays silent before naming its endpoint, and when the endpoint is of another origin.
+    ``reconnects`` is True: the session ends with its stream, so the client's keeper opens a
+    new one (and initializes again) after a loss. ``open_client`` pins the handshake era for
+    it, the only one this transport has.
+    """
+
     reconnects = True
 
     def __init__(
@@ -113,6 +125,15 @@ class LegacySseConnector:
 
 
 class _LegacyLink:
+    """One session's link (the :class:`Link` contract): ``send`` POSTs each message to the
+    session's endpoint on the pool's reserved lane and returns when the server took it (202),
+    ``receive`` returns the ``message`` events of the one stream, in order; other events are
+    ignored. An event over ``max_message_size`` is skipped (:class:`BadMessage`, the stream
+    goes on). A POST answered 404 means the server no longer knows the session
+    (:class:`TransportLost`); any other error status is the server's :class:`PeerError`.
+    No per-request streams, so no :class:`OnStream` frames and no :class:`Failed` records.
+    """
+
     def __init__(self, config: LegacySseConnector, response: HttpResponse, pool: HttpPool) -> None:
         self.config = config
         self._response = response

@@ -1,4 +1,24 @@
-"""``open_client(target, ...)``: read the target, pick the connector, start the client."""
+"""``open_client(target, ...)``: read the target, pick the connector, start the client.
+
+The one door to a server for users, the CLI's client verbs (``runtime.cli``), the testing
+kit and the bridge (``runtime.bridge`` reaches its remote through here, so any target the
+client reaches can be bridged). What it guarantees:
+
+- **The target decides the transport**, read in a fixed order: a list is a command line;
+  ``http(s)://`` is Streamable HTTP unless its path names the legacy HTTP+SSE endpoint
+  (``is_legacy_sse_url``); then ``ws(s)://``, ``tcp://HOST:PORT``, ``unix:PATH``,
+  ``pipe:DIR``; anything else a server file ``path.py[:obj]`` (``is_server_file``) or a
+  command line split as a shell would. :func:`connector_for` makes that choice alone, so
+  the bridge and the CLI pick exactly as :func:`open_client` does.
+- **Every limit is checked before anything is connected**: a value out of range (the pool's
+  sizes, ``max_message_size``, an era the transport has no such thing as) is a
+  ``ValueError`` naming it, with no process spawned and no socket opened.
+- **One exception, not a group**: the client's own nursery is wrapped in
+  ``single_errors``, so a caller catches :class:`TransportLost` or :class:`PeerError` as
+  such. The handshake (or the ``server/discover`` probe) is done before the client is
+  yielded, and leaving the block closes the link whatever happened (a spawned server is
+  stopped, its process group or tree ended: ``runtime.client._connectors``).
+"""
 
 from __future__ import annotations
 
