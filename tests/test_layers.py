@@ -121,6 +121,23 @@ FORBIDDEN = {
         "runtime.testing",
         CLI,
     ),
+    # The authorization server inside the runtime: plain request/response endpoints
+    # (runtime.auth.Route) over the stores; the transport serves them, it never imports one.
+    "runtime.authserver": (
+        "runtime.core",
+        "runtime.transports",
+        "runtime.features",
+        HANDLERS,
+        "runtime._server",
+        "runtime._context",
+        "runtime._compose",
+        "runtime.client",
+        "runtime.bridge",
+        "runtime.ensemble",
+        CLI,
+    ),
+    # The resource server sits below the transports and the authorization server.
+    "runtime.auth": ("runtime.authserver", "runtime.transports", "runtime.core", CLI),
     # The command line stands on the user's face (Server), the client and the bridge; the
     # handlers, the core and the composition are the Server's business.
     CLI: (HANDLERS, "runtime.core", "runtime.features", "runtime._compose", "runtime._serving"),

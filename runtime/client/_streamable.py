@@ -49,6 +49,7 @@ import trio
 
 from ..framing import loggable, redact_url
 from ..protocol import BATCH_REVISION, CANCELLED, INITIALIZE, http_failure
+from ._auth import Auth, authorized_exchange
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._events import SEEN_IDS, EventReading, SeenIds, answered
@@ -123,10 +124,13 @@ class HttpConnector:
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        auth: Auth | None = None,
     ) -> None:
         check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
+        #: Asked for each request's authorization headers, told of 401/403 (``_auth``).
+        self.auth = auth
         self.backoff = backoff or Backoff()
         self.max_idle_connections = max_idle_connections
         self.idle_connection_timeout = idle_connection_timeout
@@ -301,7 +305,9 @@ class StreamableLink:
         headers = self._headers(out if method == "POST" else None, accept)
         if last_event_id is not None:
             headers.append(("Last-Event-ID", last_event_id))
-        return await self.pool.exchange(self.config.url, method, headers, body, reserved=reserved)
+        return await authorized_exchange(
+            self.pool, self.config.auth, self.config.url, method, headers, body, reserved=reserved
+        )
 
     async def _post_message(self, out: Outgoing) -> None:
         """A notification or a response: the server answers 202 Accepted (or an error).
