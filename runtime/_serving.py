@@ -4,7 +4,7 @@ Every serve holds the server serving (``Lifetime.running``: the outermost enters
 lifespan) and registers a shutdown signal for its body (``Server.shutdown`` sets it: stop
 reading and accepting, then give in-flight requests ``Limits.shutdown_grace``). Stream
 transports (stdio, TCP, Unix sockets, named pipes) end as one ``Connection`` per client; the
-network transports (HTTP, WebSocket) are given the server's hooks (``_compose``) and run
+network transports (HTTP, WebSocket) are given the server's port (``_compose``) and run
 with its store, shared with the other replicas when it is shared (``runtime.ensemble``).
 """
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .ensemble import Shares
     from .middleware import Metrics
     from .stores import Store
-    from .transports import EventStore, Hooks, HttpLimits
+    from .transports import EventStore, HttpLimits, ServerPort
 
     # Declared for the type checker only: ``Shares`` lives beside the store, which a stdio
     # server never loads.
@@ -210,9 +210,9 @@ class Serving:
         from .transports import serve_http
 
         server = self._server
-        async with self.network() as (hooks, store, shutdown):
+        async with self.network() as (server_port, store, shutdown):
             await serve_http(
-                hooks,
+                server_port,
                 port=port,
                 host=host,
                 path=path,
@@ -254,9 +254,9 @@ class Serving:
         from .transports import serve_websocket
 
         server = self._server
-        async with self.network() as (hooks, _store, shutdown):
+        async with self.network() as (server_port, _store, shutdown):
             await serve_websocket(
-                hooks,
+                server_port,
                 port=port,
                 host=host,
                 path=path,
@@ -272,8 +272,8 @@ class Serving:
             )
 
     @contextlib.asynccontextmanager
-    async def network(self) -> AsyncIterator[tuple[Hooks, Store, trio.Event]]:
-        """For HTTP and WebSocket, held for their whole serve: the hooks they are given
+    async def network(self) -> AsyncIterator[tuple[ServerPort, Store, trio.Event]]:
+        """For HTTP and WebSocket, held for their whole serve: the port they are given
         (``_compose``), the server's store, running (shared with the other replicas when
         it is shared: list changes, resource updates, sealing keys, tasks), and the
         shutdown signal."""
@@ -283,10 +283,10 @@ class Serving:
         async with self._lifetime.running():
             store = open_store(self._server.store)
             with self._lifetime.shutdown_signal() as shutdown:
-                from ._compose import transport_hooks
+                from ._compose import transport_port
 
                 async with sharing(self._server, store):
-                    yield transport_hooks(self._server), store, shutdown
+                    yield transport_port(self._server), store, shutdown
 
     async def _listeners(
         self,

@@ -34,7 +34,7 @@ from typing import Final
 
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "settle_heap"]
 
-log = logging.getLogger("runtime.heap")
+log = logging.getLogger("mcp_runtime.heap")
 
 #: glibc's ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit systems, the ceiling of its own rule.
 MMAP_THRESHOLD: Final = 32 << 20

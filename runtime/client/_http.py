@@ -102,6 +102,10 @@ def check_pool_limits(
 MAX_HEAD: Final = 64 * 1024
 #: Largest chunk-size line, bytes (hex digits and extensions).
 _MAX_CHUNK_LINE: Final = 4096
+#: A Content-Length longer than this is refused before it is read as a number: 18 digits is
+#: past any body (an exabyte), and ``int()`` refuses a string of over 4,300 digits with a
+#: ValueError of its own.
+_MAX_LENGTH_DIGITS: Final = 18
 #: A chunk size (RFC 9112 7.1): hex digits only, at most 16 of them.
 _HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _RECEIVE: Final = 64 * 1024
@@ -253,6 +257,8 @@ class ResponseParser:
             length = self.headers["content-length"]
             if not (length.isascii() and length.isdigit()):
                 raise ProtocolViolation(f"bad Content-Length {length[:40]!r}")
+            if len(length) > _MAX_LENGTH_DIGITS:
+                raise ProtocolViolation(f"Content-Length of {len(length)} digits")
             self._remaining = int(length)
             self._mode = "length" if self._remaining else "done"
         else:
@@ -376,7 +382,11 @@ class HttpResponse:
         than the client takes, which no retry changes), at once when ``Content-Length``
         announces it, before any of the body is read."""
         length = self.headers.get("content-length", "")
-        if length.isascii() and length.isdigit() and int(length) > limit:
+        if (
+            length.isascii()
+            and length.isdigit()
+            and (len(length) > _MAX_LENGTH_DIGITS or int(length) > limit)
+        ):
             raise BadMessage(f"the response body is larger than {limit} bytes ({length})")
         body = bytearray()
         while chunk := await self.receive_some():

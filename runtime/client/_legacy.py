@@ -19,6 +19,7 @@ import trio
 
 from ..framing import FramingError, SSEDecoder, redact_url
 from ..protocol import http_failure
+from ._auth import Auth, authorized_exchange
 from ._errors import BadMessage, PeerError, TransportLost
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
@@ -71,10 +72,13 @@ class LegacySseConnector:
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        auth: Auth | None = None,
     ) -> None:
         check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
+        #: Asked for each request's authorization headers, told of 401/403 (``_auth``).
+        self.auth = auth
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
@@ -98,8 +102,12 @@ class LegacySseConnector:
             max_connections=self.max_connections,
         )
         try:
-            response = await pool.exchange(
-                self.url, "GET", [("Accept", "text/event-stream"), *self.headers.items()]
+            response = await authorized_exchange(
+                pool,
+                self.auth,
+                self.url,
+                "GET",
+                [("Accept", "text/event-stream"), *self.headers.items()],
             )
         except BaseException:
             await pool.aclose()
@@ -187,7 +195,9 @@ class _LegacyLink:
         assert self.endpoint is not None
         # Short (202, the answer comes on the stream): the pool's reserved lane, so that
         # the client's answer to the server's question never waits behind requests.
-        response = await self._pool.exchange(
+        response = await authorized_exchange(
+            self._pool,
+            self.config.auth,
             self.endpoint,
             "POST",
             [("Content-Type", "application/json"), *self.config.headers.items()],

@@ -33,6 +33,7 @@ from typing import Any
 import trio
 
 from ..protocol import LATEST_HANDSHAKE_VERSION, Implementation
+from ._auth import Auth
 from ._backoff import Backoff
 from ._client import (
     MAX_LIST_ITEMS,
@@ -103,6 +104,7 @@ def connector_for(
     idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    auth: Auth | None = None,
 ) -> Connector:
     """The connector for a target (see :func:`open_client`)."""
     check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
@@ -133,6 +135,7 @@ def connector_for(
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
             max_connections=max_connections,
+            auth=auth,
         )
     if text.startswith(("http://", "https://")):
         return HttpConnector(
@@ -146,6 +149,7 @@ def connector_for(
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
             max_connections=max_connections,
+            auth=auth,
         )
     if text.startswith(("ws://", "wss://")):
         return WebSocketConnector(
@@ -236,6 +240,7 @@ async def open_client(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+    auth: Auth | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -271,12 +276,19 @@ async def open_client(
     every transport; a bigger answer fails its request with :class:`BadMessage` naming it.
     ``max_server_requests`` (default 64, >= 1): the server's requests (sampling,
     elicitation, roots, ping) served at once; more are refused at once with -32010.
+    ``auth``: an authorization scheme for the HTTP transports (:class:`OAuth`: discovery,
+    login, refresh and step-up, docs/client.md "Log in to a remote server"); it is asked
+    for every request's headers and told of each 401/403. Other transports refuse it
+    (ValueError): MCP authorization is defined for HTTP only (stdio servers take their
+    credentials from the environment). ``bearer_token`` and ``auth`` exclude each other.
     Out of range: ValueError, before anything is connected.
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
     handshake. On exit the link is closed (a stdio server is stopped, its group killed).
     """
+    if auth is not None and bearer_token is not None:
+        raise ValueError("give bearer_token or auth, not both")
     all_headers = dict(headers or {})
     if bearer_token is not None:
         all_headers["Authorization"] = f"Bearer {bearer_token}"
@@ -297,7 +309,10 @@ async def open_client(
         idle_connection_timeout=idle_connection_timeout,
         max_connections=max_connections,
         max_message_size=max_message_size,
+        auth=auth,
     )
+    if auth is not None and not isinstance(connector, (HttpConnector, LegacySseConnector)):
+        raise ValueError("auth is for the HTTP transports (http:// and https:// targets)")
     if isinstance(connector, LegacySseConnector):
         if era == "modern":
             raise ValueError("the legacy HTTP+SSE transport (2024-11-05) has no 2026-07-28 era")
