@@ -79,7 +79,16 @@ from ._outgoing import CLIENT_VERSION, RequestBuilder
 from ._pages import MAX_LIST_ITEMS, MAX_LIST_PAGES, Pages
 from ._types import ServerDescription
 
-__all__ = ["MAX_LIST_ITEMS", "MAX_LIST_PAGES", "Client", "Era", "Notification", "RequestHandler"]
+__all__ = [
+    "MAX_LIST_ITEMS",
+    "MAX_LIST_PAGES",
+    "Client",
+    "Era",
+    "Notification",
+    "RequestHandler",
+    "choose_era",
+    "keep_link",
+]
 
 log = logging.getLogger("mcp_runtime.client")
 
@@ -222,15 +231,6 @@ class Client:
         return self._conversation.link
 
     # -- lifecycle --------------------------------------------------------------------------
-
-    async def _maintain(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        await self._conversation.maintain(task_status=task_status)
-
-    async def _start(self) -> None:
-        """Choose the era (``Handshake.start``)."""
-        await self._handshake.start()
 
     async def _after_reconnect(self) -> None:
         await self._handshake.after_reconnect()
@@ -540,3 +540,20 @@ class Client:
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
+
+
+# -- starting a client: open_client's two steps -----------------------------------------------
+
+
+async def keep_link(
+    client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Hold ``client``'s link open, re-opened after a loss while the reconnection policy
+    allows, until cancelled; started once the first link is open (``nursery.start``)."""
+    await client._conversation.maintain(task_status=task_status)
+
+
+async def choose_era(client: Client) -> None:
+    """Choose ``client``'s era over its kept link (``server/discover`` or ``initialize``,
+    ``Handshake.start``); the client is ready for requests once this returns."""
+    await client._handshake.start()
