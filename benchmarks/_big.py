@@ -1,4 +1,4 @@
-"""Big payloads against the physical floor (issue 22, item 2), over stdio.
+"""Big payloads against the physical floor, over stdio.
 
 Each contender (ours, the SDK, fastmcp and ``servers/floor_stdio.py``, a bare loop that decodes
 each request with msgspec and writes the same reply encoded per request) answers, one at a

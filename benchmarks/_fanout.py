@@ -1,4 +1,4 @@
-"""Many clients at rest and one change to all of them (issue 22, items 3 and 4).
+"""Many clients at rest and one change to all of them.
 
 Two shapes of an idle subscriber, each on its own fresh ``mcp-runtime serve --transport http``:
 

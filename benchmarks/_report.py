@@ -361,7 +361,7 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
         target_lines.append(f"| {label} | {shown} | {met} |")
     target_lines += [
         "",
-        "Targets (issue 22):",
+        "Targets:",
         "",
         "| target | figure | met? |",
         "| --- | --- | --- |",
@@ -485,7 +485,7 @@ def render(
         "",
         main,
         "",
-        "Targets (issue 5, then issue 22 against floors and ceilings):",
+        "Targets (against the peers, then against floors and ceilings):",
         "",
         *targets,
         "",

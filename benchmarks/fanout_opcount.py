@@ -1,4 +1,4 @@
-"""Python bytecodes the server runs per subscriber to deliver one change (issue 22 item 3).
+"""Python bytecodes the server runs per subscriber to deliver one change.
 
     python -m benchmarks.fanout_opcount session|listen [--streams 200] [--top 0]
 

@@ -1,4 +1,4 @@
-"""Interleaved fan-out rows, ours against the SDK, with medians (issue 22 item 3).
+"""Interleaved fan-out rows, ours against the SDK, with medians.
 
     python -m benchmarks.fanout_pairs [--pairs 3] [--subscribers 1000] [--era listen] [--no-floor]
 

@@ -535,7 +535,7 @@ def _big_instructions() -> dict[str, Measured]:
 
 def _extra_instructions() -> dict[str, Measured]:
     """The one-pass reading of a big call in a batch over stdio and in a session POST
-    (issue 22 target 2): four callgrind runs at once, few and more of each; the differences."""
+    : four callgrind runs at once, few and more of each; the differences."""
     if shutil.which("valgrind") is None:
         raise wire.BenchError("valgrind is missing (Debian: apt-get install valgrind)")
     few, more = BIG_SHORT, BIG_LONG

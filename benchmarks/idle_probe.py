@@ -6,7 +6,7 @@ Serves ``benchmarks/servers/mcp_runtime_server.py`` in this process with tracema
 opens ``count`` idle peers of the kind asked from a child process (the same raw clients as
 ``benchmarks.run`` and ``benchmarks._fanout``, so none of their allocations are counted here).
 Prints per peer: traced bytes, trio tasks, cancel scopes, nurseries, and the allocation sites
-that grew the most (issue 22 item 4); with ``--depth N`` > 1, grouped by their N innermost
+that grew the most; with ``--depth N`` > 1, grouped by their N innermost
 frames (which of our frames holds the memory, not only which line allocated it).
 Diagnostic only; the README rows come from ``benchmarks.run`` (RSS of a separate server
 process).

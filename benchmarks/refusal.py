@@ -1,4 +1,4 @@
-"""Python bytecodes per refused request, one at a time, over stdio (issue 22 item 5).
+"""Python bytecodes per refused request, one at a time, over stdio.
 
     python -m benchmarks.refusal [--top N] [--instructions]
 

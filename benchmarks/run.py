@@ -337,13 +337,13 @@ def measure_spawns(rec: Recorder, s: Settings, r: int, order: list[str]) -> None
     # Our modules' bytecode, written now: an installed copy has it (pip compiles at install),
     # as the SDK and fastmcp in site-packages do; a checkout run with PYTHONDONTWRITEBYTECODE=1
     # (or stale .pyc files) would otherwise compile ~75 modules from source at every spawn
-    # (measured before issue 22's start-up work: 1.9x the floor's CPU time instead of 1.3x).
+    # (the start-up work took it from 1.9x the floor's CPU time to 1.3x).
     for folder in ("runtime", "handlers", "benchmarks/servers"):
         compileall.compile_dir(str(ROOT / folder), quiet=2)
     spawn_ms: dict[str, list[float]] = {c: [] for c in order}
     floor: list[float] = []
     for i in range(s.spawns):
-        # The floor (issue 22): the interpreter importing our two dependencies, in the same
+        # The floor: the interpreter importing our two dependencies, in the same
         # rounds, so it sees the same machine as the servers do; timed to its first line out,
         # as a server is to its first reply (the interpreter's exit is not part of either).
         t = time.perf_counter()
@@ -801,11 +801,11 @@ SDK_MAX_LISTENS = 1024
 def measure_fanout(rec: Recorder, s: Settings, r: int, era: str, contender: str) -> None:
     """Idle handshake sessions with GET streams, or idle modern listen streams (_fanout.py).
 
-    Two measures, each on a fresh server: memory per idle stream at ``s.streams`` open
-    (issue 22 item 4), and the fan-out of one resources/updated to ``s.fanout`` subscribers
-    with exactly ``s.fanout`` streams open (item 3: "1,000 subscribers"), so every contender
-    meets the fan-out row under the same conditions, including the SDK, which caps listen
-    streams at ``SDK_MAX_LISTENS``. When ``s.streams == s.fanout`` (quick) one run gives both.
+    Two measures, each on a fresh server: memory per idle stream at ``s.streams`` open, and
+    the fan-out of one resources/updated to ``s.fanout`` subscribers with exactly
+    ``s.fanout`` streams open ("1,000 subscribers"), so every contender meets the fan-out row
+    under the same conditions, including the SDK, which caps listen streams at
+    ``SDK_MAX_LISTENS``. When ``s.streams == s.fanout`` (quick) one run gives both.
     """
     from . import _fanout
 

@@ -1,4 +1,4 @@
-"""Scale-out figures (issue 19): the Redis store against in-memory, and ``--workers 2``
+"""Scale-out figures: the Redis store against in-memory, and ``--workers 2``
 against one worker, over Streamable HTTP in both eras.
 
     python -m benchmarks.scale [--seconds 4] [--rounds 3] [--clients 16] [--only "modern redis"]
