@@ -83,7 +83,8 @@ def build_dispatcher(server: Composed) -> Dispatcher:
     if logging.getLogger("mcp_runtime.requests").isEnabledFor(logging.DEBUG):
         dispatcher = LoggedDispatcher(dispatcher)  # --log-level debug: a line per request
     # A big tools/call frame read whole in the tool's one typed pass (the stream reader asks
-    # before its general decode): its argument bytes read once, not twice (issue 22 target 2).
+    # before its general decode): its argument bytes read once, not twice
+    # (benchmarks/README.md, "Params read once").
     dispatcher.pre_read = _handlers.TypedCalls.of(server.registry).pre_read
     return dispatcher
 
@@ -124,7 +125,7 @@ _header_rules: Final[weakref.WeakKeyDictionary[Registry, _HeaderRules]] = (
 
 def transport_hooks(server: Composed) -> Hooks:
     """What the network transports need from ``server`` (they never import the core)."""
-    # Here, not at the top: a stdio server needs neither (start-up time, issue 22).
+    # Here, not at the top: a stdio server needs neither (its start-up time).
     from . import _handlers
     from .core import dispatch_single
     from .stores import SessionRecord
@@ -134,7 +135,7 @@ def transport_hooks(server: Composed) -> Hooks:
     rules = _header_rules.get(server.registry)
     if rules is None:
         rules = _header_rules[server.registry] = _HeaderRules(server.registry, _header_params)
-    # A rule known already is a dict lookup in C, no Python frame (issue 22 target 1).
+    # A rule known already is a dict lookup in C, no Python frame per request.
     tool_header_params = rules.__getitem__
 
     typed_calls = _handlers.TypedCalls.of(server.registry)
@@ -212,7 +213,7 @@ def transport_hooks(server: Composed) -> Hooks:
             dispatch_single, server.dispatcher, server.limits.request_timeout
         ),
         # ``run_in_session(connection, envelope, scope, on_cancelled)`` is the method itself:
-        # a forwarding coroutine cost every session POST a frame (issue 22 target 1).
+        # a forwarding coroutine would cost every session POST a frame.
         run_in_session=Connection.run_request,
         start_soon=start_soon,
         new_session=new_session,

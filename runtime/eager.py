@@ -57,8 +57,9 @@ def start(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Suspended[T]]:
 @types.coroutine
 def finish(suspended: Suspended[T]) -> Generator[Any, Any, T]:
     """Run a suspended coroutine to its end; must be awaited in the task that started it.
-    (A generator-based coroutine awaited as it is: no ``async def`` frame around it, about
-    200 bytes less per request waiting in it, e.g. each idle GET stream; issue 22 item 4.)"""
+    (A generator-based coroutine awaited as it is: no ``async def`` frame around it, so less
+    memory per request waiting in it, e.g. each idle GET stream; benchmarks/README.md,
+    "Memory per idle session".)"""
     coro = suspended.coro
     run = suspended.context.run
     trap = suspended.trap

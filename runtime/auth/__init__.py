@@ -37,7 +37,8 @@ from ._authenticate import (
     parse_authorization,
 )
 from ._metadata import WELL_KNOWN_PREFIX, ProtectedResourceMetadata, well_known_paths
-from ._token import AccessToken, TokenVerifier
+from ._routes import Route, RouteRequest, RouteResponse
+from ._token import AccessToken, TokenVerifier, is_scope_token, scopes_from_claims
 
 if TYPE_CHECKING:
     from ._jwks import JWKSFetchError, RemoteJWKS
@@ -54,11 +55,16 @@ __all__ = [
     "JWTVerifier",
     "ProtectedResourceMetadata",
     "RemoteJWKS",
+    "Route",
+    "RouteRequest",
+    "RouteResponse",
     "TokenVerifier",
     "authenticate",
     "authorize",
     "is_bearer_token",
+    "is_scope_token",
     "parse_authorization",
+    "scopes_from_claims",
     "well_known_paths",
 ]
 

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from ._metadata import ProtectedResourceMetadata
+from ._routes import Route
 from ._token import AccessToken, TokenVerifier, is_scope_token
 
 __all__ = [
@@ -69,6 +70,10 @@ class AuthConfig:
     it grants (MCP 2026-07-28: servers MUST account for scope hierarchies), applied
     transitively. ``max_token_length`` bounds what reaches the verifier; 16 KiB is far above
     real access tokens yet below common proxy header limits.
+
+    ``routes`` (request path -> ``Route``) are served beside the MCP endpoint without a
+    token: the endpoints of an authorization server inside the runtime
+    (``runtime.authserver.AuthorizationServer.auth_config``).
     """
 
     verifier: TokenVerifier
@@ -77,6 +82,7 @@ class AuthConfig:
     tool_scopes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     scope_implies: Mapping[str, frozenset[str]] = field(default_factory=dict)
     max_token_length: int = 16 * 1024
+    routes: Mapping[str, Route] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         required = _scope_set(self.required_scopes, "required_scopes")
@@ -89,6 +95,9 @@ class AuthConfig:
         object.__setattr__(self, "required_scopes", required)
         object.__setattr__(self, "tool_scopes", MappingProxyType(tools))
         object.__setattr__(self, "scope_implies", MappingProxyType(implies))
+        if not all(path.startswith("/") for path in self.routes):
+            raise ValueError("each route is a request path starting with /")
+        object.__setattr__(self, "routes", MappingProxyType(dict(self.routes)))
         if self.max_token_length < 1:
             raise ValueError("max_token_length must be positive")
 

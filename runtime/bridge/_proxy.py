@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .. import ServerCrashed
-from ..client import Backoff, Client, ClientError, open_client
+from ..client import Auth, Backoff, Client, ClientError, open_client
 from ._forward import Forward
 from ._pool import (
     DEFAULT_MAX_PARALLEL,
@@ -50,6 +50,7 @@ def proxy_server(
     framing: str = "ndjson",
     headers: Mapping[str, str] | None = None,
     bearer_token: str | None = None,
+    auth: Auth | None = None,
     backoff: Backoff | None = None,
     max_upstream_sessions: int = DEFAULT_MAX_UPSTREAM_SESSIONS,
     round_timeout: float = DEFAULT_ROUND_TIMEOUT,
@@ -76,7 +77,9 @@ def proxy_server(
     ``tasks/result`` excepted). ``max_upstream_processes``: where every upstream session is
     a process (a command run over stdio, a server file), how many may run at once (the
     shared session's included); past it a new session's ``initialize`` is refused with
-    -32010, and a parallel forwarding waits for the shared session."""
+    -32010, and a parallel forwarding waits for the shared session. ``auth``: the
+    authorization scheme for an HTTP remote (:class:`runtime.client.OAuth`), shared by
+    every upstream session, which refreshes its tokens for as long as the proxy serves."""
     from .. import Server
 
     if max_upstream_sessions < 1:
@@ -109,6 +112,7 @@ def proxy_server(
             framing=framing,
             headers=headers,
             bearer_token=bearer_token,
+            auth=auth,
             backoff=backoff,
             # Every request to the remote unless it says otherwise (the initialize, polls,
             # log levels, subscriptions); a listen is held open regardless.

@@ -3,7 +3,9 @@
 Exit status: 0 success; 1 the tool answered ``isError``; 2 a usage error (bad flag, unknown
 tool, an argument the tool's input schema cannot take, a server file that cannot be loaded);
 3 the server could not be reached or failed (transport lost, ``--timeout`` passed, a JSON-RPC
-error, a malformed answer, a listing past its limits). docs/cli.md is the reference.
+error, a malformed answer, a listing past its limits); 4 authorization failed (a login is
+needed: ``mcp-runtime login URL``; refused; the token no longer accepted). An ``http(s)://``
+target uses the login ``mcp-runtime login`` stored (``_login``). docs/cli.md is the reference.
 
 What the server chooses (names, descriptions, text, error messages) is printed with its
 control characters made visible (``\\x1b``), in every human-readable line whether stdout is a
@@ -28,6 +30,7 @@ import trio
 from ..client import (
     RAISED,
     AudioContent,
+    AuthorizationFailed,
     Backoff,
     CallToolResult,
     Client,
@@ -45,6 +48,7 @@ from ..client import (
     open_client,
 )
 from ..protocol import METHOD_NOT_FOUND
+from ._login import EXIT_AUTH, add_oauth_flags, oauth_for
 
 __all__ = ["COMMANDS", "check_arguments", "coerce_arguments", "main", "signature"]
 
@@ -179,6 +183,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="send Authorization: Bearer TOKEN (default: $MCP_RUNTIME_BEARER_TOKEN)",
     )
+    add_oauth_flags(parser)
     parser.add_argument(
         "--timeout",
         type=_positive,
@@ -271,6 +276,8 @@ def main(argv: Sequence[str]) -> int:
         return trio.run(_run, args, headers, json_args)
     except UsageError as exc:
         return _fail(exc, EXIT_USAGE)
+    except AuthorizationFailed as exc:
+        return _fail(exc, EXIT_AUTH)
     except TransportLost as exc:
         refusal = _load_refusal(args.target, exc)
         if refusal is not None:
@@ -319,6 +326,10 @@ async def _run(args: argparse.Namespace, headers: dict[str, str], json_args: dic
     # request just in time, must not hold a shell past it). Each request has it too, and the
     # command's deadline comes a moment after: a first request that runs out of time says
     # why itself (still connecting, say), rather than this generic line.
+    # An http(s) target uses the stored login (``mcp-runtime login``) unless a bearer token
+    # is given; it never opens a browser from here.
+    http = args.target.strip().startswith(("http://", "https://"))
+    auth = oauth_for(args) if http and args.bearer_token is None else None
     with trio.move_on_after(args.timeout + _DEADLINE_AFTER_REQUEST):
         async with open_client(
             args.target,
@@ -326,6 +337,7 @@ async def _run(args: argparse.Namespace, headers: dict[str, str], json_args: dic
             framing=args.framing,
             headers=headers,
             bearer_token=args.bearer_token,
+            auth=auth,
             timeout=args.timeout,
             connect_timeout=min(10.0, args.timeout),
             backoff=Backoff(max_elapsed=args.retry_for, cap=2.0),

@@ -203,6 +203,42 @@ FLAGS = (
         transports=("http", "sse"),
     ),
     _Flag(
+        "auth",
+        "who may call: oidc (people log in at --issuer, an OpenID provider; the runtime is "
+        "the authorization server), github (a GitHub OAuth app) or dev (static users, no "
+        "password: DEVELOPMENT ONLY); default: none, or what the server asked for with "
+        "require_login",
+        choices=("oidc", "github", "dev"),
+        transports=("http",),
+    ),
+    _Flag(
+        "issuer",
+        "the upstream OpenID provider's issuer URL (--auth oidc)",
+        metavar="URL",
+        transports=("http",),
+    ),
+    _Flag(
+        "client-id",
+        "our client id at the upstream provider (--auth oidc or github)",
+        metavar="ID",
+        transports=("http",),
+    ),
+    _Flag(
+        "client-secret-env",
+        "the environment variable holding our client secret at the provider (--auth oidc "
+        "or github; "
+        "a secret on the command line is visible to other users)",
+        metavar="VAR",
+        transports=("http",),
+    ),
+    _Flag(
+        "public-url",
+        "the server's URL as clients reach it, e.g. https://mcp.example.com (--auth; default "
+        "http://HOST:PORT): the issuer of its tokens, and the resource they are for",
+        metavar="URL",
+        transports=("http",),
+    ),
+    _Flag(
         "max-in-flight",
         "requests running at once per connection; past it, -32010 (default 64)",
         type=_positive_int,
@@ -476,6 +512,15 @@ def read_settings(args: argparse.Namespace | SimpleNamespace) -> dict[str, Any]:
 
         if not is_bearer_token(values["metrics_token"]):
             raise UsageError(f"--metrics-token: {BEARER_TOKEN_SYNTAX}")
+    if values["issuer"] and values["auth"] != "oidc":
+        raise UsageError("--issuer needs --auth oidc")
+    for name in ("client_id", "client_secret_env"):
+        if values[name] and values["auth"] not in ("oidc", "github"):
+            raise UsageError(f"--{name.replace('_', '-')} needs --auth oidc or github")
+    if values["auth"] == "oidc" and not (values["issuer"] and values["client_id"]):
+        raise UsageError("--auth oidc needs --issuer URL and --client-id ID")
+    if values["auth"] == "github" and not (values["client_id"] and values["client_secret_env"]):
+        raise UsageError("--auth github needs --client-id ID and --client-secret-env VAR")
     return values
 
 

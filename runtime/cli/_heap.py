@@ -10,10 +10,11 @@ A server that answers messages of about one size is the rule's worst case (a 1 M
 two copies of it. A request needs more than two copies at once: the frame, the decoded
 argument, the chunks it was read in. So each request grows the heap by about 3 MiB, and its
 end frees more than the trim threshold at the top, which goes back to the kernel. The next
-request faults all of it in again: 720 minor faults per request, twice the CPU of the request
-itself. Whether a process falls into that cycle depends on where small long-lived blocks
-happen to land, so the same server and the same bytes measured 0.05 or 720 faults per
-request from one process to the next (``strace -e brk`` shows the 3 MiB grow and trim).
+request faults all of it in again, which costs more CPU than the request itself. Whether a
+process falls into that cycle depends on where small long-lived blocks happen to land, so the
+same server and the same bytes differ by orders of magnitude in page faults per request from
+one process to the next (``strace -e brk`` shows the 3 MiB grow and trim; figures:
+``benchmarks/README.md``, "The C heap's thresholds").
 
 Setting both thresholds at the rule's own ceiling from the start takes the lottery away: the
 state glibc reaches anyway after one 32 MiB message. The price is that up to 64 MiB of freed
@@ -33,7 +34,7 @@ from typing import Final
 
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "settle_heap"]
 
-log = logging.getLogger("runtime.heap")
+log = logging.getLogger("mcp_runtime.heap")
 
 #: glibc's ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit systems, the ceiling of its own rule.
 MMAP_THRESHOLD: Final = 32 << 20

@@ -91,8 +91,14 @@ def load_target(target: str, *, upstream: Mapping[str, Any] | None = None) -> Se
         # A remote server served through ours (docs/bridges.md): a URL, or stdio:COMMAND.
         from ..bridge import proxy_server, proxy_target
 
+        options = _proxy_options(upstream or {})
+        if target.startswith(("http://", "https://")):
+            # The login `mcp-runtime login URL` stored, refreshed for as long as we serve.
+            from ..client import FileTokenStore, OAuth
+
+            options["auth"] = OAuth(store=FileTokenStore())
         try:
-            return proxy_server(proxy_target(target), **_proxy_options(upstream or {}))
+            return proxy_server(proxy_target(target), **options)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     if given:

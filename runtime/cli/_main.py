@@ -114,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._client_verbs import main as client_main
 
         return client_main(arguments)
+    if arguments and arguments[0] in ("login", "logout"):
+        from ._login import login_main
+
+        return login_main(arguments)
     args: argparse.Namespace | SimpleNamespace | None = plain_serve(arguments)
     if args is None:
         parser = build_parser(tools=arguments[:1] != ["serve"])
@@ -157,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = int(settings["workers"])
     if workers > 1:
         refused = workers_refusal(settings, workers)
+        shared = (settings["store"] or "").startswith("redis://")
+        if refused is None and transport == "http" and not shared and _logs_in(server, settings):
+            refused = (
+                f"--workers {workers} with --auth: each worker would hold its own logins "
+                "and keys (the authorization server's state is in this process's memory)"
+            )
         if refused:
             print(f"mcp-runtime: error: {refused}", file=sys.stderr)
             return 2
@@ -188,7 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         argv_list = list(sys.argv[1:] if argv is None else argv)
         return supervise(argv_list, workers, sock, server.limits.shutdown_grace)
-    options = _serve_options(server, transport, settings)
+    try:
+        options = _serve_options(server, transport, settings)
+    except (UsageError, ValueError) as exc:
+        print(f"mcp-runtime: error: {exc}", file=sys.stderr)
+        return 2
     from ._heap import settle_heap
 
     settle_heap()
@@ -222,6 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mcp-runtime: error: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _logs_in(server: Server, settings: dict[str, Any]) -> bool:
+    if settings["auth"]:
+        return True
+    from ..authserver import login_requirement
+
+    return login_requirement(server) is not None
 
 
 def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -263,6 +285,10 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
 
         base = server.http_limits or HttpLimits()
         options["http_limits"] = dataclasses.replace(base, **http_changes)
+    if transport == "http":
+        from ._serve_auth import login_options
+
+        options.update(login_options(server, settings))
     if settings["metrics"] is not None:
         from ..middleware import Metrics
 

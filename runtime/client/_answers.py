@@ -6,7 +6,7 @@ Handshake era (2025-11-25 client/sampling, client/elicitation, client/roots): th
 sends a JSON-RPC request and the handler's return value is the result. 2026-07-28: the
 server never sends requests; a result with ``resultType: "input_required"`` lists
 ``inputRequests`` (each a method and params) that the same handlers answer, and the client
-re-sends the request with ``inputResponses`` (``Client._call``; a task's go through
+re-sends the request with ``inputResponses`` (``Caller.call``; a task's go through
 ``tasks/update``).
 """
 
@@ -25,7 +25,15 @@ RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class Answers:
-    """The handlers the application gave (each optional; giving one declares it)."""
+    """The handlers the application gave (each optional; giving one declares it).
+
+    One table for both eras, so a handler written once answers a handshake-era request
+    (``server_request``, called by the conversation's ``ServerRequests``, which turns what
+    it raises into the JSON-RPC error answered) and a 2026-07-28 input request
+    (``input_requests``, called by the ``Caller``, where what a handler raises ends the
+    user's request). The capabilities are fixed when the client is made: they declare
+    exactly the handlers given, no more.
+    """
 
     def __init__(
         self,

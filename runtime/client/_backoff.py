@@ -89,6 +89,9 @@ class BackoffRun:
         self.elapsed = 0.0
 
     def next_wait(self, now: float, hint: float | None = None) -> float | None:
+        """The seconds to wait before the next attempt (counted as made), or None when the
+        policy gives up: ``max_attempts`` made, or the wait would end past ``max_elapsed``
+        from the run's start. ``now`` is on the clock the run was started with."""
         policy = self.policy
         self.elapsed = now - self.started
         if self.attempts >= policy.max_attempts:

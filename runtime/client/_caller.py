@@ -27,7 +27,7 @@ from ..protocol import INTERNAL_ERROR, TASKS_GET, TASKS_UPDATE, Task
 from ._answers import Answers
 from ._conversation import Conversation
 from ._decode import convert_as, decode_as, decode_value
-from ._errors import ClientError, PeerError
+from ._errors import ClientError, PeerError, RequestTimeout
 from ._notifications import NotificationCallback
 from ._outgoing import RequestBuilder, progress_token
 from ._serving import ServerRequestHandler
@@ -45,6 +45,9 @@ _DEFAULT_POLL_MS: Final = 200
 
 
 class _ResultProbe(msgspec.Struct):
+    """The fields of a 2026-07-28 result that say whether it is the result at all (an input
+    round, a task), read before the result is decoded as the type asked for."""
+
     result_type: str | None = msgspec.field(default=None, name="resultType")
     input_requests: dict[str, Any] | None = msgspec.field(default=None, name="inputRequests")
     request_state: str | None = msgspec.field(default=None, name="requestState")
@@ -52,7 +55,17 @@ class _ResultProbe(msgspec.Struct):
 
 class Caller:
     """Sends the client's requests (see the module docstring). ``era`` is the era the client
-    speaks (the handshake sets it); ``timeout`` the default of every request."""
+    speaks (the handshake sets it); ``timeout`` the default of every request.
+
+    The ``Client``'s methods, the handshake and the listen streams call it; it holds no
+    request state of its own (the conversation's table does), so concurrent calls are
+    independent. Bounds: each exchange (every input round, every ``tasks/get`` and
+    ``tasks/update``) is bounded by the request's timeout; a request goes through at most
+    ``MAX_INPUT_ROUNDS`` rounds (then :class:`ClientError`), and a task it became is
+    followed for at most that timeout again. What the server answers is decoded here, so
+    a malformed result is :class:`BadMessage`, a failed or cancelled task
+    :class:`PeerError` with the task's error.
+    """
 
     def __init__(
         self,
@@ -160,7 +173,7 @@ class Caller:
         if timeout is DEFAULT:
             timeout = self.timeout
         answered: set[str] = set()
-        with trio.fail_after(math.inf if timeout is None else timeout):
+        with trio.move_on_after(math.inf if timeout is None else timeout):
             while True:
                 if task.status == "completed":
                     return task.result
@@ -182,3 +195,6 @@ class Caller:
                 interval = task.poll_interval_ms or task.poll_interval or _DEFAULT_POLL_MS
                 await trio.sleep(interval / 1000)
                 task = await self.get_task(task.task_id)
+        # The caller's timeout covers the whole task, as it covers any request.
+        assert timeout is not None
+        raise RequestTimeout(f"task {task.task_id}", timeout)

@@ -95,6 +95,14 @@ class Client:
     the link is gone (and could not be brought back, or the request was not safe to repeat)
     and :class:`BadMessage` for a result of the wrong shape. ``timeout`` arguments default to
     the client's ``timeout``; None waits indefinitely.
+
+    Any number of tasks may call it at once: each request has its own id, timeout and
+    outcome. Cancelling one (its caller's scope, or its timeout) ends that request alone,
+    and a request already sent is cancelled at the server too (``notifications/cancelled``,
+    or the close of its 2026-07-28 POST stream). A request waits for the link to be usable
+    (the handshake done, or resumed after a reconnect) within its own timeout. The client
+    lives as long as the block of ``open_client`` that made it: after that, or once the
+    link is gone for good, every request raises :class:`TransportLost`.
     """
 
     def __init__(
@@ -305,9 +313,10 @@ class Client:
         on_notification: NotificationCallback | None = None,
     ) -> CallToolResult:
         """Call a tool. A tool that failed is ``is_error=True`` in the result, not an
-        exception; a server that answers with a task is an error here (use
-        :meth:`call_tool_as_task`). ``on_notification``: the notifications (log messages)
-        sent on this call's own response stream, as :meth:`request` says."""
+        exception; a call the server runs as a task (2026-07-28 tasks extension) is
+        followed to the task's end (:meth:`call_tool_as_task` gives the task itself).
+        ``on_notification``: the notifications (log messages) sent on this call's own
+        response stream, as :meth:`request` says."""
         params = {"name": name, "arguments": dict(arguments or {})}
         call = self._caller.call
         try:

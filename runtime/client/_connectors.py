@@ -98,7 +98,16 @@ class Connector(Protocol):
 
 class StdioConnector:
     """Spawn ``command`` with its stdin/stdout as the link (own process group; on Linux,
-    under the reaper unless ``reaper=False``: see the module docstring)."""
+    under the reaper unless ``reaper=False``: see the module docstring).
+
+    ``open`` spawns, and under the reaper waits (at most ``_REAPER_REPORT`` seconds) for its
+    word that the command runs: a command that cannot start is :class:`TransportLost`
+    naming it, as a failed spawn is. Leaving ``open``, whatever ended it, stops the server
+    (``_stop_process``: EOF, then SIGTERM, then SIGKILL, ``close_grace`` apart; shielded),
+    so no server outlives its link. A loss inside ``open`` is raised again with the exit
+    status and the last ``_STDERR_TAIL`` stderr lines of a server that ended. Each ``open``
+    is a new process: ``reconnects`` only with ``respawn``.
+    """
 
     reconnects = False
 
@@ -325,7 +334,13 @@ async def _stop_process(
 
 
 class SocketConnector:
-    """TCP (``tcp://host:port``) or Unix socket (``unix:PATH``), framed."""
+    """TCP (``tcp://host:port``) or Unix socket (``unix:PATH``), framed.
+
+    ``open`` connects within ``connect_timeout`` (:class:`TransportLost` otherwise,
+    ``refused`` when nothing listens or the host does not resolve) and frames the stream as
+    :class:`FramedLink` does, with ``max_frame_size`` and ``read_timeout``. ``reconnects``:
+    the server is still listening after a lost connection.
+    """
 
     reconnects = True
 

@@ -90,7 +90,18 @@ _CANCEL_SEND_TIMEOUT: Final = 2.0
 
 class Conversation:
     """The JSON-RPC side of one client (see the module docstring). Never raises from
-    :meth:`maintain` after it started: a dead link fails the waiting requests instead."""
+    :meth:`maintain` after it started: a dead link fails the waiting requests instead.
+
+    Its callers are the client's other parts: the ``Caller`` sends requests through
+    :meth:`request`, the ``Client`` batches through :meth:`batch`, the ``Client`` and the
+    ``Handshake`` send notifications through :meth:`send`; the keeper drives it as its
+    ``LinkUser`` (:meth:`read`, :meth:`resume`, :meth:`lost`, :meth:`ended`). Every
+    request that enters the table leaves it once (``RequestTable.close`` in a ``finally``),
+    ending with its result, the server's error, the :class:`ClientError` that ended it (a
+    timeout, a loss it cannot survive, the client's close) or its caller's cancellation, so
+    no caller waits past its timeout or the client's close. :meth:`read` is the only reader
+    of the link, and nothing a server sends makes it stop before the link ends.
+    """
 
     def __init__(
         self,

@@ -55,7 +55,15 @@ Era = Literal["auto", "modern", "handshake"]
 
 class Handshake:
     """The era and the session of one client (see the module docstring). ``description``
-    is what the server said about itself (``initialize`` / ``server/discover``)."""
+    is what the server said about itself (``initialize`` / ``server/discover``).
+
+    An unknown era or ``handshake_version`` is a ValueError when it is made, before anything
+    is connected. Three callers, each at its moment: ``open_client`` runs :meth:`start`
+    once, before the client is yielded; the keeper's resume runs :meth:`after_reconnect`
+    on each new link, before requests may go on it; the HTTP link runs :meth:`reinitialize`
+    when the server lost the session. A session's renewal (the log level, the
+    subscriptions) is best effort: a failure there is logged, never raised to a request.
+    """
 
     def __init__(
         self,

@@ -102,6 +102,10 @@ def check_pool_limits(
 MAX_HEAD: Final = 64 * 1024
 #: Largest chunk-size line, bytes (hex digits and extensions).
 _MAX_CHUNK_LINE: Final = 4096
+#: A Content-Length longer than this is refused before it is read as a number: 18 digits is
+#: past any body (an exabyte), and ``int()`` refuses a string of over 4,300 digits with a
+#: ValueError of its own.
+_MAX_LENGTH_DIGITS: Final = 18
 #: A chunk size (RFC 9112 7.1): hex digits only, at most 16 of them.
 _HEX: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _RECEIVE: Final = 64 * 1024
@@ -116,6 +120,12 @@ class ProtocolViolation(Exception):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Url:
+    """An ``http(s)://`` URL as the pool needs it: the origin it pools connections by
+    (``scheme``, ``host``, ``port``, the scheme's default filled in) and the request target
+    (path and query; the fragment dropped: it is never part of a request).
+    ``parse`` raises ValueError for another scheme or no host, so a connector refuses a bad
+    URL when it is made, before anything is connected."""
+
     scheme: str
     host: str
     port: int
@@ -147,7 +157,15 @@ class Url:
 class ResponseParser:
     """Sans-IO HTTP/1.1 response reader: ``feed(data)`` (``b""`` at EOF), then ``head()``
     until it returns the status and headers, then ``body()`` for body bytes (``b""`` when
-    the body is complete; None when more input is needed)."""
+    the body is complete; None when more input is needed).
+
+    What it holds is bounded: a head over ``MAX_HEAD`` bytes, a chunk-size line over
+    ``_MAX_CHUNK_LINE`` and a body cut before its announced end are a
+    :class:`ProtocolViolation`, which the pool turns into :class:`TransportLost`. It never
+    gathers a body: ``body()`` hands out what was fed as it comes, and the caller bounds
+    the total (``HttpResponse.read_all``). Headers repeated are joined with ", " (RFC 9110
+    5.3); names are lower-cased.
+    """
 
     def __init__(self, *, head_request: bool = False) -> None:
         self._buf = bytearray()
@@ -239,6 +257,8 @@ class ResponseParser:
             length = self.headers["content-length"]
             if not (length.isascii() and length.isdigit()):
                 raise ProtocolViolation(f"bad Content-Length {length[:40]!r}")
+            if len(length) > _MAX_LENGTH_DIGITS:
+                raise ProtocolViolation(f"Content-Length of {len(length)} digits")
             self._remaining = int(length)
             self._mode = "length" if self._remaining else "done"
         else:
@@ -362,7 +382,11 @@ class HttpResponse:
         than the client takes, which no retry changes), at once when ``Content-Length``
         announces it, before any of the body is read."""
         length = self.headers.get("content-length", "")
-        if length.isascii() and length.isdigit() and int(length) > limit:
+        if (
+            length.isascii()
+            and length.isdigit()
+            and (len(length) > _MAX_LENGTH_DIGITS or int(length) > limit)
+        ):
             raise BadMessage(f"the response body is larger than {limit} bytes ({length})")
         body = bytearray()
         while chunk := await self.receive_some():
@@ -424,6 +448,9 @@ def _closed_by_peer(stream: trio.abc.Stream) -> bool:
 
 @dataclasses.dataclass(slots=True)
 class _Idle:
+    """An idle connection in the pool, and since when (on the trio clock) it waits: one
+    idle longer than ``idle_timeout`` is closed rather than reused."""
+
     stream: trio.abc.Stream
     since: float
 
@@ -468,6 +495,9 @@ class HttpPool:
         self._room = trio.lowlevel.ParkingLot()
 
     async def _connect(self, url: Url) -> trio.abc.Stream:
+        """A new connection to ``url``'s origin (TCP, then TLS for ``https``, verified with
+        the default context unless one was given), both within ``connect_timeout``;
+        :class:`ConnectFailed` (``refused`` when no wait can mend it) otherwise."""
         try:
             with trio.fail_after(self.connect_timeout):
                 stream: trio.abc.Stream = await trio.open_tcp_stream(url.host, url.port)
@@ -534,6 +564,9 @@ class HttpPool:
     def _finisher(
         self, url: Url, streaming: bool
     ) -> Callable[[trio.abc.Stream, bool], Awaitable[None]]:
+        """What a response's ``aclose`` calls with its connection: idle again (up to
+        ``max_idle`` per origin) when the response was read to its end and the pool is
+        open, else closed; either way a waiting exchange is woken."""
         key = (url.scheme, url.host, url.port)
 
         async def finish(stream: trio.abc.Stream, reusable: bool) -> None:
@@ -606,6 +639,10 @@ class HttpPool:
         reused: bool,
         streaming: bool,
     ) -> HttpResponse:
+        """Write ``request`` and read the response's head. On a ``reused`` connection a
+        failure before any byte of the response is ``_Stale`` (the server had closed it:
+        ``exchange`` decides whether to try a fresh one); any failure closes the
+        connection."""
         parser = ResponseParser(head_request=method == "HEAD")
         lost = _Stale if reused else TransportLost
         try:

@@ -19,6 +19,7 @@ import trio
 
 from ..framing import FramingError, SSEDecoder, redact_url
 from ..protocol import http_failure
+from ._auth import Auth, authorized_exchange
 from ._errors import BadMessage, PeerError, TransportLost
 from ._http import (
     DEFAULT_IDLE_CONNECTION_TIMEOUT,
@@ -45,6 +46,18 @@ def is_legacy_sse_url(url: str) -> bool:
 
 
 class LegacySseConnector:
+    """Opens a 2024-11-05 HTTP+SSE link to ``url`` (the SSE endpoint): its GET, then the
+    ``endpoint`` event within ``_ENDPOINT_TIMEOUT`` seconds, before the link is yielded.
+
+    Each ``open`` is a new session with a pool of its own, closed with it. It raises
+    :class:`TransportLost` when the GET is not answered ``200 text/event-stream`` (``refused``
+    for a 4xx other than 408 and 429: no wait makes it an SSE endpoint), when the stream ends
+    or stays silent before naming its endpoint, and when the endpoint is of another origin.
+    ``reconnects`` is True: the session ends with its stream, so the client's keeper opens a
+    new one (and initializes again) after a loss. ``open_client`` pins the handshake era for
+    it, the only one this transport has.
+    """
+
     reconnects = True
 
     def __init__(
@@ -59,10 +72,13 @@ class LegacySseConnector:
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        auth: Auth | None = None,
     ) -> None:
         check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
+        #: Asked for each request's authorization headers, told of 401/403 (``_auth``).
+        self.auth = auth
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_message_size = max_message_size
@@ -86,8 +102,12 @@ class LegacySseConnector:
             max_connections=self.max_connections,
         )
         try:
-            response = await pool.exchange(
-                self.url, "GET", [("Accept", "text/event-stream"), *self.headers.items()]
+            response = await authorized_exchange(
+                pool,
+                self.auth,
+                self.url,
+                "GET",
+                [("Accept", "text/event-stream"), *self.headers.items()],
             )
         except BaseException:
             await pool.aclose()
@@ -113,6 +133,15 @@ class LegacySseConnector:
 
 
 class _LegacyLink:
+    """One session's link (the :class:`Link` contract): ``send`` POSTs each message to the
+    session's endpoint on the pool's reserved lane and returns when the server took it (202),
+    ``receive`` returns the ``message`` events of the one stream, in order; other events are
+    ignored. An event over ``max_message_size`` is skipped (:class:`BadMessage`, the stream
+    goes on). A POST answered 404 means the server no longer knows the session
+    (:class:`TransportLost`); any other error status is the server's :class:`PeerError`.
+    No per-request streams, so no :class:`OnStream` frames and no :class:`Failed` records.
+    """
+
     def __init__(self, config: LegacySseConnector, response: HttpResponse, pool: HttpPool) -> None:
         self.config = config
         self._response = response
@@ -166,7 +195,9 @@ class _LegacyLink:
         assert self.endpoint is not None
         # Short (202, the answer comes on the stream): the pool's reserved lane, so that
         # the client's answer to the server's question never waits behind requests.
-        response = await self._pool.exchange(
+        response = await authorized_exchange(
+            self._pool,
+            self.config.auth,
             self.endpoint,
             "POST",
             [("Content-Type", "application/json"), *self.config.headers.items()],

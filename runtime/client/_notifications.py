@@ -72,7 +72,15 @@ class Listener:
 
 
 class Notifications:
-    """The router (see the module docstring) of one conversation."""
+    """The router (see the module docstring) of one conversation.
+
+    :meth:`deliver` is called by the conversation's reader, one notification at a time, and
+    never waits: listeners get theirs with ``send_nowait`` and the callbacks are called in
+    the reading task, so a callback that blocks holds up everything the server sends after
+    it (docs/client.md says they are called synchronously). The listeners are added and removed by
+    ``listen`` (``_listen``); :meth:`close_listeners` is called once no notification can
+    come again, so that every ``listen`` loop ends rather than waits.
+    """
 
     def __init__(
         self,

@@ -1,4 +1,24 @@
-"""``open_client(target, ...)``: read the target, pick the connector, start the client."""
+"""``open_client(target, ...)``: read the target, pick the connector, start the client.
+
+The one door to a server for users, the CLI's client verbs (``runtime.cli``), the testing
+kit and the bridge (``runtime.bridge`` reaches its remote through here, so any target the
+client reaches can be bridged). What it guarantees:
+
+- **The target decides the transport**, read in a fixed order: a list is a command line;
+  ``http(s)://`` is Streamable HTTP unless its path names the legacy HTTP+SSE endpoint
+  (``is_legacy_sse_url``); then ``ws(s)://``, ``tcp://HOST:PORT``, ``unix:PATH``,
+  ``pipe:DIR``; anything else a server file ``path.py[:obj]`` (``is_server_file``) or a
+  command line split as a shell would. :func:`connector_for` makes that choice alone, so
+  the bridge and the CLI pick exactly as :func:`open_client` does.
+- **Every limit is checked before anything is connected**: a value out of range (the pool's
+  sizes, ``max_message_size``, an era the transport has no such thing as) is a
+  ``ValueError`` naming it, with no process spawned and no socket opened.
+- **One exception, not a group**: the client's own nursery is wrapped in
+  ``single_errors``, so a caller catches :class:`TransportLost` or :class:`PeerError` as
+  such. The handshake (or the ``server/discover`` probe) is done before the client is
+  yielded, and leaving the block closes the link whatever happened (a spawned server is
+  stopped, its process group or tree ended: ``runtime.client._connectors``).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +33,7 @@ from typing import Any
 import trio
 
 from ..protocol import LATEST_HANDSHAKE_VERSION, Implementation
+from ._auth import Auth
 from ._backoff import Backoff
 from ._client import (
     MAX_LIST_ITEMS,
@@ -83,6 +104,7 @@ def connector_for(
     idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    auth: Auth | None = None,
 ) -> Connector:
     """The connector for a target (see :func:`open_client`)."""
     check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
@@ -113,6 +135,7 @@ def connector_for(
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
             max_connections=max_connections,
+            auth=auth,
         )
     if text.startswith(("http://", "https://")):
         return HttpConnector(
@@ -126,6 +149,7 @@ def connector_for(
             max_idle_connections=max_idle_connections,
             idle_connection_timeout=idle_connection_timeout,
             max_connections=max_connections,
+            auth=auth,
         )
     if text.startswith(("ws://", "wss://")):
         return WebSocketConnector(
@@ -216,6 +240,7 @@ async def open_client(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+    auth: Auth | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server and yield a ready :class:`Client`.
 
@@ -251,12 +276,19 @@ async def open_client(
     every transport; a bigger answer fails its request with :class:`BadMessage` naming it.
     ``max_server_requests`` (default 64, >= 1): the server's requests (sampling,
     elicitation, roots, ping) served at once; more are refused at once with -32010.
+    ``auth``: an authorization scheme for the HTTP transports (:class:`OAuth`: discovery,
+    login, refresh and step-up, docs/client.md "Log in to a remote server"); it is asked
+    for every request's headers and told of each 401/403. Other transports refuse it
+    (ValueError): MCP authorization is defined for HTTP only (stdio servers take their
+    credentials from the environment). ``bearer_token`` and ``auth`` exclude each other.
     Out of range: ValueError, before anything is connected.
 
     Raises :class:`TransportLost` when the server cannot be reached (after the backoff
     policy, for transports that reconnect) and :class:`PeerError` when it refuses the
     handshake. On exit the link is closed (a stdio server is stopped, its group killed).
     """
+    if auth is not None and bearer_token is not None:
+        raise ValueError("give bearer_token or auth, not both")
     all_headers = dict(headers or {})
     if bearer_token is not None:
         all_headers["Authorization"] = f"Bearer {bearer_token}"
@@ -277,7 +309,10 @@ async def open_client(
         idle_connection_timeout=idle_connection_timeout,
         max_connections=max_connections,
         max_message_size=max_message_size,
+        auth=auth,
     )
+    if auth is not None and not isinstance(connector, (HttpConnector, LegacySseConnector)):
+        raise ValueError("auth is for the HTTP transports (http:// and https:// targets)")
     if isinstance(connector, LegacySseConnector):
         if era == "modern":
             raise ValueError("the legacy HTTP+SSE transport (2024-11-05) has no 2026-07-28 era")

@@ -25,7 +25,14 @@ MAX_LIST_ITEMS: Final = 100_000
 
 
 class Pages:
-    """The bounds of one client's listings; :meth:`all` follows one."""
+    """The bounds of one client's listings; :meth:`all` follows one.
+
+    The ``Client``'s ``all_*`` methods call it, each listing with its own cursors and
+    count. What it keeps is bounded whatever the server sends: at most ``max_pages`` pages
+    and ``max_items`` items (each page itself bounded by the client's
+    ``max_message_size``), and one 16-byte digest per cursor seen. Bounds below 1 are a
+    ValueError when the client is made.
+    """
 
     def __init__(self, max_pages: int = MAX_LIST_PAGES, max_items: int = MAX_LIST_ITEMS) -> None:
         if max_pages < 1 or max_items < 1:

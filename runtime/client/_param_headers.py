@@ -36,7 +36,14 @@ def encode_header_value(value: str) -> str:
 
 
 class ParamHeaders:
-    """Per tool, the arguments its input schema marks with ``x-mcp-header``."""
+    """Per tool, the arguments its input schema marks with ``x-mcp-header``.
+
+    Learned from each ``tools/list`` the client reads (``learn``), replaced tool by tool,
+    so a tool whose schema lost its marks stops mirroring; kept for the client's life,
+    one entry per tool the server listed with marks. The ``RequestBuilder`` asks it for the
+    headers of each 2026-07-28 ``tools/call`` (``mirror``); a tool it does not know sends
+    none, and the server's -32020 then makes the client list the tools and try once more.
+    """
 
     def __init__(self) -> None:
         #: {tool: {header name: property path}}

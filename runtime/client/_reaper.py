@@ -28,8 +28,8 @@ client starts it (``runtime.client._connectors``). It runs before every stdio se
 what it imports is chosen for start-up time (docs/client.md has the figures): no
 ``typing`` or ``collections.abc`` at run time, ``_signal`` rather than ``signal`` (whose
 ``enum`` import alone cost more than the rest of the script), and ``_ctypes`` rather than
-``ctypes`` for its one foreign call (about 3 ms of CPU less per spawn, measured), with
-``ctypes`` as the fallback.
+``ctypes`` for its one foreign call (``ctypes`` imports much more; figures:
+``benchmarks/README.md``, "The reaper's imports"), with ``ctypes`` as the fallback.
 
 What it cannot reach: processes the server asks another service to start (``systemd-run``,
 a container engine, a D-Bus activated service) are not its descendants.

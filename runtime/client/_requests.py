@@ -1,7 +1,7 @@
 """The client's request table: its own requests waiting for answers, and the server's
 requests it is answering.
 
-Plain bookkeeping with no I/O and no trio, as the server's ``runtime.core.RequestTable``:
+Plain bookkeeping with no I/O and no trio, as the server's ``RequestTable`` (``runtime.core``):
 the conversation feeds it what the link delivers and wakes whoever waits; the tests drive it
 directly. Waking is the one thing it does to the outside: each :class:`Pending` holds a
 :class:`Waiter` (a ``trio.Event`` in the conversation) that is set once, when its outcome is

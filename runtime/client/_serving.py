@@ -46,7 +46,13 @@ log = logging.getLogger("mcp_runtime.client")
 
 class ServerRequests:
     """The server's requests of one conversation, served in ``nursery``; answers go out
-    with ``send`` (the conversation's, which raises :class:`ClientError` when it cannot)."""
+    with ``send`` (the conversation's, which raises :class:`ClientError` when it cannot).
+
+    :meth:`admit` is called by the conversation's reader alone, one message at a time, and
+    returns once the request is refused (its answer sent) or its task started; it raises
+    nothing for anything the server sent. At most ``max_server_requests`` (the table's) run
+    at once; the application's handler code never runs in the reading task.
+    """
 
     def __init__(
         self,

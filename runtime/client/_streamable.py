@@ -49,6 +49,7 @@ import trio
 
 from ..framing import loggable, redact_url
 from ..protocol import BATCH_REVISION, CANCELLED, INITIALIZE, http_failure
+from ._auth import Auth, authorized_exchange
 from ._backoff import Backoff, BackoffRun, parse_retry_after
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
 from ._events import SEEN_IDS, EventReading, SeenIds, answered
@@ -99,7 +100,14 @@ class _Retry(Exception):
 
 
 class HttpConnector:
-    """Opens a :class:`StreamableLink` to ``url`` (it handles its own retries)."""
+    """Opens a :class:`StreamableLink` to ``url`` (it handles its own retries).
+
+    ``open_client`` builds it (``connector_for``) and sets :attr:`reinitialize` to the
+    client's, so that a session the server forgot is replaced from inside the link.
+    ``reconnects`` is False: there is no connection to reopen, each request makes its own
+    exchange and retries it under the policy of the module docstring. The pool's limits are
+    checked here, before anything is connected (``check_pool_limits``: ValueError).
+    """
 
     reconnects = False
 
@@ -116,10 +124,13 @@ class HttpConnector:
         max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
         idle_connection_timeout: float = DEFAULT_IDLE_CONNECTION_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        auth: Auth | None = None,
     ) -> None:
         check_pool_limits(max_idle_connections, idle_connection_timeout, max_connections)
         self.url = Url.parse(url)
         self.headers = dict(headers or {})
+        #: Asked for each request's authorization headers, told of 401/403 (``_auth``).
+        self.auth = auth
         self.backoff = backoff or Backoff()
         self.max_idle_connections = max_idle_connections
         self.idle_connection_timeout = idle_connection_timeout
@@ -145,6 +156,28 @@ class HttpConnector:
 
 
 class StreamableLink:
+    """One client's Streamable HTTP link (the :class:`Link` contract), alive for the
+    connector's ``open`` block; the client's conversation sends and receives through it,
+    and its handshake calls :meth:`negotiated`.
+
+    ``send`` of a request returns at once: its POST (and every retry, resume or re-sent
+    copy of it) runs in a task of its own in the link's nursery, and each request in it ends
+    exactly once: its answer arrives through :meth:`receive`, or a :class:`Failed` record
+    carrying the :class:`ClientError` that ended it, or nothing when the client cancelled it
+    (2026-07-28: by closing its POST's stream). A notification or an answer to the server is
+    POSTed in the sender's task, on the pool's reserved lane (a request's stream may be
+    waiting on it), and an HTTP error on it raises :class:`PeerError` there.
+
+    Everything the server sends, on any stream, goes through one inbox of ``_INBOX``
+    messages in the order it was read, so a reader that falls behind holds the server back
+    by TCP flow control, never by memory here. The handshake-era session (its id, taken from
+    ``initialize``'s answer, and its negotiated version) is the link's: a 404 for it makes
+    one new session for every request that saw it (``_reinit_lock``), each request re-sent
+    at most once. :meth:`aclose` is idempotent: it cancels the POSTs still running, ends the
+    session with DELETE (shielded, at most 2 s), closes the pool, and ends :meth:`receive`
+    (``trio.EndOfChannel``).
+    """
+
     def __init__(self, config: HttpConnector, nursery: trio.Nursery) -> None:
         self.config = config
         self._nursery = nursery
@@ -235,6 +268,10 @@ class StreamableLink:
     # -- exchanges --------------------------------------------------------------------------
 
     def _headers(self, out: Outgoing | None, accept: str | None) -> list[tuple[str, str]]:
+        """The request headers: a 2026-07-28 POST carries its own revision, ``Mcp-Method``
+        and ``Mcp-Name`` (and its ``Mcp-Param-*``) and no session; anything else carries
+        the session's id and negotiated version once known. The connector's own headers
+        (``Authorization``...) go last, on every exchange."""
         headers: list[tuple[str, str]] = []
         if accept is not None:
             headers.append(("Accept", accept))
@@ -268,7 +305,9 @@ class StreamableLink:
         headers = self._headers(out if method == "POST" else None, accept)
         if last_event_id is not None:
             headers.append(("Last-Event-ID", last_event_id))
-        return await self.pool.exchange(self.config.url, method, headers, body, reserved=reserved)
+        return await authorized_exchange(
+            self.pool, self.config.auth, self.config.url, method, headers, body, reserved=reserved
+        )
 
     async def _post_message(self, out: Outgoing) -> None:
         """A notification or a response: the server answers 202 Accepted (or an error).
@@ -284,6 +323,9 @@ class StreamableLink:
             await response.aclose()
 
     async def _post_request(self, out: Outgoing) -> None:
+        """The task of one request (or batch): its ids map to the scope a 2026-07-28
+        cancellation cancels, and a :class:`ClientError` that ends it becomes one
+        :class:`Failed` per id, so each waiting request learns its end."""
         ids = set(out.batch_ids) if out.batch_ids else {out.request_id}
         try:
             with trio.CancelScope() as scope:
@@ -301,6 +343,10 @@ class StreamableLink:
             self._readings.pop(id(out), None)
 
     async def _deliver_request(self, out: Outgoing, ids: set[Any]) -> None:
+        """POST ``out`` until every id in ``ids`` is answered, under the module docstring's
+        policy: each failure is retried (POSTed again, or resumed with ``Last-Event-ID``)
+        or raised, and retries take the connector's backoff, one budget per outage (an
+        exchange that delivered something, or stayed up ``_SETTLED`` seconds, ends it)."""
         run: BackoffRun | None = None
         resume: str | None = None
         reinitialized = False
@@ -399,6 +445,13 @@ class StreamableLink:
     async def _read_answer(
         self, out: Outgoing, response: HttpResponse, ids: set[Any], resuming: bool
     ) -> None:
+        """Take one response to ``out``: an SSE stream's messages, or a JSON body, pushed to
+        the inbox (the ids answered leave ``ids``). What is not an answer is raised for
+        ``_deliver_request`` to judge: ``_SessionLost`` (404 on our session), ``_Retry``
+        (429, 503), :class:`TransportLost` (a cut, a 404 with no MCP endpoint),
+        :class:`PeerError` (an error status, in the server's words when it sent a JSON-RPC
+        error) or :class:`BadMessage` (a body over ``max_message_size``, a 2xx without an
+        answer the client can read)."""
         status = response.status
         if status == 404 and (self.session_id is not None and not out.modern):
             raise _SessionLost
@@ -588,7 +641,8 @@ class StreamableLink:
 
 
 class _SessionLost(Exception):
-    pass
+    """Internal: a 404 for a request that carried our ``Mcp-Session-Id`` (2025-11-25
+    "Session Management": the server ended the session or never knew it)."""
 
 
 async def _drain(response: HttpResponse) -> None:

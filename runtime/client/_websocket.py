@@ -145,7 +145,16 @@ class StallGuard(trio.abc.Stream):
 
 
 class WebSocketConnector:
-    """Opens a WebSocket to ``url`` (``ws://`` or ``wss://``), subprotocol ``mcp``."""
+    """Opens a WebSocket to ``url`` (``ws://`` or ``wss://``), subprotocol ``mcp``.
+
+    The URL is checked when the connector is made (ValueError for another scheme or no
+    host). ``open`` connects (TCP, TLS for ``wss``) and completes the opening handshake, each
+    within ``connect_timeout``; it raises :class:`TransportLost` when either fails, with
+    ``refused`` for a failure no wait can mend (a refused connection, an unknown host, a
+    4xx to the handshake but 408 and 429). ``reconnects`` is True: the server is still at
+    the URL after a loss, and the client's keeper opens a new WebSocket under its backoff.
+    Leaving ``open`` runs the closing handshake (module docstring), even when cancelled.
+    """
 
     reconnects = True
 
@@ -268,6 +277,14 @@ async def _shielded_nursery(
 
 
 class _WebSocketLink:
+    """One WebSocket's link (the :class:`Link` contract): ``send`` writes one text message
+    per JSON-RPC message; ``receive`` returns the next message, text or binary, as bytes.
+    The server's Close with 1000 or 1001 is the clean end (``trio.EndOfChannel``); any other
+    close, or a stall the guard broke, is :class:`TransportLost` saying why, and a 1009 for
+    a message over ``max_message_size`` is :class:`MessageTooLarge`. ``aclose`` runs the
+    closing handshake, shielded, at most ``_DISCONNECT_TIMEOUT``.
+    """
+
     def __init__(self, ws: Any, name: str, guard: StallGuard, max_message_size: int) -> None:
         self._ws = ws
         self._name = name

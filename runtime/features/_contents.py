@@ -79,8 +79,7 @@ class _BlobReply(msgspec.Struct, omit_defaults=True, rename="camel", kw_only=Tru
     """A blob on its way into a ``resources/read`` reply: msgspec writes ``bytes`` as base64
     itself, inside the reply's one encode. Building the base64 ``str`` first (what
     :func:`to_contents` gives user code) means a second pass over it to encode and a third to
-    decode it as ASCII: a 4 MiB blob cost 108M instructions that way, against 71M for a bare
-    msgspec loop (callgrind, benchmarks/_big.py). Encode-only: nothing ever decodes it.
+    decode it as ASCII (figures: ``benchmarks/README.md``). Encode-only: nothing ever decodes it.
     ``blob`` is the bytes, or (past BLOB_PIECE) their base64 already encoded in pieces."""
 
     uri: str

@@ -25,10 +25,12 @@ from ._contracts import (
     TaskStore,
     split_event_id,
 )
+from ._grants import GrantStore, MemoryGrantStore
 from ._memory import MemoryBus, MemoryEventStore, MemorySessionStore, MemoryStore, MemoryTaskStore
 
 if TYPE_CHECKING:
     from ._redis import RedisBus, RedisEventStore, RedisSessionStore, RedisStore, RedisTaskStore
+    from ._redis_grants import RedisGrantStore
     from ._resp import RedisClient, RedisError
     from ._unix import UnixStore, serve_store
 
@@ -36,8 +38,10 @@ __all__ = [
     "RENEWALS_PER_LEASE",
     "Bus",
     "EventStore",
+    "GrantStore",
     "MemoryBus",
     "MemoryEventStore",
+    "MemoryGrantStore",
     "MemorySessionStore",
     "MemoryStore",
     "MemoryTaskStore",
@@ -45,6 +49,7 @@ __all__ = [
     "RedisClient",
     "RedisError",
     "RedisEventStore",
+    "RedisGrantStore",
     "RedisSessionStore",
     "RedisStore",
     "RedisTaskStore",
@@ -72,6 +77,7 @@ _LAZY = {
         "._redis",
     ),
     **dict.fromkeys(("RedisClient", "RedisError"), "._resp"),
+    "RedisGrantStore": "._redis_grants",
     **dict.fromkeys(("UnixStore", "serve_store"), "._unix"),
 }
 

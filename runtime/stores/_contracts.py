@@ -73,7 +73,13 @@ def split_event_id(event_id: str) -> tuple[str, int] | None:
 
 
 class StoreUnavailable(Exception):
-    """The shared store cannot be reached or did not answer within its timeout."""
+    """The shared store cannot be reached or did not answer within its timeout.
+
+    The one exception a store call raises for its backend (see the module docstring), so a
+    caller has one thing to catch. Where the answer needs the store, it becomes an error
+    (HTTP 503 with a JSON-RPC error body; a task request's JSON-RPC error); where it does
+    not (an SSE event kept for resumption, a change relayed to other replicas), it is
+    logged and the request goes on without it."""
 
 
 class SessionRecord(msgspec.Struct, omit_defaults=True):
@@ -227,7 +233,17 @@ class Bus(Protocol):
 
 
 class Store(Protocol):
-    """The bundle a server is given (``Server(store=...)``, ``--store URL``)."""
+    """The bundle a server is given (``Server(store=...)``, ``--store URL``; ``open_store``
+    reads the URL).
+
+    Who uses which part: the HTTP transport its ``sessions`` (handshake-era sessions any
+    replica may adopt) and ``events`` (SSE resumption, POST streams another replica
+    follows); ``runtime.ensemble`` its ``tasks`` and ``bus`` (tasks and list changes seen by
+    every replica) and ``shared_secret`` (the ``requestState`` key). The server enters
+    ``running`` once per serve over sockets (HTTP, WebSocket, TCP, Unix) and calls the
+    parts only inside it; a stdio or named-pipe server opens none. ``ready`` feeds the HTTP
+    readiness probe and costs no round trip.
+    """
 
     #: True when other processes see what this one stores (then sessions are adopted by any
     #: replica, and messages are routed through the bus).

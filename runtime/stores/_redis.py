@@ -108,6 +108,8 @@ _URL_OPTIONS = ("timeout", "lease")
 
 
 def _seconds(ttl: float) -> int:
+    """``ttl`` as whole seconds for ``EX``/``EXPIRE``, rounded up and at least 1: a key
+    never expires sooner than asked (0 would delete it, a negative TTL is an error)."""
     return max(1, int(ttl + 0.999))
 
 
@@ -244,6 +246,7 @@ def _event_keys(prefix: str, session_id: str) -> tuple[str, str, str]:
 
 
 def _milliseconds(seconds: float) -> int:
+    """``seconds`` for ``PX``, at least 1 ms (``PX 0`` is an error reply)."""
     return max(1, int(seconds * 1000))
 
 
@@ -485,6 +488,9 @@ class RedisBus:
                 continue  # the reader notices and reconnects, subscribing to the whole set
 
     async def _read(self, conn: RespConnection) -> None:
+        """Deliver the pub/sub connection's pushes until it breaks: a ``message`` to the
+        channel's subscribers, a ``subscribe`` confirmation to the ``subscribe`` waiting on
+        it; anything else (an ``unsubscribe`` confirmation) is ignored."""
         while True:
             reply = await conn.read()
             if not isinstance(reply, list) or len(reply) < 3:
@@ -584,6 +590,10 @@ class RedisStore:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """The bus's writer and reader and the health PING, until left; then the pool is
+        closed. It waits for the bus's first connection attempt only (within ``timeout``):
+        a Redis down at start-up makes the server serve degraded (``ready`` False), and the
+        bus connects and subscribes once Redis is back."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.redis_bus.write)
             await nursery.start(self.redis_bus.serve)

@@ -37,10 +37,14 @@ class RedisError(Exception):
 
 
 class _Incomplete(Exception):
-    pass
+    """Internal: the buffer holds only part of a reply; read more and parse again from the
+    reply's start (nothing is consumed until a whole reply is there)."""
 
 
 def encode_command(args: Sequence[Arg]) -> bytes:
+    """One command as RESP2 sends it: an array of bulk strings, so any bytes go through
+    (no quoting, no escaping: a session id or an SSE event's data is never read as
+    syntax). ``str`` is UTF-8; a number is its ``str``."""
     parts = [b"*%d\r\n" % len(args)]
     for arg in args:
         if isinstance(arg, bytes):
@@ -56,6 +60,11 @@ def encode_command(args: Sequence[Arg]) -> bytes:
 
 
 def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
+    """The reply that starts at ``pos`` and where it ends: simple strings and bulk strings
+    as bytes, integers as int, nil as None, arrays as lists, and an error reply as a
+    :class:`RedisError` value (returned, not raised: a pipeline keeps each command's
+    outcome in its place). :class:`_Incomplete` until the whole reply is in ``buf``; an
+    unknown type byte is :class:`StoreUnavailable` (what answers is not Redis)."""
     end = buf.find(b"\r\n", pos)
     if end < 0:
         raise _Incomplete
@@ -99,6 +108,9 @@ class RespConnection:
 
     @classmethod
     async def open(cls, host: str, port: int, db: int, password: str | None) -> RespConnection:
+        """Connect, then ``AUTH`` and ``SELECT`` as configured, in one round trip; a refusal
+        of either is :class:`StoreUnavailable` (the store cannot be used), and the
+        connection is closed on any failure."""
         conn = cls(await trio.open_tcp_stream(host, port))
         try:
             setup: list[list[Arg]] = []
@@ -116,9 +128,12 @@ class RespConnection:
         return conn
 
     async def send(self, commands: Sequence[Sequence[Arg]]) -> None:
+        """Write ``commands`` in one ``send_all``; their replies are read by :meth:`read`."""
         await self.stream.send_all(b"".join(encode_command(c) for c in commands))
 
     async def read(self) -> Any:
+        """The next reply (see :func:`_parse`); ``trio.BrokenResourceError`` when Redis
+        closed the connection."""
         while True:
             if self._buf:
                 try:
@@ -228,6 +243,9 @@ class RedisClient:
         return replies
 
     def _failed(self, conn: RespConnection | None, why: str) -> StoreUnavailable:
+        """A call failed: close its connection and the idle ones (in system tasks: no
+        caller waits on it), widen the backoff window, log the outage once (its first
+        failure), and return the error for the caller to raise."""
         if conn is not None:
             trio.lowlevel.spawn_system_task(conn.aclose)
         for idle in self._idle:

@@ -70,6 +70,7 @@ _RESULTS: Final = {op: msgspec.msgpack.Decoder(types[1]) for op, types in _OPS.i
 
 
 def _frame(message: Any) -> bytes:
+    """``message`` as msgpack behind its 4-byte big-endian length."""
     body = _encode(message)
     return _LENGTH.pack(len(body)) + body
 
@@ -152,6 +153,11 @@ async def _answer(
     subscribed: dict[str, Callable[[], None]],
     deliver: Callable[[str], Callable[[bytes], None]],
 ) -> None:
+    """Answer one connection's requests in order until it ends. Each reply is queued at
+    once (``send``, unbounded: the holder never waits on a slow reader, as an op never
+    waits on ``store``). What a frame gets wrong (undecodable, an unknown op, arguments of
+    the wrong type) is an error reply naming it; only a lost connection or an oversize
+    frame ends the loop."""
     targets: dict[str, Any] = {
         "sessions": store.sessions,
         "events": store.events,
@@ -211,6 +217,16 @@ class _Part:
 
 
 class _Bus:
+    """``UnixStore.bus``: this process's subscribers, one subscription per channel at the
+    holder (made by the first local subscriber, ended after the last unsubscribes).
+
+    Messages the holder pushes are delivered in the connection's reading task, to each
+    subscriber of the channel in the order they subscribed; one that raises is logged and
+    the others still get the message. A ``subscribe`` whose holder subscription fails or
+    is cancelled leaves nothing behind. An unsubscribe is synchronous (the contract's
+    function), so the holder hears of it soon after, in a task of the store's.
+    """
+
     def __init__(self, store: UnixStore) -> None:
         self._store = store
         self._handlers: dict[str, list[Callable[[bytes], None]]] = {}
@@ -316,6 +332,9 @@ class UnixStore:
         return secret
 
     async def _read(self, stream: trio.SocketStream) -> None:
+        """Hand each answer to the call waiting for its id (an answer nobody waits for any
+        more is dropped) and each bus push to :class:`_Bus`; once the connection is lost,
+        every call still waiting is woken without an answer (StoreUnavailable)."""
         try:
             async for body in _frames(stream):
                 request_id, first, value = _frame_decoder.decode(body)

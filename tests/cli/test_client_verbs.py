@@ -245,7 +245,8 @@ def test_docs_cli_md_is_the_reference() -> None:
                 if option not in ("-h", "--help", "--args"):  # --args: what --json '{...}' is
                     assert f"`{option}" in section, (command, option)
     statuses = dict(re.findall(r"^\| (\d+) \| (.+) \|$", section, flags=re.M))
-    assert set(statuses) == {"0", "1", "2", "3", "141"}
+    assert set(statuses) == {"0", "1", "2", "3", "4", "141"}
     assert (_cli.EXIT_OK, _cli.EXIT_TOOL_ERROR, _cli.EXIT_USAGE, _cli.EXIT_FAILED) == (0, 1, 2, 3)
     assert "isError" in statuses["1"] and "usage error" in statuses["2"]
     assert "could not be reached" in statuses["3"]
+    assert _cli.EXIT_AUTH == 4 and "authorization failed" in statuses["4"]

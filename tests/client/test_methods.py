@@ -291,6 +291,20 @@ async def test_task_cancel_and_input_through_tasks(era: str) -> None:
                 assert (await client.task_result(task.task_id))["content"][0]["text"] == "x:decline"
 
 
+async def test_a_task_past_the_timeout_is_a_request_timeout() -> None:
+    """call_tool follows a task the server chose under the call's timeout: past it, the
+    caller gets the client's RequestTimeout naming the task, as for any request."""
+    with trio.fail_after(20):
+        async with (
+            serve_target("tcp-ndjson") as (target, _),
+            open_client(target, era="modern") as client,
+        ):
+            with pytest.raises(RequestTimeout) as timed_out:
+                await client.call_tool("build", {"target": "t", "seconds": 30}, timeout=0.5)
+            assert timed_out.value.method.startswith("task ")
+            assert timed_out.value.timeout == 0.5
+
+
 async def test_batches_over_http_in_a_2025_03_26_session() -> None:
     with trio.fail_after(20):
         async with (

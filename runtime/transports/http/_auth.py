@@ -22,9 +22,17 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import Raw
 
-from ...auth import AccessToken, AuthConfig, AuthError, authenticate, authorize
+from ...auth import (
+    AccessToken,
+    AuthConfig,
+    AuthError,
+    Route,
+    RouteRequest,
+    authenticate,
+    authorize,
+)
 from ...protocol import TOOLS_CALL, Envelope, JSONRPCError, decode_item
-from ._exchange import HttpError, HttpRequest, as_refusal, principal_key
+from ._exchange import Exchange, HttpError, HttpRequest, as_refusal, principal_key
 
 __all__ = ["Authenticate", "Gate", "calls_in"]
 
@@ -84,9 +92,25 @@ class Gate:
         self.enabled = auth is not None or hook is not None
         #: Request path -> RFC 9728 document (root and path-inserted forms).
         self.metadata: dict[str, bytes] = {}
+        #: Request path -> an endpoint of an authorization server served beside MCP's
+        #: (``AuthConfig.routes``), answered by ``serve_route`` without a token.
+        self.routes: dict[str, Route] = {}
         if auth is not None:
             document = auth.resource_metadata.document_json()
             self.metadata = dict.fromkeys(auth.resource_metadata.well_known_paths(), document)
+            self.routes = dict(auth.routes)
+
+    async def serve_route(self, route: Route, request: HttpRequest, exchange: Exchange) -> None:
+        """Answer ``request`` with ``route`` (plain request and response, no transport type
+        crosses; see ``runtime.auth.RouteRequest``)."""
+        plain = RouteRequest(request.method, request.target, request.fields, bytes(request.body))
+        response = await route(plain)
+        await exchange.respond(
+            response.status,
+            response.body,
+            content_type=response.content_type,
+            headers=list(response.headers),
+        )
 
     async def check(
         self, authorization: str | None, target: str, headers: Iterable[tuple[str, str]]

@@ -168,6 +168,9 @@ async def serve_http(
                     return exchange.respond(200, document)
                 if path is not None and target == path:
                     return streamable(request, exchange)
+                route = gate.routes.get(target)
+                if route is not None:  # an authorization server's endpoint (AuthConfig.routes)
+                    return gate.serve_route(route, request, exchange)
                 if metrics is not None and target == metrics_path:
                     if request.method != "GET":
                         raise HttpError(405, "Method Not Allowed", headers=[("Allow", "GET")])
