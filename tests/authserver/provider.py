@@ -30,9 +30,7 @@ def _free_port() -> int:
 def node_or_skip() -> str:
     node = shutil.which("node")
     if node is None or not (HERE / "node_modules" / "oidc-provider").is_dir():
-        message = (
-            "needs node and oidc-provider: cd tests/oidc && npm ci (.ci/run does this)"
-        )
+        message = "needs node and oidc-provider: cd tests/oidc && npm ci (.ci/run does this)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

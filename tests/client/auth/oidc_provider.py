@@ -33,9 +33,7 @@ SERVICE_SECRET = "service-secret-for-tests-only"
 def _need_provider() -> str:
     node = shutil.which("node")
     if node is None or not (HERE / "node_modules" / "oidc-provider").is_dir():
-        message = (
-            "oidc-provider is not installed: run `npm ci` in tests/oidc (.ci/run does)"
-        )
+        message = "oidc-provider is not installed: run `npm ci` in tests/oidc (.ci/run does)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
