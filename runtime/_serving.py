@@ -4,7 +4,7 @@ Every serve holds the server serving (``Lifetime.running``: the outermost enters
 lifespan) and registers a shutdown signal for its body (``Server.shutdown`` sets it: stop
 reading and accepting, then give in-flight requests ``Limits.shutdown_grace``). Stream
 transports (stdio, TCP, Unix sockets, named pipes) end as one ``Connection`` per client; the
-network transports (HTTP, WebSocket) are given the server's hooks (``_compose``) and run
+network transports (HTTP, WebSocket) are given the server's port (``_compose``) and run
 with its store, shared with the other replicas when it is shared (``runtime.ensemble``).
 """
 
@@ -15,7 +15,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
@@ -28,9 +28,12 @@ if TYPE_CHECKING:
     import socket
 
     from ._compose import Composed
+    from ._pipeline import Pipeline
+    from .auth import AuthConfig
     from .ensemble import Shares
+    from .middleware import Metrics
     from .stores import Store
-    from .transports import Hooks
+    from .transports import EventStore, HttpLimits, ServerPort
 
     # Declared for the type checker only: ``Shares`` lives beside the store, which a stdio
     # server never loads.
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
 
         #: ``runtime.stores``: a URL or a ``Store`` (opened when a network serve starts).
         store: Store | str | None
+        #: What the network transports use when their serve is given none of its own.
+        http_limits: HttpLimits | None
+        event_store: EventStore | None
 
 
 __all__ = ["Serving"]
@@ -52,11 +58,13 @@ _FAULT_AGAIN: Final = 1.0
 
 class Serving:
     """The transports' side of one server: ``server`` (its dispatcher, limits, store and
-    connections) under ``lifetime`` (the lifespan, the count of serves, shutdown)."""
+    connections) under ``lifetime`` (the lifespan, the count of serves, shutdown), with
+    ``pipeline`` (its middleware: an HTTP serve's metrics join it)."""
 
-    def __init__(self, server: Served, lifetime: Lifetime) -> None:
+    def __init__(self, server: Served, lifetime: Lifetime, pipeline: Pipeline) -> None:
         self._server = server
         self._lifetime = lifetime
+        self._pipeline = pipeline
 
     async def stdio(self, framing: FramingName, task_status: trio.TaskStatus[None]) -> None:
         server = self._server
@@ -173,9 +181,99 @@ class Serving:
                             task_status=task_status,
                         )
 
+    async def http(
+        self,
+        *,
+        port: int,
+        host: str,
+        path: str | None,
+        sse_path: str | None,
+        messages_path: str,
+        allowed_origins: Iterable[str] | None,
+        allowed_hosts: Iterable[str] | None,
+        http_limits: HttpLimits | None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None,
+        auth: AuthConfig | None,
+        event_store: EventStore | None,
+        sock: Any,
+        metrics: Metrics | None,
+        metrics_path: str,
+        metrics_token: str | None,
+        sockets: Sequence[socket.socket] | None,
+        task_status: trio.TaskStatus[tuple[Any, ...]],
+    ) -> None:
+        """``Server.serve_http``: the server's own ``http_limits`` and ``event_store`` when
+        the call gives none; ``metrics`` counts every request, so it is the outermost
+        middleware."""
+        if metrics is not None:
+            self._pipeline.put_first(metrics)
+        from .transports import serve_http
+
+        server = self._server
+        async with self.network() as (server_port, store, shutdown):
+            await serve_http(
+                server_port,
+                port=port,
+                host=host,
+                path=path,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or server.http_limits,
+                max_body_size=server.limits.max_frame_size,
+                authenticate=authenticate,
+                auth=auth,
+                event_store=event_store or server.event_store,
+                store=store,
+                sock=sock,
+                sockets=sockets,
+                metrics=metrics.render if metrics is not None else None,
+                metrics_path=metrics_path,
+                metrics_token=metrics_token,
+                shutdown=shutdown,
+                task_status=task_status,
+            )
+
+    async def websocket(
+        self,
+        *,
+        port: int,
+        host: str,
+        path: str,
+        allowed_origins: Iterable[str] | None,
+        allowed_hosts: Iterable[str] | None,
+        http_limits: HttpLimits | None,
+        auth: AuthConfig | None,
+        authenticate: Callable[[dict[str, str]], Awaitable[Any]] | None,
+        sock: socket.socket | None,
+        task_status: trio.TaskStatus[tuple[Any, ...]],
+    ) -> None:
+        """``Server.serve_websocket``: the server's own ``http_limits`` when the call gives
+        none; a message is at most a frame (``Limits.max_frame_size``)."""
+        from .transports import serve_websocket
+
+        server = self._server
+        async with self.network() as (server_port, _store, shutdown):
+            await serve_websocket(
+                server_port,
+                port=port,
+                host=host,
+                path=path,
+                allowed_origins=allowed_origins,
+                allowed_hosts=allowed_hosts,
+                limits=http_limits or server.http_limits,
+                max_message_size=server.limits.max_frame_size,
+                auth=auth,
+                authenticate=authenticate,
+                shutdown=shutdown,
+                sock=sock,
+                task_status=task_status,
+            )
+
     @contextlib.asynccontextmanager
-    async def network(self) -> AsyncIterator[tuple[Hooks, Store, trio.Event]]:
-        """For HTTP and WebSocket, held for their whole serve: the hooks they are given
+    async def network(self) -> AsyncIterator[tuple[ServerPort, Store, trio.Event]]:
+        """For HTTP and WebSocket, held for their whole serve: the port they are given
         (``_compose``), the server's store, running (shared with the other replicas when
         it is shared: list changes, resource updates, sealing keys, tasks), and the
         shutdown signal."""
@@ -185,10 +283,10 @@ class Serving:
         async with self._lifetime.running():
             store = open_store(self._server.store)
             with self._lifetime.shutdown_signal() as shutdown:
-                from ._compose import transport_hooks
+                from ._compose import transport_port
 
                 async with sharing(self._server, store):
-                    yield transport_hooks(self._server), store, shutdown
+                    yield transport_port(self._server), store, shutdown
 
     async def _listeners(
         self,

@@ -59,6 +59,23 @@ def test_benchmark_results_in_the_tree_are_cited() -> None:
     assert not uncited, f"benchmarks/results/ files no page cites: {uncited}"
 
 
+def test_the_figures_comments_point_to_are_in_benchmarks_readme() -> None:
+    """A comment that leaves a measurement to ``benchmarks/README.md, "Title"`` names a
+    section there (``### Title``): the pointer stays true when a section is renamed."""
+    sections = set(
+        re.findall(r"^#+ (.+)$", (ROOT / "benchmarks" / "README.md").read_text(), re.MULTILINE)
+    )
+    cited = {}
+    for path in (ROOT / "runtime").rglob("*.py"):
+        # (A pointer may wrap: the comment markers and indentation between are dropped.)
+        text = re.sub(r"\n\s*(#:?|)\s*", " ", path.read_text())
+        for title in re.findall(r'benchmarks/README\.md, "([^"]+)"', text):
+            cited.setdefault(title, path.relative_to(ROOT))
+    assert cited, "no comment points to benchmarks/README.md"
+    missing = {title: str(where) for title, where in cited.items() if title not in sections}
+    assert not missing, missing
+
+
 #: ``Server``'s public surface: its attributes, and each method's parameters (in order).
 SERVER_ATTRIBUTES = {
     "completer",

@@ -12,10 +12,16 @@ it through the conversation under the request's timeout, and reads the answer:
   interval, its input requests answered through ``tasks/update``) until it ends, within
   the same timeout, and returns its result.
 - The result decodes as the type asked for, or :class:`BadMessage` names what is wrong.
+- A 2026-07-28 request refused with -32022 UnsupportedProtocolVersion whose ``data.supported``
+  names a stateless revision this client speaks goes once more, naming that revision (and
+  later requests name it too): 2026-07-28 basic/versioning, "the client SHOULD retry with a
+  version from the supported list". Once: a server that refuses the version it named is
+  not negotiating, and the second refusal is the caller's answer.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
@@ -23,7 +29,15 @@ from typing import Any, Final, Literal, TypeVar
 import msgspec
 import trio
 
-from ..protocol import INTERNAL_ERROR, TASKS_GET, TASKS_UPDATE, Task
+from ..framing import loggable
+from ..protocol import (
+    INTERNAL_ERROR,
+    MODERN_VERSIONS,
+    TASKS_GET,
+    TASKS_UPDATE,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Task,
+)
 from ._answers import Answers
 from ._conversation import Conversation
 from ._decode import convert_as, decode_as, decode_value
@@ -33,6 +47,8 @@ from ._outgoing import RequestBuilder, progress_token
 from ._serving import ServerRequestHandler
 
 __all__ = ["DEFAULT", "MAX_INPUT_ROUNDS", "Caller"]
+
+log = logging.getLogger("mcp_runtime.client")
 
 T = TypeVar("T")
 #: Stands for "the client's own timeout" in a ``timeout=`` argument (None means none).
@@ -103,28 +119,43 @@ class Caller:
         """Send one request and return its raw result. ``modern`` overrides the era (the
         era probe, the handshake); ``early``: it may go before the client is ready (the
         handshake itself); ``request_id``: an id taken already (a listen's is its
-        subscription id)."""
+        subscription id). A 2026-07-28 -32022 refusal naming a version this client speaks
+        sends it once more (see the module docstring), under a new id unless one was given,
+        and with a timeout of its own."""
         if timeout is DEFAULT:
             timeout = self.timeout
-        if request_id is None:
-            request_id = self.conversation.next_id()
-        out = self.builder.request(
-            request_id,
-            method,
-            params,
-            modern=self.modern if modern is None else modern,
-            progress=progress is not None,
-            repeatable=repeatable,
-        )
-        return await self.conversation.request(
-            out,
-            timeout=timeout,
-            progress=progress,
-            progress_token=progress_token(request_id) if progress is not None else None,
-            early=early,
-            on_notification=on_notification,
-            on_request=on_request,
-        )
+        modern = self.modern if modern is None else modern
+        for attempt in (1, 2):
+            out = self.builder.request(
+                self.conversation.next_id() if request_id is None else request_id,
+                method,
+                params,
+                modern=modern,
+                progress=progress is not None,
+                repeatable=repeatable,
+            )
+            try:
+                return await self.conversation.request(
+                    out,
+                    timeout=timeout,
+                    progress=progress,
+                    progress_token=progress_token(out.request_id) if progress is not None else None,
+                    early=early,
+                    on_notification=on_notification,
+                    on_request=on_request,
+                )
+            except PeerError as exc:
+                version = _version_to_retry(exc) if modern and attempt == 1 else None
+                if version is None:
+                    raise
+                log.info(
+                    "%s: the server refused version %s; once more with %s",
+                    method,
+                    loggable(out.version),
+                    version,
+                )
+                self.builder.version = version
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def call(
         self,
@@ -198,3 +229,15 @@ class Caller:
         # The caller's timeout covers the whole task, as it covers any request.
         assert timeout is not None
         raise RequestTimeout(f"task {task.task_id}", timeout)
+
+
+def _version_to_retry(refusal: PeerError) -> str | None:
+    """The stateless revision to try after ``refusal``: the newest this client speaks among
+    those a -32022 names in ``data.supported`` (2026-07-28 basic/versioning); None for any
+    other error, or when the server names none this client speaks."""
+    if refusal.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(refusal.data, dict):
+        return None
+    supported = refusal.data.get("supported")
+    if not isinstance(supported, list):
+        return None
+    return next((version for version in MODERN_VERSIONS if version in supported), None)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
 
+import msgspec
 import trio
 
 from ..protocol import (
@@ -78,7 +79,16 @@ from ._outgoing import CLIENT_VERSION, RequestBuilder
 from ._pages import MAX_LIST_ITEMS, MAX_LIST_PAGES, Pages
 from ._types import ServerDescription
 
-__all__ = ["MAX_LIST_ITEMS", "MAX_LIST_PAGES", "Client", "Era", "Notification", "RequestHandler"]
+__all__ = [
+    "MAX_LIST_ITEMS",
+    "MAX_LIST_PAGES",
+    "Client",
+    "Era",
+    "Notification",
+    "RequestHandler",
+    "choose_era",
+    "keep_link",
+]
 
 log = logging.getLogger("mcp_runtime.client")
 
@@ -222,15 +232,6 @@ class Client:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def _maintain(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        await self._conversation.maintain(task_status=task_status)
-
-    async def _start(self) -> None:
-        """Choose the era (``Handshake.start``)."""
-        await self._handshake.start()
-
     async def _after_reconnect(self) -> None:
         await self._handshake.after_reconnect()
 
@@ -292,8 +293,13 @@ class Client:
             await self._caller.raw(PING, None, timeout=timeout)
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of tools. In the 2026-07-28 era a tool whose ``x-mcp-header`` marks are
+        invalid is left out (and logged): 2026-07-28 streamable-http, "Schema Extension"."""
         page = await self._caller.call(TOOLS_LIST, _cursor(cursor), ListToolsResult)
-        self._builder.param_headers.learn(page.tools)
+        if self._caller.modern:
+            kept = self._builder.param_headers.learn(page.tools)
+            if len(kept) != len(page.tools):
+                page = msgspec.structs.replace(page, tools=kept)
         return page
 
     async def all_tools(self) -> list[Tool]:
@@ -316,7 +322,13 @@ class Client:
         exception; a call the server runs as a task (2026-07-28 tasks extension) is
         followed to the task's end (:meth:`call_tool_as_task` gives the task itself).
         ``on_notification``: the notifications (log messages) sent on this call's own
-        response stream, as :meth:`request` says."""
+        response stream, as :meth:`request` says. A tool that the last listing left out for
+        invalid ``x-mcp-header`` marks is refused here (:class:`ClientError`), before
+        anything is sent."""
+        headers = self._builder.param_headers
+        rejected = headers.rejected.get(name) if self._caller.modern else None
+        if rejected is not None:
+            raise ClientError(f"tool {name!r} was left out of tools/list: {rejected}")
         params = {"name": name, "arguments": dict(arguments or {})}
         call = self._caller.call
         try:
@@ -331,10 +343,13 @@ class Client:
         except PeerError as exc:
             # -32020 HeaderMismatch: the tool mirrors arguments into Mcp-Param-* headers and
             # we did not know it yet (no tools/list seen): learn the tools, try once more.
-            headers = self._builder.param_headers
             if exc.code != HEADER_MISMATCH or headers.knows(name):
                 raise
             await self.all_tools()
+            if name in headers.rejected:
+                raise ClientError(
+                    f"tool {name!r} was left out of tools/list: {headers.rejected[name]}"
+                ) from exc
             if not headers.knows(name):
                 raise
             return await call(
@@ -525,3 +540,20 @@ class Client:
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
+
+
+# -- starting a client: open_client's two steps -----------------------------------------------
+
+
+async def keep_link(
+    client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Hold ``client``'s link open, re-opened after a loss while the reconnection policy
+    allows, until cancelled; started once the first link is open (``nursery.start``)."""
+    await client._conversation.maintain(task_status=task_status)
+
+
+async def choose_era(client: Client) -> None:
+    """Choose ``client``'s era over its kept link (``server/discover`` or ``initialize``,
+    ``Handshake.start``); the client is ready for requests once this returns."""
+    await client._handshake.start()

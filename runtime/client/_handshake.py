@@ -43,7 +43,7 @@ from ..protocol import (
 from ._caller import Caller
 from ._decode import decode_as, decode_value
 from ._errors import BadMessage, ClientError, PeerError, TransportLost
-from ._outgoing import MODERN_VERSION, RequestBuilder
+from ._outgoing import RequestBuilder
 from ._types import ServerDescription
 
 __all__ = ["Era", "Handshake"]
@@ -135,14 +135,15 @@ class Handshake:
         if not isinstance(data, dict):
             raise BadMessage("server/discover: the result is not an object")
         supported = data.get("supportedVersions") or []
-        if MODERN_VERSION not in supported:
+        version = self._builder.version
+        if version not in supported:
             raise PeerError(
-                UNSUPPORTED_PROTOCOL_VERSION, f"the server does not support {MODERN_VERSION}", data
+                UNSUPPORTED_PROTOCOL_VERSION, f"the server does not support {version}", data
             )
         meta = data.get("_meta") or {}
         info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         self.description = ServerDescription(
-            protocol_version=MODERN_VERSION,
+            protocol_version=version,
             capabilities=data.get("capabilities") or {},
             server_info=msgspec.convert(info, Implementation) if isinstance(info, dict) else None,
             instructions=data.get("instructions"),
@@ -170,7 +171,7 @@ class Handshake:
         await self._conversation.send(builder.initialized())
         negotiated = getattr(link, "negotiated", None)
         if negotiated is not None:
-            negotiated(description.protocol_version)
+            await negotiated(description.protocol_version)
 
     async def after_reconnect(self) -> None:
         """A new link: the handshake era needs a new session (and its state)."""

@@ -42,6 +42,8 @@ from ._client import (
     Era,
     Notification,
     RequestHandler,
+    choose_era,
+    keep_link,
 )
 from ._connectors import (
     Connector,
@@ -336,9 +338,9 @@ async def open_client(
         )
         if isinstance(connector, HttpConnector):
             connector.reinitialize = client.reinitialize
-        await nursery.start(client._maintain)
+        await nursery.start(keep_link, client)
         try:
-            await client._start()
+            await choose_era(client)
             yield client
         finally:
             await client.aclose()

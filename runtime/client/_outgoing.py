@@ -106,6 +106,9 @@ class Outgoing:
     expects_response: bool = False
     #: Extra HTTP headers for this message (2026-07-28 ``Mcp-Param-*``).
     headers: Sequence[tuple[str, str]] = ()
+    #: The revision a modern message names in ``_meta`` (the HTTP link repeats it in the
+    #: ``MCP-Protocol-Version`` header, which must agree).
+    version: str = MODERN_VERSION
 
 
 def cancellation(out: Outgoing, reason: str) -> Outgoing:
@@ -114,7 +117,11 @@ def cancellation(out: Outgoing, reason: str) -> Outgoing:
     how that revision cancels, so the message keeps the request's era)."""
     params = {"requestId": out.request_id, "reason": reason}
     return Outgoing(
-        encode_notification(CANCELLED, params), CANCELLED, out.request_id, modern=out.modern
+        encode_notification(CANCELLED, params),
+        CANCELLED,
+        out.request_id,
+        modern=out.modern,
+        version=out.version,
     )
 
 
@@ -139,6 +146,9 @@ class RequestBuilder:
         self.tasks = tasks
         self.log_level: str | None = None
         self.param_headers = ParamHeaders()
+        #: The stateless revision requests name: :data:`MODERN_VERSION` until a server
+        #: refuses it and names another this client speaks (``Caller.raw`` retries then).
+        self.version: str = MODERN_VERSION
 
     def modern_meta(self) -> dict[str, Any]:
         """The ``_meta`` members every 2026-07-28 request carries."""
@@ -146,7 +156,7 @@ class RequestBuilder:
         if self.tasks:
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
         meta: dict[str, Any] = {
-            META_PROTOCOL_VERSION: MODERN_VERSION,
+            META_PROTOCOL_VERSION: self.version,
             META_CLIENT_CAPABILITIES: capabilities,
             META_CLIENT_INFO: msgspec.to_builtins(self.client_info),
         }
@@ -190,6 +200,7 @@ class RequestBuilder:
             method in REPEATABLE_METHODS if repeatable is None else repeatable,
             expects_response=True,
             headers=headers,
+            version=self.version,
         )
 
     def batch_item(
@@ -208,6 +219,7 @@ class RequestBuilder:
             encode_notification(method, dict(params) if params is not None else None),
             method,
             modern=modern,
+            version=self.version,
         )
 
     @staticmethod

@@ -64,7 +64,6 @@ from ._http import (
     check_pool_limits,
 )
 from ._link import Failed, Link, OnStream, Outgoing, single_errors
-from ._outgoing import MODERN_VERSION
 from ._param_headers import encode_header_value
 
 __all__ = ["HttpConnector", "StreamableLink"]
@@ -195,6 +194,8 @@ class StreamableLink:
         self._posts: dict[Any, trio.CancelScope] = {}
         self._seen = SeenIds()
         self._standing = False
+        #: Set when the standing stream's first GET has its answer (or failed).
+        self._standing_answered = trio.Event()
         self._reinit_lock = trio.Lock()
         self._closed = False
         #: What the SSE streams answering each request have delivered (its last event id,
@@ -213,12 +214,22 @@ class StreamableLink:
 
     # -- the Link interface -----------------------------------------------------------------
 
-    def negotiated(self, version: str) -> None:
-        """The handshake finished: send the version header and open the standing stream."""
+    async def negotiated(self, version: str) -> None:
+        """The handshake finished: send the version header and open the standing stream.
+
+        Returns once the server has answered the stream's GET (or refused it, or
+        ``connect_timeout`` passed): a server may send a request that relates to no request
+        of ours (an elicitation from a tool, as the official SDK's servers do) on that
+        stream only, and drop it when the stream is not open yet (2025-11-25 transports,
+        "Listening for Messages from the Server"), so the client's first requests wait for
+        it rather than race it."""
         self.protocol_version = version
         if not self._standing:
             self._standing = True
+            self._standing_answered = trio.Event()
             self._nursery.start_soon(self._standing_stream)
+            with trio.move_on_after(self.config.connect_timeout):
+                await self._standing_answered.wait()
 
     def allows_batches(self) -> bool:
         return self.protocol_version == BATCH_REVISION and self.session_id is not None
@@ -278,7 +289,7 @@ class StreamableLink:
         if out is not None:
             headers.append(("Content-Type", "application/json"))
             if out.modern:
-                headers.append(("MCP-Protocol-Version", MODERN_VERSION))
+                headers.append(("MCP-Protocol-Version", out.version))
                 if out.method is not None and out.expects_response:
                     headers.append(("Mcp-Method", out.method))
                     if out.name is not None:
@@ -586,9 +597,12 @@ class StreamableLink:
             while not self._closed and self.session_id is not None:
                 hint: float | None = None
                 try:
-                    response = await self._exchange(
-                        "GET", b"", accept="text/event-stream", last_event_id=last_id
-                    )
+                    try:
+                        response = await self._exchange(
+                            "GET", b"", accept="text/event-stream", last_event_id=last_id
+                        )
+                    finally:
+                        self._standing_answered.set()
                     try:
                         if response.status == 405:
                             log.debug("the server offers no standing stream (405)")
@@ -638,6 +652,7 @@ class StreamableLink:
             log.error("the standing stream failed: %s", loggable(exc))
         finally:
             self._standing = False
+            self._standing_answered.set()
 
 
 class _SessionLost(Exception):

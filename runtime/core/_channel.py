@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..protocol import DecodedFrame
+
 __all__ = ["MessageChannel", "Outgoing"]
 
 #: One outgoing message and the id of the request it belongs to: a response's own id, the
@@ -19,8 +21,10 @@ class MessageChannel(Protocol):
 
     Every transport ends as one of these; the supervisor drives it the same way everywhere.
 
-    ``receive`` returns the next message. It raises ``trio.EndOfChannel`` at a clean end of
-    input, ``runtime.framing.FramingError`` for a bad frame (when ``fatal`` is False the
+    ``receive`` returns the next message: its bytes, or a ``runtime.protocol.DecodedFrame``
+    when the transport has decoded and judged it already (the reader then neither decodes
+    nor judges it again). It raises ``trio.EndOfChannel`` at a clean end of input,
+    ``runtime.framing.FramingError`` for a bad frame (when ``fatal`` is False the
     channel has skipped it and ``receive`` may be called again), ``trio.TooSlowError`` when
     a read or idle timeout closed the connection (its message says which), and
     ``trio.BrokenResourceError`` when the peer vanished.
@@ -48,9 +52,14 @@ class MessageChannel(Protocol):
     Whoever feeds the channel calls ``Connection.resume()`` after; when the connection needs
     a round and none is serving (input, ``start_soon``, shutdown, its end), it calls the
     channel's ``wake()``, whose owner then calls ``serve()`` again, from a task of its own.
+
+    Optionally, ``refuses_duplicate_ids`` True says that the transport refuses a request
+    whose id is in flight itself, before the message reaches the channel, over a span at
+    least as long as the connection's (an HTTP session: until the POST carrying it is
+    answered); the connection's request table then does not judge ids again.
     """
 
-    async def receive(self) -> bytes: ...
+    async def receive(self) -> bytes | DecodedFrame: ...
 
     async def send(self, messages: Sequence[Outgoing]) -> None: ...
 

@@ -133,7 +133,10 @@ class Connection:
         self._shutdown = shutdown
         self._id = connection_id or f"c{next(_connection_ids)}"
         self._table: RequestTable[Waiter] = RequestTable(
-            limits.max_in_flight, session.first_request_id
+            limits.max_in_flight,
+            session.first_request_id,
+            # (``MessageChannel.refuses_duplicate_ids``: a channel that judges ids itself.)
+            judges_ids=not getattr(channel, "refuses_duplicate_ids", False),
         )
         self._out = Outbox(channel, limits, self._id, self._output_broke)
         self._assembler = Assembler(dispatcher, limits.request_timeout, self._table)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import trio
 
 from ..framing import FramingError, escape_excerpt
-from ..protocol import error_reply, framing_error
+from ..protocol import DecodedFrame, error_reply, framing_error
 from ._assembler import Assembler
 from ._channel import MessageChannel
 from ._outbox import Outbox
@@ -76,7 +76,9 @@ class Intake:
         self._ready_frame: Callable[[], bytes | None] | None = getattr(channel, "ready_frame", None)
         # Channels read only while they have input: with none the generation ends instead of
         # parking a task, so an idle HTTP session holds no task.
-        self._receive_nowait: Callable[[], bytes] | None = getattr(channel, "receive_nowait", None)
+        self._receive_nowait: Callable[[], bytes | DecodedFrame] | None = getattr(
+            channel, "receive_nowait", None
+        )
         self._out = outbox
         self._assembler = assembler
         self._session = session
@@ -100,8 +102,9 @@ class Intake:
                 self._ended = trio.Event()
             await self._ended.wait()
 
-    async def next(self) -> bytes | None:
-        """The next frame, or None once reading has ended (``end_reason`` says why) or
+    async def next(self) -> bytes | DecodedFrame | None:
+        """The next frame (as the channel gives it: bytes, or what its transport decoded
+        and judged already), or None once reading has ended (``end_reason`` says why) or
         parked. Replies held back are written before waiting for input."""
         ready_frame = self._ready_frame
         receive_nowait = self._receive_nowait
@@ -150,7 +153,9 @@ class Intake:
                 await self.end("peer-gone")
                 return None
 
-    async def _next_or_park(self, receive_nowait: Callable[[], bytes]) -> bytes | None:
+    async def _next_or_park(
+        self, receive_nowait: Callable[[], bytes | DecodedFrame]
+    ) -> bytes | DecodedFrame | None:
         """``next`` of a channel read only while it has input: the next frame, or None once
         reading ended or parked. ``trio.EndOfChannel`` and the other errors of ``receive``
         propagate to ``next``."""

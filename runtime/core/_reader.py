@@ -30,18 +30,19 @@ from ..protocol import (
     CANCELLED,
     ONE_PASS_OVER,
     REQUEST_ID_TYPES,
+    DecodedFrame,
     Envelope,
     JSONRPCError,
     Kind,
     Pieces,
     ToolCall,
     batch_forbidden,
+    batch_shape_error,
     classify,
     decode_frame,
     decode_item,
     error_reply,
     internal_error,
-    invalid_request,
 )
 from . import _engine as engine
 from ._assembler import Assembler
@@ -159,7 +160,7 @@ class Reader:
     # -- generations ------------------------------------------------------------------------
 
     def _next_generation(
-        self, batch: Batch | None = None, index: int = 0, frame: bytes | None = None
+        self, batch: Batch | None = None, index: int = 0, frame: bytes | DecodedFrame | None = None
     ) -> None:
         """Start the next generation: it walks the rest of ``batch`` from ``index``, handles
         ``frame``, then reads on. Called with nothing in between the current generation
@@ -174,7 +175,7 @@ class Reader:
         scope: trio.CancelScope,
         batch: Batch | None,
         index: int,
-        frame: bytes | None,
+        frame: bytes | DecodedFrame | None,
     ) -> None:
         """Read under ``scope`` until reading ends or a request started here suspends; in the
         second case ``scope`` becomes that request's scope and this task runs it to the end."""
@@ -209,7 +210,7 @@ class Reader:
         scope: trio.CancelScope,
         batch: Batch | None,
         index: int,
-        frame: bytes | None,
+        frame: bytes | DecodedFrame | None,
     ) -> Running | None:
         """Handle frames until a request suspends (it is returned; the next generation was
         started to read on) or this generation is done: reading ended or parked, or was
@@ -246,7 +247,7 @@ class Reader:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _bad_message(self, exc: JSONRPCError, data: bytes | Raw) -> bytes:
+    def _bad_message(self, exc: JSONRPCError, data: bytes | memoryview | Raw) -> bytes:
         log.warning(
             "bad message conn=%s code=%d reason=%r excerpt=%s",
             self._id,
@@ -258,31 +259,46 @@ class Reader:
             self._observe(exc)
         return error_reply(exc)
 
-    async def _on_frame(self, scope: trio.CancelScope, frame: bytes) -> Running | None:
+    async def _on_frame(
+        self, scope: trio.CancelScope, frame: bytes | DecodedFrame
+    ) -> Running | None:
         call: ToolCall | None = None
-        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
+        read: Mapping[int, tuple[Envelope, ToolCall | None]] | None = None
         message: Envelope | list[Raw]
-        try:
-            if (
-                len(frame) > ONE_PASS_OVER
-                and self._pre_read is not None
-                and (found := self._pre_read(frame)) is not None
-            ):
-                # A big tools/call read whole in one typed pass, alone or inside a batch
-                # (then ``read`` holds the items read, by index): its params' bytes are not
-                # walked a second time to find their end.
-                if isinstance(found[0], list):
-                    message, read = found
+        if isinstance(frame, DecodedFrame):
+            # Decoded and judged by its transport (an HTTP POST's body): taken as it is.
+            if frame.error is not None:
+                await self._out.answer(self._bad_message(frame.error, frame.body))
+                return None
+            found_message = frame.message
+            assert found_message is not None
+            if isinstance(found_message, list):
+                if frame.read is None:  # decoded, not judged: as any batch read here
+                    return await self._on_batch(scope, found_message)
+                return await self._walk(scope, Batch(found_message, frame.read), 0)
+            message, kind, call = found_message, frame.kind, frame.call
+        else:
+            try:
+                if (
+                    len(frame) > ONE_PASS_OVER
+                    and self._pre_read is not None
+                    and (found := self._pre_read(frame)) is not None
+                ):
+                    # A big tools/call read whole in one typed pass, alone or inside a batch
+                    # (then ``read`` holds the items read, by index): its params' bytes are
+                    # not walked a second time to find their end.
+                    if isinstance(found[0], list):
+                        message, read = found
+                    else:
+                        message, call = found
                 else:
-                    message, call = found
-            else:
-                message = decode_frame(frame)
-            kind = None if isinstance(message, list) else classify(message)
-        except JSONRPCError as exc:
-            await self._out.answer(self._bad_message(exc, frame))
-            return None
-        if isinstance(message, list):
-            return await self._on_batch(scope, message, read)
+                    message = decode_frame(frame)
+                kind = None if isinstance(message, list) else classify(message)
+            except JSONRPCError as exc:
+                await self._out.answer(self._bad_message(exc, frame))
+                return None
+            if isinstance(message, list):
+                return await self._on_batch(scope, message, read)
         if kind == Kind.REQUEST:
             # Refused right here, with no layer between (under overload most requests are).
             ctx = self._assemble(
@@ -327,16 +343,20 @@ class Reader:
             assert ctx.cancel_scope is not None
             ctx.cancel_scope.cancel()
 
-    async def _fault(self, frame: bytes) -> None:
+    async def _fault(self, frame: bytes | DecodedFrame) -> None:
         """Handling ``frame`` raised: a bug of ours, since everything a peer may send has its
         answer. Logged with its traceback (never on the wire); a request is answered -32603
         under its id, a frame whose id cannot be read under id null (JSON-RPC 2.0 section
         5), a notification or response not at all; reading goes on. (Its requests already
         running, if any, go on too.)"""
-        log.exception("fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(frame))
+        data = frame.body if isinstance(frame, DecodedFrame) else frame
+        log.exception(
+            "fault handling a frame conn=%s excerpt=%s", self._id, escape_excerpt(bytes(data))
+        )
         request_id: Any = None
+        message: Envelope | list[Raw] | None
         try:
-            message = decode_frame(frame)
+            message = frame.message if isinstance(frame, DecodedFrame) else decode_frame(frame)
         except Exception:  # (unreadable, or the fault was in the reading itself)
             message = None
         if isinstance(message, Envelope):
@@ -369,7 +389,7 @@ class Reader:
         self,
         scope: trio.CancelScope,
         items: list[Raw],
-        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
+        read: Mapping[int, tuple[Envelope, ToolCall | None]] | None = None,
     ) -> Running | None:
         refusal = self._batch_refusal(items)
         if refusal is not None:
@@ -380,18 +400,14 @@ class Reader:
         return await self._walk(scope, Batch(items, read), 0)
 
     def _batch_refusal(self, items: list[Raw]) -> JSONRPCError | None:
-        if not items:
-            return invalid_request("empty batch")
-        forbidden = self._dispatcher.batch_policy(self._session)
-        if forbidden is not None:
-            return batch_forbidden(forbidden)
-        limit = self._limits.max_batch_size
-        if len(items) > limit:
-            return invalid_request(
-                f"batch of {len(items)} items exceeds the limit of {limit}",
-                data={"maxBatchSize": limit},
-            )
-        return None
+        """Why the batch is refused whole (None: it is not): empty, a batch the session's
+        revision does not allow, or over ``Limits.max_batch_size`` (``batch_shape_error``
+        words the first and the last, as for an HTTP POST's batch)."""
+        if items:
+            forbidden = self._dispatcher.batch_policy(self._session)
+            if forbidden is not None:
+                return batch_forbidden(forbidden)
+        return batch_shape_error(len(items), self._limits.max_batch_size)
 
     async def _walk(self, scope: trio.CancelScope, batch: Batch, first: int) -> Running | None:
         """Run the batch's items from ``first`` on, in order (JSON-RPC 2.0 section 6, each item

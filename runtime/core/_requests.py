@@ -7,6 +7,9 @@ its state machine): tests feed it requests, cancellations and answers and read t
   task: ``initialize`` inside a batch and other lifecycle rules (``Lifecycle.admit``), an id
   already in flight (JSON-RPC 2.0 section 4: ids correlate, so a duplicate could not be
   told apart), or the in-flight cap (``Limits.max_in_flight``, -32010 with ``maxInFlight``).
+  Ids are judged here unless the transport judges them itself (``judges_ids``: an HTTP
+  session refuses a POST whose id another POST still waits for, a longer span than this
+  table sees), so that each request is judged once.
 - In flight: only requests that suspended are entered (those that finish in their first step
   never reach a checkpoint, so nothing could cancel them).
 - Cancellation (``cancel``): ``notifications/cancelled`` names a request; unknown or finished
@@ -32,8 +35,8 @@ from ..protocol import (
     RequestId,
     ToolCall,
     cancelled_id,
+    duplicate_request,
     id_key,
-    invalid_request,
     overloaded,
     prepare_error,
 )
@@ -50,10 +53,13 @@ class Batch:
     __slots__ = ("counted", "items", "read", "replies", "unfinished")
 
     def __init__(
-        self, items: list[Raw], read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
+        self,
+        items: list[Raw],
+        read: Mapping[int, tuple[Envelope, ToolCall | None]] | None = None,
     ) -> None:
         self.items = items
-        #: Items read already, by index (``Dispatcher.pre_read``): their envelope and the
+        #: Items read already, by index (``Dispatcher.pre_read``, or every item of a batch
+        #: its transport read: ``runtime.protocol.DecodedFrame``): their envelope and the
         #: reading of their params, for ``ctx.prepared``.
         self.read = read
         self.replies: list[bytes | None] = [None] * len(items)
@@ -88,12 +94,22 @@ def _overloaded(max_in_flight: int) -> JSONRPCError:
 class RequestTable(Generic[W]):
     """One connection's requests (``W``: how the driver waits for an answer to its own)."""
 
-    __slots__ = ("_in_flight", "_next_id", "_overloaded", "_pending", "active", "max_in_flight")
+    __slots__ = (
+        "_in_flight",
+        "_judges_ids",
+        "_next_id",
+        "_overloaded",
+        "_pending",
+        "active",
+        "max_in_flight",
+    )
 
-    def __init__(self, max_in_flight: int, first_id: int = 1) -> None:
+    def __init__(self, max_in_flight: int, first_id: int = 1, *, judges_ids: bool = True) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
+        #: False: the transport refuses duplicate ids itself (see the module docstring).
+        self._judges_ids = judges_ids
         self._overloaded = _overloaded(max_in_flight)
         self._in_flight: dict[tuple[type, RequestId], RequestContext] = {}
         self._pending: dict[tuple[type, RequestId], W] = {}
@@ -116,8 +132,8 @@ class RequestTable(Generic[W]):
             return refused
         in_flight = self._in_flight
         if in_flight:  # (nothing in flight, the usual case: no duplicate, room for one)
-            if id_key(request_id) in in_flight:
-                return invalid_request(f"Duplicate request id {request_id!r} is in flight")
+            if self._judges_ids and id_key(request_id) in in_flight:
+                return duplicate_request(request_id)
             if len(in_flight) >= self.max_in_flight:
                 return self._overloaded
         return None
@@ -129,7 +145,12 @@ class RequestTable(Generic[W]):
 
     def leave(self, ctx: RequestContext) -> None:
         assert ctx.id is not None
-        del self._in_flight[id_key(ctx.id)]
+        key = id_key(ctx.id)
+        held = self._in_flight.pop(key)
+        if held is not ctx and not self._judges_ids:
+            # The transport judges ids, and gave this one to a new request already (one
+            # its client cancelled is released there before it has unwound here).
+            self._in_flight[key] = held
 
     def cancel(self, params: Raw | None, lifecycle: Lifecycle) -> RequestContext | None:
         """The request a ``notifications/cancelled`` names, marked to get no reply (its scope

@@ -17,6 +17,8 @@ One home for what every transport and handler must agree on:
   the reply around it), and ``encode_result_pieces``, which encodes a result holding them.
 - ``_tool_call``: ``ToolCall``, a ``tools/call``'s params read once (arguments included)
   as the core and the transports carry it to the handler, and ``ONE_PASS_OVER``.
+- ``_decoded``: ``DecodedFrame``, a frame its transport decoded and judged already, which a
+  connection's reader takes as it is (read once, judged once).
 - ``_split_params``: ``split_params``, a request's envelope read from the members around
   its ``params``, not from them (a big ``tools/call`` read in one pass), and
   ``split_batch_params``, the same for such a request inside a batch.
@@ -40,6 +42,7 @@ from ._content import (
     TextContent,
     TextResourceContents,
 )
+from ._decoded import DecodedFrame
 from ._era import (
     MODERN_MARKER,
     ModernRequest,
@@ -105,6 +108,7 @@ from ._jsonrpc import (
     ErrorReply,
     Kind,
     RequestId,
+    batch_shape_error,
     cancelled_id,
     classify,
     decode_frame,
@@ -303,6 +307,7 @@ __all__ = [
     "CompleteResult",
     "Completion",
     "ContentBlock",
+    "DecodedFrame",
     "EmbeddedResource",
     "Envelope",
     "ErrorReply",
@@ -339,6 +344,7 @@ __all__ = [
     "bad_request_state",
     "batch_forbidden",
     "batch_refusal",
+    "batch_shape_error",
     "cancellation_unconfirmed",
     "cancelled_id",
     "classify",

@@ -13,12 +13,21 @@ WebSocket transport all decode with :func:`decode_frame` / :func:`decode_item` a
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ._errors import PARSE_ERROR, JSONRPCError, invalid_params, invalid_request, parse_error
+from ._errors import (
+    PARSE_ERROR,
+    JSONRPCError,
+    duplicate_request,
+    invalid_params,
+    invalid_request,
+    parse_error,
+)
+from ._tool_call import ToolCall
 
 __all__ = [
     "REQUEST_ID_TYPES",
@@ -28,6 +37,7 @@ __all__ = [
     "ErrorReply",
     "Kind",
     "RequestId",
+    "batch_shape_error",
     "cancelled_id",
     "classify",
     "decode_frame",
@@ -312,41 +322,73 @@ def probe(data: bytes) -> tuple[bool, RequestId | None]:
 class BatchItems:
     """A batch split item by item (JSON-RPC 2.0 section 6: each item is judged alone)."""
 
-    __slots__ = ("envelopes", "errors", "raws", "request_ids")
+    __slots__ = ("calls", "envelopes", "errors", "raws", "request_ids")
 
     def __init__(self) -> None:
-        #: The well-formed items: their raw bytes and envelopes, in order.
-        self.raws: list[bytes] = []
+        #: The well-formed items: their raw bytes (views of the batch), envelopes and, for a
+        #: request read whole before (``split_batch``'s ``read``), that reading; in order.
+        self.raws: list[Raw] = []
         self.envelopes: list[Envelope] = []
+        self.calls: list[ToolCall | None] = []
         #: Ids of the well-formed requests among them.
         self.request_ids: list[RequestId] = []
         #: The error replies for the malformed items.
         self.errors: list[bytes] = []
 
 
-def split_batch(items: list[Raw], max_batch_size: int) -> BatchItems:
-    """Judge every item of a batch. Raises -32600 for a batch refused whole: empty (JSON-RPC
-    2.0 section 6: "an Array with at least one value") or over ``max_batch_size``."""
-    if not items:
-        raise invalid_request("empty batch")
-    if len(items) > max_batch_size:
-        raise invalid_request(
-            f"batch of {len(items)} items exceeds the limit of {max_batch_size}",
+def batch_shape_error(count: int, max_batch_size: int) -> JSONRPCError | None:
+    """Why a batch of ``count`` items is refused whole (None: it is not): empty (JSON-RPC 2.0
+    section 6, "an Array with at least one value") or over ``max_batch_size``
+    (``Limits.max_batch_size``). The one judge of a batch's shape, whoever reads the batch:
+    a stream's reader, or an HTTP session's POST (whose reader then takes it as judged)."""
+    if not count:
+        return invalid_request("empty batch")
+    if count > max_batch_size:
+        return invalid_request(
+            f"batch of {count} items exceeds the limit of {max_batch_size}",
             data={"maxBatchSize": max_batch_size},
         )
+    return None
+
+
+def split_batch(
+    items: list[Raw],
+    max_batch_size: int,
+    read: Mapping[int, tuple[Envelope, ToolCall]] | None = None,
+) -> BatchItems:
+    """Judge every item of a batch: its shape (:func:`batch_shape_error`, raised: the batch is
+    refused whole), then each item alone. ``read``: items read already, by index (a big
+    ``tools/call`` read whole with its batch), taken as they are. A request whose id an
+    earlier request of the batch has is refused (:func:`duplicate_request`): the replies
+    of both could not be told apart."""
+    refused = batch_shape_error(len(items), max_batch_size)
+    if refused is not None:
+        raise refused
     split = BatchItems()
-    for item in items:
+    seen: set[tuple[type, RequestId]] = set()
+    for index, item in enumerate(items):
+        call: ToolCall | None = None
         try:
-            env = decode_item(item)
+            if read is not None and index in read:
+                env, call = read[index]
+            else:
+                env = decode_item(item)
             kind = classify(env)
         except JSONRPCError as exc:
             split.errors.append(error_reply(exc))
             continue
-        split.raws.append(bytes(item))
-        split.envelopes.append(env)
         if kind == Kind.REQUEST:
-            assert isinstance(env.id, REQUEST_ID_TYPES)
-            split.request_ids.append(env.id)
+            request_id = env.id
+            assert isinstance(request_id, REQUEST_ID_TYPES)
+            key = id_key(request_id)
+            if key in seen:
+                split.errors.append(error_reply(duplicate_request(request_id), request_id))
+                continue
+            seen.add(key)
+            split.request_ids.append(request_id)
+        split.raws.append(item)
+        split.envelopes.append(env)
+        split.calls.append(call)
     return split
 
 

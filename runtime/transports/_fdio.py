@@ -3,8 +3,8 @@
 ``trio.lowlevel.FdStream`` passes through the scheduler before every read and every write
 (a checkpoint up front), then, when nothing is there to read, fails a ``read``, waits and
 reads again. For stdio that is two scheduler passes and a failed system call per lone
-request on top of the one wait that cannot be avoided; a refused request costs little else
-(issue 22 item 5). Here a read goes to the descriptor first and waits only when it must; a
+request on top of the one wait that cannot be avoided, and a refused request costs little
+else. Here a read goes to the descriptor first and waits only when it must; a
 read that did not wait still yields once (shielded, so no byte read is lost), so a peer that
 always has input ready cannot starve the other tasks. A write goes to the descriptor at
 once: :meth:`FdIO.write_now` returns what is left when the pipe is full, for the caller to
@@ -13,9 +13,9 @@ finish under whatever scope bounds it (the connection's outbox: shielded, with i
 as ``FdStream`` does; a regular file stays readable at once and is never waited on).
 
 On a socket (``pipe=False``: the TCP transport), the rest of a big write the socket did not
-take at once goes on with its send low-water mark lifted (``LowWater``: trio's 16 KiB pace
-made the kernel take a 1 MiB reply a few hundred KiB per wait; issue 22 target 2), put
-back when that write ends; small writes keep trio's pace.
+take at once goes on with its send low-water mark lifted (``LowWater``: at trio's 16 KiB
+pace the kernel takes a 1 MiB reply a few hundred KiB per wait), put back when that write
+ends; small writes keep trio's pace.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class FdIO(trio.abc.Stream):
         self._closed = False
         self.pipe = pipe
         #: A socket's send low-water mark, made at its first big write (an idle connection
-        #: holds none: issue 22 item 4); None as well for a pipe.
+        #: holds none); None as well for a pipe.
         self._low_water: LowWater | None = None
         #: The ``socket.socket`` that mark is set through, over the same descriptor: detached
         #: before :meth:`aclose` closes it, so that it never closes the number itself.
@@ -75,8 +75,7 @@ class FdIO(trio.abc.Stream):
                 raise _error(exc) from exc
             if data is None:
                 # Waited for outside the ``except``: there the BlockingIOError and its
-                # traceback would stay alive as long as the wait (~0.5 KiB per idle
-                # connection, issue 22 item 4).
+                # traceback would stay alive as long as the wait, for every idle connection.
                 await trio.lowlevel.wait_readable(self._fd)
                 waited = True
                 continue
@@ -144,7 +143,7 @@ class FdIO(trio.abc.Stream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         # (Not copied: nothing changes ``data`` until the write has ended; a reply's long
-        # text, a 16 MiB bytearray, is written as it is: issue 22 target 2.)
+        # text, a 16 MiB bytearray, is written as it is.)
         rest = self.write_now(data)
         if rest is None:
             await trio.lowlevel.checkpoint()  # (a plain ``send_all`` is a checkpoint)

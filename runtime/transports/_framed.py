@@ -23,10 +23,9 @@ _RECEIVE_SIZE: Final = 64 * 1024
 _BIG_RECEIVE_SIZE: Final = 1024 * 1024
 #: Except from a pipe (``FdIO``: stdio): a read there gives at most the pipe's capacity
 #: (64 KiB on Linux by default), and asking for 1 MiB only allocates a 1 MiB buffer per read,
-#: which malloc maps and unmaps each time (issue 22: page faults doubled the server's kernel
-#: time for a 1 MiB tools/call over stdio, 976 -> 480 faults per request with 64 KiB reads;
-#: measured under glibc's default thresholds, which an embedding program keeps, while
-#: ``mcp-runtime serve`` fixes them: runtime/cli/_heap.py).
+#: which malloc maps and unmaps each time: page faults in the server's kernel time
+#: (benchmarks/README.md, "Reads of a pipe's capacity"; glibc's default thresholds, which an
+#: embedding program keeps, while ``mcp-runtime serve`` fixes them: runtime/cli/_heap.py).
 #: So a pipe's big reads are its capacity (``big_receive_size``: stdio grows its pipes).
 #: A single outgoing message longer than this is written as its frame's parts (head, the
 #: payload itself, tail) instead of one joined copy (framer.encode_parts).
@@ -37,7 +36,7 @@ def make_framer(framing: FramingName, max_frame_size: int) -> Framer:
     if framing == "ndjson":
         return NdjsonFramer(max_frame_size=max_frame_size)
     if framing == "content-length":
-        # Imported here: an NDJSON channel never needs it (start-up time, issue 22).
+        # Imported here: an NDJSON channel never needs it (start-up time).
         from ..framing import ContentLengthFramer
 
         return ContentLengthFramer(max_frame_size=max_frame_size)
@@ -49,8 +48,9 @@ class FramedChannel:
 
     ``receive`` raises ``trio.TooSlowError("read-timeout")`` when a partly received frame
     is not complete ``read_timeout`` seconds after its first byte (however steadily it
-    trickles: issue 16), and ``trio.TooSlowError("idle-timeout")`` when no
-    byte arrives for ``idle_timeout`` seconds between frames (None disables either).
+    trickles, or a slow peer would hold the connection for ever), and
+    ``trio.TooSlowError("idle-timeout")`` when no byte arrives for ``idle_timeout`` seconds
+    between frames (None disables either).
     ``big_receive_size``: the read size once 64 KiB of a frame are buffered (default 1 MiB,
     64 KiB from an ``FdIO``, whose pipe may hold no more: stdio passes its pipe's capacity).
     Framing errors propagate as ``FramingError`` from the framer (see its ``fatal`` flag).
@@ -107,8 +107,9 @@ class FramedChannel:
         """A channel that owns ``stream``'s socket (detached: ``stream`` is spent) and reads
         and writes its descriptor directly (``FdIO``), as stdio does: an idle connection
         then waits in one frame over ``wait_readable``, not in trio's socket layers, which
-        kept ~1.5 KiB of frames, a context manager and conflict detectors per idle TCP
-        connection (issue 22 item 4), and a reply that fits the socket buffer is written
+        kept frames, a context manager and conflict detectors per idle TCP connection
+        (benchmarks/README.md, "Memory per idle connection"), and a reply that fits the
+        socket buffer is written
         without a pass through the scheduler. ``stream`` has set TCP_NODELAY already."""
         io = FdIO(stream.socket.detach(), pipe=False)
         return cls(io, io, framer, read_timeout=read_timeout, idle_timeout=idle_timeout)
@@ -130,8 +131,8 @@ class FramedChannel:
         are ready and flushes just before a read would wait. A partly received frame counts
         as not ready, so its missing bytes never wait behind unwritten replies. (None rather
         than trio's ``WouldBlock``: the reader asks once per wake-up, and a lone request, or
-        its refusal under overload, always finds nothing; raising and catching that cost
-        3% of a one-at-a-time refusal's instructions, 112.9k -> 109.4k: issue 22 item 5.)
+        its refusal under overload, always finds nothing, and raising and catching that
+        costs a refusal measurably: benchmarks/README.md, "ready_frame returns None".)
         """
         frame = self._framer.next_frame()
         if frame is None:
@@ -178,7 +179,8 @@ class FramedChannel:
 
     #: A reply may be given as ``runtime.protocol.Pieces`` (the reader asks for them only
     #: from a channel that says so): a lone one is written as its parts, uncopied, between
-    #: its frame's head and tail; among other messages it is joined (issue 22 target 2).
+    #: its frame's head and tail; among other messages it is joined (a long text's bytes
+    #: are never copied into a whole: benchmarks/README.md, "Long texts as pieces").
     takes_pieces: Final = True
 
     async def send(self, messages: Sequence[tuple[bytes | Pieces, object]]) -> None:

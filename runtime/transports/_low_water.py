@@ -2,10 +2,10 @@
 
 ``trio.SocketStream`` sets ``TCP_NOTSENT_LOWAT`` to 16 KiB, so that a streaming writer
 learns of a slow peer early: the socket reports itself writable only while less than 16 KiB
-wait unsent. For a whole message already in memory that only means the kernel takes it some
-100-260 KiB at a time, with a wait for writability (an ``epoll`` round and a task switch,
-some 3,000 of trio's bytecodes in all) between: five or six rounds per MiB, about a fifth
-of the server's CPU for a 1 MiB ``resources/read`` (issue 22 target 2). Lifted (back to the
+wait unsent. For a whole message already in memory that only means the kernel takes it a
+few hundred KiB at a time, with a wait for writability (an ``epoll`` round and a task
+switch) between: several rounds per MiB, a large share of the server's CPU for a 1 MiB
+``resources/read`` (benchmarks/README.md, "Send low-water mark"). Lifted (back to the
 system's default, as a plain blocking socket has it), the kernel takes as much as its send
 buffer holds, a 1 MiB reply at once. The mark is put back when that write ends (cancelled
 included), so small writes (SSE events, notifications) keep trio's pace and a slow reader's

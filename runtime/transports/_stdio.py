@@ -25,9 +25,8 @@ __all__ = ["PIPE_SIZE", "open_stdio_channel"]
 
 #: The capacity asked for on stdin and stdout when they are pipes (Linux ``F_SETPIPE_SZ``; an
 #: unprivileged process may go up to /proc/sys/fs/pipe-max-size, 1 MiB by default). With the
-#: default 64 KiB a 16 MiB reply is 256 partial writes, each a trip through trio's event loop:
-#: 42 ms of server CPU per 16 MiB resources/read against 29 ms with 1 MiB pipes (the bare
-#: msgspec floor 19 ms; benchmarks/_big.py). Best effort: left as it is where refused (the
+#: default 64 KiB a 16 MiB reply is 256 partial writes, each a trip through trio's event loop
+#: (benchmarks/README.md, "Stdio pipes grown"). Best effort: left as it is where refused (the
 #: user's pipe quota, pipe-user-pages-soft, may be spent), on non-pipes and off Linux.
 PIPE_SIZE: Final = 1 << 20
 
@@ -81,7 +80,8 @@ async def open_stdio_channel(
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     # A big message arrives in reads of the pipe's capacity: a 1 MiB tools/call in one or two
-    # reads, not 16 trips through the event loop (issue 22: 12.1M -> 10.4M instructions).
+    # reads, not 16 trips through the event loop (benchmarks/README.md, "Reads of a pipe's
+    # capacity").
     in_capacity = _grow_pipe(in_fd)
     _grow_pipe(out_fd)
     channel = _StdioChannel(

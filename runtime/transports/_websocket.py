@@ -11,6 +11,7 @@ away on shutdown, 1011 a peer that stopped answering pings.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -32,13 +33,13 @@ from ..protocol import (
     error_reply,
     forbidden,
 )
+from ._port import ServerPort, SessionConnection
 from ._wsproto import ServerWebSocket, open_server_websocket
 from .http import (
     Authenticate,
     ConnectionSlots,
     EdgePolicy,
     Gate,
-    Hooks,
     HttpError,
     HttpLimits,
     address_key,
@@ -76,7 +77,7 @@ class _WebSocketChannel:
         self._shutdown = shutdown
         self._gate = gate
         self._principal = principal
-        #: The refusal observer (``Hooks.on_refusal``), or None: nothing is built for it.
+        #: The refusal observer (``ServerPort.on_refusal``), or None: nothing is built for it.
         self._observe = observe
         self._conn_id = conn_id
 
@@ -187,7 +188,7 @@ class _WebSocketChannel:
 
 
 async def serve_websocket(
-    hooks: Hooks,
+    hooks: ServerPort,
     *,
     port: int = 0,
     host: str = "127.0.0.1",
@@ -203,8 +204,9 @@ async def serve_websocket(
     task_status: trio.TaskStatus[tuple[Any, ...]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over WebSocket until ``shutdown`` (then drain and close with 1001) or
-    cancellation. Reports the bound address through ``task_status``. ``sock``: an already
-    listening socket to accept on instead of binding ``host:port`` (``--workers``).
+    cancellation. ``hooks``: the server to serve (``ServerPort``). Reports the bound address
+    through ``task_status``. ``sock``: an already listening socket to accept on instead of
+    binding ``host:port`` (``--workers``).
 
     ``auth`` / ``authenticate`` as for ``serve_http``: the upgrade request is authenticated
     (a refusal is its 401/403 with the challenge, before the WebSocket exists); a
@@ -264,17 +266,18 @@ async def serve_websocket(
                 channel,
                 session=hooks.new_session("ws", principal),
                 connection_id=conn_id,
-                started=started,
+                started=functools.partial(started, ws),
             )
         finally:
             sweep.discard(ws)
+            live.pop(ws, None)
 
     async def _accept(
         stream: trio.SocketStream, conn_id: str
     ) -> tuple[ServerWebSocket, Any] | None:
         """The upgrade, checked: (socket, principal), or None when refused and closed. A
         function of its own so that the request's headers are not kept for the connection's
-        life (issue 22 item 4)."""
+        life."""
         opened = None
         with trio.move_on_after(limits.header_timeout) as head:
             try:
@@ -344,11 +347,12 @@ async def serve_websocket(
 
     # One task watches shutdown for every connection (stop_accepting) and one times every
     # socket's pings and message deadline (_Sweep): an idle socket holds no timer or watcher
-    # task of its own (issue 22 item 4: memory per idle connection).
-    live: set[Any] = set()
+    # task of its own. ``live``: the connections serving now, by socket (each let go when
+    # its socket's task ends).
+    live: dict[ServerWebSocket, SessionConnection] = {}
 
-    def started(connection: Any) -> None:
-        live.add(connection)
+    def started(ws: ServerWebSocket, connection: SessionConnection) -> None:
+        live[ws] = connection
         if shutdown.is_set():
             connection.stop_reading()
 
@@ -363,7 +367,7 @@ async def serve_websocket(
                     connections.cancel_scope.deadline = (
                         trio.current_time() + hooks.shutdown_grace + 1.0
                     )
-                    for connection in list(live):
+                    for connection in list(live.values()):
                         connection.stop_reading()
 
                 connections.start_soon(stop_accepting)

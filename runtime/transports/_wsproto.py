@@ -1,7 +1,8 @@
 """The server side of one WebSocket on sans-IO wsproto, driven by the connection's own reader.
 
-Replaces trio-websocket's server connection (issue 22 item 4, memory per idle connection):
-no reader task, nursery, memory channel or events of its own. The task that calls
+Replaces trio-websocket's server connection, whose reader task, nursery, memory channel and
+events every idle socket held (benchmarks/README.md, "Memory per idle connection"): none
+of its own here. The task that calls
 :meth:`ServerWebSocket.receive_message` (the core ``Reader``) feeds wsproto from the socket
 and answers pings and close frames as it meets them; writers encode with wsproto and write
 directly. After the opening handshake only wsproto's frame ``Connection`` is kept (the
@@ -253,7 +254,7 @@ class ServerWebSocket:
         try:
             while True:
                 # A big message (a reply over LIFT_OVER) goes out with the send low-water
-                # mark lifted, not trio's 16 KiB at a time (see _low_water; issue 22).
+                # mark lifted, not trio's 16 KiB at a time (see _low_water).
                 with lifted(self._stream.socket, len(data)):
                     await self._stream.send_all(data)
                 if self._backlog is None:

@@ -30,11 +30,12 @@ TRANSPORTS = [
 ]
 
 
-def load_app() -> Server:
-    """A fresh instance of the test server module (its globals are per-test)."""
+def load_app(path: Path = SERVER_FILE) -> Server:
+    """A fresh instance of the test server module (its globals are per-test), or of
+    another server file's ``app``."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_client_test_server", SERVER_FILE)
+    spec = importlib.util.spec_from_file_location("_client_test_server", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -471,14 +471,14 @@ async def test_closing_a_stdio_client_leaves_no_process_behind(
         command = [sys.executable, "-m", "runtime", "serve", str(SERVER_FILE)]
     with trio.fail_after(30):
         from runtime.client import connector_for
-        from runtime.client._client import Client
+        from runtime.client._client import Client, choose_era, keep_link
 
         connector = connector_for(command, close_grace=0.5)
         async with trio.open_nursery() as nursery:
             client = Client(connector, nursery, era="handshake", timeout=10)
-            await nursery.start(client._maintain)
+            await nursery.start(keep_link, client)
             if not stubborn:
-                await client._start()
+                await choose_era(client)
                 await client.call_tool("echo", {"text": "hi"})
             else:
                 # It ignores SIGTERM and EOF and has started a child that ignores SIGTERM.

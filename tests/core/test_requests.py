@@ -92,6 +92,24 @@ def test_a_duplicate_id_is_refused_but_1_and_string_1_differ() -> None:
     assert table.refusal("1", "tools/call", life, in_batch=False) is None
 
 
+def test_a_table_whose_transport_judges_ids_leaves_them_to_it() -> None:
+    """``judges_ids=False`` (an HTTP session refuses an id another POST waits for, over a
+    longer span than this table sees): a request is judged once, there. One whose client
+    cancelled it may be released there before it unwound here; the request that takes its
+    id then is the one in flight, whichever leaves first."""
+    table: RequestTable[object] = RequestTable(max_in_flight=8, judges_ids=False)
+    life = Lifecycle()
+    first, second = _ctx(1), _ctx(1)
+    table.enter(first)
+    assert table.refusal(1, "tools/call", life, in_batch=False) is None
+    table.enter(second)
+    table.leave(first)  # (the cancelled one unwinds after the second started)
+    assert len(table) == 1
+    assert table.cancel(_cancel(1), life) is second
+    table.leave(second)
+    assert len(table) == 0
+
+
 def test_lifecycle_rules_come_first() -> None:
     table: RequestTable[object] = RequestTable(max_in_flight=8)
     refused = table.refusal(1, "initialize", Lifecycle(), in_batch=True)

@@ -96,6 +96,34 @@ async def test_shutdown_bounds_a_streamed_modern_request_by_the_grace() -> None:
             await conn.aclose()
 
 
+async def test_shutdown_bounds_a_modern_request_by_the_grace() -> None:
+    """A modern request answered from its POST's task (no connection of its own) that
+    outlives the grace is answered -32000 soon after it, as every other request cut short
+    by shutdown: the endpoint's one watcher bounds it."""
+    app, seen = make_app(shutdown_grace=0.3)
+    params = {"name": "slow", "arguments": {"tag": "plain", "seconds": 30}}
+    with trio.fail_after(10):
+        async with serving(app) as address:
+            conn = await connect(address)
+            await conn.send(
+                "POST",
+                "/mcp",
+                headers=modern_headers("tools/call", "slow"),
+                body=modern(8, "tools/call", params),
+            )
+            await until(lambda: seen["started"])
+            started = trio.current_time()
+            app.shutdown()
+            head = await conn.head()
+            body = (await conn.body()).decode()
+            elapsed = trio.current_time() - started
+            assert head.status == 503
+            assert json.loads(body)["error"]["code"] == -32000
+            assert seen["cancelled"] == ["plain"]
+            assert elapsed < 1.2, elapsed  # the grace (0.3 s), not the outer cut-off
+            await conn.aclose()
+
+
 async def test_a_client_hanging_up_an_idle_listen_drops_its_subscription() -> None:
     app, _ = make_app()
     changes = app.registry.changes

@@ -1,6 +1,7 @@
 """A modern (2026-07-28) ``tools/call`` POST read in one typed pass (issue 22): the transport's
-header rules and the handler share the tool's own reading of the params (``Hooks.read_call``,
-wired by the composition root), with the same answers on the wire as the general reading."""
+header rules and the handler share the tool's own reading of the params
+(``ServerPort.read_call``, implemented by the composition root), with the same answers on
+the wire as the general reading."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def _bodies() -> list[tuple[Any, dict[str, str]]]:
 
 
 def _raw_bodies() -> list[tuple[bytes, dict[str, str]]]:
-    """Bodies as bytes, some in shapes the whole-body reading (``Hooks.read_frame``) declines
-    or whose params its typed pass refuses: the general reading answers them, as before."""
+    """Bodies as bytes, some in shapes the whole-body reading (``ServerPort.read_frame``)
+    declines or whose params its typed pass refuses: the general reading answers them, as before."""
     headers = modern_headers("tools/call", "size")
     plain = msgspec.json.encode(
         modern(11, "tools/call", {"name": "size", "arguments": {"data": BIG}})
@@ -127,7 +128,7 @@ async def test_a_modern_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> No
     assert got.status == 200, got.body
     assert msgspec.json.decode(got.body)["result"]["structuredContent"] == {"result": 2 * len(BIG)}
     assert msgspec.json.decode(got_ts.body)["result"]["structuredContent"] == {"result": len(BIG)}
-    # One reading of each whole body, by the transport's hook (``Hooks.read_frame``); the
+    # One reading of each whole body, by the transport's port (``ServerPort.read_frame``); the
     # header rules and the handler took it from there (ctx.prepared).
     assert [(caller, BIG.encode() in raw) for caller, raw in reads] == [("pre_read", True)] * 2
 
@@ -226,9 +227,9 @@ async def test_session_calls_get_the_general_readings_answers(
 
 async def test_a_session_call_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A handshake-era call POSTed to a session: its body read whole by the transport's hook
-    (``Hooks.read_frame``), in the tool's one typed pass; the POST's modern check, era
-    selection and the handler take that reading (``Hooks.run_in_session``'s ``prepared``),
-    no envelope decode of the body."""
+    (``ServerPort.read_frame``), in the tool's one typed pass; the POST's modern check, era
+    selection and the handler take that reading (``SessionConnection.run_request``'s
+    ``prepared``), no envelope decode of the body."""
     reads = record_typed_reads(monkeypatch)
     decoded = record_sizes(monkeypatch, _streamable, "decode_frame")
     bodies = [call(2, "size", data=BIG), _session_bodies()[12]]  # (the TypeScript order)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
 from runtime.cli import load_target
+from runtime.core import Connection
 
 from ..peers import ROOT
 from .app import call, init_body, make_app, serving, until
@@ -148,3 +150,27 @@ async def test_shutdown_finishes_in_flight_then_closes_with_1001() -> None:
             with pytest.raises(ConnectionClosed) as closed:
                 await ws.get_message()
             assert closed.value.reason.code == 1001
+
+
+async def test_a_closed_websocket_connection_is_let_go() -> None:
+    """Once a socket closed and its connection ended, the server keeps nothing of it: the
+    connections it watches for shutdown are those serving now, not every one it served."""
+    app, _ = make_app()
+
+    def served() -> list[Connection]:
+        gc.collect()
+        return [
+            obj
+            for obj in gc.get_objects()
+            if isinstance(obj, Connection) and obj.session.transport == "ws"
+        ]
+
+    with trio.fail_after(10):
+        async with serving(app, "ws") as (host, port):
+            for _ in range(3):
+                async with open_websocket_url(
+                    f"ws://{host}:{port}/mcp", subprotocols=["mcp"]
+                ) as ws:
+                    assert (await _rpc(ws, init_body()))["id"] == 1
+            await until(lambda: all(connection.ended for connection in served()))
+            assert served() == []

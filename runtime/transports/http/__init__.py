@@ -12,6 +12,9 @@ Layers inside this package, from the bytes up:
 - ``_modern``, ``_handshake``, ``_streamable``, ``_legacy``: the MCP endpoints.
 - ``_serve``: ``serve_http``, which composes them.
 
+What they need of the server is ``runtime.transports.ServerPort`` (one typed port, shared
+with the WebSocket transport).
+
 Other packages import only the names re-exported here.
 """
 
@@ -23,7 +26,6 @@ from ._edge import EdgePolicy, HttpLimits
 from ._exchange import HttpError
 from ._modern import header_params
 from ._serve import serve_http
-from ._session import Hooks
 from ._slots import ConnectionSlots, address_key
 
 __all__ = [
@@ -32,7 +34,6 @@ __all__ = [
     "EdgePolicy",
     "EventStore",
     "Gate",
-    "Hooks",
     "HttpError",
     "HttpLimits",
     "MemoryEventStore",

@@ -63,7 +63,7 @@ def _tool_name(env: Envelope) -> str | None:
         return None
     try:
         name = _named.decode(env.params).name
-    except (msgspec.DecodeError, RecursionError):  # too deep: issue 16 item 1
+    except (msgspec.DecodeError, RecursionError):  # (nested deeper than msgspec follows)
         return None
     return name if isinstance(name, str) else None
 

@@ -50,7 +50,7 @@ def _host_matches(value: str, allowed: Iterable[str]) -> bool:
     name, port = _split_host(value)
     if port and not (port.isascii() and port.isdigit()):
         # RFC 3986 section 3.2.3: port = *DIGIT. "localhost:evil.com" names no loopback
-        # port; reading it as "localhost" would let a rebound name through (issue 16).
+        # port; reading it as "localhost" would let a rebound name through.
         return False
     for entry in allowed:
         if entry == "*":
@@ -178,8 +178,8 @@ class HttpLimits:
     #: Seconds between body chunks before the connection is closed (slow senders).
     body_timeout: float = 30.0
     #: Seconds from a body's first byte until its last: past it 408 and the connection is
-    #: closed, however steadily the bytes trickle in (issue 16: a body sent at one byte per
-    #: chunk timeout would otherwise hold its connection slot for ever). 60 s carries the
+    #: closed, however steadily the bytes trickle in (a body sent at one byte per chunk
+    #: timeout would otherwise hold its connection slot for ever). 60 s carries the
     #: largest default body (4 MiB) at 70 KB/s.
     body_total_timeout: float = 60.0
     #: Bytes per second a request body must average from its first byte on, once
@@ -236,8 +236,8 @@ class HttpLimits:
     #: Seconds to wait for a pong before closing the WebSocket.
     ws_ping_timeout: float = 20.0
     #: Seconds from a WebSocket message's first fragment until its last: past it the
-    #: socket is closed with 1008 (issue 16: a message trickled a fragment at a time would
-    #: otherwise hold its connection for ever). Pings keep an idle socket alive, not this.
+    #: socket is closed with 1008 (a message trickled a fragment at a time would otherwise
+    #: hold its connection for ever). Pings keep an idle socket alive, not this.
     ws_message_timeout: float = 60.0
 
     def __post_init__(self) -> None:

@@ -145,7 +145,8 @@ class Exchange:
         self._scopes: list[trio.CancelScope] | None = None
         #: A cancel scope the app runs under, entered by the connection for request after
         #: request (a generation): an app may let a request it runs be cancelled through it
-        #: (a session POST, issue 22 target 1) instead of entering a scope of its own. When
+        #: (a session POST) instead of entering a scope of its own: benchmarks/README.md,
+        #: "One cancel scope per connection generation". When
         #: it is cancelled, ``trio.Cancelled`` unwinds the app, and then ``after_cancel()``,
         #: when the app set it, answers the request (outside the cancelled scope).
         self.request_scope = request_scope
@@ -177,7 +178,7 @@ class Exchange:
     def watch(self) -> Awaitable[bool]:
         """Wait until the client sends bytes or hangs up, in the calling task (the
         connection's reader task stops meanwhile): for a response that only waits, such as
-        an idle SSE stream, one task less per connection (issue 22 item 4). A hang-up is
+        an idle SSE stream, one task less per connection. A hang-up is
         handled as :meth:`hung_up`; True: watch on (nothing arrived, or the client hung up),
         False: bytes arrived and the reader task reads on (stop watching)."""
         return self._driver.watch()
@@ -233,7 +234,7 @@ class Exchange:
         else:  # the common case: head and body made as one byte string, one write
             data = simple_response(status, content_type, body, self.close_after, fields)
         # What the socket takes at once (nearly always all of it) is written without a
-        # coroutine for it; only a rest is awaited (issue 22 target 1).
+        # coroutine for it; only a rest is awaited.
         rest = self._driver.write_now(data)
         if rest is not None:
             await self._driver.write_rest(rest)
@@ -241,8 +242,8 @@ class Exchange:
 
     async def respond_pieces(self, status: int, body: Pieces) -> None:
         """:meth:`respond` with a JSON body given as ``Pieces`` (a reply holding a long
-        text's pieces): written beside its head as one vector, never joined (issue 22
-        target 2: a 16 MiB text copied once, by its encode)."""
+        text's pieces): written beside its head as one vector, never joined (a 16 MiB text
+        is copied once, by its encode: benchmarks/README.md, "Long texts as pieces")."""
         self.started = True
         head = simple_response_head(status, "application/json", body.nbytes, self.close_after)
         if self._head_only:
@@ -300,8 +301,8 @@ class Exchange:
 
     def write_framed_now(self, data: bytes) -> Awaitable[None] | None:
         """:meth:`write_now` of bytes already framed for the body (whole chunks when
-        ``chunked``): one change to many listens is framed in one step each (issue 22
-        item 3), not an SSE event and then a chunk around it."""
+        ``chunked``): one change to many listens is framed in one step each, not an SSE
+        event and then a chunk around it (benchmarks/README.md, "Fan-out over HTTP")."""
         rest = self._driver.write_now(data)
         return None if rest is None else self._driver.write_rest(rest)
 
@@ -399,7 +400,7 @@ def parse_accept(value: str | None) -> tuple[bool, bool]:
 
 def _accepted(part: str) -> str:
     """The media range of one Accept element; "" when it has ``q=0`` (RFC 9110 section
-    12.4.2: "not acceptable"; issue 16 item 6)."""
+    12.4.2: "not acceptable")."""
     media_range, *params = part.lower().split(";")
     for param in params:
         name, _, weight = param.partition("=")

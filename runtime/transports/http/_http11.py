@@ -318,8 +318,8 @@ class BodyReader:
             return True
         if not self._chunked:
             # A Content-Length body stays in ``buf`` until all of it is there, then is taken
-            # in one copy (issue 22: appending each read, then ``bytes()`` of the whole, made
-            # two more copies of a 1 MiB body). ``buf`` holds no more than the body would.
+            # in one copy (appending each read, then ``bytes()`` of the whole, would make two
+            # more copies of a 1 MiB body). ``buf`` holds no more than the body would.
             left = self._left
             if len(buf) < left:
                 return False
@@ -433,7 +433,7 @@ def simple_response(
     headers: tuple[tuple[str, str], ...] = (),
 ) -> bytes:
     """A whole response, ``simple_response_head`` and ``body``, built in one step: the
-    head is not built and then copied again to join the body (issue 22 target 1)."""
+    head is not built and then copied again to join the body."""
     if status in _NO_BODY_STATUS or status < 200:
         return simple_response_head(status, content_type, len(body), close, headers) + body
     return b"%b%d\r\n%b\r\n%b" % (

@@ -1,12 +1,14 @@
-"""A session's input queue: POST bodies for its connection's reader, without a memory
-channel pair (issue 22 item 4, memory per idle handshake session).
+"""A session's input queue: what POSTs feed its connection's reader, without a memory
+channel pair.
 
-A handshake-era session's connection reads the bodies of the POSTs that are not answered
-in the POST's own task (notifications, responses, a 2024-11-05 session's messages) and
-what other replicas route to it, with ``receive_nowait`` only while there is input: idle, it
-holds no reader task at all; ``on_input`` tells the session when a body arrives or the inbox
-closes, and the session resumes its connection (where a ``trio.open_memory_channel`` pair
-held about 1.5 KiB, and a reader parked in it a task, a nursery's share and a cancel scope).
+A handshake-era session's connection reads the messages of the POSTs that are not answered
+in the POST's own task (``initialize``, notifications, responses, batches, a 2024-11-05
+session's messages), as those POSTs read them (``runtime.protocol.DecodedFrame``), and the
+bodies other replicas route to it, with ``receive_nowait`` only while there is input: idle,
+it holds no reader task at all; ``on_input`` tells the session when a message arrives or the
+inbox closes, and the session resumes its connection (a ``trio.open_memory_channel`` pair
+would hold more per idle session, and a reader parked in it a task, a nursery's share and a
+cancel scope: benchmarks/README.md, "Memory per idle connection").
 """
 
 from __future__ import annotations
@@ -16,23 +18,25 @@ from typing import Any
 
 import trio
 
+from ...protocol import DecodedFrame
+
 __all__ = ["Inbox"]
 
 
 class Inbox:
-    """Bounded FIFO of ``bytes`` with one receiver at a time; the subset of a memory
-    channel a session uses: ``send`` waits for room, ``send_nowait`` raises
-    ``trio.WouldBlock`` when full, ``close`` ends it (``receive`` then raises
-    ``trio.EndOfChannel`` once drained; senders get ``trio.ClosedResourceError``)."""
+    """Bounded FIFO of messages (bytes, or as a POST read them) with one receiver at a
+    time; the subset of a memory channel a session uses: ``send`` waits for room,
+    ``send_nowait`` raises ``trio.WouldBlock`` when full, ``close`` ends it (``receive`` then
+    raises ``trio.EndOfChannel`` once drained; senders get ``trio.ClosedResourceError``)."""
 
     __slots__ = ("_closed", "_items", "_receiver", "_senders", "on_input", "size")
 
     def __init__(self, size: int) -> None:
         if size < 1:
             raise ValueError("an inbox holds at least one message")
-        #: How many bodies may wait (``Hooks.inbound_queue``): a POST past it waits.
+        #: How many messages may wait (``ServerPort.inbound_queue``): a POST past it waits.
         self.size = size
-        self._items: list[bytes] = []
+        self._items: list[bytes | DecodedFrame] = []
         self._closed = False
         #: The reader parked in ``receive``.
         self._receiver: trio.lowlevel.Task | None = None
@@ -42,7 +46,7 @@ class Inbox:
         #: ``receive`` (a reader that takes its input with ``receive_nowait``).
         self.on_input: Callable[[], None] | None = None
 
-    def send_nowait(self, item: bytes) -> None:
+    def send_nowait(self, item: bytes | DecodedFrame) -> None:
         if self._closed:
             raise trio.ClosedResourceError
         if len(self._items) >= self.size:
@@ -50,7 +54,7 @@ class Inbox:
         self._items.append(item)
         self._wake_receiver()
 
-    async def send(self, item: bytes) -> None:
+    async def send(self, item: bytes | DecodedFrame) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             try:
@@ -63,7 +67,7 @@ class Inbox:
             break
         await trio.lowlevel.cancel_shielded_checkpoint()
 
-    def receive_nowait(self) -> bytes:
+    def receive_nowait(self) -> bytes | DecodedFrame:
         """The next body: ``trio.WouldBlock`` when none waits, ``trio.EndOfChannel`` once
         closed and drained."""
         if not self._items:
@@ -75,7 +79,7 @@ class Inbox:
             self._senders.unpark()
         return item
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> bytes | DecodedFrame:
         await trio.lowlevel.checkpoint_if_cancelled()
         waited = False
         while not self._items:

@@ -23,13 +23,12 @@ from collections.abc import Callable
 import trio
 
 from ...framing import encode_sse_event
-from ...protocol import PARSE_ERROR, JSONRPCError, decode_frame
+from ...protocol import PARSE_ERROR, DecodedFrame, JSONRPCError, classify, decode_frame
 from ...stores import SessionRecord, Store, StoreUnavailable
 from ._auth import Gate, calls_in
 from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest, rejection
-from ._handshake import store_refusal
-from ._session import HttpSession, SessionRegistry, principal_key
+from ._session import HttpSession, SessionRegistry, principal_key, store_refusal
 from ._streams import pump
 
 __all__ = ["LegacySseEndpoint"]
@@ -72,10 +71,9 @@ class LegacySseEndpoint:
         if self.shutdown.is_set():
             raise HttpError(503, "Service Unavailable: shutting down")
         principal, token = await self.gate.check_request(request)
-        session = self.registry.create(principal, "http-sse", token=token)
+        session = self.registry.create(principal, "http-sse", token=token, legacy=True)
         if session is None:
             raise HttpError(503, "Service Unavailable: too many sessions")
-        session.legacy = True
         session.in_use += 1
         stream = session.standing
         stream.attached = True
@@ -153,23 +151,33 @@ class LegacySseEndpoint:
             or (self.gate.enabled and session.principal != principal)
         ):
             raise HttpError(404, "Not Found: unknown or ended session")
+        body = request.body
         try:
-            message = decode_frame(request.body)
+            message = decode_frame(body)
         except JSONRPCError as exc:
             if exc.code == PARSE_ERROR:  # not JSON: answered here, on this POST
                 raise rejection(400, exc) from None
             message = []  # JSON, but not JSON-RPC: the session answers on its stream
+            frame = DecodedFrame(body, error=exc)
+        else:
+            # Read once: the session's connection takes this reading, and answers on the
+            # stream what it finds wrong (a batch is judged there, as on any stream).
+            try:
+                kind = None if isinstance(message, list) else classify(message)
+                frame = DecodedFrame(body, message, kind)
+            except JSONRPCError as exc:
+                frame = DecodedFrame(body, error=exc)
         self.gate.check_tools(token, calls_in(message))
         if shared is not None:
             # To the replica holding the stream (maybe this one), in the store's order.
             try:
-                await shared.bus.publish(_key(session_id), bytes(request.body))
+                await shared.bus.publish(_key(session_id), bytes(body))
             except StoreUnavailable as exc:
                 raise store_refusal(exc) from None
         else:
             assert session is not None
             session.touch()
-            await session.feed(bytes(request.body))
+            await session.feed(frame)
         await exchange.respond(202, b"Accepted", content_type="text/plain")
 
 

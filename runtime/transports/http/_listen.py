@@ -3,10 +3,11 @@
 basic/patterns/subscriptions: a listen is one POST whose SSE response stays open, often for
 hours, carrying the acknowledgment, then each change the client asked for, then (when the
 server ends it) the result. Most of that time nothing happens, so what an idle listen holds
-is what 10,000 of them cost (issue 22 item 4). Here it holds no task, nursery or response
-stream of its own: the handler runs in the connection's task (``Hooks.dispatch_one``, as a
-direct POST's request does), and when it waits for changes (``Subscriber.receive``) it
-waits in :meth:`ListenStream.idle`, one wait for everything an idle listen must notice:
+is what 10,000 of them cost (benchmarks/README.md, "Memory per idle connection"). Here it
+holds no task, nursery or response stream of its own: the handler runs in the connection's
+task (``ServerPort.dispatch_one``, as a modern POST's request does), and when it waits for
+changes (``Subscriber.receive``) it waits in :meth:`ListenStream.idle`, one wait for
+everything an idle listen must notice:
 
 - a change: the publisher writes it to the socket itself (:meth:`ListenStream.send_now`,
   the handler's ``Peer.send_nowait``); one it cannot write at once, or the subscriber's end

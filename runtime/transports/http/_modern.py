@@ -13,7 +13,7 @@ import binascii
 import functools
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -115,14 +115,15 @@ def check_headers(
     meta_version: str,
     method: str | None,
     params: ModernParams | ToolCall,
-    tool_header_params: Callable[[str], dict[str, tuple[str, ...]]],
+    header_rules: Mapping[str, Mapping[str, tuple[str, ...]]],
 ) -> str | None:
     """Why the headers do not match the body (for -32020), or None when they do.
 
     ``method`` is the request's method, None for a message that is not a request (whose
     header rules 2026-07-28 does not define beyond the protocol version). ``params`` is the
     general reading of its params, or a ``tools/call``'s typed reading when the tool has no
-    ``Mcp-Param`` rules (``meta`` and ``name`` are all that is read of it then)."""
+    ``Mcp-Param`` rules (``meta`` and ``name`` are all that is read of it then).
+    ``header_rules``: each tool's ``Mcp-Param-*`` rules by name (``ServerPort.header_rules``)."""
     index = request.fields.get  # (one bound method for the handful of lookups below)
     version = index("mcp-protocol-version")
     if version is None:
@@ -153,7 +154,7 @@ def check_headers(
         return f"Mcp-Name header value {name!r} does not match body value {expected!r}"
     if method != TOOLS_CALL:
         return None
-    wanted = tool_header_params(name)
+    wanted = header_rules[name]
     if not wanted:
         return None
     # Matched against the arguments as sent: never a typed reading's (defaults filled in).
@@ -163,7 +164,7 @@ def check_headers(
         arguments = (
             msgspec.json.decode(raw_arguments) if isinstance(raw_arguments, msgspec.Raw) else None
         )
-    except RecursionError:  # followed by the envelope's decoder, not here (issue 16)
+    except RecursionError:  # followed by the envelope's decoder, not here
         return "tools/call arguments nested too deeply"
     arguments = arguments if isinstance(arguments, dict) else {}
     for header_name, path in wanted.items():

@@ -20,7 +20,7 @@ import hmac
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -33,8 +33,11 @@ from ._edge import EdgePolicy, HttpLimits
 from ._exchange import Exchange, HttpError, HttpRequest
 from ._legacy import LegacySseEndpoint
 from ._server import serve_http_listeners
-from ._session import Hooks, SessionRegistry
+from ._session import SessionRegistry
 from ._streamable import StreamableEndpoint
+
+if TYPE_CHECKING:
+    from .. import ServerPort
 
 __all__ = ["serve_http"]
 
@@ -46,7 +49,7 @@ _PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def serve_http(
-    hooks: Hooks,
+    hooks: ServerPort,
     *,
     port: int = 0,
     host: str = "127.0.0.1",
@@ -72,6 +75,8 @@ async def serve_http(
 ) -> None:
     """Serve MCP over HTTP until ``shutdown`` is set (then drain) or cancelled.
 
+    ``hooks``: the server to serve, as the transports see it (``ServerPort``; the name is
+    the one this parameter always had).
     ``path``: the Streamable HTTP endpoint (None: none); ``sse_path``: the legacy
     2024-11-05 stream endpoint (None: none), whose POSTs go to ``messages_path``.
     Reports the bound address through ``task_status``.

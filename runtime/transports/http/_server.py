@@ -105,7 +105,7 @@ async def serve_http_listeners(
                 stream, app, policy, limits, max_body_size, write_timeout, shutdown, on_upgrade
             )
             # Its reader task (only while an app waits) runs beside the connections: a
-            # nursery per connection cost about 1 KiB per idle GET stream (issue 22 item 4).
+            # nursery per connection would cost every idle GET stream its memory.
             driver.io.nursery = handler_nursery
             drivers.add(driver)
             await driver.run()
@@ -292,8 +292,8 @@ class _Driver:
         self._edge_passed: tuple[str | None, str | None] | None = None
         #: The last request head that passed the edge checks and was no upgrade. The parser
         #: hands out the same (immutable) head for the same bytes, and a keep-alive client
-        #: repeats its head: that head is not checked again (about 1.1% of a modern POST's
-        #: bytecodes, guard http_modern_post 2,533 -> 2,506).
+        #: repeats its head: that head is not checked again (benchmarks/README.md, "A
+        #: repeated request head checked once").
         self._head_passed: RequestHead | None = None
         #: The exchange that answers ``_head_passed`` (``_one_request``).
         self._exchange_type: type[Exchange] = Exchange
@@ -303,7 +303,7 @@ class _Driver:
         #: ``_serve_generation``; after that, the scope its answer runs in), and the
         #: exchange being answered in it. Stopping the connection cancels it: one scope,
         #: not one of the connection's around its generations (an idle GET stream or
-        #: listen holds one scope of its connection's; issue 22 item 4).
+        #: listen holds one scope of its connection's).
         self._generation: trio.CancelScope | None = None
         self._exchange: Exchange | None = None
         #: The connection is to close (:meth:`_stop`), and then: that cancel interrupted it
@@ -341,8 +341,7 @@ class _Driver:
     async def run(self) -> None:
         """Serve the connection until it closes. Its reader task (``SocketIO``, started in
         the nursery given as ``io.nursery``) has ended before the socket closes. (One frame
-        for both: an idle stream's task holds every frame of its chain, about 250 bytes
-        each; issue 22 item 4.)"""
+        for both: an idle stream's task holds every frame of its chain.)"""
         first = True
         try:
             try:
@@ -378,7 +377,8 @@ class _Driver:
         connection must close (False), or a request an app ran under it was cancelled
         through it: that request is answered here, outside the cancelled scope, and a fresh
         generation serves on (True). As core/_reader.py's generations: one scope for many
-        requests instead of one each (issue 22 target 1, the handshake-era session POST)."""
+        requests instead of one each (benchmarks/README.md, "One cancel scope per
+        connection generation")."""
         generation = self._generation = trio.CancelScope()
         if self._stopping:
             generation.cancel()
@@ -520,8 +520,8 @@ class _Driver:
         ``room`` (kept from one request to the next while the connection is busy), then
         copied out once. Through the parser's buffer it was read in 64 KiB pieces, each
         appended, then copied out; and each big temporary, freshly allocated, was faulted in
-        page by page again on every request (issue 22: about 500 page faults per 1 MiB body
-        before, about 290 now). A reader task left from a request that waited would feed
+        page by page again on every request (benchmarks/README.md, "A body read into the
+        connection's room"). A reader task left from a request that waited would feed
         the parser: this task reads for itself (the app restarts the reader if it waits)."""
         await self.io.stop_reader()
         room = self.room
@@ -535,7 +535,7 @@ class _Driver:
             while got < length:
                 got += await self.io.read_into(view[got:length])
                 self.deadline = self._body_deadline(started, whole, got)
-        # The room itself is the body (no 1 MiB copy, no fresh pages to fault in: issue 22);
+        # The room itself is the body (no 1 MiB copy, no fresh pages to fault in);
         # ``_one_request`` gives it up afterwards if anything still holds it.
         return memoryview(room).toreadonly()[:length]
 
@@ -549,7 +549,7 @@ class _Driver:
             host = header("host")
             if head.target[:1] != "/" and (authority := authority_of(head.target)) is not None:
                 # RFC 9112 section 3.2.2: an absolute-form target's authority replaces Host,
-                # so it is what the allow-list checks (issue 16 item 6).
+                # so it is what the allow-list checks.
                 host = authority
             edge = (host, header("origin"))
             if edge != self._edge_passed:  # a keep-alive client sends the same values
@@ -617,7 +617,7 @@ class _Driver:
         reads for itself again, one scheduler round trip per request less.
 
         The app's own coroutine is the one run (its failures are answered here, in the
-        same frame): no coroutine of ours around it per request (issue 22 target 1)."""
+        same frame): no coroutine of ours around it per request."""
         io = self.io
         io.exchange = exchange
         if io.eof:  # the client hung up before the app started

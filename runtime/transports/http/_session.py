@@ -16,19 +16,16 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from ... import eager
 from ...protocol import (
-    Envelope,
-    ModernRequest,
-    Pieces,
-    Refusal,
-    ToolCall,
+    DecodedFrame,
+    RequestId,
+    duplicate_request,
     error_reply,
     id_key,
     probe,
@@ -43,119 +40,48 @@ from ...stores import (
     StoreUnavailable,
 )
 from ._edge import HttpLimits
-from ._exchange import HttpError
+from ._exchange import HttpError, rejection
 from ._inbox import Inbox
 from ._streams import Key, ResponseStream
 
-__all__ = ["DirectSlot", "Hooks", "HttpSession", "SessionRegistry"]
+if TYPE_CHECKING:
+    from .. import ProtocolSession, ServerPort, SessionConnection
+
+__all__ = ["DirectSlot", "HttpSession", "SessionRegistry", "in_flight", "store_refusal"]
 
 log = logging.getLogger("mcp_runtime.http")
 
 
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """What the HTTP and WebSocket transports need from the server (given by
-    ``runtime._server``; transports never import the core or the handlers)."""
-
-    #: ``Server.serve_connection``: (channel, *, session, connection_id, shutdown, drain_on_eof).
-    serve_connection: Callable[..., Awaitable[None]]
-    #: Makes a fresh protocol session object (``runtime.core.Session``) for a transport name.
-    new_session: Callable[[str, Any], Any]
-    #: Tool name -> {Mcp-Param header name (lower case): property path in ``arguments``}.
-    tool_header_params: Callable[[str], dict[str, tuple[str, ...]]]
-    #: ``Limits.max_batch_size``: larger batches get 400 at the HTTP layer.
-    max_batch_size: int = 256
-    write_timeout: float = 30.0
-    shutdown_grace: float = 10.0
-    inbound_queue: int = 64
-    #: The fast path for one modern POST (no Connection):
-    #: ``dispatch_one(envelope, send, connection_id, principal, modern, prepared, send_now,
-    #: idle)``
-    #: runs one request (a classified ``runtime.protocol.Envelope``) in the calling task and
-    #: returns the response bytes; ``send(data)`` gets what the handler sends meanwhile;
-    #: ``modern`` is the era the transport read from its ``_meta``
-    #: (``runtime.protocol.select_era``; None: let the dispatcher read it); ``prepared`` the
-    #: reading of its params (``read_call``, ``read_frame``), or None; ``send_now(data,
-    #: related=None) -> bool``, or
-    #: None, the handler's ``Peer.send_nowait`` (a listen's fan-out written by the publisher);
-    #: ``idle(wake)``, or None, the calling task's wait while the request idles (a listen
-    #: served in its connection's one task, ``runtime.core.dispatch_single``).
-    dispatch_one: (
-        Callable[
-            [
-                Any,
-                Callable[[bytes], Awaitable[None]],
-                str,
-                Any,
-                ModernRequest | None,
-                ToolCall | None,
-                Callable[[bytes, Any], bool] | None,
-                Callable[[trio.CancelScope], Awaitable[object]] | None,
-            ],
-            Awaitable[bytes | Pieces | None],
-        ]
-        | None
-    ) = None
-    #: ``read_call(params)``: a ``tools/call``'s raw params read in the handler's own typed
-    #: pass, ``_meta`` and arguments included, once for the 2026-07-28 era and header rules
-    #: (which read its ``meta`` and ``name``) and the handler (``dispatch_one`` and
-    #: ``run_in_session`` take it as ``prepared``). None when that pass does not apply (an
-    #: unknown tool, arguments or a ``_meta`` that need the general reading): read the
-    #: params the general way, which answers exactly as always.
-    read_call: Callable[[msgspec.Raw], ToolCall | None] | None = None
-    #: ``read_frame(body)``: a POST's body (one message) over ``ONE_PASS_OVER`` bytes read whole
-    #: when it is such a ``tools/call``: ``(envelope, reading)``, the envelope read from the
-    #: members around its params and its ``params`` a ``msgspec.Raw`` view of the body (the
-    #: reading's ``raw``), so that the arguments' bytes are read once, by the typed pass.
-    #: None: decode the body the general way (``runtime.protocol.decode_frame``).
-    read_frame: Callable[[bytes | memoryview], tuple[Envelope, ToolCall] | None] | None = None
-    #: The fast path for one request POSTed to a session: ``run_in_session(connection,
-    #: envelope)`` runs it in the calling task as that session connection's own request
-    #: (in flight there, cancellable, its notifications sent through the connection) and
-    #: returns its reply (None: cancelled, no reply). ``connection`` is the object given to
-    #: ``serve_connection``'s ``started`` callback. Optional ``scope, on_cancelled``: run it
-    #: under that cancel scope, entered already (``Exchange.request_scope``), instead of one
-    #: of its own; cancelled through it, ``on_cancelled(reply)`` gets what to answer and
-    #: ``trio.Cancelled`` propagates (``Connection.run_request``). Optional ``prepared``
-    #: (fifth, a ``ToolCall``): the reading of its params that ``read_frame`` or
-    #: ``read_call`` made, for the handler (its params are not read again).
-    run_in_session: Callable[..., Awaitable[bytes | None]] | None = None
-    #: ``start_soon(connection, fn)``: run ``fn()`` beside that connection's requests.
-    start_soon: Callable[[Any, Callable[[], Awaitable[object]]], None] | None = None
-    #: With a shared store (``runtime.stores``): ``export_session(core)`` is what a session
-    #: negotiated (a ``SessionRecord``, None before ``initialize``), ``import_session(
-    #: transport, token, record)`` a protocol session object restored from one, so that any
-    #: replica serves any session's POST.
-    export_session: Callable[[Any], SessionRecord | None] | None = None
-    import_session: Callable[[str, Any, SessionRecord], Any] | None = None
-    #: The dispatcher's refusal observer (``runtime.protocol.Refusal``; None: nothing
-    #: observes, and the transport builds nothing): told of every POST, GET or DELETE the
-    #: transport answers with an error before the request reaches the dispatcher.
-    on_refusal: Callable[[Refusal], None] | None = None
-
-
 class _SessionChannel:
-    """The session's ``MessageChannel``: input from POST bodies, output routed by id."""
+    """The session's ``MessageChannel``: input from POST bodies (decoded and judged by the
+    POST: ``DecodedFrame``), output routed by id."""
 
     def __init__(self, session: HttpSession) -> None:
         self._session = session
+        #: A Streamable HTTP session refuses a POST whose id another POST still waits for
+        #: (``HttpSession.open_stream``, ``open_direct``): its connection judges ids no
+        #: more. A 2024-11-05 session answers every request on its one GET stream: its
+        #: connection does.
+        self.refuses_duplicate_ids = not session.legacy
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> bytes | DecodedFrame:
         return await self._session.inbox.receive()
 
-    def receive_nowait(self) -> bytes:
+    def receive_nowait(self) -> bytes | DecodedFrame:
         """Read only while there is input (``MessageChannel.receive_nowait``): an idle
-        session holds no reader task (issue 22 item 4)."""
+        session holds no reader task."""
         return self._session.inbox.receive_nowait()
 
     def wake(self) -> None:
         """The connection needs a round served (input, a task to start, its end)."""
         self._session.wake()
 
-    async def send(self, messages: Sequence[tuple[bytes, Any]]) -> None:
+    async def send(self, messages: Sequence[tuple[bytes, RequestId | None]]) -> None:
         await self._session.route(messages)
 
-    def send_now(self, messages: Sequence[tuple[bytes, Any]]) -> Awaitable[None] | None:
+    def send_now(
+        self, messages: Sequence[tuple[bytes, RequestId | None]]
+    ) -> Awaitable[None] | None:
         """Route ``messages`` in this step when nothing in the way waits (the in-memory
         event store of an unshared session never does): None, and the outbox needs no
         write scope. Else all of ``send``, unstarted: a store's round trip enters scopes of
@@ -172,7 +98,7 @@ class _SessionChannel:
         assert isinstance(suspended, eager.Suspended)  # (the memory store never waits)
         return eager.finish(suspended)
 
-    def ready(self, related: Any) -> bool:
+    def ready(self, related: RequestId | None) -> bool:
         """Whether an unsolicited message now goes straight to the GET stream's socket
         (``MessageChannel.ready``): its pump waits with nothing queued. Messages related
         to a request take the usual way."""
@@ -186,8 +112,8 @@ class DirectSlot:
     """Where the messages of one request go that its POST runs in its own task
     (``HandshakeEra``): its response stream is made only when a message comes before the
     answer (progress, logs, a server request) or the stream is cut, since most such
-    requests are answered as JSON with nothing before (issue 22 target 1: a stream made,
-    registered and closed per request cost some 180 bytecodes)."""
+    requests are answered as JSON with nothing before (benchmarks/README.md, "A session
+    request's stream made on demand")."""
 
     __slots__ = ("key", "on_message", "stream")
 
@@ -199,21 +125,25 @@ class DirectSlot:
 
 
 class HttpSession:
+    """One handshake-era session: its protocol state (``core``), the connection serving it,
+    its response streams and the routing of its messages to them by request id."""
+
     def __init__(
         self,
         session_id: str,
         principal: Any,
-        core: Any,
+        core: ProtocolSession,
         store: EventStore,
         limits: HttpLimits,
         inbound_queue: int,
+        legacy: bool = False,
     ) -> None:
         self.id = session_id
         self.principal = principal
         self.core = core
         self.store = store
         self.limits = limits
-        #: POST bodies for the connection to read (no memory channel pair: issue 22 item 4).
+        #: What POSTs feed the connection (``Inbox``: no memory channel pair per session).
         self.inbox = Inbox(inbound_queue)
         self.inbox.on_input = self._on_input
         self._stream_numbers = itertools.count(1)
@@ -227,17 +157,18 @@ class HttpSession:
         self.scope: trio.CancelScope | None = None
         #: The registry whose nursery hosts the session's rounds (``run``; None once it
         #: ended); ``in_round``: one is started and has not ended. Idle between rounds, the
-        #: session holds no task (issue 22 item 4).
+        #: session holds no task.
         self.registry: SessionRegistry | None = None
         self.in_round = False
         self.ended = False
         #: The session's core connection once it serves (for the direct POST path).
-        self.connection: Any = None
+        self.connection: SessionConnection | None = None
         #: A 2024-11-05 HTTP+SSE session (reachable only through its messages URL).
-        self.legacy = False
-        #: The shared store when replicas share sessions (else None): see ``SessionRegistry``.
+        self.legacy = legacy
+        #: The shared store when replicas share sessions (else None): see ``SessionRegistry``;
+        #: ``port`` is then the server's (what the session negotiated is saved there).
         self.shared: Store | None = None
-        self.export: Callable[[Any], SessionRecord | None] | None = None
+        self.port: ServerPort | None = None
         #: The last record saved (compared after each request: saved again when it changed).
         self.saved: SessionRecord | None = None
         self.stream_suffix = ""
@@ -251,7 +182,7 @@ class HttpSession:
         # Handlers may end their own POST's SSE stream early (Context.close_sse_stream).
         core.close_stream = self.cut_stream
 
-    def cut_stream(self, request_id: Any) -> bool:
+    def cut_stream(self, request_id: RequestId) -> bool:
         """End the HTTP response of ``request_id``'s POST stream now; the stream lives on
         for ``Last-Event-ID`` (see ``ResponseStream.cut``). False when there is none (a
         2024-11-05 session answers on its one GET stream)."""
@@ -264,15 +195,25 @@ class HttpSession:
 
     @property
     def protocol_version(self) -> str | None:
-        version: str | None = getattr(self.core, "protocol_version", None)
-        return version
+        return self.core.protocol_version
 
     def touch(self) -> None:
         self.last_seen = trio.current_time()
 
+    def taken(self, keys: Sequence[Key]) -> Key | None:
+        """The first of ``keys`` that a POST's answer still waits for (None: none is).
+
+        The one judge of duplicate request ids on this session (JSON-RPC 2.0 section 4:
+        ids correlate; here they route each answer to its POST): from the POST that names an
+        id until its answer is routed or written, a span that covers the connection's own
+        (which therefore judges ids no more: ``_SessionChannel.refuses_duplicate_ids``)."""
+        by_key = self._by_key
+        return next((key for key in keys if key in by_key), None)
+
     def open_stream(self, keys: Sequence[Key]) -> ResponseStream | None:
-        """A response stream for a POST's requests; None when one of the ids is in flight."""
-        if any(key in self._by_key for key in keys):
+        """A response stream for a POST's requests; None when one of the ids is in flight
+        (:meth:`taken`)."""
+        if self.taken(keys) is not None:
             return None
         stream = self._new_stream(keys)
         for key in keys:
@@ -343,7 +284,7 @@ class HttpSession:
             if not stream.pending:
                 stream.finish()
 
-    async def feed(self, body: bytes) -> None:
+    async def feed(self, body: bytes | DecodedFrame) -> None:
         # A session that is ending drops input; its streams end too.
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self.inbox.send(body)
@@ -374,9 +315,9 @@ class HttpSession:
     async def sync(self) -> None:
         """Save what the session negotiated when it changed (``initialize``, ``logging/
         setLevel``), so the next POST finds it on whichever replica it lands."""
-        if self.shared is None or self.export is None:
+        if self.shared is None or self.port is None:
             return
-        record = self.export(self.core)
+        record = self.port.export_session(self.core)
         if record is None or record == self.saved:
             return
         if self.principal is not None:
@@ -415,12 +356,12 @@ class HttpSession:
         elif kind == b"end":
             self.end()
 
-    def route_now(self, store: MemoryEventStore, data: bytes, related: Any) -> bool:
+    def route_now(self, store: MemoryEventStore, data: bytes, related: RequestId | None) -> bool:
         """:meth:`route` of one unrelated notification (it goes to the GET stream), for an
         unshared session on the in-memory store: in this step, with no coroutine, context
         or eager start around it. One change to 1,000 sessions is this once per session
-        (issue 22 item 3: 518 bytecodes per session to 438, at 1,000). False: not that case,
-        nothing done (:meth:`route` it)."""
+        (benchmarks/README.md, "Fan-out over HTTP"). False: not that case, nothing
+        done (:meth:`route` it)."""
         if related is not None or probe(data) != (False, None):
             return False
         stream = self.standing
@@ -429,7 +370,7 @@ class HttpSession:
         stream.push(store.append_now(self.id, stream.id, data), data)
         return True
 
-    async def route(self, messages: Sequence[tuple[bytes, Any]]) -> None:
+    async def route(self, messages: Sequence[tuple[bytes, RequestId | None]]) -> None:
         for data, related in messages:
             is_response, message_id = probe(data)
             ref = related if related is not None else message_id
@@ -448,7 +389,7 @@ class HttpSession:
             event_id: str | None = None
             if not (is_response and stream.json_first and stream.prime_id is None):
                 # (Else the POST's JSON answer, first on its stream: nobody could resume it,
-                # so it is not stored; issue 22 item 4, memory per idle session.)
+                # so it is not stored, nor kept by an idle session.)
                 if stream.lazy_prime and stream.prime_id is None:
                     await self.prime(stream)
                 try:
@@ -474,7 +415,7 @@ class HttpSession:
                 for key in [k for k, s in self._by_key.items() if s is stream]:
                     del self._by_key[key]
                 if not self._by_key:
-                    self._by_key.clear()  # (frees the emptied table: issue 22 item 4)
+                    self._by_key.clear()  # (an emptied dict keeps its table; clear() frees it)
 
     def _on_input(self) -> None:
         if self.connection is not None:  # (before it serves, its first round reads it)
@@ -486,15 +427,15 @@ class HttpSession:
             self.in_round = True
             self.registry.start_round(self)
 
-    async def run(self, hooks: Hooks, shutdown: trio.Event) -> bool:
+    async def run(self, port: ServerPort, shutdown: trio.Event) -> bool:
         """Serve the session's connection for one round: True once it ended (shut down,
         ended, or its channel broke), False when it went idle. The first round starts it
-        (``hooks.serve_connection``); later ones, asked for by its channel's ``wake()``, call
-        its ``serve()`` again (``runtime.core.Connection``: a channel read only while it has
+        (``port.serve_connection``); later ones, asked for by its channel's ``wake()``, call
+        its ``serve()`` again (``SessionConnection``: a channel read only while it has
         input is served in rounds). An idle session holds no task, nursery or cancel scope;
-        shutdown reaches it through the registry's one watcher (issue 22 item 4)."""
+        shutdown reaches it through the registry's one watcher."""
 
-        def started(connection: Any) -> None:
+        def started(connection: SessionConnection) -> None:
             self._started(connection)
             if shutdown.is_set():
                 connection.stop_reading()
@@ -507,7 +448,7 @@ class HttpSession:
         try:
             with scope:
                 if self.connection is None:
-                    await hooks.serve_connection(
+                    await port.serve_connection(
                         _SessionChannel(self),
                         session=self.core,
                         connection_id=f"http-{self.id[:8]}",
@@ -539,7 +480,9 @@ class HttpSession:
             with trio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
                 await self.store.forget(self.id)
 
-    async def _first_save(self, data: bytes, ref: Any, stream: ResponseStream) -> bytes:
+    async def _first_save(
+        self, data: bytes, ref: RequestId | None, stream: ResponseStream
+    ) -> bytes:
         """Before the ``initialize`` response leaves, save the session for the other
         replicas. If the store cannot (unreachable, too slow), end the session and refuse
         its POST (``ResponseStream.refusal``: 503 + Retry-After, the JSON-RPC error as the
@@ -563,7 +506,7 @@ class HttpSession:
             return error_reply(error, ref)
         return data
 
-    def _started(self, connection: Any) -> None:
+    def _started(self, connection: SessionConnection) -> None:
         self.connection = connection
 
     def end(self) -> None:
@@ -588,14 +531,14 @@ class SessionRegistry:
 
     def __init__(
         self,
-        hooks: Hooks,
+        port: ServerPort,
         limits: HttpLimits,
         store: EventStore,
         nursery: trio.Nursery,
         shutdown: trio.Event,
         shared: Store | None = None,
     ) -> None:
-        self.hooks = hooks
+        self.port = port
         self.limits = limits
         self.store = store
         self._nursery = nursery
@@ -659,13 +602,13 @@ class SessionRegistry:
         if session_id.startswith("sse:"):  # a 2024-11-05 session's record: never adopted
             return None
         record = await self.shared.sessions.load(session_id)
-        if record is None or self.hooks.import_session is None:
+        if record is None:
             return None
         if principal is not None and record.principal != principal_key(principal):
             return None  # bound to someone else: it does not exist for this caller
         if len(self._sessions) >= self.limits.max_sessions and not self._evict():
             return None  # (a 404: the client initializes again)
-        core = self.hooks.import_session("http", token, record)
+        core = self.port.import_session("http", token, record)
         session = self.create(principal, token=token, core=core, session_id=session_id)
         assert session is not None
         session.saved = record
@@ -690,12 +633,13 @@ class SessionRegistry:
         transport: str = "http",
         *,
         token: Any = None,
-        core: Any = None,
+        core: ProtocolSession | None = None,
         session_id: str | None = None,
+        legacy: bool = False,
     ) -> HttpSession | None:
         """Start a new session, or None when ``max_sessions`` are alive and none can make
         room (``_evict``). ``principal`` is the key the session is bound to; ``token`` what
-        handlers see as ``ctx.principal``."""
+        handlers see as ``ctx.principal``; ``legacy``: a 2024-11-05 HTTP+SSE session."""
         if len(self._sessions) >= self.limits.max_sessions and not self._evict():
             return None
         # 128 bits from the OS CSPRNG, visible ASCII
@@ -703,15 +647,16 @@ class SessionRegistry:
         session = HttpSession(
             session_id,
             principal,
-            core if core is not None else self.hooks.new_session(transport, token),
+            core if core is not None else self.port.new_session(transport, token),
             self.store,
             self.limits,
-            self.hooks.inbound_queue,
+            self.port.inbound_queue,
+            legacy,
         )
         if self.shared is not None and transport == "http":
             session.shared = self.shared
             session.holds = self.holds
-            session.export = self.hooks.export_session
+            session.port = self.port
             # Stream ids unique across replicas (event ids name their stream).
             session.stream_suffix = "-" + self.shared.replica
             # Its tasks belong to the shared id, not to this replica's copy.
@@ -762,7 +707,7 @@ class SessionRegistry:
     async def _run(self, session: HttpSession) -> None:
         ended = True
         try:
-            ended = await session.run(self.hooks, self._shutdown)
+            ended = await session.run(self.port, self._shutdown)
         finally:
             if ended:
                 # (Unless evicted already: its id may name a new copy by now, ``find``.)
@@ -790,3 +735,21 @@ class SessionRegistry:
                     if session.in_use == 0 and now - session.last_seen > timeout:
                         log.info("session expired session=%s idle=%ss", session.id[:8], timeout)
                         session.end()
+
+
+def in_flight(session: HttpSession, keys: Sequence[Key]) -> HttpError:
+    """400 for a POST naming a request id whose answer another POST still waits for
+    (``HttpSession.taken``); the error, the one any duplicate id gets, names that id."""
+    key = session.taken(keys)
+    request_id = None if key is None else key[1]
+    return rejection(400, duplicate_request(request_id), request_id)
+
+
+def store_refusal(exc: StoreUnavailable) -> HttpError:
+    """The shared store did not answer in time: 503 with a JSON-RPC error, at once (the
+    detail goes to the log, not the wire, under the correlation id the error carries)."""
+    correlation = secrets.token_hex(8)
+    log.warning("session store unavailable correlation=%s: %s", correlation, exc)
+    reason = "Service Unavailable: session store unavailable"
+    body = error_reply(store_unavailable("Session", correlation))
+    return HttpError(503, reason, body, [("Retry-After", "1")])

@@ -8,9 +8,9 @@ Once the connection is closed its descriptor number may belong to another client
 is written to it again. Relies on POSIX non-blocking sockets.
 
 The rest of a big write the socket did not take at once goes on with the socket's send
-low-water mark lifted (``LowWater`` of ``runtime.transports``: trio's 16 KiB pace made a
-1 MiB reply five or six rounds of waiting, about a fifth of the server's CPU; issue 22 target
-2); small writes (SSE events) keep trio's pace (``LIFT_OVER``).
+low-water mark lifted (``LowWater`` of ``runtime.transports``: at trio's 16 KiB pace a
+1 MiB reply takes several rounds of waiting; benchmarks/README.md, "Send low-water mark");
+small writes (SSE events) keep trio's pace (``LIFT_OVER``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class SocketIO:
         self._fd = sock.fileno()
         self._closed = False
         #: The send low-water mark, lifted for the rest of a big write (see the module);
-        #: made at the first big write (an idle connection holds none: issue 22 item 4).
+        #: made at the first big write (an idle connection holds none).
         self._low_water: LowWater | None = None
         self.parser = parser
         self.write_timeout = write_timeout
@@ -103,8 +103,7 @@ class SocketIO:
         self._unread = 0
         # The running reader's lots (the connection's task waits for data in the first,
         # the reader for it to drain in the second), scope and end, made when it starts and
-        # dropped when it has stopped (an idle stream's connection holds none of them, about
-        # 370 bytes for the lots: issue 22 item 4).
+        # dropped when it has stopped (an idle stream's connection holds none of them).
         self._lots: tuple[trio.lowlevel.ParkingLot, trio.lowlevel.ParkingLot] | None = None
         self._reader_scope: trio.CancelScope | None = None
         self._reader_done: trio.Event | None = None
@@ -144,10 +143,9 @@ class SocketIO:
     async def write_pair(self, head: bytes, body: bytes | Pieces) -> None:
         """Write ``head`` and then ``body`` (bytes, or ``Pieces``: its parts in order) as
         :meth:`write` writes one byte string, in one ``writev`` as far as the socket takes
-        them: none is copied into a joined whole (a 16 MiB text's pieces: issue 22 target 2),
-        and the head does not go out as a TCP segment of its own (a 1 MiB resources/read
-        over HTTP: about 3% less server CPU than two writes, and less client CPU; median of
-        8 interleaved runs of benchmarks/_big.py's read1)."""
+        them: none is copied into a joined whole (a 16 MiB text's pieces), and the head does
+        not go out as a TCP segment of its own (benchmarks/README.md, "Head and body in one
+        writev")."""
         if self._closed:
             raise trio.ClosedResourceError("the connection is closed")
         buffers = [head, *body.parts] if type(body) is Pieces else [head, body]
@@ -280,7 +278,7 @@ class SocketIO:
 
     async def read_into(self, view: memoryview) -> int:
         """Read bytes of a request body straight into ``view`` (not through the parser's
-        buffer, from which they would be copied out again; issue 22), as many as are there,
+        buffer, from which they would be copied out again), as many as are there,
         waiting for some when none are: how many. BrokenResourceError at EOF or on a broken
         socket. Only while no reader task runs (``reader_running``): that one feeds the
         parser."""

@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable
-from typing import Any, Final
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from ...protocol import (
     HANDSHAKE_VERSIONS,
     INITIALIZE,
-    META_LOG_LEVEL,
-    META_PROGRESS_TOKEN,
     META_PROTOCOL_VERSION,
     MODERN_MARKER,
     ONE_PASS_OVER,
     SUBSCRIPTIONS_LISTEN,
     TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION,
+    DecodedFrame,
     Envelope,
     ErrorReply,
     JSONRPCError,
@@ -41,10 +40,8 @@ from ...protocol import (
     decode_frame,
     error_reply,
     header_mismatch,
-    id_key,
     invalid_params,
     modern_request,
-    probe,
     retry_after,
     shutting_down,
     status_of,
@@ -63,8 +60,11 @@ from ._exchange import (
 from ._handshake import HandshakeEra
 from ._listen import ListenStream
 from ._modern import ModernParams, check_headers, modern_params
-from ._session import Hooks, SessionRegistry
-from ._streams import ResponseStream, answer, end_with_reply, sse_event
+from ._session import SessionRegistry
+from ._streams import end_with_reply, sse_event
+
+if TYPE_CHECKING:
+    from .. import ServerPort
 
 __all__ = ["StreamableEndpoint", "parse_accept"]
 
@@ -76,40 +76,50 @@ _NOT_A_BATCH: Final = "Invalid Request: a POST carries one JSON-RPC message, not
 
 class StreamableEndpoint:
     """The Streamable HTTP endpoint: POST in either era; GET and DELETE of sessions (the
-    handshake-era side, ``sessions``)."""
+    handshake-era side, ``sessions``).
+
+    A POST is decoded once, here, and answered by one of these (2026-07-28 and 2025-11-25
+    basic/transports):
+
+    - a modern request: run in this task with no connection (``ServerPort.dispatch_one``),
+      answered as JSON or, once it sends a notification, as an SSE stream; a
+      ``subscriptions/listen`` the same way, its stream held open (``_listen``);
+    - a modern notification: 202, then its handler (``ServerPort.dispatch_notification``);
+    - a request to a session: run in this task as the session connection's own
+      (``SessionConnection.run_request``);
+    - anything else for a session (``initialize``, notifications, responses, a 2025-03-26
+      batch): fed to the session's connection as read here (``DecodedFrame``).
+    """
 
     def __init__(
         self,
-        hooks: Hooks,
+        port: ServerPort,
         limits: HttpLimits,
         registry: SessionRegistry,
         shutdown: trio.Event,
         gate: Gate,
     ) -> None:
-        self.hooks = hooks
+        self.port = port
         self.limits = limits
         self.shutdown = shutdown
         self.gate = gate
-        self.sessions = HandshakeEra(hooks, limits, registry, gate)
-        #: The one-POST connections serving now (streamed requests): shutdown reaches them
-        #: through one watcher (``stop_at_shutdown``), not a watcher task per connection
-        #: (issue 22 item 4, memory per idle listen).
-        self._connections: set[Any] = set()
-        #: The scopes of the listens served now (``_listen``): at shutdown each gets
-        #: ``shutdown_grace`` to end with its result before it is cut short.
-        self._listens: set[trio.CancelScope] = set()
+        self.sessions = HandshakeEra(port, limits, registry, gate)
+        #: The scopes of the modern requests served now (``_dispatch_direct``, ``_listen``):
+        #: at shutdown each gets ``shutdown_grace`` to end before it is cut short; one that
+        #: starts once the watcher has run (``_draining``) bounds itself.
+        self._running: set[trio.CancelScope] = set()
+        self._draining = False
 
     async def stop_at_shutdown(self) -> None:
-        """One watcher for every one-POST connection: at shutdown each stops reading and
-        drains within ``shutdown_grace`` (as ``SessionRegistry`` does for sessions)."""
+        """One watcher for every modern request: at shutdown each gets ``shutdown_grace`` to
+        end (as ``SessionRegistry`` gives sessions), not a watcher task per request."""
         await self.shutdown.wait()
-        for connection in list(self._connections):
-            connection.stop_reading()
-        for scope in list(self._listens):
+        self._draining = True
+        for scope in list(self._running):
             self._bound_by_grace(scope)
 
     def _bound_by_grace(self, scope: trio.CancelScope) -> None:
-        scope.deadline = min(scope.deadline, trio.current_time() + self.hooks.shutdown_grace)
+        scope.deadline = min(scope.deadline, trio.current_time() + self.port.shutdown_grace)
 
     def __call__(self, request: HttpRequest, exchange: Exchange) -> Awaitable[None]:
         method = request.method
@@ -125,7 +135,7 @@ class StreamableEndpoint:
 
     async def post(self, request: HttpRequest, exchange: Exchange) -> None:
         """Decode the body once (``runtime.protocol``), judge it, then route it by era: a
-        modern request, a request to a session, or an ``initialize`` opening one. A body that
+        modern message, a message to a session, or an ``initialize`` opening one. A body that
         is not acceptable JSON-RPC is answered here, on this POST, with 400 (2025-03-26
         basic/transports: "If the server cannot accept the input, it MUST return an HTTP
         error status code"; the body is the JSON-RPC error, id null unless recovered)."""
@@ -142,17 +152,17 @@ class StreamableEndpoint:
             raise refusal(415, "Unsupported Media Type: the body must be application/json")
         body = request.body
         called: ToolCall | None = None
-        message: Envelope | list[msgspec.Raw]
+        read: Mapping[int, tuple[Envelope, ToolCall]] | None = None
+        message: Envelope | list[Raw]
         try:
-            if (
-                len(body) > ONE_PASS_OVER
-                and self.hooks.read_frame is not None
-                and (found := self.hooks.read_frame(body)) is not None
-            ):
-                # A big tools/call (modern, or POSTed to a session) read whole in the tool's
-                # typed pass: the arguments' bytes read once, not first walked to find their
-                # end.
-                message, called = found
+            if len(body) > ONE_PASS_OVER and (found := self.port.read_frame(body)) is not None:
+                # A big tools/call (alone, or in a batch: ``read`` holds it by index) read
+                # whole in the tool's typed pass: the arguments' bytes read once, not first
+                # walked to find their end.
+                if isinstance(found[0], list):
+                    message, read = found
+                else:
+                    message, called = found
             else:
                 message = decode_frame(body)
             kind = None if isinstance(message, list) else classify(message)
@@ -162,30 +172,23 @@ class StreamableEndpoint:
         if gated:
             self.gate.check_tools(token, calls_in(message))
         if isinstance(message, Envelope) and (session_id is None or _may_be_modern(message)):
-            params, prepared = _modern_params(message, self.hooks, called)
+            params, prepared = _modern_params(message, self.port, called)
             if params is not None:
-                # A modern POST: judged here, then answered by the direct path (one request
-                # answered from this task) or a one-POST connection (notifications,
-                # responses, listen streams, requests that stream notifications).
+                # A modern message: judged here, then answered from this task.
                 modern = self.judge_modern(request, message, kind, params)
-                direct = kind == Kind.REQUEST and _direct(message.method, params, accept_sse)
-                # Not held by this frame for as long as the POST lasts (a listen: hours):
-                # issue 22 item 4, memory per idle listen.
+                # Not held by this frame for as long as the POST lasts (a listen: hours).
                 params = None
-                if direct:
-                    await self._dispatch_direct(
-                        request, exchange, message, modern, accept_json, accept_sse, token, prepared
-                    )
-                elif message.method == SUBSCRIPTIONS_LISTEN and self.hooks.dispatch_one:
+                if kind != Kind.REQUEST:
+                    await self._notify(request, exchange, message, token)
+                elif message.method == SUBSCRIPTIONS_LISTEN:
                     listen = self._listen(
                         request, exchange, message, modern, accept_json, accept_sse, token
                     )
                     modern = None  # (the listen's own frame lets go of it)
                     await listen
                 else:
-                    modern = None  # (judged; not held while a listen lasts either)
-                    await self.post_modern(
-                        request, exchange, message, kind, accept_json, accept_sse, token
+                    await self._dispatch_direct(
+                        request, exchange, message, modern, accept_json, accept_sse, token, prepared
                     )
                 return
             # (Else a handshake-era message: ``prepared`` is its params' reading, if any.)
@@ -194,7 +197,7 @@ class StreamableEndpoint:
         if session_id is not None:
             session = await self.sessions.find(request, session_id, principal, token)
             await self.sessions.post_session(
-                request, exchange, session, message, kind, accept_json, accept_sse, prepared
+                request, exchange, session, message, kind, accept_json, accept_sse, prepared, read
             )
             return
         if isinstance(message, list):
@@ -228,7 +231,7 @@ class StreamableEndpoint:
         method = message.method if is_request else None
         assert method is None or isinstance(method, str)
         version = params.meta[META_PROTOCOL_VERSION]  # a string (``_modern_params``)
-        mismatch = check_headers(request, version, method, params, self.hooks.tool_header_params)
+        mismatch = check_headers(request, version, method, params, self.port.header_rules)
         if mismatch is not None:
             raise rejection(400, header_mismatch(mismatch), request_id)
         # The version is judged after the header rules: a header that disagrees with the body
@@ -242,61 +245,16 @@ class StreamableEndpoint:
                 raise rejection(400, exc, request_id) from None
             return None  # a notification without capabilities: nothing to answer
 
-    async def post_modern(
-        self,
-        request: HttpRequest,
-        exchange: Exchange,
-        message: Envelope,
-        kind: int | None,
-        accept_json: bool,
-        accept_sse: bool,
-        token: Any = None,
+    async def _notify(
+        self, request: HttpRequest, exchange: Exchange, message: Envelope, token: Any
     ) -> None:
-        """A modern POST (judged) that is not a request for the direct path, served as a
-        one-POST connection: a notification or response (202), a listen stream, a request
-        that streams notifications."""
-        request_id = message.id
-        is_request = kind == Kind.REQUEST
-        key = id_key(request_id) if is_request else None  # type: ignore[arg-type]
-        stream = ResponseStream(
-            "m", [key] if key is not None else [], queue_size=self.limits.stream_queue_size
-        )
-        channel = _PostChannel(bytes(request.body), stream)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._serve_one, channel, token)
-            if not is_request:
-                await exchange.respond(202, b"")
-                return
-            await self._answer_one_post(
-                request, exchange, stream, accept_json, accept_sse, nursery.cancel_scope
-            )
-
-    async def _answer_one_post(
-        self,
-        request: HttpRequest,
-        exchange: Exchange,
-        stream: ResponseStream,
-        accept_json: bool,
-        accept_sse: bool,
-        scope: trio.CancelScope,
-    ) -> None:
-        """Answer a 2026-07-28 POST from ``stream`` (JSON or SSE, not resumable); a client
-        that closed the response stream cancels ``scope``, the request's (2026-07-28
-        "Cancellation": closing the response stream cancels the request)."""
-        await answer(
-            exchange,
-            stream,
-            accept_json=accept_json,
-            accept_sse=accept_sse,
-            headers=[],
-            status_of=status_of,
-            resumable=False,
-            retry_ms=self.limits.sse_retry_ms,
-            keepalive=self.limits.sse_keepalive,
-        )
-        if exchange.hung_up_seen:
-            log.info("client closed the stream: cancelling conn=%s", request.connection_id)
-            scope.cancel()
+        """A modern notification: 202 Accepted (2026-07-28 basic/transports, "Sending
+        Messages"), then its handler, with no connection
+        (``ServerPort.dispatch_notification``). (A response has no params, so no ``_meta``
+        to be modern by: it never comes here.)"""
+        await exchange.respond(202, b"")
+        frame = DecodedFrame(request.body, message, Kind.NOTIFICATION)
+        await self.port.dispatch_notification(frame, f"http-post-{next(_post_ids)}", token)
 
     async def _listen(
         self,
@@ -309,26 +267,23 @@ class StreamableEndpoint:
         token: Any,
     ) -> None:
         """A 2026-07-28 ``subscriptions/listen`` (basic/patterns/subscriptions), held open
-        for hours, served in this task with no Connection, task or nursery of its own
-        (issue 22 item 4, memory per idle listen): the handler runs here through
-        ``dispatch_one`` (as the direct path's requests do) and waits in its
-        :class:`ListenStream`'s ``idle`` (``_listen.py``: the socket watched, keep-alive
-        comments, a change written straight to the socket by its publisher).
+        for hours, served in this task with no Connection, task or nursery of its own: the
+        handler runs here through ``dispatch_one`` (as the direct path's requests do) and
+        waits in its :class:`ListenStream`'s ``idle`` (``_listen.py``: the socket watched,
+        keep-alive comments, a change written straight to the socket by its publisher).
 
         Shutdown ends the listen with its result (the registry's subscribers end); one that
         has not ended within ``shutdown_grace`` (the connection's generation scope bounds
-        it) is answered -32000, as a one-POST connection's request cut short by the grace
-        is. The client hanging up cancels it with its connection (2026-07-28
-        "Cancellation"), which drops its subscription.
+        it) is answered -32000, as a request cut short by the grace is. The client hanging
+        up cancels it with its connection (2026-07-28 "Cancellation"), which drops its
+        subscription.
         """
-        dispatch_one = self.hooks.dispatch_one
-        assert dispatch_one is not None
         scope = exchange.request_scope
         assert scope is not None  # (the driver runs every exchange in a generation)
         stream = ListenStream(
             exchange, accept_sse, self.limits.sse_keepalive, request.connection_id
         )
-        running = dispatch_one(
+        running = self.port.dispatch_one(
             message,
             stream.send,
             f"http-post-{next(_post_ids)}",
@@ -341,9 +296,9 @@ class StreamableEndpoint:
         modern = None  # (held by the request's context as it needs; not by this frame)
         exchange.abort_on_disconnect()
         reply: bytes | Pieces | None = None
-        self._listens.add(scope)
+        self._running.add(scope)
         try:
-            if self.shutdown.is_set():  # set before the watcher could see this listen
+            if self._draining:
                 self._bound_by_grace(scope)
             reply = await running
         except Exception:  # (the dispatcher answers handler failures: this is a bug of ours)
@@ -352,21 +307,22 @@ class StreamableEndpoint:
             if exchange.hung_up_seen:
                 log.info("client closed the stream: cancelling conn=%s", request.connection_id)
             elif self.shutdown.is_set() and not stream.broken:
-                # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+                # Cut short by shutdown after its grace: still answered (every accepted
+                # request gets one reply).
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await stream.flush()
                     await self._answer_shutting_down(exchange, message.id, stream.streaming)
             stream.close()
             raise
         finally:
-            self._listens.discard(scope)
+            self._running.discard(scope)
         await stream.answer(reply, accept_json, _json_status)
 
     async def _dispatch_direct(
         self,
         request: HttpRequest,
         exchange: Exchange,
-        envelope: Any,
+        envelope: Envelope,
         modern: ModernRequest | None,
         accept_json: bool,
         accept_sse: bool,
@@ -375,12 +331,12 @@ class StreamableEndpoint:
     ) -> None:
         """Answer one modern request from this task: no Connection, no extra task.
 
-        The same wire answer as ``answer()`` over a one-POST connection: JSON when the
-        response is the first message (SSE only for a client that takes only SSE); a
-        handler that sends notifications turns the answer into an SSE stream (or, for a
-        JSON-only client, they are dropped). The client hanging up cancels the request.
+        JSON when the response is the only message (SSE only for a client that takes only
+        SSE); a handler that sends notifications first (progress, logs) turns the answer
+        into an SSE stream carrying them, then the response (2026-07-28 basic/transports,
+        "Receiving Messages"), or, for a JSON-only client, they are dropped. The client
+        hanging up cancels the request (2026-07-28 "Cancellation").
         """
-        assert self.hooks.dispatch_one is not None
         streaming = False
         broken: BaseException | None = None
 
@@ -410,21 +366,31 @@ class StreamableEndpoint:
                 exchange.abort()  # the request stops; the driver closes the connection
 
         # The client hanging up (or a failed write) cancels this request with its
-        # connection, which closes anyway: no cancel scope of its own on this hot path.
+        # connection, which closes anyway: no cancel scope of its own on this hot path; the
+        # connection's (its generation's) is bounded by the grace at shutdown.
         exchange.abort_on_disconnect()
+        scope = exchange.request_scope
+        if TYPE_CHECKING:  # (the driver runs every exchange in a generation)
+            assert scope is not None
         reply: bytes | Pieces | None = None
+        self._running.add(scope)
         try:
-            reply = await self.hooks.dispatch_one(
+            if self._draining:
+                self._bound_by_grace(scope)
+            reply = await self.port.dispatch_one(
                 envelope, send, f"http-post-{next(_post_ids)}", token, modern, prepared, None, None
             )
         except Exception:
             log.exception("connection crashed conn=%s", request.connection_id)
         except trio.Cancelled:
             if self.shutdown.is_set() and broken is None and not exchange.hung_up_seen:
-                # Cut short by shutdown after its grace: still answered (issue 16 item 4).
+                # Cut short by shutdown after its grace: still answered (every accepted
+                # request gets one reply).
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await self._answer_shutting_down(exchange, envelope.id, streaming)
             raise
+        finally:
+            self._running.discard(scope)
         # (None: as a one-request connection that ended without an answer.)
         await end_with_reply(exchange, reply, streaming, accept_json, accept_sse, _json_status)
 
@@ -440,68 +406,6 @@ class StreamableEndpoint:
                 await exchange.respond(503, body)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass  # the client is gone: nobody to answer
-
-    async def _serve_one(self, channel: _PostChannel, token: Any = None) -> None:
-        connections = self._connections
-        served: list[Any] = []
-
-        def started(connection: Any) -> None:
-            served.append(connection)
-            connections.add(connection)
-            if self.shutdown.is_set():  # set before the watcher could see this connection
-                connection.stop_reading()
-
-        try:
-            await self.hooks.serve_connection(
-                channel,
-                session=self.hooks.new_session("http", token),
-                connection_id=f"http-post-{next(_post_ids)}",
-                drain_on_eof=True,
-                started=started,
-            )
-        finally:
-            if served:
-                connections.discard(served[0])
-
-
-class _PostChannel:
-    """One modern POST as a ``MessageChannel``: its body in, its answers to ``stream``."""
-
-    def __init__(self, body: bytes, stream: ResponseStream) -> None:
-        self._body: bytes | None = body
-        self._stream = stream
-
-    async def receive(self) -> bytes:
-        if self._body is None:
-            raise trio.EndOfChannel
-        body, self._body = self._body, None
-        return body
-
-    async def send(self, messages: Any) -> None:
-        self.send_now(messages)
-
-    def send_now(self, messages: Any) -> None:
-        """Queue ``messages`` on the response stream: never waits (the stream's bounded
-        queue cuts a response that falls behind), so the outbox needs no write scope for
-        it (``runtime.core`` Outbox: a notification to each of 1,000 listens, issue 22)."""
-        for data, related in messages:
-            is_response, message_id = probe(data)
-            ref = related if related is not None else message_id
-            final = id_key(ref) if is_response and ref is not None else None
-            self._stream.push(None, data, final)
-
-    def ready(self, related: Any) -> bool:
-        """Whether a message now goes straight to the socket (``MessageChannel.ready``):
-        the response's pump waits with nothing queued."""
-        return self._stream.direct is not None
-
-    async def aclose(self) -> None:
-        self._stream.finish()
-
-
-#: ``_meta`` keys that make a handler send notifications on the request's stream
-#: (2026-07-28 basic/utilities/progress, server/utilities/logging).
-_STREAMING_META: Final = frozenset({META_PROGRESS_TOKEN, META_LOG_LEVEL})
 
 
 def _json_status(reply: bytes) -> int:
@@ -520,18 +424,6 @@ def _json_status(reply: bytes) -> int:
     return status
 
 
-def _direct(method: object, params: ModernParams | ToolCall, accept_sse: bool) -> bool:
-    """Whether a modern request can take the direct path: its answer is one message (not
-    the ``subscriptions/listen`` stream) and nothing asked for notifications beside it
-    (which a JSON-only client would not get anyway)."""
-    if method == SUBSCRIPTIONS_LISTEN:
-        return False
-    if not accept_sse:
-        return True
-    meta = params.meta
-    return meta is None or _STREAMING_META.isdisjoint(meta)
-
-
 def _may_be_modern(message: Envelope) -> bool:
     """Whether a message POSTed to a session (nearly always of the handshake era) can be
     modern, which its params decide (2026-07-28 basic/versioning): small params without the
@@ -547,12 +439,12 @@ def _may_be_modern(message: Envelope) -> bool:
 
 
 def _modern_params(
-    message: Envelope, hooks: Hooks, called: ToolCall | None = None
+    message: Envelope, port: ServerPort, called: ToolCall | None = None
 ) -> tuple[ModernParams | ToolCall | None, ToolCall | None]:
     """What the 2026-07-28 rules read from a message's params, when it is a modern message
     (``params._meta`` names a protocol version as a string), else None; and, for a
-    ``tools/call`` read in its tool's typed pass (``hooks.read_call``; ``called``: the
-    reading ``Hooks.read_frame`` made with the body, taken instead), that reading for the
+    ``tools/call`` read in its tool's typed pass (``port.read_call``; ``called``: the
+    reading ``port.read_frame`` made with the body, taken instead), that reading for the
     handler, whatever the era.
 
     The reading stands for the rules' ``ModernParams`` too (its ``meta`` and ``name`` are
@@ -565,15 +457,15 @@ def _modern_params(
     raw = message.params
     if raw is UNSET:
         return None, None
-    if message.method == TOOLS_CALL and hooks.read_call is not None:
+    if message.method == TOOLS_CALL:
         # One pass gives the era rules their ``_meta`` and the handler its tool and typed
         # arguments, instead of a pass here that skips the arguments and the handler's two.
-        call = hooks.read_call(raw) if called is None else called
+        call = port.read_call(raw) if called is None else called
         if call is not None:
             meta = call.meta
             if meta is None or not isinstance(meta.get(META_PROTOCOL_VERSION), str):
                 return None, call  # handshake era: the reading goes on to the handler
-            if not hooks.tool_header_params(call.name):
+            if not port.header_rules[call.name]:
                 return call, call
             return _general_params(message, raw), call
     return _general_params(message, raw), None
@@ -588,7 +480,7 @@ def _general_params(message: Envelope, raw: msgspec.Raw) -> ModernParams | None:
             return None  # not modern at all: the handshake path answers it
         try:
             loose = msgspec.json.decode(raw)
-        except RecursionError:  # deeper than msgspec follows here (issue 16): not modern
+        except RecursionError:  # deeper than msgspec follows: not modern
             return None
         meta = loose.get("_meta") if isinstance(loose, dict) else None
         if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):

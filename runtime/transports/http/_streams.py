@@ -18,7 +18,8 @@ from typing import Any, Final
 import trio
 
 from ...framing import encode_sse_comment
-from ...protocol import Pieces, retry_after
+from ...protocol import Pieces
+from ._edge import HttpLimits
 from ._exchange import Exchange, HttpError
 from ._in_order import DROP, FILL, InOrder, seq_of
 
@@ -137,9 +138,8 @@ class ResponseStream:
 
     def take_nowait(self) -> tuple[str | None, bytes] | None:
         """The next queued message, None when none is queued; EndOfChannel once the stream
-        is done and drained. An empty queue is dropped (its channel pair, about 1 KiB): an
-        idle stream holds none while it waits, and ``push`` makes a new one (issue 22 item
-        4, memory per idle stream)."""
+        is done and drained. An empty queue is dropped (its channel pair): an idle stream
+        holds none while it waits, and ``push`` makes a new one."""
         channel = self._channel
         if channel is None:
             if self.done:
@@ -206,25 +206,18 @@ class ResponseStream:
 async def answer(
     exchange: Exchange,
     stream: ResponseStream,
-    *,
+    limits: HttpLimits,
     accept_json: bool,
     accept_sse: bool,
     headers: list[tuple[str, str]],
-    status_of: Any = None,
-    resumable: bool,
     prime_id: str | None = None,
-    retry_ms: int,
-    keepalive: float,
-    on_disconnect: Any = None,
 ) -> None:
-    """Answer one POST from ``stream``: JSON when the first message is the whole answer
-    (and the client accepts JSON), else an SSE stream until the stream is done.
-
-    ``status_of(data) -> int`` picks the HTTP status of a JSON answer (modern error codes);
-    ``prime_id``: the priming event id of a resumable stream (allocated before the request
-    ran, so it precedes every event of the stream). Returns when the
-    answer is complete or the client hung up (then ``on_disconnect()`` is awaited).
-    """
+    """Answer a handshake-era session POST from its resumable ``stream``: JSON when the
+    first message is the whole answer (and the client accepts JSON), else an SSE stream
+    until the stream is done (2025-11-25 basic/transports, "Sending Messages to the
+    Server"). ``prime_id``: the stream's priming event id (allocated before the request ran,
+    so it precedes every event of the stream; None: the stream's own, if it has one).
+    Returns when the answer is complete or the client hung up."""
     first: tuple[str | None, bytes] | None = None
     with trio.CancelScope() as scope:
         exchange.cancel_on_disconnect(scope)
@@ -250,12 +243,10 @@ async def answer(
         # Cut before the first message: the priming event alone, so the client holds an
         # event id to resume from.
         stream._take_cut()
-        opening = sse_event(None, prime_id, retry_ms) if prime_id is not None else b""
+        opening = sse_event(None, prime_id, limits.sse_retry_ms) if prime_id is not None else b""
         await exchange.start_stream(200, "text/event-stream", headers, first=opening, end=True)
         return
     if scope.cancelled_caught and first is None:
-        if on_disconnect is not None:
-            await on_disconnect()
         return
     if first is None:  # ended without an answer (a cancelled request, a closed session)
         if accept_sse:
@@ -269,18 +260,15 @@ async def answer(
             # The client takes JSON only: wait for the answer, dropping the notifications.
             async for _event_id, last in stream.receive:
                 data = last
-        status = status_of(data) if status_of is not None else 200
-        if status == 429:  # a rate limit's refusal: RFC 6585 section 4
-            headers = [*headers, ("Retry-After", retry_after(data) or "1")]
-        await exchange.respond(status, data, headers=headers)
+        await exchange.respond(200, data, headers=headers)
         return
     # The head, the priming event and the first message leave in one write; a stream that
     # is already complete ends in that same write.
     opening = sse_event(first[1], first[0])
-    if resumable and prime_id is None:
+    if prime_id is None:
         prime_id = stream.prime_id  # (a lazy stream's, allocated before its first event)
-    if resumable and prime_id is not None:
-        opening = sse_event(None, prime_id, retry_ms) + opening
+    if prime_id is not None:
+        opening = sse_event(None, prime_id, limits.sse_retry_ms) + opening
     complete = stream.done and _queued(stream) == 0
     await exchange.start_stream(
         200,
@@ -291,11 +279,8 @@ async def answer(
     )
     if complete:
         return
-    ok = await pump(exchange, stream, keepalive)
-    if ok:
+    if await pump(exchange, stream, limits.sse_keepalive):
         await exchange.end()
-    elif on_disconnect is not None:
-        await on_disconnect()
 
 
 async def end_with_reply(
@@ -310,8 +295,8 @@ async def end_with_reply(
     with the handler's ``reply`` (None: it gave none): the stream's last event when events
     went before it (``streaming``), else JSON when the client accepts it (``json_status``
     picks the status), else a one-event SSE stream; no reply: the stream's end, an empty SSE
-    stream, or 204. A reply given as ``Pieces`` goes as JSON in one vector, never joined
-    (issue 22 target 2); in an SSE event it is joined."""
+    stream, or 204. A reply given as ``Pieces`` goes as JSON in one vector, never joined; in
+    an SSE event it is joined."""
     if reply is None:
         if streaming:
             await exchange.end()
@@ -358,8 +343,9 @@ async def pump(
     GET stream fed by several replicas, ``_in_order``).
 
     Keep-alive comments go out on quiet periods: one timer per ``keepalive`` interval (a
-    tick), not one per event (a timer scope per event was a fifth of the server's CPU
-    delivering one change to 1,000 streams, issue 22); a tick that saw no event ends with a
+    tick), not one per event (a timer scope per event cost much of the server's CPU
+    delivering one change to many streams: benchmarks/README.md, "Fan-out over HTTP"); a tick that
+    saw no event ends with a
     keep-alive, so a quiet stream carries a byte at least every 2 x ``keepalive`` seconds.
 
     While it waits with nothing queued, ``stream.push`` writes an event straight to the
@@ -388,8 +374,8 @@ async def pump(
             order.wrote(seq_of(event_id))
         try:
             if chunked and event_id is not None:
-                # The event in its chunk, framed in one step (issue 22 item 3: one change
-                # to 1,000 GET streams), the bytes of ``exchange.write_now(sse_event(...))``.
+                # The event in its chunk, framed in one step (one change goes to many GET
+                # streams), the bytes of ``exchange.write_now(sse_event(...))``.
                 eid = event_id.encode()
                 size = len(eid) + len(data) + _ID_EVENT_OVERHEAD
                 pending = exchange.write_framed_now(_CHUNKED_ID_EVENT % (size, eid, data))
@@ -405,7 +391,7 @@ async def pump(
         return True
 
     # One cancel scope per tick, and none around them: the tick is also what a hang-up or
-    # ``cut()`` cancels (an idle stream holds one scope, not two; issue 22 item 4).
+    # ``cut()`` cancels (an idle stream holds one scope, not two).
     ended = stopped = False
     try:
         while not ended:
@@ -429,8 +415,8 @@ async def pump(
                             break
                         if item is None:
                             # The next message; meanwhile this task watches the socket, so
-                            # a hang-up is noticed with no reader task (issue 22 item 4: an
-                            # idle stream holds one task). A message queued or the stream
+                            # a hang-up is noticed with no reader task (an idle stream
+                            # holds one task). A message queued or the stream
                             # ending cancels the watch by ending this tick early
                             # (``_waiter``: no scope of its own); the hang-up cancels the
                             # tick too. Once the client sends bytes instead, the
