@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -22,9 +23,24 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart.py"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel, built once per run: the suite's xdist workers (pyproject.toml's addopts)
+    share it through their common temporary root, and a lock makes the first one build it while
+    the others wait, since an in-tree build writes build/ beside the sources."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's root, above each worker's own directory
+    out = shared / "wheel"
+    with (shared / "wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = list(out.glob("*.whl"))
+        if not found:
+            found = [_build_wheel(out)]
+    return found[0]
+
+
+def _build_wheel(out: Path) -> Path:
     # An in-tree build leaves build/lib behind, and a later build would package its stale
     # files: start and end without one.
     shutil.rmtree(ROOT / "build", ignore_errors=True)
