@@ -30,7 +30,7 @@ def test_session_opcodes_count_the_session_post_path_by_function(
     for name in (
         "HandshakeEra.find",
         "HandshakeEra.post_session",
-        "HandshakeEra._post_direct",
+        "DirectRequests.run",
         "Connection.run_request",
         "methods.<locals>.call_tool",
     ):
