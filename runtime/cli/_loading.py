@@ -40,8 +40,18 @@ def _import_file(path: Path) -> Any:
     # Let the file import its siblings, as `python file.py` would.
     sys.path.insert(0, str(path.resolve().parent))
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    _run_source(path, module)
     return module
+
+
+def _run_source(path: Path, module: Any) -> None:
+    """Run ``path``'s source in ``module``, compiled now, as ``python file.py`` runs its
+    script: the import system would trust a cached ``.pyc`` whose recorded size and mtime
+    (whole seconds) match, so an edit of the same size within the same second (``mcp-runtime
+    dev`` reloading at once) would serve the old code. ``dont_inherit``: the file's own
+    ``__future__`` imports apply, not this module's."""
+    source = path.read_bytes()
+    exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
 
 
 #: TARGETs that name a remote MCP server to proxy rather than a file or module.
@@ -197,5 +207,5 @@ def _import_path(path: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.resolve().parent))
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    _run_source(path, module)
     return module
