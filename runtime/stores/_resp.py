@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -59,12 +59,31 @@ def encode_command(args: Sequence[Arg]) -> bytes:
     return b"".join(parts)
 
 
-def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
+#: The largest bulk string a reply may announce: Redis's own ceiling (``proto-max-bulk-len``,
+#: 512 MB by default); a bigger length is not Redis talking.
+_MAX_BULK: Final = 512 * 1024 * 1024
+#: How deeply arrays may nest in a reply: the store's commands get flat arrays, or arrays of
+#: arrays (a pub/sub message, an EVAL's table); deeper would only recurse.
+_MAX_DEPTH: Final = 8
+
+
+def _integer(line: bytes, what: str) -> int:
+    """A RESP integer (an optional minus, then digits; at most 20 characters, past any 64-bit
+    value), or :class:`StoreUnavailable`: what sent it is not Redis."""
+    digits = line[1:] if line[:1] == b"-" else line
+    if not (0 < len(digits) <= 19 and digits.isdigit()):
+        raise StoreUnavailable(f"redis protocol error: bad {what} {line[:40]!r}")
+    return int(line)
+
+
+def _parse(buf: bytearray, pos: int, depth: int = 0) -> tuple[Any, int]:
     """The reply that starts at ``pos`` and where it ends: simple strings and bulk strings
     as bytes, integers as int, nil as None, arrays as lists, and an error reply as a
     :class:`RedisError` value (returned, not raised: a pipeline keeps each command's
     outcome in its place). :class:`_Incomplete` until the whole reply is in ``buf``; an
-    unknown type byte is :class:`StoreUnavailable` (what answers is not Redis)."""
+    unknown type byte, a malformed number, a bulk string past :data:`_MAX_BULK` or arrays
+    nested past :data:`_MAX_DEPTH` are :class:`StoreUnavailable` (what answers is not
+    Redis)."""
     end = buf.find(b"\r\n", pos)
     if end < 0:
         raise _Incomplete
@@ -76,21 +95,25 @@ def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
     if kind == b"-":
         return RedisError(line.decode(errors="replace")), pos
     if kind == b":":
-        return int(line), pos
+        return _integer(line, "integer"), pos
     if kind == b"$":
-        size = int(line)
+        size = _integer(line, "bulk length")
+        if size > _MAX_BULK:
+            raise StoreUnavailable(f"redis protocol error: a bulk string of {size} bytes")
         if size < 0:
             return None, pos
         if len(buf) < pos + size + 2:
             raise _Incomplete
         return bytes(buf[pos : pos + size]), pos + size + 2
     if kind == b"*":
-        count = int(line)
+        count = _integer(line, "array length")
         if count < 0:
             return None, pos
+        if depth >= _MAX_DEPTH:
+            raise StoreUnavailable("redis protocol error: arrays nested too deeply")
         items = []
         for _ in range(count):
-            item, pos = _parse(buf, pos)
+            item, pos = _parse(buf, pos, depth + 1)
             items.append(item)
         return items, pos
     raise StoreUnavailable(f"redis protocol error: unexpected {kind!r}")
