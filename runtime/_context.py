@@ -240,15 +240,19 @@ class Context:
         await self._request.peer.notify(LOG_MESSAGE, params, related=self._related)
 
     async def debug(self, data: Any) -> None:
+        """Send a log message at level ``debug`` (:meth:`log`)."""
         await self.log("debug", data)
 
     async def info(self, data: Any) -> None:
+        """Send a log message at level ``info`` (:meth:`log`)."""
         await self.log("info", data)
 
     async def warning(self, data: Any) -> None:
+        """Send a log message at level ``warning`` (:meth:`log`)."""
         await self.log("warning", data)
 
     async def error(self, data: Any) -> None:
+        """Send a log message at level ``error`` (:meth:`log`)."""
         await self.log("error", data)
 
     # -- asking the client for input (both eras) ---------------------------------------------

@@ -90,11 +90,14 @@ class _InfoField(Generic[V]):
 class Server:
     """An MCP server. Register features with the decorators, then serve it.
 
-    >>> app = Server("demo")
-    >>> @app.tool
-    ... def add(a: int, b: int) -> int:
-    ...     "Add two numbers."
-    ...     return a + b
+    ```python
+    app = Server("demo")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        "Add two numbers."
+        return a + b
+    ```
     """
 
     def __init__(
