@@ -59,6 +59,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # (NaN too)
+        raise ValueError
+    return value
+
+
 def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -69,6 +76,7 @@ def _port(text: str) -> int:
 _positive_int.__name__ = "positive integer"
 _positive_float.__name__ = "positive number"
 _non_negative_int.__name__ = "non-negative integer"
+_non_negative_float.__name__ = "non-negative number"
 _port.__name__ = "port (0-65535)"
 
 _NETWORK = ("tcp", "http", "sse", "ws")
@@ -166,6 +174,21 @@ FLAGS = (
         type=_positive_int,
         metavar="N",
         transports=_WEB,
+    ),
+    _Flag(
+        "session-eviction",
+        "at the cap of handshake-era HTTP sessions: end the least recently used idle one "
+        "(lru) or refuse the new client with 503 (refuse) (default lru)",
+        choices=("lru", "refuse"),
+        transports=("http", "sse"),
+    ),
+    _Flag(
+        "min-body-rate",
+        "bytes per second a request body must keep up after its first 5 s; under it, 408 "
+        "and the connection closed; 0: no minimum (default 500)",
+        type=_non_negative_float,
+        metavar="BYTES",
+        transports=("http", "sse"),
     ),
     _Flag(
         "sse-retry-ms",

@@ -278,6 +278,10 @@ def _serve_options(server: Server, transport: str, settings: dict[str, Any]) -> 
             http_changes[name] = int(settings[name])
     if settings["sse_retry_ms"] is not None:
         http_changes["sse_retry_ms"] = int(settings["sse_retry_ms"])
+    if settings["session_eviction"] is not None:
+        http_changes["session_eviction"] = settings["session_eviction"]
+    if settings["min_body_rate"] is not None:
+        http_changes["min_body_rate"] = float(settings["min_body_rate"])
     if http_changes:
         import dataclasses
 

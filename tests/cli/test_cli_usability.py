@@ -277,3 +277,35 @@ def test_server_repr_says_what_it_serves() -> None:
         return a + b
 
     assert repr(app) == "<Server 'demo' 2.0 tools=1 resources=0 prompts=0>"
+
+
+def test_session_eviction_and_min_body_rate_reach_the_http_limits() -> None:
+    from runtime import Server
+    from runtime.cli._main import _serve_options
+
+    settings = _settings_of(
+        "--transport", "http", "--session-eviction", "refuse", "--min-body-rate", "0"
+    )
+    limits = _serve_options(Server("s"), "http", settings)["http_limits"]
+    assert (limits.session_eviction, limits.min_body_rate) == ("refuse", 0.0)
+    # Unset, the server's own limits stand.
+    assert "http_limits" not in _serve_options(
+        Server("s"), "http", _settings_of("--transport", "http")
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--session-eviction", "refuse"), "--session-eviction does not apply"),
+        (("--transport", "http", "--session-eviction", "fifo"), "invalid choice"),
+        (("--transport", "http", "--min-body-rate", "-1"), "--min-body-rate"),
+        (("--transport", "ws", "--min-body-rate", "10"), "--min-body-rate does not apply"),
+    ],
+)
+def test_session_eviction_and_min_body_rate_are_checked(
+    args: tuple[str, ...], fragment: str
+) -> None:
+    out = _run("serve", "examples/quickstart.py", *args)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert fragment in out.stderr, out.stderr
