@@ -30,18 +30,8 @@ _DEFAULT_NAMES = ("app", "server", "mcp")
 
 
 def _import_file(path: Path) -> Any:
-    if not path.is_file():
-        raise UsageError(f"cannot load {str(path)!r}: no such file")
-    module_name = f"_mcp_runtime_target_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot load {str(path)!r}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    # Let the file import its siblings, as `python file.py` would.
-    sys.path.insert(0, str(path.resolve().parent))
-    sys.modules[module_name] = module
-    _run_source(path, module)
-    return module
+    """Import TARGET's file (see :func:`_import_path`); a failure is a usage error."""
+    return _import_path(path, "_mcp_runtime_target_", UsageError)
 
 
 def _run_source(path: Path, module: Any) -> None:
@@ -196,15 +186,19 @@ def add_middleware_specs(server: Server, specs: list[str]) -> None:
             raise ValueError(f"--middleware {spec}: {exc}") from None
 
 
-def _import_path(path: Path) -> Any:
-    """Import a Python file by path (its directory importable, as ``python file.py``)."""
+def _import_path(
+    path: Path, prefix: str = "_mcp_runtime_extra_", error: type[Exception] = ValueError
+) -> Any:
+    """Import a Python file by path, as module ``prefix`` + its stem, its directory
+    importable as ``python file.py`` makes it; a missing or non-Python file raises ``error``."""
     if not path.is_file():
-        raise ValueError(f"cannot load {str(path)!r}: no such file")
-    name = f"_mcp_runtime_extra_{path.stem}"
+        raise error(f"cannot load {str(path)!r}: no such file")
+    name = f"{prefix}{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ValueError(f"cannot load {str(path)!r}: not a Python file")
+        raise error(f"cannot load {str(path)!r}: not a Python file")
     module = importlib.util.module_from_spec(spec)
+    # Let the file import its siblings, as `python file.py` would.
     sys.path.insert(0, str(path.resolve().parent))
     sys.modules[name] = module
     _run_source(path, module)
